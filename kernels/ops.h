@@ -1,0 +1,95 @@
+/* Scalar helpers used by the op table's expressions (compiler/ir.h), valid both as C11
+   (CPU backend, type-generic through _Generic) and as CUDA C (NVRTC, overloads). They
+   give integer ops defined results where C leaves them undefined. */
+#ifndef CUK_OPS_H
+#define CUK_OPS_H
+
+#ifdef __CUDACC_RTC__
+#define CUK_FN static __device__ __forceinline__
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#define INFINITY __int_as_float(0x7f800000)
+#else
+#include <math.h>
+#include <stdint.h>
+#define CUK_FN static inline
+#endif
+
+/* Integer helpers: x/0 = 0, x%0 = 0, MIN/-1 wraps, shifts past the width give 0 (or the
+   sign for >> of a negative), negative powers truncate toward zero. */
+#define CUK_INT_HELPERS(S, T, U, SIGNED, BITS)                                          \
+    CUK_FN T cuk_idiv_##S(T a, T b) {                                                   \
+        if (b == 0) return 0;                                                           \
+        if (SIGNED && b == (T)-1) return (T)(0u - (U)a);                                \
+        return (T)(a / b);                                                              \
+    }                                                                                   \
+    CUK_FN T cuk_imod_##S(T a, T b) {                                                   \
+        if (b == 0 || (SIGNED && b == (T)-1)) return 0;                                 \
+        return (T)(a % b);                                                              \
+    }                                                                                   \
+    CUK_FN T cuk_iabs_##S(T a) { return (SIGNED && a < (T)0) ? (T)(0u - (U)a) : a; }    \
+    CUK_FN T cuk_shl_##S(T a, T b) {                                                    \
+        if (b < (T)0 || b >= (T)(BITS)) return 0;                                       \
+        return (T)((U)a << b);                                                          \
+    }                                                                                   \
+    CUK_FN T cuk_shr_##S(T a, T b) {                                                    \
+        if (b < (T)0 || b >= (T)(BITS)) return (SIGNED && a < (T)0) ? (T)-1 : (T)0;     \
+        return (T)(a >> b);                                                             \
+    }                                                                                   \
+    CUK_FN T cuk_ipow_##S(T a, T b) {                                                   \
+        if (b < (T)0) return a == 1 ? 1 : (SIGNED && a == (T)-1) ? ((b & 1) ? a : 1) : 0; \
+        U r = 1, x = (U)a;                                                              \
+        while (b) {                                                                     \
+            if (b & 1) r *= x;                                                          \
+            x *= x;                                                                     \
+            b = (T)((U)b >> 1);                                                         \
+        }                                                                               \
+        return (T)r;                                                                    \
+    }
+
+CUK_INT_HELPERS(i32, int32_t, uint32_t, 1, 32)
+CUK_INT_HELPERS(i64, int64_t, uint64_t, 1, 64)
+CUK_INT_HELPERS(u32, uint32_t, uint32_t, 0, 32)
+CUK_INT_HELPERS(u64, uint64_t, uint64_t, 0, 64)
+CUK_INT_HELPERS(b, uint8_t, uint8_t, 0, 8)
+
+/* NaN-propagating minimum/maximum, as NumPy's minimum/maximum. */
+CUK_FN float cuk_fminf(float a, float b) { return (a != a || a < b) ? a : b; }
+CUK_FN float cuk_fmaxf(float a, float b) { return (a != a || a > b) ? a : b; }
+CUK_FN double cuk_fmin(double a, double b) { return (a != a || a < b) ? a : b; }
+CUK_FN double cuk_fmax(double a, double b) { return (a != a || a > b) ? a : b; }
+
+#ifdef __CUDACC_RTC__
+#define CUK_OVERLOADS(NAME)                                                              \
+    CUK_FN int32_t NAME(int32_t a, int32_t b) { return NAME##_i32(a, b); }               \
+    CUK_FN int64_t NAME(int64_t a, int64_t b) { return NAME##_i64(a, b); }               \
+    CUK_FN uint32_t NAME(uint32_t a, uint32_t b) { return NAME##_u32(a, b); }            \
+    CUK_FN uint64_t NAME(uint64_t a, uint64_t b) { return NAME##_u64(a, b); }            \
+    CUK_FN uint8_t NAME(uint8_t a, uint8_t b) { return NAME##_b(a, b); }
+CUK_OVERLOADS(cuk_idiv)
+CUK_OVERLOADS(cuk_imod)
+CUK_OVERLOADS(cuk_shl)
+CUK_OVERLOADS(cuk_shr)
+CUK_OVERLOADS(cuk_ipow)
+CUK_FN int32_t cuk_iabs(int32_t a) { return cuk_iabs_i32(a); }
+CUK_FN int64_t cuk_iabs(int64_t a) { return cuk_iabs_i64(a); }
+CUK_FN uint32_t cuk_iabs(uint32_t a) { return a; }
+CUK_FN uint64_t cuk_iabs(uint64_t a) { return a; }
+CUK_FN uint8_t cuk_iabs(uint8_t a) { return a; }
+#else
+#define CUK_GENERIC(NAME, a)                                                             \
+    _Generic((a), int32_t: NAME##_i32, int64_t: NAME##_i64, uint32_t: NAME##_u32,        \
+             uint64_t: NAME##_u64, uint8_t: NAME##_b)
+#define cuk_idiv(a, b) CUK_GENERIC(cuk_idiv, a)(a, b)
+#define cuk_imod(a, b) CUK_GENERIC(cuk_imod, a)(a, b)
+#define cuk_shl(a, b) CUK_GENERIC(cuk_shl, a)(a, b)
+#define cuk_shr(a, b) CUK_GENERIC(cuk_shr, a)(a, b)
+#define cuk_ipow(a, b) CUK_GENERIC(cuk_ipow, a)(a, b)
+#define cuk_iabs(a) CUK_GENERIC(cuk_iabs, a)(a)
+#endif
+
+#endif
