@@ -73,6 +73,7 @@ struct Node {
     double fval;
     const char *sval;
     const char *text;/* literal spelling */
+    int depth;       /* height of this subtree (leaves are 1); the parser keeps it <= 1000 */
 };
 
 /* Parses one source file. Syntax errors go to d (several per run, with recovery);

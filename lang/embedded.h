@@ -1,4 +1,4 @@
-/* Files compiled into the binaries by scripts/embed.cmake: stdlib/*.cuk and kernels/. */
+/* Files compiled into the binaries by scripts/embed.cmake: the stdlib (.cuk) and kernels/. */
 #ifndef CUK_EMBEDDED_H
 #define CUK_EMBEDDED_H
 #include <stddef.h>

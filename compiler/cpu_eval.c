@@ -1,0 +1,2019 @@
+/* The CPU backend's IR interpreter: host statements, and value DAGs evaluated with
+   memoisation, maximal elementwise subtrees run in cache-sized chunks (numexpr-style)
+   that feed reductions and scans directly, so elementwise temporaries never reach
+   memory. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The shared helpers compare unsigned values with 0 in code common to all widths. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#include "../kernels/ops.h"
+#include "../kernels/philox.h"
+#pragma GCC diagnostic pop
+#include "cpu.h"
+
+/* The per-op loops below are plain `for` loops over restrict pointers; GCC only
+   vectorises them (with a scalar epilogue) from -O3's cost model. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+
+enum {
+    CHUNK = 2048,       /* elements per chunk: a few chunk buffers stay in L1/L2 */
+    MAX_DEPTH = 1000,   /* nested calls before a run-time error */
+};
+
+/* The dtypes again, with what the per-type code below needs: the C type, its unsigned
+   twin and which column of EW_OPS applies. (ir.h's DTYPES cannot be expanded inside
+   an expansion of itself, so the inner level of the op x dtype tables uses this.) */
+_Static_assert(DT_COUNT == 7, "a dtype was added to ir.h: add it to CTYPES too");
+#define CTYPES(M, ...)                                                                      \
+    M(BOOL, uint8_t, uint8_t, INT, __VA_ARGS__)                                             \
+    M(I32, int32_t, uint32_t, INT, __VA_ARGS__)                                             \
+    M(I64, int64_t, uint64_t, INT, __VA_ARGS__)                                             \
+    M(U32, uint32_t, uint32_t, INT, __VA_ARGS__)                                            \
+    M(U64, uint64_t, uint64_t, INT, __VA_ARGS__)                                            \
+    M(F32, float, float, F32, __VA_ARGS__)                                                  \
+    M(F64, double, double, F64, __VA_ARGS__)
+#define PICK_INT(f, d, i) i
+#define PICK_F32(f, d, i) f
+#define PICK_F64(f, d, i) d
+#define ISF_INT 0
+#define ISF_F32 1
+#define ISF_F64 1
+
+/* A scalar register: one value of any dtype, stored at offset 0. */
+typedef union Cell {
+    uint8_t b;
+    int32_t i32;
+    int64_t i64;
+    uint32_t u32;
+    uint64_t u64;
+    float f32;
+    double f64;
+} Cell;
+
+static inline int esize(DType dt) { return dtype_info[dt].size; }
+
+/* ---- elementwise loops: EW_OPS x dtypes ------------------------------------------ */
+
+/* Result and first-operand types per op class (the other operands are T). */
+#define RT_OC_ARITH(T) T
+#define RT_OC_NUM1(T) T
+#define RT_OC_FLOAT(T) T
+#define RT_OC_CMP(T) uint8_t
+#define RT_OC_LOGIC(T) T
+#define RT_OC_BITS(T) T
+#define RT_OC_PRED(T) uint8_t
+#define RT_OC_SELECT(T) T
+#define RT_OC_CLAMP(T) T
+#define AT_OC_ARITH(T) T
+#define AT_OC_NUM1(T) T
+#define AT_OC_FLOAT(T) T
+#define AT_OC_CMP(T) T
+#define AT_OC_LOGIC(T) T
+#define AT_OC_BITS(T) T
+#define AT_OC_PRED(T) T
+#define AT_OC_SELECT(T) uint8_t
+#define AT_OC_CLAMP(T) T
+
+#define EW_LOOP_1(R, A, B, E)                                                               \
+    const A *restrict xa = pa;                                                              \
+    R *restrict xo = o;                                                                     \
+    (void)pb, (void)pc;                                                                     \
+    for (int64_t i = 0; i < n; i++) {                                                       \
+        A a = xa[i];                                                                        \
+        (void)a;                                                                            \
+        xo[i] = (R)(E);                                                                     \
+    }
+#define EW_LOOP_2(R, A, B, E)                                                               \
+    const A *restrict xa = pa;                                                              \
+    const B *restrict xb = pb;                                                              \
+    R *restrict xo = o;                                                                     \
+    (void)pc;                                                                               \
+    for (int64_t i = 0; i < n; i++) {                                                       \
+        A a = xa[i];                                                                        \
+        B b = xb[i];                                                                        \
+        (void)a, (void)b;                                                                   \
+        xo[i] = (R)(E);                                                                     \
+    }
+#define EW_LOOP_3(R, A, B, E)                                                               \
+    const A *restrict xa = pa;                                                              \
+    const B *restrict xb = pb;                                                              \
+    const B *restrict xc = pc;                                                              \
+    R *restrict xo = o;                                                                     \
+    for (int64_t i = 0; i < n; i++) {                                                       \
+        A a = xa[i];                                                                        \
+        B b = xb[i], c = xc[i];                                                             \
+        (void)a, (void)b, (void)c;                                                          \
+        xo[i] = (R)(E);                                                                     \
+    }
+
+typedef void (*EwFn)(void *restrict o, const void *restrict pa, const void *restrict pb,
+                     const void *restrict pc, int64_t n);
+
+#define EW_FN(DTN, CT, UT, KIND, name, ar, cls, ef, ed, ei)                                 \
+    static void ew_##name##_##DTN(void *restrict o, const void *restrict pa,                \
+                                  const void *restrict pb, const void *restrict pc,         \
+                                  int64_t n) {                                              \
+        typedef CT T;                                                                       \
+        typedef UT U;                                                                       \
+        (void)sizeof(T), (void)sizeof(U);                                                   \
+        EW_LOOP_##ar(RT_##cls(T), AT_##cls(T), T, PICK_##KIND(ef, ed, ei))                  \
+    }
+#define EW_OP_FNS(name, s, ar, cls, ef, ed, ei) CTYPES(EW_FN, name, ar, cls, ef, ed, ei)
+EW_OPS(EW_OP_FNS)
+
+#define EW_TAB_ENTRY(DTN, CT, UT, KIND, name) [DT_##DTN] = ew_##name##_##DTN,
+#define EW_TAB_ROW(name, ...) [OP_##name] = {CTYPES(EW_TAB_ENTRY, name)},
+static const EwFn ew_tab[OP_EW_END][DT_COUNT] = {EW_OPS(EW_TAB_ROW)};
+
+/* ---- casts: dtype x dtype -------------------------------------------------------- */
+
+/* Float to integer truncates toward zero, saturates, NaN -> 0 (CUDA's cvt.rzi.sat). */
+static inline int64_t sat_s(double x, int size) {
+    double hi = size == 4 ? 2147483648.0 : 9223372036854775808.0;
+    if (x != x) return 0;
+    if (x >= hi) return size == 4 ? INT32_MAX : INT64_MAX;
+    if (x <= -hi) return size == 4 ? INT32_MIN : INT64_MIN;
+    return (int64_t)x;
+}
+static inline uint64_t sat_u(double x, int size) {
+    double hi = size == 4 ? 4294967296.0 : 18446744073709551616.0;
+    if (x != x || x <= 0) return 0;
+    if (x >= hi) return size == 4 ? UINT32_MAX : UINT64_MAX;
+    return (uint64_t)x;
+}
+#define CVT_SRC_INT(TN, TT, TISF, TISS, v)                                                  \
+    (DT_##TN == DT_BOOL ? (TT)((v) != 0) : (TT)(v))
+#define CVT_SRC_F32(TN, TT, TISF, TISS, v)                                                  \
+    (DT_##TN == DT_BOOL ? (TT)((v) != 0)                                                    \
+     : TISF            ? (TT)(v)                                                            \
+     : TISS            ? (TT)sat_s((double)(v), (int)sizeof(TT))                            \
+                       : (TT)sat_u((double)(v), (int)sizeof(TT)))
+#define CVT_SRC_F64 CVT_SRC_F32
+
+typedef void (*CastFn)(void *restrict o, const void *restrict in, int64_t n);
+#define CAST_FN(FN, FT, FU, FK, TN, TT, TISF, TISS)                                         \
+    static void cast_##FN##_##TN(void *restrict o, const void *restrict in, int64_t n) {    \
+        const FT *restrict x = in;                                                          \
+        TT *restrict y = o;                                                                 \
+        for (int64_t i = 0; i < n; i++) y[i] = CVT_SRC_##FK(TN, TT, TISF, TISS, x[i]);     \
+    }
+#define CAST_TO(n, s, ct, ut, isf, isi, iss, npy) CTYPES(CAST_FN, n, ct, isf, iss)
+DTYPES(CAST_TO)
+#define CAST_ENT(FN, FT, FU, FK, TN) [DT_##FN] = cast_##FN##_##TN,
+#define CAST_ROW(n, ...) [DT_##n] = {CTYPES(CAST_ENT, n)},
+static const CastFn cast_tab[DT_COUNT][DT_COUNT] = {DTYPES(CAST_ROW)}; /* [to][from] */
+
+static void cell_set(Cell *c, DType dt, Scalar s) {
+    c->u64 = 0;
+    switch (dt) {
+#define X(n, st, ct, ut, isf, isi, iss, npy)                                                 \
+    case DT_##n: {                                                                          \
+        ct x = isf ? (ct)s.f : DT_##n == DT_BOOL ? (ct)(s.i != 0) : iss ? (ct)s.i : (ct)s.u; \
+        memcpy(c, &x, sizeof x);                                                            \
+        break;                                                                              \
+    }
+        DTYPES(X)
+#undef X
+    default: die("bad dtype %d", (int)dt);
+    }
+}
+
+/* ---- interpreter state ----------------------------------------------------------- */
+
+typedef struct Ctx {
+    const Program *p;
+    FILE *out;
+    RtErr *err;
+    int depth;
+} Ctx;
+
+typedef struct Frame {
+    Ctx *c;
+    const Fn *fn;
+    Arr **slots;   /* fn->nslots */
+    Arr **memo;    /* by Val id, for the statement being evaluated */
+    int *touched;  /* ids set in memo, to clear it quickly */
+    int ntouched;
+} Frame;
+
+static Arr *eval(Frame *f, const Val *v);
+static bool call_fn(Ctx *c, const Fn *fn, Arr **args, Arr **result, Loc loc);
+
+static void memo_clear(Frame *f) {
+    for (int i = 0; i < f->ntouched; i++) {
+        arr_release(f->memo[f->touched[i]]);
+        f->memo[f->touched[i]] = NULL;
+    }
+    f->ntouched = 0;
+}
+
+static const char *shape_str(char *buf, size_t n, int rank, const int64_t *shape) {
+    return fmt_shape(buf, n, rank, shape);
+}
+
+/* Product of dims, or -1 if it overflows. */
+static int64_t shape_size(int rank, const int64_t *shape) {
+    int64_t s = 1;
+    for (int k = 0; k < rank; k++) {
+        if (shape[k] && s > INT64_MAX / shape[k]) return -1;
+        s *= shape[k];
+    }
+    return s;
+}
+
+static Arr *new_arr(Frame *f, Loc loc, DType dt, int rank, const int64_t *shape) {
+    Arr *a = arr_new(dt, rank, shape);
+    if (!a) {
+        char b[200];
+        rt_error(f->c->err, loc, "cannot allocate an array of %s with shape %s: out of memory",
+                 dtype_info[dt].name, shape_str(b, sizeof b, rank, shape));
+    }
+    return a;
+}
+
+/* A scalar operand (dims, indices, seeds, loop bounds) as an i64. */
+static bool get_i64(Frame *f, const Val *v, int64_t *out) {
+    Arr *a = eval(f, v);
+    if (!a) return false;
+    ASSERT(a->size == 1);
+    *out = scalar_cast(arr_get(a, 0), a->dt, DT_I64).i;
+    arr_release(a);
+    return true;
+}
+
+static bool get_cell(Frame *f, const Val *v, DType dt, Cell *out) {
+    Arr *a = eval(f, v);
+    if (!a) return false;
+    ASSERT(a->size == 1);
+    cell_set(out, dt, scalar_cast(arr_get(a, 0), a->dt, dt));
+    arr_release(a);
+    return true;
+}
+
+static bool get_double(Frame *f, const Val *v, double *out) {
+    Arr *a = eval(f, v);
+    if (!a) return false;
+    ASSERT(a->size == 1);
+    *out = scalar_cast(arr_get(a, 0), a->dt, DT_F64).f;
+    arr_release(a);
+    return true;
+}
+
+/* ---- index walks (broadcasting and strided views) -------------------------------- */
+
+/* Offsets (in elements) of the C-order positions off .. off+len-1 of `shape` in an
+   array with the given strides (0 on broadcast axes). */
+static void walk_offsets(int rank, const int64_t *shape, const int64_t *stride, int64_t off,
+                         int64_t len, int64_t *out) {
+    if (rank == 0) {
+        for (int64_t k = 0; k < len; k++) out[k] = 0;
+        return;
+    }
+    int64_t idx[MAXRANK], pos = 0, rem = off;
+    for (int d = rank - 1; d >= 0; d--) {
+        idx[d] = shape[d] ? rem % shape[d] : 0;
+        rem = shape[d] ? rem / shape[d] : 0;
+        pos += idx[d] * stride[d];
+    }
+    int last = rank - 1;
+    int64_t k = 0;
+    while (k < len) {
+        int64_t run = shape[last] - idx[last];
+        if (run > len - k) run = len - k;
+        int64_t s = stride[last];
+        for (int64_t t = 0; t < run; t++) out[k + t] = pos + t * s;
+        k += run;
+        pos += run * s;
+        idx[last] += run;
+        for (int d = last; d > 0 && idx[d] == shape[d]; d--) {
+            pos -= idx[d] * stride[d];
+            idx[d] = 0;
+            idx[d - 1]++;
+            pos += stride[d - 1];
+        }
+    }
+}
+
+static void gather_elems(void *dst, const void *src, const int64_t *offs, int64_t n, int esz) {
+    switch (esz) {
+    case 1:
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = ((const uint8_t *)src)[offs[i]];
+        break;
+    case 4:
+        for (int64_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = ((const uint32_t *)src)[offs[i]];
+        break;
+    case 8:
+        for (int64_t i = 0; i < n; i++) ((uint64_t *)dst)[i] = ((const uint64_t *)src)[offs[i]];
+        break;
+    default: die("bad element size %d", esz);
+    }
+}
+
+/* dst (contiguous, C order of shape) = the strided view of src starting at soff. */
+static bool copy_strided(void *dst, const void *src, int esz, int rank, const int64_t *shape,
+                         const int64_t *stride, int64_t soff) {
+    int64_t total = shape_size(rank, shape);
+    int64_t *offs = malloc(sizeof(int64_t) * CHUNK);
+    if (!offs) return false;
+    for (int64_t off = 0; off < total; off += CHUNK) {
+        int64_t len = total - off < CHUNK ? total - off : CHUNK;
+        walk_offsets(rank, shape, stride, off, len, offs);
+        gather_elems((char *)dst + off * esz, (const char *)src + soff * esz, offs, len, esz);
+    }
+    free(offs);
+    return true;
+}
+
+static void c_strides(int rank, const int64_t *shape, int64_t *stride) {
+    int64_t s = 1;
+    for (int k = rank - 1; k >= 0; k--) {
+        stride[k] = s;
+        s *= shape[k];
+    }
+}
+
+/* Strides that read an array of shape (ra, a) broadcast to shape (r, out). */
+static void bcast_strides(int ra, const int64_t *a, int r, const int64_t *out, int64_t *stride) {
+    int64_t cs[MAXRANK];
+    c_strides(ra, a, cs);
+    for (int k = 0; k < r; k++) {
+        int ia = k - (r - ra);
+        stride[k] = (ia >= 0 && a[ia] == out[k] && a[ia] != 1) ? cs[ia] : 0;
+    }
+}
+
+static bool same_shape(int ra, const int64_t *a, int rb, const int64_t *b) {
+    if (ra != rb) return false;
+    for (int k = 0; k < ra; k++)
+        if (a[k] != b[k]) return false;
+    return true;
+}
+
+static void splat(void *dst, const void *elem, int esz, int64_t n) {
+    for (int64_t i = 0; i < n; i++) memcpy((char *)dst + i * esz, elem, (size_t)esz);
+}
+
+/* ---- fused elementwise programs -------------------------------------------------- */
+
+static bool is_gen(int op) {
+    return op == OP_IOTA || op == OP_FULL || op == OP_LINSPACE || op == OP_RAND ||
+           op == OP_RANDN;
+}
+static bool fusable(int op) { return op_is_ew(op) || is_gen(op); }
+
+enum { NK_OP, NK_CAST, NK_LEAF, NK_GEN };
+enum { LM_DIRECT, LM_SPLAT, LM_WALK };
+
+typedef struct PNode {
+    const Val *v;
+    int kind;
+    DType dt, adt;   /* result type; operand type the loop is chosen by */
+    int nin, in[3];
+    int rank;
+    int64_t shape[MAXRANK];
+    Arr *arr;        /* NK_LEAF */
+    int lmode;
+    int64_t stride[MAXRANK]; /* NK_LEAF walk / NK_GEN index map, over the program's shape */
+    bool mapped;     /* NK_GEN: shape differs from the program's */
+    Cell gval;       /* NK_GEN: OP_FULL's value */
+    double g0, g1;   /* NK_GEN: linspace start, step (or delta) */
+    int64_t gn;      /* NK_GEN: linspace n */
+    uint64_t seed;
+    void *buf;
+    const void *cur; /* this chunk's values */
+} PNode;
+
+typedef struct Prog {
+    PNode *nodes;
+    int n, cap;
+    int rank;
+    int64_t shape[MAXRANK], size;
+    int64_t chunk;
+    int64_t *idx;    /* chunk offsets scratch */
+    double *dtmp;    /* chunk of doubles for generators */
+    void *mem;
+} Prog;
+
+static void prog_free(Prog *p) {
+    for (int i = 0; i < p->n; i++) arr_release(p->nodes[i].arr);
+    free(p->nodes);
+    free(p->idx);
+    free(p->dtmp);
+    free(p->mem);
+    memset(p, 0, sizeof *p);
+}
+
+static int prog_push(Frame *f, Prog *p, const Val *v) {
+    if (p->n == p->cap) {
+        int cap = p->cap ? p->cap * 2 : 16;
+        PNode *nn = realloc(p->nodes, sizeof(PNode) * (size_t)cap);
+        if (!nn) {
+            rt_error(f->c->err, v->loc, "out of memory");
+            return -1;
+        }
+        p->nodes = nn;
+        p->cap = cap;
+    }
+    PNode *nd = &p->nodes[p->n];
+    memset(nd, 0, sizeof *nd);
+    nd->v = v;
+    nd->dt = v->dt;
+    return p->n++;
+}
+
+static bool gen_dims(Frame *f, const Val *v, int first, PNode *nd) {
+    nd->rank = v->nargs - first;
+    ASSERT(nd->rank >= 0 && nd->rank <= MAXRANK);
+    for (int k = 0; k < nd->rank; k++) {
+        if (!get_i64(f, v->args[first + k], &nd->shape[k])) return false;
+        if (nd->shape[k] < 0) {
+            rt_error(f->c->err, v->loc, "negative dimensions are not allowed (got %lld)",
+                     (long long)nd->shape[k]);
+            return false;
+        }
+    }
+    if (shape_size(nd->rank, nd->shape) < 0) {
+        char b[200];
+        rt_error(f->c->err, v->loc, "array of shape %s is too large",
+                 shape_str(b, sizeof b, nd->rank, nd->shape));
+        return false;
+    }
+    return true;
+}
+
+static bool gen_setup(Frame *f, const Val *v, PNode *nd) {
+    nd->kind = NK_GEN;
+    switch (v->op) {
+    case OP_IOTA: return gen_dims(f, v, 0, nd);
+    case OP_FULL: return get_cell(f, v->args[0], v->dt, &nd->gval) && gen_dims(f, v, 1, nd);
+    case OP_LINSPACE: {
+        double start, stop;
+        if (!get_double(f, v->args[0], &start) || !get_double(f, v->args[1], &stop) ||
+            !gen_dims(f, v, 2, nd))
+            return false;
+        /* NumPy: y = i * step + start, step = (stop - start) / (n - 1); when the step
+           underflows to 0, y = i / (n - 1) * delta + start; the last is exactly stop. */
+        nd->gn = nd->shape[0];
+        nd->g0 = start;
+        nd->g1 = stop;
+        return true;
+    }
+    case OP_RAND:
+    case OP_RANDN: {
+        int64_t seed;
+        if (!get_i64(f, v->args[0], &seed)) return false;
+        nd->seed = (uint64_t)seed;
+        return gen_dims(f, v, 1, nd);
+    }
+    default: die("not a generator: %s", op_name[v->op]);
+    }
+}
+
+/* Adds v (and what it needs) to the program; returns its node index or -1. */
+static int prog_add(Frame *f, Prog *p, const Val *v) {
+    for (int i = 0; i < p->n; i++)
+        if (p->nodes[i].v == v) return i;
+    if (f->memo[v->id] || !fusable(v->op)) {
+        Arr *a = eval(f, v);
+        if (!a) return -1;
+        int i = prog_push(f, p, v);
+        if (i < 0) {
+            arr_release(a);
+            return -1;
+        }
+        PNode *nd = &p->nodes[i];
+        nd->kind = NK_LEAF;
+        nd->arr = a;
+        nd->dt = a->dt;
+        nd->rank = a->rank;
+        memcpy(nd->shape, a->shape, sizeof nd->shape);
+        return i;
+    }
+    if (is_gen(v->op)) {
+        PNode tmp;
+        memset(&tmp, 0, sizeof tmp);
+        if (!gen_setup(f, v, &tmp)) return -1;
+        int i = prog_push(f, p, v);
+        if (i < 0) return -1;
+        tmp.v = v;
+        tmp.dt = v->dt;
+        p->nodes[i] = tmp;
+        return i;
+    }
+    int in[3], nin = v->op == OP_CAST ? 1 : ew_info[v->op].arity;
+    ASSERT(nin == v->nargs);
+    for (int k = 0; k < nin; k++) {
+        in[k] = prog_add(f, p, v->args[k]);
+        if (in[k] < 0) return -1;
+    }
+    int rank = p->nodes[in[0]].rank;
+    int64_t shape[MAXRANK];
+    memcpy(shape, p->nodes[in[0]].shape, sizeof shape);
+    for (int k = 1; k < nin; k++) {
+        const PNode *b = &p->nodes[in[k]];
+        if (!broadcast_shapes(rank, shape, b->rank, b->shape, &rank, shape)) {
+            char s1[200], s2[200];
+            rt_error(f->c->err, v->loc, "shapes %s and %s cannot be broadcast together",
+                     shape_str(s1, sizeof s1, rank, shape),
+                     shape_str(s2, sizeof s2, b->rank, b->shape));
+            return -1;
+        }
+    }
+    int i = prog_push(f, p, v);
+    if (i < 0) return -1;
+    PNode *nd = &p->nodes[i];
+    nd->nin = nin;
+    memcpy(nd->in, in, sizeof in);
+    nd->rank = rank;
+    memcpy(nd->shape, shape, sizeof shape);
+    if (v->op == OP_CAST) {
+        nd->kind = NK_CAST;
+        nd->adt = p->nodes[in[0]].dt;
+    } else {
+        nd->kind = NK_OP;
+        OpClass cls = ew_info[v->op].cls;
+        nd->adt = p->nodes[in[cls == OC_SELECT ? 1 : 0]].dt;
+        for (int k = cls == OC_SELECT ? 1 : 0; k < nin; k++)
+            if (p->nodes[in[k]].dt != nd->adt)
+                die("IR: %s with operands of types %s and %s", op_name[v->op],
+                    dtype_info[nd->adt].name, dtype_info[p->nodes[in[k]].dt].name);
+    }
+    return i;
+}
+
+/* Builds the chunk program of the elementwise DAG under root and sets up its buffers. */
+static bool prog_build(Frame *f, const Val *root, Prog *p) {
+    memset(p, 0, sizeof *p);
+    if (prog_add(f, p, root) < 0) {
+        prog_free(p);
+        return false;
+    }
+    const PNode *r = &p->nodes[p->n - 1];
+    p->rank = r->rank;
+    memcpy(p->shape, r->shape, sizeof p->shape);
+    p->size = shape_size(p->rank, p->shape);
+    if (p->size < 0) {
+        char b[200];
+        rt_error(f->c->err, root->loc, "array of shape %s is too large",
+                 shape_str(b, sizeof b, p->rank, p->shape));
+        prog_free(p);
+        return false;
+    }
+    p->chunk = p->size < CHUNK ? (p->size ? p->size : 1) : CHUNK;
+    size_t per = (size_t)((p->chunk * 8 + 63) & ~63);
+    p->mem = aligned_alloc(64, per * (size_t)p->n);
+    p->idx = malloc(sizeof(int64_t) * (size_t)p->chunk);
+    p->dtmp = malloc(sizeof(double) * (size_t)p->chunk);
+    if (!p->mem || !p->idx || !p->dtmp) {
+        rt_error(f->c->err, root->loc, "out of memory");
+        prog_free(p);
+        return false;
+    }
+    for (int i = 0; i < p->n; i++) {
+        PNode *nd = &p->nodes[i];
+        nd->buf = (char *)p->mem + per * (size_t)i;
+        if (nd->kind == NK_LEAF) {
+            if (nd->arr->size == 1) {
+                nd->lmode = LM_SPLAT;
+                splat(nd->buf, nd->arr->data, esize(nd->dt), p->chunk);
+            } else if (same_shape(nd->rank, nd->shape, p->rank, p->shape)) {
+                nd->lmode = LM_DIRECT;
+            } else {
+                nd->lmode = LM_WALK;
+                bcast_strides(nd->rank, nd->shape, p->rank, p->shape, nd->stride);
+            }
+        } else if (nd->kind == NK_GEN) {
+            nd->mapped = !same_shape(nd->rank, nd->shape, p->rank, p->shape);
+            if (nd->mapped) bcast_strides(nd->rank, nd->shape, p->rank, p->shape, nd->stride);
+            if (nd->v->op == OP_FULL) splat(nd->buf, &nd->gval, esize(nd->dt), p->chunk);
+        }
+    }
+    return true;
+}
+
+#define IOTA_FN(DTN, CT, UT, KIND, unused)                                                  \
+    static void iota_##DTN(void *o, const int64_t *idx, int64_t off, int64_t n) {           \
+        CT *y = o;                                                                          \
+        if (idx)                                                                            \
+            for (int64_t k = 0; k < n; k++) y[k] = (CT)idx[k];                              \
+        else                                                                                \
+            for (int64_t k = 0; k < n; k++) y[k] = (CT)(off + k);                           \
+    }
+CTYPES(IOTA_FN, 0)
+#define IOTA_ENT(DTN, CT, UT, KIND, unused) [DT_##DTN] = iota_##DTN,
+static void (*const iota_tab[DT_COUNT])(void *, const int64_t *, int64_t, int64_t) = {
+    CTYPES(IOTA_ENT, 0)};
+
+static void gen_chunk(Prog *p, PNode *nd, int64_t off, int64_t len) {
+    const int64_t *idx = NULL;
+    if (nd->mapped) {
+        walk_offsets(p->rank, p->shape, nd->stride, off, len, p->idx);
+        idx = p->idx;
+    }
+#define J(k) (idx ? idx[k] : off + (k))
+    double *d = nd->dt == DT_F64 ? nd->buf : p->dtmp;
+    switch (nd->v->op) {
+    case OP_FULL: return; /* splatted once */
+    case OP_IOTA: iota_tab[nd->dt](nd->buf, idx, off, len); return;
+    case OP_LINSPACE: {
+        double start = nd->g0, stop = nd->g1, delta = stop - start;
+        int64_t n = nd->gn, div = n - 1;
+        double step = div > 0 ? delta / (double)div : 0;
+        for (int64_t k = 0; k < len; k++) {
+            int64_t j = J(k);
+            double y;
+            if (div <= 0)
+                y = (double)j * delta + start;
+            else if (step == 0)
+                y = (double)j / (double)div * delta + start;
+            else
+                y = (double)j * step + start;
+            if (div > 0 && j == n - 1) y = stop;
+            d[k] = y;
+        }
+        break;
+    }
+    case OP_RAND:
+        if (nd->dt == DT_F32) {
+            float *y = nd->buf;
+            for (int64_t k = 0; k < len; k++) y[k] = cuk_rand_f32((uint64_t)J(k), nd->seed);
+            return;
+        }
+        for (int64_t k = 0; k < len; k++) d[k] = cuk_rand_f64((uint64_t)J(k), nd->seed);
+        break;
+    case OP_RANDN:
+        if (nd->dt == DT_F32) {
+            float *y = nd->buf;
+            for (int64_t k = 0; k < len; k++) y[k] = cuk_randn_f32((uint64_t)J(k), nd->seed);
+            return;
+        }
+        for (int64_t k = 0; k < len; k++) d[k] = cuk_randn_f64((uint64_t)J(k), nd->seed);
+        break;
+    default: die("not a generator");
+    }
+#undef J
+    if (nd->dt != DT_F64) cast_tab[nd->dt][DT_F64](nd->buf, d, len);
+}
+
+/* Computes positions off .. off+len-1 of every node; the root writes to `out` if given.
+   Returns the root's values. */
+static const void *prog_chunk(Prog *p, int64_t off, int64_t len, void *out) {
+    for (int i = 0; i < p->n; i++) {
+        PNode *nd = &p->nodes[i];
+        int esz = esize(nd->dt);
+        void *dst = (i == p->n - 1 && out) ? out : nd->buf;
+        switch (nd->kind) {
+        case NK_LEAF:
+            if (nd->lmode == LM_DIRECT) {
+                nd->cur = (const char *)nd->arr->data + off * esz;
+            } else if (nd->lmode == LM_SPLAT) {
+                nd->cur = nd->buf;
+            } else {
+                walk_offsets(p->rank, p->shape, nd->stride, off, len, p->idx);
+                gather_elems(nd->buf, nd->arr->data, p->idx, len, esz);
+                nd->cur = nd->buf;
+            }
+            if (dst != nd->buf) { /* a leaf as the root: only when materialising a copy */
+                memcpy(dst, nd->cur, (size_t)(len * esz));
+                nd->cur = dst;
+            }
+            break;
+        case NK_GEN:
+            gen_chunk(p, nd, off, len);
+            nd->cur = nd->buf;
+            if (dst != nd->buf) {
+                memcpy(dst, nd->buf, (size_t)(len * esz));
+                nd->cur = dst;
+            }
+            break;
+        case NK_CAST:
+            cast_tab[nd->dt][nd->adt](dst, p->nodes[nd->in[0]].cur, len);
+            nd->cur = dst;
+            break;
+        case NK_OP:
+            ew_tab[nd->v->op][nd->adt](dst, p->nodes[nd->in[0]].cur,
+                                       nd->nin > 1 ? p->nodes[nd->in[1]].cur : NULL,
+                                       nd->nin > 2 ? p->nodes[nd->in[2]].cur : NULL, len);
+            nd->cur = dst;
+            break;
+        }
+    }
+    return p->nodes[p->n - 1].cur;
+}
+
+/* A stream of an array's values in chunks: a fused program or a materialised array. */
+typedef struct Stream {
+    Prog prog;
+    Arr *arr;
+    int rank;
+    int64_t shape[MAXRANK], size;
+    DType dt;
+} Stream;
+
+typedef bool (*SinkFn)(void *ctx, const void *vals, int64_t off, int64_t len);
+
+static bool stream_open(Frame *f, const Val *x, Stream *s) {
+    memset(s, 0, sizeof *s);
+    if (fusable(x->op) && !f->memo[x->id]) {
+        if (!prog_build(f, x, &s->prog)) return false;
+        s->rank = s->prog.rank;
+        memcpy(s->shape, s->prog.shape, sizeof s->shape);
+        s->size = s->prog.size;
+        s->dt = x->dt;
+        return true;
+    }
+    s->arr = eval(f, x);
+    if (!s->arr) return false;
+    s->rank = s->arr->rank;
+    memcpy(s->shape, s->arr->shape, sizeof s->shape);
+    s->size = s->arr->size;
+    s->dt = s->arr->dt;
+    return true;
+}
+
+static void stream_close(Stream *s) {
+    if (s->arr)
+        arr_release(s->arr);
+    else
+        prog_free(&s->prog);
+    s->arr = NULL;
+}
+
+static bool stream_run(Stream *s, SinkFn sink, void *ctx) {
+    int esz = esize(s->dt);
+    for (int64_t off = 0; off < s->size; off += CHUNK) {
+        int64_t len = s->size - off < CHUNK ? s->size - off : CHUNK;
+        const void *vals = s->arr ? (const char *)s->arr->data + off * esz
+                                  : prog_chunk(&s->prog, off, len, NULL);
+        if (!sink(ctx, vals, off, len)) return false;
+    }
+    return true;
+}
+
+/* The stream's values as an array (the array itself when there is one). */
+static Arr *stream_take(Frame *f, Stream *s, Loc loc) {
+    if (s->arr) {
+        Arr *a = s->arr;
+        s->arr = NULL;
+        prog_free(&s->prog);
+        return a;
+    }
+    Arr *a = new_arr(f, loc, s->dt, s->rank, s->shape);
+    if (a) {
+        int esz = esize(s->dt);
+        for (int64_t off = 0; off < s->size; off += s->prog.chunk) {
+            int64_t len = s->size - off < s->prog.chunk ? s->size - off : s->prog.chunk;
+            prog_chunk(&s->prog, off, len, (char *)a->data + off * esz);
+        }
+    }
+    prog_free(&s->prog);
+    return a;
+}
+
+static Arr *eval_fused(Frame *f, const Val *v) {
+    Stream s;
+    if (!stream_open(f, v, &s)) return NULL;
+    return stream_take(f, &s, v->loc);
+}
+
+/* ---- scalar programs: lambda bodies of generic reductions and scans -------------- */
+
+typedef struct SIns {
+    int op;         /* an EW op or OP_CAST */
+    DType dt, adt;
+    int in[3], out; /* registers */
+} SIns;
+
+typedef struct SProg {
+    SIns *ins;
+    int n, cap;
+    Cell *regs;     /* 0 = accumulator, 1 = element, then constants and results */
+    int nregs, rcap;
+    int root;
+    int *regof;     /* by Val id, while compiling */
+    char *dep;      /* by Val id: 0 unknown, 1 invariant, 2 reads an argument */
+} SProg;
+
+static void sprog_free(SProg *s) {
+    free(s->ins);
+    free(s->regs);
+    free(s->regof);
+    free(s->dep);
+    memset(s, 0, sizeof *s);
+}
+
+static int sprog_reg(SProg *s) {
+    if (s->nregs == s->rcap) {
+        int cap = s->rcap ? s->rcap * 2 : 16;
+        Cell *r = realloc(s->regs, sizeof(Cell) * (size_t)cap);
+        if (!r) return -1;
+        s->regs = r;
+        s->rcap = cap;
+    }
+    s->regs[s->nregs].u64 = 0;
+    return s->nregs++;
+}
+
+static bool reads_arg(SProg *s, const Val *v) {
+    if (s->dep[v->id]) return s->dep[v->id] == 2;
+    bool r = v->op == OP_ARG;
+    for (int k = 0; k < v->nargs && !r; k++)
+        if (v->args[k]) r = reads_arg(s, v->args[k]);
+    s->dep[v->id] = r ? 2 : 1;
+    return r;
+}
+
+static int sprog_add(Frame *f, SProg *s, const Val *v) {
+    if (v->op == OP_ARG) {
+        ASSERT(v->slot == 0 || v->slot == 1);
+        return v->slot;
+    }
+    if (s->regof[v->id] >= 0) return s->regof[v->id];
+    int r;
+    if (!reads_arg(s, v)) {
+        /* Invariant: evaluate once, like any other scalar. */
+        Arr *a = eval(f, v);
+        if (!a) return -1;
+        if (a->size != 1) {
+            arr_release(a);
+            rt_error(f->c->err, v->loc, "a lambda body must compute a scalar");
+            return -1;
+        }
+        r = sprog_reg(s);
+        if (r >= 0) memcpy(&s->regs[r], a->data, (size_t)esize(a->dt));
+        arr_release(a);
+    } else if (op_is_ew(v->op)) {
+        SIns in;
+        memset(&in, 0, sizeof in);
+        in.op = v->op;
+        in.dt = v->dt;
+        for (int k = 0; k < v->nargs; k++) {
+            in.in[k] = sprog_add(f, s, v->args[k]);
+            if (in.in[k] < 0) return -1;
+        }
+        if (v->op == OP_CAST)
+            in.adt = v->args[0]->dt;
+        else
+            in.adt = v->args[ew_info[v->op].cls == OC_SELECT ? 1 : 0]->dt;
+        r = sprog_reg(s);
+        if (r < 0) return -1;
+        in.out = r;
+        if (s->n == s->cap) {
+            int cap = s->cap ? s->cap * 2 : 16;
+            SIns *ni = realloc(s->ins, sizeof(SIns) * (size_t)cap);
+            if (!ni) return -1;
+            s->ins = ni;
+            s->cap = cap;
+        }
+        s->ins[s->n++] = in;
+    } else {
+        rt_error(f->c->err, v->loc, "'%s' is not supported inside a lambda on the CPU backend",
+                 op_name[v->op]);
+        return -1;
+    }
+    if (r < 0) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        return -1;
+    }
+    s->regof[v->id] = r;
+    return r;
+}
+
+static bool sprog_build(Frame *f, const Val *lam, SProg *s) {
+    memset(s, 0, sizeof *s);
+    int nv = f->fn->nvals;
+    s->regof = malloc(sizeof(int) * (size_t)(nv ? nv : 1));
+    s->dep = calloc((size_t)(nv ? nv : 1), 1);
+    if (!s->regof || !s->dep || sprog_reg(s) < 0 || sprog_reg(s) < 0) {
+        rt_error(f->c->err, lam->loc, "out of memory");
+        sprog_free(s);
+        return false;
+    }
+    for (int i = 0; i < nv; i++) s->regof[i] = -1;
+    s->root = sprog_add(f, s, lam);
+    if (s->root < 0) {
+        if (!f->c->err->set) rt_error(f->c->err, lam->loc, "out of memory");
+        sprog_free(s);
+        return false;
+    }
+    return true;
+}
+
+/* acc = lam(acc, x) */
+static inline void sprog_step(SProg *s, Cell *acc, const Cell *x) {
+    Cell *r = s->regs;
+    r[0] = *acc;
+    r[1] = *x;
+    for (int i = 0; i < s->n; i++) {
+        const SIns *in = &s->ins[i];
+        if (in->op == OP_CAST)
+            cast_tab[in->dt][in->adt](&r[in->out], &r[in->in[0]], 1);
+        else
+            ew_tab[in->op][in->adt](&r[in->out], &r[in->in[0]], &r[in->in[1]], &r[in->in[2]], 1);
+    }
+    *acc = r[s->root];
+}
+
+/* ---- reductions ------------------------------------------------------------------ */
+
+typedef struct RedSt {
+    RedOp op;
+    DType dt;       /* type of the values folded (after conversion) */
+    bool have;      /* acc holds a value */
+    bool nan;       /* min/max/argmin/argmax: a NaN was met; the result is fixed */
+    Cell acc;
+    double fsum, fcomp; /* float sums: Neumaier over per-chunk pairwise sums */
+    double fprod;
+    int64_t arg;
+    SProg *lam;
+} RedSt;
+
+static inline void neumaier(RedSt *s, double x) {
+    double t = s->fsum + x;
+    if (fabs(s->fsum) >= fabs(x))
+        s->fcomp += (s->fsum - t) + x;
+    else
+        s->fcomp += (x - t) + s->fsum;
+    s->fsum = t;
+}
+
+/* Pairwise summation in double (NumPy's scheme: blocks of 128, 8 accumulators). */
+#define PW_FN(DTN, CT, UT, KIND, unused)                                                    \
+    static double pw_##DTN(const CT *x, int64_t n, int64_t st) {                            \
+        if (n <= 128) {                                                                     \
+            double r[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;                                      \
+            int64_t i = 0;                                                                  \
+            for (; i + 8 <= n; i += 8)                                                      \
+                for (int j = 0; j < 8; j++) r[j] += (double)x[(i + j) * st];                \
+            s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));          \
+            for (; i < n; i++) s += (double)x[i * st];                                      \
+            return s;                                                                       \
+        }                                                                                   \
+        int64_t h = n / 2;                                                                  \
+        h -= h % 8;                                                                         \
+        return pw_##DTN(x, h, st) + pw_##DTN(x + h * st, n - h, st);                        \
+    }
+CTYPES(PW_FN, 0)
+
+#define ISNAN_T(a) (isf && isnan((double)(a)))
+#define RED_FN(DTN, CT, UT, KIND, unused)                                                   \
+    static void red_##DTN(RedSt *s, const void *pv, int64_t n, int64_t st, int64_t base) {  \
+        typedef CT T;                                                                       \
+        typedef UT U;                                                                       \
+        const T *x = pv;                                                                    \
+        const bool isf = ISF_##KIND;                                                        \
+        T a;                                                                                \
+        memcpy(&a, &s->acc, sizeof a);                                                      \
+        if (n == 0 || s->nan) return;                                                       \
+        switch (s->op) {                                                                    \
+        case RED_SUM:                                                                       \
+            if (isf) {                                                                      \
+                neumaier(s, pw_##DTN(x, n, st));                                            \
+            } else {                                                                        \
+                U u = (U)a;                                                                 \
+                for (int64_t i = 0; i < n; i++) u = (U)(u + (U)x[i * st]);                  \
+                a = (T)u;                                                                   \
+            }                                                                               \
+            break;                                                                          \
+        case RED_PROD:                                                                      \
+            if (isf) {                                                                      \
+                double p = s->fprod;                                                        \
+                for (int64_t i = 0; i < n; i++) p *= (double)x[i * st];                     \
+                s->fprod = p;                                                               \
+            } else {                                                                        \
+                U u = (U)a;                                                                 \
+                for (int64_t i = 0; i < n; i++) u = (U)(u * (U)x[i * st]);                  \
+                a = (T)u;                                                                   \
+            }                                                                               \
+            break;                                                                          \
+        case RED_MIN:                                                                       \
+        case RED_MAX:                                                                       \
+        case RED_ARGMIN:                                                                    \
+        case RED_ARGMAX: {                                                                  \
+            bool mx = s->op == RED_MAX || s->op == RED_ARGMAX;                              \
+            int64_t i = 0;                                                                  \
+            if (!s->have) {                                                                 \
+                a = x[0];                                                                   \
+                s->arg = base;                                                              \
+                s->have = true;                                                             \
+                if (ISNAN_T(a)) {                                                           \
+                    s->nan = true;                                                          \
+                    break;                                                                  \
+                }                                                                           \
+                i = 1;                                                                      \
+            }                                                                               \
+            for (; i < n; i++) {                                                            \
+                T y = x[i * st];                                                            \
+                if (ISNAN_T(y)) { /* NaN wins, the first one for arg* */                    \
+                    a = y;                                                                  \
+                    s->arg = base + i;                                                      \
+                    s->nan = true;                                                          \
+                    break;                                                                  \
+                }                                                                           \
+                if (mx ? y > a : y < a) {                                                   \
+                    a = y;                                                                  \
+                    s->arg = base + i;                                                      \
+                }                                                                           \
+            }                                                                               \
+            break;                                                                          \
+        }                                                                                   \
+        case RED_ANY:                                                                       \
+            for (int64_t i = 0; i < n && !a; i++) a = (T)(x[i * st] != 0);                  \
+            break;                                                                          \
+        case RED_ALL:                                                                       \
+            for (int64_t i = 0; i < n && a; i++) a = (T)(x[i * st] != 0);                   \
+            break;                                                                          \
+        default: die("bad reduction %d", (int)s->op);                                       \
+        }                                                                                   \
+        memcpy(&s->acc, &a, sizeof a);                                                      \
+        (void)isf;                                                                          \
+    }
+CTYPES(RED_FN, 0)
+#define RED_ENT(DTN, CT, UT, KIND, unused) [DT_##DTN] = red_##DTN,
+static void (*const red_tab[DT_COUNT])(RedSt *, const void *, int64_t, int64_t, int64_t) = {
+    CTYPES(RED_ENT, 0)};
+
+/* The type values are folded in, and the combine that merges an init value. */
+static DType red_fold_dt(RedOp op, DType in, DType out) {
+    switch (op) {
+    case RED_ARGMIN:
+    case RED_ARGMAX: return in;
+    case RED_ANY:
+    case RED_ALL: return DT_BOOL;
+    default: return out;
+    }
+}
+
+static void red_init(RedSt *s, RedOp op, DType dt, SProg *lam) {
+    memset(s, 0, sizeof *s);
+    s->op = op;
+    s->dt = dt;
+    s->lam = lam;
+    s->fprod = 1;
+    if (op == RED_PROD) cell_set(&s->acc, dt, scalar_cast((Scalar){.i = 1}, DT_I64, dt));
+    if (op == RED_ALL) s->acc.b = 1;
+}
+
+static void red_feed(RedSt *s, const void *x, int64_t n, int64_t st, int64_t base) {
+    if (s->op != RED_LAMBDA) {
+        red_tab[s->dt](s, x, n, st, base);
+        return;
+    }
+    int esz = esize(s->dt);
+    Cell e;
+    e.u64 = 0;
+    int64_t i = 0;
+    if (!s->have && n > 0) {
+        memcpy(&s->acc, x, (size_t)esz);
+        s->have = true;
+        i = 1;
+    }
+    for (; i < n; i++) {
+        memcpy(&e, (const char *)x + i * st * esz, (size_t)esz);
+        sprog_step(s->lam, &s->acc, &e);
+    }
+}
+
+/* The result (in out's type) of a reduction fed at least... or no values. */
+static void red_result(RedSt *s, DType out_dt, Cell *out) {
+    out->u64 = 0;
+    switch (s->op) {
+    case RED_SUM:
+    case RED_PROD:
+        if (dtype_info[s->dt].is_float) {
+            double r = s->op == RED_SUM ? s->fsum + s->fcomp : s->fprod;
+            cell_set(out, s->dt, (Scalar){.f = r});
+            return;
+        }
+        *out = s->acc;
+        return;
+    case RED_ARGMIN:
+    case RED_ARGMAX: out->i64 = s->arg; return;
+    default: *out = s->acc; (void)out_dt; return;
+    }
+}
+
+typedef struct RedSink {
+    RedSt st;
+    DType in_dt;
+    void *conv;     /* CHUNK elements of the fold type, when the input needs converting */
+} RedSink;
+
+static bool red_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
+    RedSink *r = ctx;
+    if (r->conv) {
+        cast_tab[r->st.dt][r->in_dt](r->conv, vals, len);
+        vals = r->conv;
+    }
+    red_feed(&r->st, vals, len, 1, off);
+    return true;
+}
+
+static int ew_of_red(RedOp op) {
+    switch (op) {
+    case RED_SUM: return OP_ADD;
+    case RED_PROD: return OP_MUL;
+    case RED_MIN: return OP_MINIMUM;
+    case RED_MAX: return OP_MAXIMUM;
+    case RED_ANY: return OP_LOR;
+    case RED_ALL: return OP_LAND;
+    default: return -1;
+    }
+}
+
+static Arr *eval_reduce(Frame *f, const Val *v) {
+    const Val *x = v->args[0];
+    const Val *initv = v->init ? v->init : v->nargs > 1 ? v->args[1] : NULL;
+    RedOp op = v->red;
+    bool hasinit = initv != NULL;
+    Cell init;
+    init.u64 = 0;
+    if (hasinit && !get_cell(f, initv, v->dt, &init)) return NULL;
+    SProg lam, *lp = NULL;
+    if (op == RED_LAMBDA) {
+        ASSERT(v->lam);
+        if (!sprog_build(f, v->lam, &lam)) return NULL;
+        lp = &lam;
+    }
+    Stream s;
+    Arr *res = NULL;
+    void *conv = NULL;
+    if (!stream_open(f, x, &s)) goto out;
+    DType fdt = red_fold_dt(op, s.dt, v->dt);
+    bool needs_value = !hasinit && (op == RED_MIN || op == RED_MAX || op == RED_ARGMIN ||
+                                    op == RED_ARGMAX || op == RED_LAMBDA);
+    int axis = v->axis;
+    int64_t len = axis == AXIS_ALL ? s.size : (axis < s.rank ? s.shape[axis] : -1);
+    ASSERT(len >= 0);
+    int64_t oshape[MAXRANK];
+    int orank = 0;
+    for (int k = 0; k < s.rank; k++) {
+        if (axis == AXIS_ALL || k == axis) {
+            if (v->keepdims) oshape[orank++] = 1;
+        } else {
+            oshape[orank++] = s.shape[k];
+        }
+    }
+    int64_t nout = shape_size(orank, oshape);
+    if (len == 0 && needs_value && nout > 0) {
+        rt_error(f->c->err, v->loc, "zero-size array to reduction operation %s which has no identity",
+                 red_name[op]);
+        goto out;
+    }
+    res = new_arr(f, v->loc, v->dt, orank, oshape);
+    if (!res) goto out;
+    if (fdt != s.dt) {
+        conv = malloc((size_t)CHUNK * 8);
+        if (!conv) {
+            rt_error(f->c->err, v->loc, "out of memory");
+            goto fail;
+        }
+    }
+    int oesz = esize(v->dt);
+    if (axis == AXIS_ALL || s.rank <= 1) {
+        RedSink rs = {.in_dt = s.dt, .conv = conv};
+        red_init(&rs.st, op, fdt, lp);
+        if (hasinit && op == RED_LAMBDA) {
+            rs.st.acc = init;
+            rs.st.have = true;
+        }
+        stream_run(&s, red_sink, &rs);
+        Cell r;
+        red_result(&rs.st, v->dt, &r);
+        if (hasinit && op != RED_LAMBDA && ew_of_red(op) >= 0) {
+            Cell c = r;
+            if (len == 0)
+                r = init;
+            else
+                ew_tab[ew_of_red(op)][v->dt](&r, &init, &c, NULL, 1);
+        }
+        memcpy(res->data, &r, (size_t)oesz);
+    } else {
+        /* Along one axis: materialise, then fold each line (outer, inner) with stride. */
+        Arr *xa = stream_take(f, &s, x->loc);
+        if (!xa) goto fail;
+        s.arr = xa;
+        if (conv) {
+            Arr *ca = new_arr(f, v->loc, fdt, xa->rank, xa->shape);
+            if (!ca) goto fail;
+            cast_tab[fdt][xa->dt](ca->data, xa->data, xa->size);
+            arr_release(xa);
+            s.arr = xa = ca;
+        }
+        int64_t outer = 1, inner = 1;
+        for (int k = 0; k < axis; k++) outer *= xa->shape[k];
+        for (int k = axis + 1; k < xa->rank; k++) inner *= xa->shape[k];
+        int fesz = esize(fdt);
+        for (int64_t o = 0; o < outer; o++) {
+            for (int64_t i = 0; i < inner; i++) {
+                RedSt st;
+                red_init(&st, op, fdt, lp);
+                if (hasinit && op == RED_LAMBDA) {
+                    st.acc = init;
+                    st.have = true;
+                }
+                const char *base = (const char *)xa->data + ((o * len) * inner + i) * fesz;
+                red_feed(&st, base, len, inner, 0);
+                Cell r;
+                red_result(&st, v->dt, &r);
+                if (hasinit && op != RED_LAMBDA && ew_of_red(op) >= 0) {
+                    Cell c = r;
+                    if (len == 0)
+                        r = init;
+                    else
+                        ew_tab[ew_of_red(op)][v->dt](&r, &init, &c, NULL, 1);
+                }
+                memcpy((char *)res->data + (o * inner + i) * oesz, &r, (size_t)oesz);
+            }
+        }
+    }
+    goto out;
+fail:
+    arr_release(res);
+    res = NULL;
+out:
+    free(conv);
+    stream_close(&s);
+    if (lp) sprog_free(lp);
+    return res;
+}
+
+/* ---- scans ----------------------------------------------------------------------- */
+
+typedef struct ScanSt {
+    RedOp op;
+    DType dt;
+    bool exclusive, have;
+    Cell acc;
+    SProg *lam;
+} ScanSt;
+
+/* NaN-propagating min/max for any T (isf is the function's "T is a float"). */
+#define MINF(a, b) ((ISNAN_T(a) || (a) < (b)) ? (a) : (b))
+#define MAXF(a, b) ((ISNAN_T(a) || (a) > (b)) ? (a) : (b))
+#define SCAN_FN(DTN, CT, UT, KIND, unused)                                                  \
+    static void scan_##DTN(ScanSt *s, const void *pin, void *pout, int64_t n, int64_t ist,  \
+                           int64_t ost) {                                                   \
+        typedef CT T;                                                                       \
+        typedef UT U;                                                                       \
+        const T *x = pin;                                                                   \
+        T *y = pout;                                                                        \
+        const bool isf = ISF_##KIND;                                                        \
+        T a;                                                                                \
+        memcpy(&a, &s->acc, sizeof a);                                                      \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            T v = x[i * ist], r;                                                            \
+            if (!s->have) {                                                                 \
+                r = v;                                                                      \
+                s->have = true;                                                             \
+            } else {                                                                        \
+                switch (s->op) {                                                            \
+                case RED_SUM: r = isf ? (T)(a + v) : (T)((U)a + (U)v); break;               \
+                case RED_PROD: r = isf ? (T)(a * v) : (T)((U)a * (U)v); break;              \
+                case RED_MIN: r = MINF(a, v); break;                                        \
+                case RED_MAX: r = MAXF(a, v); break;                                        \
+                default: die("bad scan %d", (int)s->op);                                    \
+                }                                                                           \
+            }                                                                               \
+            y[i * ost] = s->exclusive ? a : r;                                              \
+            a = r;                                                                          \
+        }                                                                                   \
+        memcpy(&s->acc, &a, sizeof a);                                                      \
+        (void)isf;                                                                          \
+    }
+CTYPES(SCAN_FN, 0)
+#define SCAN_ENT(DTN, CT, UT, KIND, unused) [DT_##DTN] = scan_##DTN,
+static void (*const scan_tab[DT_COUNT])(ScanSt *, const void *, void *, int64_t, int64_t,
+                                        int64_t) = {CTYPES(SCAN_ENT, 0)};
+
+/* The identity of a scan's combine in dtype dt (what an exclusive scan starts from). */
+static Cell scan_identity(RedOp op, DType dt) {
+    Cell c;
+    c.u64 = 0;
+    const DTypeInfo *di = &dtype_info[dt];
+    Scalar s;
+    s.u = 0;
+    switch (op) {
+    case RED_PROD: s.f = 1; break;
+    case RED_MIN:
+    case RED_MAX: {
+        bool mn = op == RED_MIN; /* min's identity is the largest value */
+        if (di->is_float) {
+            s.f = mn ? INFINITY : -INFINITY;
+            cell_set(&c, dt, s);
+            return c;
+        }
+        int bits = 8 * di->size;
+        if (dt == DT_BOOL)
+            s.i = mn ? 1 : 0;
+        else if (di->is_signed)
+            s.i = mn ? (int64_t)(((uint64_t)1 << (bits - 1)) - 1)
+                     : -(int64_t)(((uint64_t)1 << (bits - 1)) - 1) - 1;
+        else
+            s.u = mn ? (bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1) : 0;
+        cell_set(&c, dt, s);
+        return c;
+    }
+    default: break; /* sum, lambda without init: 0 */
+    }
+    cell_set(&c, dt, scalar_cast(s, DT_F64, dt));
+    return c;
+}
+
+static void scan_feed(ScanSt *s, const void *x, void *y, int64_t n, int64_t ist, int64_t ost) {
+    if (s->op != RED_LAMBDA) {
+        scan_tab[s->dt](s, x, y, n, ist, ost);
+        return;
+    }
+    size_t esz = (size_t)esize(s->dt);
+    Cell e;
+    e.u64 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(&e, (const char *)x + i * ist * (int64_t)esz, esz);
+        char *dst = (char *)y + i * ost * (int64_t)esz;
+        if (!s->have) {
+            s->acc = e;
+            s->have = true;
+            memcpy(dst, &e, esz);
+            continue;
+        }
+        if (s->exclusive) memcpy(dst, &s->acc, esz);
+        sprog_step(s->lam, &s->acc, &e);
+        if (!s->exclusive) memcpy(dst, &s->acc, esz);
+    }
+}
+
+typedef struct ScanSink {
+    ScanSt st;
+    DType in_dt;
+    void *conv;
+    Arr *out;
+} ScanSink;
+
+static bool scan_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
+    ScanSink *r = ctx;
+    if (r->conv) {
+        cast_tab[r->st.dt][r->in_dt](r->conv, vals, len);
+        vals = r->conv;
+    }
+    scan_feed(&r->st, vals, (char *)r->out->data + off * esize(r->st.dt), len, 1, 1);
+    return true;
+}
+
+static void scan_start(ScanSt *st, const Val *v, SProg *lp, bool hasinit, const Cell *init) {
+    memset(st, 0, sizeof *st);
+    st->op = v->red;
+    st->dt = v->dt;
+    st->exclusive = v->exclusive;
+    st->lam = lp;
+    if (hasinit) {
+        st->acc = *init;
+        st->have = true;
+    } else if (v->exclusive) {
+        st->acc = scan_identity(v->red, v->dt);
+        st->have = true;
+    }
+}
+
+static Arr *eval_scan(Frame *f, const Val *v) {
+    const Val *x = v->args[0];
+    const Val *initv = v->init ? v->init : v->nargs > 1 ? v->args[1] : NULL;
+    bool hasinit = initv != NULL;
+    Cell init;
+    init.u64 = 0;
+    if (hasinit && !get_cell(f, initv, v->dt, &init)) return NULL;
+    SProg lam, *lp = NULL;
+    if (v->red == RED_LAMBDA) {
+        ASSERT(v->lam);
+        if (!sprog_build(f, v->lam, &lam)) return NULL;
+        lp = &lam;
+    }
+    Stream s;
+    Arr *res = NULL;
+    void *conv = NULL;
+    if (!stream_open(f, x, &s)) goto out;
+    bool needconv = s.dt != v->dt;
+    if (v->axis == AXIS_ALL || s.rank <= 1) {
+        int64_t n = s.size;
+        res = new_arr(f, v->loc, v->dt, v->rank == 0 ? 0 : 1, &n);
+        if (!res) goto out;
+        if (needconv && !(conv = malloc((size_t)CHUNK * 8))) {
+            rt_error(f->c->err, v->loc, "out of memory");
+            goto fail;
+        }
+        ScanSink ss = {.in_dt = s.dt, .conv = conv, .out = res};
+        scan_start(&ss.st, v, lp, hasinit, &init);
+        stream_run(&s, scan_sink, &ss);
+    } else {
+        Arr *xa = stream_take(f, &s, x->loc);
+        if (!xa) goto out;
+        s.arr = xa;
+        if (needconv) {
+            Arr *ca = new_arr(f, v->loc, v->dt, xa->rank, xa->shape);
+            if (!ca) goto out;
+            cast_tab[v->dt][xa->dt](ca->data, xa->data, xa->size);
+            arr_release(xa);
+            s.arr = xa = ca;
+        }
+        res = new_arr(f, v->loc, v->dt, xa->rank, xa->shape);
+        if (!res) goto out;
+        int axis = v->axis;
+        ASSERT(axis >= 0 && axis < xa->rank);
+        int64_t outer = 1, inner = 1, len = xa->shape[axis];
+        for (int k = 0; k < axis; k++) outer *= xa->shape[k];
+        for (int k = axis + 1; k < xa->rank; k++) inner *= xa->shape[k];
+        int esz = esize(v->dt);
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) {
+                ScanSt st;
+                scan_start(&st, v, lp, hasinit, &init);
+                int64_t at = ((o * len) * inner + i) * esz;
+                scan_feed(&st, (const char *)xa->data + at, (char *)res->data + at, len, inner,
+                          inner);
+            }
+    }
+    goto out;
+fail:
+    arr_release(res);
+    res = NULL;
+out:
+    free(conv);
+    stream_close(&s);
+    if (lp) sprog_free(lp);
+    return res;
+}
+
+/* ---- structural ops -------------------------------------------------------------- */
+
+static Arr *eval_slice(Frame *f, const Val *v) {
+    Arr *x = eval(f, v->args[0]);
+    if (!x) return NULL;
+    int nax = (v->nargs - 1) / 3; /* axes past the last given one are taken whole */
+    ASSERT(nax <= x->rank);
+    int64_t xs[MAXRANK], oshape[MAXRANK], ostride[MAXRANK], soff = 0;
+    int orank = 0;
+    c_strides(x->rank, x->shape, xs);
+    for (int k = 0; k < x->rank; k++) {
+        int64_t dim = x->shape[k];
+        const Val *a0 = NULL, *a1 = NULL, *a2 = NULL;
+        if (k < nax) {
+            a0 = v->args[1 + 3 * k];
+            a1 = v->args[2 + 3 * k];
+            a2 = v->args[3 + 3 * k];
+        }
+        if (k < nax && v->slmode[k] == SL_INDEX) {
+            int64_t i;
+            if (!get_i64(f, a0, &i)) goto fail;
+            int64_t j = i < 0 ? i + dim : i;
+            if (j < 0 || j >= dim) {
+                rt_error(f->c->err, v->loc, "index %lld is out of bounds for axis %d with size %lld",
+                         (long long)i, k, (long long)dim);
+                goto fail;
+            }
+            soff += j * xs[k];
+            continue;
+        }
+        /* Python's slice.indices(). */
+        int64_t start, stop, step = 1;
+        if (a2 && !get_i64(f, a2, &step)) goto fail;
+        if (step == 0) {
+            rt_error(f->c->err, v->loc, "slice step cannot be zero");
+            goto fail;
+        }
+        int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? dim : dim - 1;
+        if (a0) {
+            if (!get_i64(f, a0, &start)) goto fail;
+            if (start < 0) {
+                start += dim;
+                if (start < lower) start = lower;
+            } else if (start > upper) {
+                start = upper;
+            }
+        } else {
+            start = step > 0 ? lower : upper;
+        }
+        if (a1) {
+            if (!get_i64(f, a1, &stop)) goto fail;
+            if (stop < 0) {
+                stop += dim;
+                if (stop < lower) stop = lower;
+            } else if (stop > upper) {
+                stop = upper;
+            }
+        } else {
+            stop = step > 0 ? upper : lower;
+        }
+        int64_t cnt;
+        if (step > 0)
+            cnt = stop > start ? (stop - start - 1) / step + 1 : 0;
+        else
+            cnt = start > stop ? (start - stop - 1) / (-step) + 1 : 0;
+        oshape[orank] = cnt;
+        ostride[orank] = step * xs[k];
+        orank++;
+        if (cnt > 0) soff += start * xs[k];
+    }
+    Arr *r = new_arr(f, v->loc, x->dt, orank, oshape);
+    if (r && !copy_strided(r->data, x->data, esize(x->dt), orank, oshape, ostride, soff)) {
+        arr_release(r);
+        r = NULL;
+        rt_error(f->c->err, v->loc, "out of memory");
+    }
+    arr_release(x);
+    return r;
+fail:
+    arr_release(x);
+    return NULL;
+}
+
+static Arr *eval_gather(Frame *f, const Val *v) {
+    Arr *x = eval(f, v->args[0]), *idx = NULL, *r = NULL;
+    if (!x || !(idx = eval(f, v->args[1]))) goto out;
+    ASSERT(x->rank >= 1 && idx->rank + x->rank - 1 <= MAXRANK);
+    int64_t oshape[MAXRANK];
+    int orank = 0;
+    for (int k = 0; k < idx->rank; k++) oshape[orank++] = idx->shape[k];
+    for (int k = 1; k < x->rank; k++) oshape[orank++] = x->shape[k];
+    if (!(r = new_arr(f, v->loc, x->dt, orank, oshape))) goto out;
+    size_t row = (size_t)esize(x->dt);
+    for (int k = 1; k < x->rank; k++) row *= (size_t)x->shape[k];
+    for (int64_t j = 0; j < idx->size; j++) {
+        int64_t i = scalar_cast(arr_get(idx, j), idx->dt, DT_I64).i, t = i;
+        if (idx->dt == DT_U64 && arr_get(idx, j).u > INT64_MAX) t = i = INT64_MAX;
+        if (t < 0) t += x->shape[0];
+        if (t < 0 || t >= x->shape[0]) {
+            rt_error(f->c->err, v->loc, "index %lld is out of bounds for axis 0 with size %lld",
+                     (long long)i, (long long)x->shape[0]);
+            arr_release(r);
+            r = NULL;
+            goto out;
+        }
+        memcpy((char *)r->data + (size_t)j * row, (const char *)x->data + (size_t)t * row, row);
+    }
+out:
+    arr_release(x);
+    arr_release(idx);
+    return r;
+}
+
+static Arr *eval_reverse(Frame *f, const Val *v) {
+    Arr *x = eval(f, v->args[0]);
+    if (!x) return NULL;
+    ASSERT(x->rank >= 1);
+    Arr *r = new_arr(f, v->loc, x->dt, x->rank, x->shape);
+    if (r) {
+        int64_t n = x->shape[0];
+        size_t row = n ? (size_t)(x->size / n) * (size_t)esize(x->dt) : 0;
+        for (int64_t i = 0; i < n; i++)
+            memcpy((char *)r->data + (size_t)i * row, (const char *)x->data + (size_t)(n - 1 - i) * row,
+                   row);
+    }
+    arr_release(x);
+    return r;
+}
+
+static Arr *eval_concat(Frame *f, const Val *v) {
+    int n = v->nargs;
+    Arr **xs = calloc((size_t)n, sizeof(Arr *)), *r = NULL;
+    if (!xs) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        return NULL;
+    }
+    int axis = v->axis;
+    int64_t oshape[MAXRANK];
+    for (int i = 0; i < n; i++) {
+        if (!(xs[i] = eval(f, v->args[i]))) goto out;
+        ASSERT(xs[i]->rank == xs[0]->rank && xs[i]->dt == xs[0]->dt);
+        ASSERT(axis >= 0 && axis < xs[0]->rank);
+        if (i == 0) {
+            memcpy(oshape, xs[0]->shape, sizeof oshape);
+            continue;
+        }
+        for (int k = 0; k < xs[0]->rank; k++) {
+            if (k != axis && xs[i]->shape[k] != xs[0]->shape[k]) {
+                char s1[200], s2[200];
+                rt_error(f->c->err, v->loc,
+                         "cannot concatenate arrays of shapes %s and %s along axis %d",
+                         shape_str(s1, sizeof s1, xs[0]->rank, xs[0]->shape),
+                         shape_str(s2, sizeof s2, xs[i]->rank, xs[i]->shape), axis);
+                goto out;
+            }
+        }
+        oshape[axis] += xs[i]->shape[axis];
+    }
+    if (!(r = new_arr(f, v->loc, xs[0]->dt, xs[0]->rank, oshape))) goto out;
+    int64_t outer = 1;
+    for (int k = 0; k < axis; k++) outer *= oshape[k];
+    size_t inner = (size_t)esize(r->dt);
+    for (int k = axis + 1; k < r->rank; k++) inner *= (size_t)oshape[k];
+    char *dst = r->data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int i = 0; i < n; i++) {
+            size_t part = (size_t)xs[i]->shape[axis] * inner;
+            memcpy(dst, (const char *)xs[i]->data + (size_t)o * part, part);
+            dst += part;
+        }
+out:
+    for (int i = 0; i < n; i++) arr_release(xs[i]);
+    free(xs);
+    return r;
+}
+
+static Arr *eval_reshape(Frame *f, const Val *v) {
+    Arr *x = eval(f, v->args[0]), *r = NULL;
+    if (!x) return NULL;
+    int rank = v->nargs - 1, unknown = -1;
+    int64_t shape[MAXRANK], known = 1;
+    ASSERT(rank <= MAXRANK);
+    for (int k = 0; k < rank; k++) {
+        if (!get_i64(f, v->args[1 + k], &shape[k])) goto out;
+        if (shape[k] == -1) {
+            if (unknown >= 0) {
+                rt_error(f->c->err, v->loc, "can only specify one unknown dimension");
+                goto out;
+            }
+            unknown = k;
+        } else if (shape[k] < 0) {
+            rt_error(f->c->err, v->loc, "negative dimensions are not allowed (got %lld)",
+                     (long long)shape[k]);
+            goto out;
+        } else if (shape[k] && known > INT64_MAX / shape[k]) {
+            known = -1;
+            break;
+        } else {
+            known *= shape[k];
+        }
+    }
+    if (unknown >= 0 && known > 0 && x->size % known == 0) shape[unknown] = x->size / known;
+    bool ok = known >= 0 && (unknown >= 0 ? known > 0 && x->size % known == 0 : known == x->size);
+    if (!ok) {
+        char b[200];
+        rt_error(f->c->err, v->loc, "cannot reshape array of size %lld into shape %s",
+                 (long long)x->size, shape_str(b, sizeof b, rank, shape));
+        goto out;
+    }
+    if ((r = new_arr(f, v->loc, x->dt, rank, shape)))
+        memcpy(r->data, x->data, (size_t)x->size * (size_t)esize(x->dt));
+out:
+    arr_release(x);
+    return r;
+}
+
+static Arr *eval_transpose(Frame *f, const Val *v) {
+    Arr *x = eval(f, v->args[0]), *r = NULL;
+    if (!x) return NULL;
+    int64_t xs[MAXRANK], oshape[MAXRANK], ost[MAXRANK];
+    c_strides(x->rank, x->shape, xs);
+    for (int k = 0; k < x->rank; k++) {
+        ASSERT(v->perm[k] >= 0 && v->perm[k] < x->rank);
+        oshape[k] = x->shape[v->perm[k]];
+        ost[k] = xs[v->perm[k]];
+    }
+    if ((r = new_arr(f, v->loc, x->dt, x->rank, oshape)) &&
+        !copy_strided(r->data, x->data, esize(x->dt), x->rank, oshape, ost, 0)) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        arr_release(r);
+        r = NULL;
+    }
+    arr_release(x);
+    return r;
+}
+
+#define MM_F32(DTN, c, a, b) (T)((c) + (a) * (b))
+#define MM_F64 MM_F32
+#define MM_INT(DTN, c, a, b)                                                                \
+    (DT_##DTN == DT_BOOL ? (T)((c) | ((a) & (b))) : (T)((U)(c) + (U)(a) * (U)(b)))
+#define MM_FN(DTN, CT, UT, KIND, unused)                                                    \
+    static void mm_##DTN(const void *pa, const void *pb, void *pc, int64_t m, int64_t k,    \
+                         int64_t n) {                                                       \
+        typedef CT T;                                                                       \
+        typedef UT U;                                                                       \
+        const T *A = pa, *B = pb;                                                           \
+        T *C = pc;                                                                          \
+        (void)sizeof(U);                                                                    \
+        memset(C, 0, sizeof(T) * (size_t)(m * n));                                          \
+        for (int64_t i = 0; i < m; i++)                                                     \
+            for (int64_t p = 0; p < k; p++) {                                               \
+                T a = A[i * k + p];                                                         \
+                T *c = C + i * n;                                                           \
+                const T *b = B + p * n;                                                     \
+                for (int64_t j = 0; j < n; j++)                                             \
+                    c[j] = MM_##KIND(DTN, c[j], a, b[j]);                                   \
+            }                                                                               \
+    }
+CTYPES(MM_FN, 0)
+#define MM_ENT(DTN, CT, UT, KIND, unused) [DT_##DTN] = mm_##DTN,
+static void (*const mm_tab[DT_COUNT])(const void *, const void *, void *, int64_t, int64_t,
+                                      int64_t) = {CTYPES(MM_ENT, 0)};
+
+static Arr *eval_matmul(Frame *f, const Val *v) {
+    Arr *x = eval(f, v->args[0]), *y = NULL, *r = NULL;
+    if (!x || !(y = eval(f, v->args[1]))) goto out;
+    ASSERT(x->rank >= 1 && x->rank <= 2 && y->rank >= 1 && y->rank <= 2 && x->dt == y->dt);
+    /* 1-D operands are a row (left) or a column (right), dropped from the result. */
+    int64_t m = x->rank == 2 ? x->shape[0] : 1, k = x->shape[x->rank - 1];
+    int64_t k2 = y->shape[0], n = y->rank == 2 ? y->shape[1] : 1;
+    if (k != k2) {
+        char s1[200], s2[200];
+        rt_error(f->c->err, v->loc, "shapes %s and %s not aligned: %lld (dim %d) != %lld (dim 0)",
+                 shape_str(s1, sizeof s1, x->rank, x->shape),
+                 shape_str(s2, sizeof s2, y->rank, y->shape), (long long)k, x->rank - 1,
+                 (long long)k2);
+        goto out;
+    }
+    int64_t oshape[2];
+    int orank = 0;
+    if (x->rank == 2) oshape[orank++] = m;
+    if (y->rank == 2) oshape[orank++] = n;
+    if ((r = new_arr(f, v->loc, x->dt, orank, oshape))) mm_tab[x->dt](x->data, y->data, r->data, m, k, n);
+out:
+    arr_release(x);
+    arr_release(y);
+    return r;
+}
+
+static Arr *eval_load(Frame *f, const Val *v) {
+    char err[512];
+    Arr *a = npy_load(v->path, err, sizeof err);
+    if (!a) {
+        rt_error(f->c->err, v->loc, "%s", err);
+        return NULL;
+    }
+    if (a->dt != v->dt || a->rank != v->rank) {
+        char b[200];
+        rt_error(f->c->err, v->loc,
+                 "%s holds a %s array of shape %s, but the program expects %s with %d "
+                 "dimension%s",
+                 v->path, dtype_info[a->dt].name, shape_str(b, sizeof b, a->rank, a->shape),
+                 dtype_info[v->dt].name, v->rank, v->rank == 1 ? "" : "s");
+        arr_release(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* Runs an OP_CALL; *res may be NULL for a function that returns nothing. */
+static bool eval_call(Frame *f, const Val *v, Arr **res) {
+    Arr *argv[8], **args = v->nargs <= 8 ? argv : calloc((size_t)v->nargs, sizeof(Arr *));
+    bool ok = args != NULL;
+    int got = 0;
+    *res = NULL;
+    if (!ok) rt_error(f->c->err, v->loc, "out of memory");
+    for (; ok && got < v->nargs; got++)
+        if (!(args[got] = eval(f, v->args[got]))) ok = false;
+    if (ok) ok = call_fn(f->c, v->fn, args, res, v->loc);
+    for (int i = 0; i < got; i++) arr_release(args[i]);
+    if (args != argv) free(args);
+    return ok;
+}
+
+static Arr *eval_dim(Frame *f, const Val *v) {
+    const Val *x = v->args[0];
+    int rank;
+    int64_t shape[MAXRANK];
+    if (f->memo[x->id] || !fusable(x->op)) {
+        Arr *a = eval(f, x);
+        if (!a) return NULL;
+        rank = a->rank;
+        memcpy(shape, a->shape, sizeof shape);
+        arr_release(a);
+    } else {
+        /* The shape of a fused expression needs its leaves, not its values. */
+        Prog p;
+        if (!prog_build(f, x, &p)) return NULL;
+        rank = p.rank;
+        memcpy(shape, p.shape, sizeof shape);
+        prog_free(&p);
+    }
+    ASSERT(v->axis >= 0 && v->axis < rank);
+    return arr_scalar(DT_I64, (Scalar){.i = shape[v->axis]});
+}
+
+static Arr *eval_uncached(Frame *f, const Val *v) {
+    if (fusable(v->op)) return eval_fused(f, v);
+    switch (v->op) {
+    case OP_CONST: return arr_scalar(v->dt, v->c);
+    case OP_SLOT: {
+        ASSERT(v->slot >= 0 && v->slot < f->fn->nslots);
+        Arr *a = f->slots[v->slot];
+        if (!a) {
+            rt_error(f->c->err, v->loc, "variable '%s' is used before it is assigned",
+                     f->fn->slots ? f->fn->slots[v->slot].name : "?");
+            return NULL;
+        }
+        return arr_retain(a);
+    }
+    case OP_ARG: die("IR: an argument of a lambda outside its body");
+    case OP_DIM: return eval_dim(f, v);
+    case OP_CHECKDIM: {
+        int64_t a, b;
+        if (!get_i64(f, v->args[1], &a) || !get_i64(f, v->args[2], &b)) return NULL;
+        if (a != b) {
+            rt_error(f->c->err, v->loc, v->msg ? v->msg : "size mismatch: %lld != %lld",
+                     (long long)a, (long long)b);
+            return NULL;
+        }
+        return eval(f, v->args[0]);
+    }
+    case OP_REDUCE: return eval_reduce(f, v);
+    case OP_SCAN: return eval_scan(f, v);
+    case OP_SLICE: return eval_slice(f, v);
+    case OP_GATHER: return eval_gather(f, v);
+    case OP_REVERSE: return eval_reverse(f, v);
+    case OP_CONCAT: return eval_concat(f, v);
+    case OP_RESHAPE: return eval_reshape(f, v);
+    case OP_TRANSPOSE: return eval_transpose(f, v);
+    case OP_MATMUL: return eval_matmul(f, v);
+    case OP_LOAD: return eval_load(f, v);
+    case OP_CALL: {
+        Arr *r;
+        if (!eval_call(f, v, &r)) return NULL;
+        if (!r) die("IR: the value of a call to %s, which returns nothing", v->fn->name);
+        return r;
+    }
+    default: die("IR: unknown op %d", (int)v->op);
+    }
+}
+
+/* Returns a new reference, or NULL after an error was recorded. */
+static Arr *eval(Frame *f, const Val *v) {
+    ASSERT(v->id >= 0 && v->id < f->fn->nvals);
+    if (f->memo[v->id]) return arr_retain(f->memo[v->id]);
+    Arr *r = eval_uncached(f, v);
+    if (!r) {
+        if (!f->c->err->set) rt_error(f->c->err, v->loc, "out of memory");
+        return NULL;
+    }
+    f->memo[v->id] = arr_retain(r);
+    f->touched[f->ntouched++] = v->id;
+    return r;
+}
+
+/* ---- statements ------------------------------------------------------------------ */
+
+enum { X_OK, X_RETURN, X_ERROR };
+
+static Arr *eval_stmt(Frame *f, const Val *v) {
+    Arr *a = eval(f, v);
+    memo_clear(f);
+    return a;
+}
+
+static int eval_bool(Frame *f, const Val *v) {
+    Arr *a = eval_stmt(f, v);
+    if (!a) return -1;
+    int r = scalar_cast(arr_get(a, 0), a->dt, DT_BOOL).i != 0;
+    arr_release(a);
+    return r;
+}
+
+static void set_slot(Frame *f, int slot, Arr *a) {
+    ASSERT(slot >= 0 && slot < f->fn->nslots);
+    arr_release(f->slots[slot]);
+    f->slots[slot] = a;
+}
+
+static int exec(Frame *f, const Stmt *s, Arr **ret) {
+    for (; s; s = s->next) {
+        switch (s->kind) {
+        case S_SET: {
+            Arr *a = eval_stmt(f, s->v);
+            if (!a) return X_ERROR;
+            set_slot(f, s->slot, a);
+            break;
+        }
+        case S_IF: {
+            int c = eval_bool(f, s->v);
+            if (c < 0) return X_ERROR;
+            int r = exec(f, c ? s->body : s->els, ret);
+            if (r != X_OK) return r;
+            break;
+        }
+        case S_FOR: {
+            Arr *lo = eval_stmt(f, s->v);
+            if (!lo) return X_ERROR;
+            int64_t a = scalar_cast(arr_get(lo, 0), lo->dt, DT_I64).i;
+            arr_release(lo);
+            Arr *hi = eval_stmt(f, s->v2);
+            if (!hi) return X_ERROR;
+            int64_t b = scalar_cast(arr_get(hi, 0), hi->dt, DT_I64).i;
+            arr_release(hi);
+            for (int64_t i = a; i < b; i++) {
+                Arr *iv = arr_scalar(DT_I64, (Scalar){.i = i});
+                if (!iv) {
+                    rt_error(f->c->err, s->loc, "out of memory");
+                    return X_ERROR;
+                }
+                set_slot(f, s->slot, iv);
+                int r = exec(f, s->body, ret);
+                if (r != X_OK) return r;
+            }
+            break;
+        }
+        case S_WHILE:
+            for (;;) {
+                int c = eval_bool(f, s->v);
+                if (c < 0) return X_ERROR;
+                if (!c) break;
+                int r = exec(f, s->body, ret);
+                if (r != X_OK) return r;
+            }
+            break;
+        case S_RETURN:
+            if (s->v) {
+                *ret = eval_stmt(f, s->v);
+                if (!*ret) return X_ERROR;
+            }
+            return X_RETURN;
+        case S_PRINT: {
+            Arr *a = eval_stmt(f, s->v);
+            if (!a) return X_ERROR;
+            arr_print(f->c->out, a);
+            arr_release(a);
+            break;
+        }
+        case S_SAVE: {
+            Arr *a = eval_stmt(f, s->v);
+            if (!a) return X_ERROR;
+            char err[512];
+            bool ok = npy_save(s->path, a, err, sizeof err);
+            arr_release(a);
+            if (!ok) {
+                rt_error(f->c->err, s->loc, "%s", err);
+                return X_ERROR;
+            }
+            break;
+        }
+        case S_EVAL: {
+            Arr *a = NULL;
+            bool ok;
+            if (s->v->op == OP_CALL)
+                ok = eval_call(f, s->v, &a);
+            else
+                ok = (a = eval(f, s->v)) != NULL;
+            memo_clear(f);
+            arr_release(a);
+            if (!ok) return X_ERROR;
+            break;
+        }
+        default: die("IR: unknown statement %d", (int)s->kind);
+        }
+    }
+    return X_OK;
+}
+
+static bool call_fn(Ctx *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
+    *result = NULL;
+    if (c->depth >= MAX_DEPTH) {
+        rt_error(c->err, loc, "recursion too deep: more than %d nested calls (in '%s')",
+                 MAX_DEPTH, fn->name);
+        return false;
+    }
+    Frame f;
+    memset(&f, 0, sizeof f);
+    f.c = c;
+    f.fn = fn;
+    size_t nv = fn->nvals > 0 ? (size_t)fn->nvals : 1, ns = fn->nslots > 0 ? (size_t)fn->nslots : 1;
+    f.slots = calloc(ns, sizeof(Arr *));
+    f.memo = calloc(nv, sizeof(Arr *));
+    f.touched = malloc(nv * sizeof(int));
+    bool ok = f.slots && f.memo && f.touched;
+    if (!ok) rt_error(c->err, loc, "out of memory");
+    if (ok) {
+        for (int i = 0; i < fn->nparams; i++) f.slots[i] = arr_retain(args[i]);
+        c->depth++;
+        Arr *ret = NULL;
+        int r = exec(&f, fn->body, &ret);
+        c->depth--;
+        memo_clear(&f);
+        if (r == X_ERROR) {
+            ok = false;
+            arr_release(ret);
+        } else {
+            *result = ret;
+        }
+        for (int i = 0; i < fn->nslots; i++) arr_release(f.slots[i]);
+    }
+    free(f.slots);
+    free(f.memo);
+    free(f.touched);
+    return ok;
+}
+
+bool cpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
+    Ctx c = {p, out, err, 0};
+    err->set = false;
+    err->msg[0] = 0;
+    Arr *r = NULL;
+    bool ok = call_fn(&c, fn, args, &r, fn->loc);
+    if (result)
+        *result = r;
+    else
+        arr_release(r);
+    return ok;
+}

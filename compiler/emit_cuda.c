@@ -1,0 +1,974 @@
+/* The CUDA C emitter: one extern "C" __global__ function per kernel of a plan (kernel.h),
+   built from the op tables in ir.h and the blocks in kernels/ (no system headers). */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lang/embedded.h"
+#include "kernel.h"
+
+/* ---- a growable string -------------------------------------------------------------- */
+
+typedef struct Buf {
+    char *s;
+    size_t n, cap;
+} Buf;
+
+static void bputs(Buf *b, const char *s) {
+    size_t k = strlen(s);
+    if (b->n + k + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 4096;
+        while (nc < b->n + k + 1) nc *= 2;
+        char *ns = realloc(b->s, nc);
+        if (!ns) die("out of memory");
+        b->s = ns;
+        b->cap = nc;
+    }
+    memcpy(b->s + b->n, s, k + 1);
+    b->n += k;
+}
+
+__attribute__((format(printf, 2, 3))) static void bprintf(Buf *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (k < (int)sizeof tmp) {
+        bputs(b, tmp);
+        return;
+    }
+    char *big = malloc((size_t)k + 1);
+    if (!big) die("out of memory");
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+    bputs(b, big);
+    free(big);
+}
+
+/* ---- op table as text ---------------------------------------------------------------- */
+
+static const char *const ew_text[OP_EW_END][3] = {
+#define X(n, s, ar, cls, ef, ed, ei) [OP_##n] = {#ef, #ed, #ei},
+    EW_OPS(X)
+#undef X
+};
+
+static const char *ctype(DType dt) { return dtype_info[dt].ctype; }
+static const char *unsigned_twin(DType dt) {
+    switch (dt) {
+    case DT_I32:
+    case DT_U32:
+    case DT_F32: return "uint32_t";
+    case DT_I64:
+    case DT_U64:
+    case DT_F64: return "uint64_t";
+    default: return "uint8_t";
+    }
+}
+
+/* The dtype whose column and operand types an ew op uses. */
+static DType ew_operand_dt(const Val *v) {
+    if (v->op == OP_SELECT) return v->args[1]->dt;
+    return v->args[0]->dt;
+}
+
+typedef struct E {
+    Arena *a;
+    Buf out;      /* the translation unit */
+    Buf helpers;  /* elementwise helpers, emitted before the kernels */
+    Buf funcs;    /* combine functors, after the helpers they call */
+    bool *have;   /* helper (op, dtype) already emitted */
+    int nlam;     /* combine functors emitted */
+} E;
+
+static void need_helper(E *e, const Val *v) {
+    DType dt = ew_operand_dt(v);
+    int key = v->op * DT_COUNT + dt;
+    if (e->have[key]) return;
+    e->have[key] = true;
+    bool fl = dtype_info[dt].is_float;
+    const char *expr = ew_text[v->op][fl ? (dt == DT_F32 ? 0 : 1) : 2];
+    if (strcmp(expr, "0") == 0)
+        die("op %s has no %s form (sema should have rejected it)", ew_info[v->op].name, dtype_info[dt].name);
+    const OpInfo *oi = &ew_info[v->op];
+    DType rdt = v->dt;
+    bprintf(&e->helpers, "static __device__ __forceinline__ %s ew_%s_%s(", ctype(rdt), oi->name, dtype_info[dt].name);
+    for (int i = 0; i < oi->arity; i++) {
+        DType pdt = (v->op == OP_SELECT && i == 0) ? DT_BOOL : dt;
+        bprintf(&e->helpers, "%s%s %c", i ? ", " : "", ctype(pdt), 'a' + i);
+    }
+    bprintf(&e->helpers, ") {\n    typedef %s T;\n    typedef %s U;\n    (void)sizeof(T); (void)sizeof(U);\n",
+            ctype(dt), unsigned_twin(dt));
+    bprintf(&e->helpers, "    return (%s)(%s);\n}\n", ctype(rdt), expr);
+}
+
+static void helper_name(char *buf, size_t n, const Val *v) {
+    snprintf(buf, n, "ew_%s_%s", ew_info[v->op].name, dtype_info[ew_operand_dt(v)].name);
+}
+
+static void literal(char *buf, size_t n, DType dt, Scalar c) {
+    switch (dt) {
+    case DT_F32: {
+        float f = (float)c.f;
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        snprintf(buf, n, "__int_as_float(0x%08x) /* %.9g */", bits, (double)f);
+        break;
+    }
+    case DT_F64: {
+        uint64_t bits;
+        memcpy(&bits, &c.f, 8);
+        snprintf(buf, n, "__longlong_as_double(0x%016llxLL) /* %.17g */", (unsigned long long)bits, c.f);
+        break;
+    }
+    case DT_BOOL: snprintf(buf, n, "(uint8_t)%d", c.i ? 1 : 0); break;
+    case DT_U32:
+    case DT_U64: snprintf(buf, n, "(%s)%lluull", ctype(dt), (unsigned long long)c.u); break;
+    default:
+        if (c.i == INT64_MIN) snprintf(buf, n, "(%s)(-9223372036854775807LL - 1)", ctype(dt));
+        else snprintf(buf, n, "(%s)%lldLL", ctype(dt), (long long)c.i);
+        break;
+    }
+}
+
+/* ---- kernel context ----------------------------------------------------------------- */
+
+typedef struct KE {
+    E *e;
+    const Kernel *k;
+    Buf *b;
+    bool *inval;   /* by id: in k->vals */
+    bool *done;    /* by id: already has a variable in the current scope */
+    int nid;
+} KE;
+
+static int W(const KE *ke, KPKind kind, const Val *v, int a, int b) {
+    if (v && (kind == KP_IN || kind == KP_BSTRIDE)) v = kernel_canon(ke->k, (Val *)v);
+    int i = kparam_find(ke->k, kind, v, a, b);
+    if (i < 0) die("kernel %s: no parameter %d for %%%d", ke->k->name, (int)kind, v ? v->id : -1);
+    return i;
+}
+
+static bool is_in(const KE *ke, const Val *v) {
+    for (int i = 0; i < ke->k->nins; i++)
+        if (ke->k->ins[i] == v) return true;
+    return false;
+}
+
+static void ref(const KE *ke, const Val *v, char *buf, size_t n) {
+    v = kernel_canon(ke->k, (Val *)v);
+    if (v->op == OP_CONST) literal(buf, n, v->dt, v->c);
+    else if (v->rank == 0 && !ke->inval[v->id]) snprintf(buf, n, "s%d", v->id);
+    else snprintf(buf, n, "v%d", v->id);
+}
+
+static void ind(Buf *b, int d) {
+    for (int i = 0; i < d; i++) bputs(b, "    ");
+}
+
+/* The own flat offset of leaf v at iteration index `i`: `i` itself when the launch says
+   every leaf matches the iteration space, else the broadcast-stride dot product. */
+static void emit_offset(KE *ke, const Val *v, int d) {
+    ind(ke->b, d);
+    bprintf(ke->b, "const long long o%d = flat ? i : (0", v->id);
+    for (int ax = 0; ax < ke->k->rank; ax++)
+        bprintf(ke->b, " + ix%d * p.w[%d]", ax, W(ke, KP_BSTRIDE, v, ax, 0));
+    bputs(ke->b, ");\n");
+}
+
+/* Decomposes an own flat offset into the node's own multi-index j<id>_<axis>. */
+static void emit_own_index(KE *ke, const Val *v, int d) {
+    ind(ke->b, d);
+    bprintf(ke->b, "long long j%d_[%d];\n", v->id, v->rank);
+    ind(ke->b, d);
+    bprintf(ke->b, "{ long long r = o%d;", v->id);
+    for (int ax = v->rank - 1; ax >= 0; ax--) {
+        int w = W(ke, KP_OWNSHAPE, v, ax, 0);
+        bprintf(ke->b, " j%d_[%d] = r %% p.w[%d]; r /= p.w[%d];", v->id, ax, w, w);
+    }
+    bputs(ke->b, " }\n");
+}
+
+static void emit_node(KE *ke, Val *v, int d);
+
+/* Emits what v needs, then v, once per scope. */
+static void emit_need(KE *ke, Val *v, int d) {
+    if (v) v = kernel_canon(ke->k, v);
+    if (!v || v->op == OP_CONST || ke->done[v->id]) return;
+    if (v->rank == 0 && !ke->inval[v->id]) return; /* a scalar parameter */
+    ke->done[v->id] = true;
+    if (!ke->inval[v->id]) {
+        /* a materialised input read at the iteration index */
+        emit_offset(ke, v, d);
+        ind(ke->b, d);
+        bprintf(ke->b, "const %s v%d = ((const %s *)p.w[%d])[o%d];\n", ctype(v->dt), v->id, ctype(v->dt),
+                W(ke, KP_IN, v, 0, 0), v->id);
+        return;
+    }
+    if (v->op == OP_REDUCE) return; /* in a row kernel: set by its phase */
+    if (op_is_ew(v->op))
+        for (int i = 0; i < v->nargs; i++) emit_need(ke, v->args[i], d);
+    else if (v->op == OP_FULL || v->op == OP_LINSPACE || v->op == OP_RAND || v->op == OP_RANDN) {
+        /* scalar operands are parameters */
+    } else if (v->op == OP_GATHER) {
+        emit_need(ke, v->args[1], d);
+    }
+    emit_node(ke, v, d);
+}
+
+static void emit_index_load(KE *ke, Val *v, int d) {
+    Buf *b = ke->b;
+    Val *x = v->args[0];
+    emit_offset(ke, v, d);
+    if (v->op == OP_RESHAPE) {
+        ind(b, d);
+        bprintf(b, "const %s v%d = ((const %s *)p.w[%d])[o%d];\n", ctype(v->dt), v->id, ctype(v->dt),
+                W(ke, KP_IN, x, 0, 0), v->id);
+        return;
+    }
+    emit_own_index(ke, v, d);
+    ind(b, d);
+    bprintf(b, "%s v%d;\n", ctype(v->dt), v->id);
+    ind(b, d);
+    bputs(b, "{\n");
+    switch (v->op) {
+    case OP_REVERSE:
+    case OP_TRANSPOSE: {
+        ind(b, d + 1);
+        bputs(b, "long long src = 0");
+        for (int ax = 0; ax < v->rank; ax++) {
+            int ss = W(ke, KP_SRCSTRIDE, v, ax, 0);
+            if (v->op == OP_REVERSE && ax == 0)
+                bprintf(b, " + (p.w[%d] - 1 - j%d_[0]) * p.w[%d]", W(ke, KP_OWNSHAPE, v, 0, 0), v->id, ss);
+            else
+                bprintf(b, " + j%d_[%d] * p.w[%d]", v->id, ax, ss);
+        }
+        bputs(b, ";\n");
+        ind(b, d + 1);
+        bprintf(b, "v%d = ((const %s *)p.w[%d])[src];\n", v->id, ctype(v->dt), W(ke, KP_IN, x, 0, 0));
+        break;
+    }
+    case OP_SLICE: {
+        ind(b, d + 1);
+        bputs(b, "long long src = 0");
+        int oax = 0;
+        for (int ax = 0; ax < x->rank; ax++) {
+            int st = W(ke, KP_SLSTART, v, ax, 0), sp = W(ke, KP_SLSTEP, v, ax, 0);
+            int ss = W(ke, KP_SRCSTRIDE, v, ax, 0);
+            if (v->slmode[ax] == SL_INDEX) bprintf(b, " + p.w[%d] * p.w[%d]", st, ss);
+            else bprintf(b, " + (p.w[%d] + j%d_[%d] * p.w[%d]) * p.w[%d]", st, v->id, oax++, sp, ss);
+        }
+        bputs(b, ";\n");
+        ind(b, d + 1);
+        bprintf(b, "v%d = ((const %s *)p.w[%d])[src];\n", v->id, ctype(v->dt), W(ke, KP_IN, x, 0, 0));
+        break;
+    }
+    case OP_GATHER: {
+        /* out[j0..j(ri-1), rest] = x[idx[j0..], rest]; idx is contiguous, so its offset
+           is the leading part of the own index in C order. */
+        Val *idx = v->args[1];
+        int ri = idx->rank;
+        ind(b, d + 1);
+        bputs(b, "long long io = 0;\n");
+        for (int ax = 0; ax < ri; ax++) {
+            ind(b, d + 1);
+            bprintf(b, "io = io * p.w[%d] + j%d_[%d];\n", W(ke, KP_OWNSHAPE, v, ax, 0), v->id, ax);
+        }
+        ind(b, d + 1);
+        bprintf(b, "long long g = (long long)((const %s *)p.w[%d])[io];\n", ctype(idx->dt), W(ke, KP_IN, idx, 0, 0));
+        ind(b, d + 1);
+        bprintf(b, "long long src = g * p.w[%d]", W(ke, KP_SRCSTRIDE, v, 0, 0));
+        for (int ax = 1; ax < x->rank; ax++)
+            bprintf(b, " + j%d_[%d] * p.w[%d]", v->id, ri - 1 + ax, W(ke, KP_SRCSTRIDE, v, ax, 0));
+        bputs(b, ";\n");
+        ind(b, d + 1);
+        bprintf(b, "v%d = ((const %s *)p.w[%d])[src];\n", v->id, ctype(v->dt), W(ke, KP_IN, x, 0, 0));
+        break;
+    }
+    case OP_CONCAT: {
+        int ax = v->axis;
+        for (int q = 0; q < v->nargs; q++) {
+            Val *xq = v->args[q];
+            ind(b, d + 1);
+            bprintf(b, "%sif (j%d_[%d] < p.w[%d]) {\n", q ? "else " : "", v->id, ax, W(ke, KP_CATOFF, v, 0, q + 1));
+            ind(b, d + 2);
+            bputs(b, "long long src = 0");
+            for (int k2 = 0; k2 < xq->rank; k2++) {
+                if (k2 == ax)
+                    bprintf(b, " + (j%d_[%d] - p.w[%d]) * p.w[%d]", v->id, k2, W(ke, KP_CATOFF, v, 0, q),
+                            W(ke, KP_SRCSTRIDE, v, k2, q));
+                else
+                    bprintf(b, " + j%d_[%d] * p.w[%d]", v->id, k2, W(ke, KP_SRCSTRIDE, v, k2, q));
+            }
+            bputs(b, ";\n");
+            ind(b, d + 2);
+            bprintf(b, "v%d = ((const %s *)p.w[%d])[src];\n", v->id, ctype(v->dt), W(ke, KP_IN, xq, 0, 0));
+            ind(b, d + 1);
+            bputs(b, "}\n");
+        }
+        ind(b, d + 1);
+        bprintf(b, "else v%d = 0;\n", v->id);
+        break;
+    }
+    default: die("not an index op");
+    }
+    ind(b, d);
+    bputs(b, "}\n");
+}
+
+static void emit_node(KE *ke, Val *v, int d) {
+    Buf *b = ke->b;
+    char r0[128], r1[128], r2[128];
+    const char *T = ctype(v->dt);
+    if (v->op < OP_EW_END) {
+        need_helper(ke->e, v);
+        char hn[64];
+        helper_name(hn, sizeof hn, v);
+        ind(b, d);
+        bprintf(b, "const %s v%d = %s(", T, v->id, hn);
+        for (int i = 0; i < v->nargs; i++) {
+            ref(ke, v->args[i], r0, sizeof r0);
+            bprintf(b, "%s%s", i ? ", " : "", r0);
+        }
+        bputs(b, ");\n");
+        return;
+    }
+    switch (v->op) {
+    case OP_CAST:
+        ref(ke, v->args[0], r0, sizeof r0);
+        ind(b, d);
+        if (v->dt == DT_BOOL) bprintf(b, "const uint8_t v%d = (uint8_t)((%s) != 0);\n", v->id, r0);
+        else bprintf(b, "const %s v%d = (%s)(%s);\n", T, v->id, T, r0);
+        return;
+    case OP_IOTA:
+        emit_offset(ke, v, d);
+        ind(b, d);
+        bprintf(b, "const %s v%d = (%s)o%d;\n", T, v->id, T, v->id);
+        return;
+    case OP_FULL:
+        ref(ke, v->args[0], r0, sizeof r0);
+        ind(b, d);
+        bprintf(b, "const %s v%d = (%s)(%s);\n", T, v->id, T, r0);
+        return;
+    case OP_LINSPACE: {
+        /* NumPy's formula: start + i * ((stop - start) / (n - 1)), the last one exact. */
+        emit_offset(ke, v, d);
+        ref(ke, v->args[0], r0, sizeof r0);
+        ref(ke, v->args[1], r1, sizeof r1);
+        int nw = W(ke, KP_OWNSHAPE, v, 0, 0);
+        ind(b, d);
+        bprintf(b,
+                "const %s v%d = (p.w[%d] > 1 && o%d == p.w[%d] - 1) ? (%s)(%s) : (%s)(%s) + (%s)o%d * "
+                "(p.w[%d] > 1 ? ((%s)(%s) - (%s)(%s)) / (%s)(p.w[%d] - 1) : (%s)0);\n",
+                T, v->id, nw, v->id, nw, T, r1, T, r0, T, v->id, nw, T, r1, T, r0, T, nw, T);
+        return;
+    }
+    case OP_RAND:
+    case OP_RANDN:
+        emit_offset(ke, v, d);
+        ref(ke, v->args[0], r0, sizeof r0);
+        ind(b, d);
+        bprintf(b, "const %s v%d = (%s)cuk_rand%s_%s((uint64_t)o%d, (uint64_t)(%s));\n", T, v->id, T,
+                v->op == OP_RANDN ? "n" : "", v->dt == DT_F64 ? "f64" : "f32", v->id, r0);
+        return;
+    case OP_SLICE:
+    case OP_GATHER:
+    case OP_REVERSE:
+    case OP_CONCAT:
+    case OP_RESHAPE:
+    case OP_TRANSPOSE: emit_index_load(ke, v, d); return;
+    default: die("emit_node: op %s is not computed inside kernels", op_name[v->op]);
+    }
+    (void)r1, (void)r2;
+}
+
+/* Emits, at iteration index `i` (with ix* when not flat), everything the targets need. */
+static void emit_eval(KE *ke, Val **targets, int n, int d) {
+    Buf *b = ke->b;
+    if (ke->k->rank > 0) {
+        ind(b, d);
+        for (int ax = 0; ax < ke->k->rank; ax++) bprintf(b, "long long ix%d = 0; ", ax);
+        bputs(b, "\n");
+        ind(b, d);
+        bputs(b, "if (!flat) { long long r = i;");
+        for (int ax = ke->k->rank - 1; ax >= 0; ax--) {
+            int w = W(ke, KP_SHAPE, NULL, ax, 0);
+            bprintf(b, " ix%d = r %% p.w[%d]; r /= p.w[%d];", ax, w, w);
+        }
+        bputs(b, " }\n");
+        ind(b, d);
+        for (int ax = 0; ax < ke->k->rank; ax++) bprintf(b, "(void)ix%d; ", ax);
+        bputs(b, "\n");
+    }
+    for (int i = 0; i < n; i++) emit_need(ke, targets[i], d);
+}
+
+/* ---- combine functors ---------------------------------------------------------------- */
+
+/* The C type a reduction/scan accumulates in. */
+static const char *acc_type(E *e, const Val *r) {
+    if (r->red == RED_ARGMIN || r->red == RED_ARGMAX)
+        return arena_printf(e->a, "cuk_arg<%s>", ctype(r->args[0]->dt));
+    return ctype(r->dt);
+}
+
+static void emit_lam_val(E *e, Buf *b, Val *v, bool *seen, int base) {
+    if (seen[v->id - base]) return;
+    seen[v->id - base] = true;
+    if (v->op == OP_ARG || v->op == OP_CONST) return;
+    if (!(op_is_ew(v->op))) return; /* a captured host scalar: a functor member */
+    for (int i = 0; i < v->nargs; i++) emit_lam_val(e, b, v->args[i], seen, base);
+    char r[128];
+    if (v->op == OP_CAST) {
+        const Val *x = v->args[0];
+        if (x->op == OP_CONST) literal(r, sizeof r, x->dt, x->c);
+        else snprintf(r, sizeof r, "%s%d", x->op == OP_ARG ? "x" : "t", x->op == OP_ARG ? x->slot : x->id);
+        if (v->dt == DT_BOOL) bprintf(b, "        const uint8_t t%d = (uint8_t)((%s) != 0);\n", v->id, r);
+        else bprintf(b, "        const %s t%d = (%s)(%s);\n", ctype(v->dt), v->id, ctype(v->dt), r);
+        return;
+    }
+    need_helper(e, v);
+    char hn[64];
+    helper_name(hn, sizeof hn, v);
+    bprintf(b, "        const %s t%d = %s(", ctype(v->dt), v->id, hn);
+    for (int i = 0; i < v->nargs; i++) {
+        const Val *x = v->args[i];
+        if (x->op == OP_CONST) literal(r, sizeof r, x->dt, x->c);
+        else if (x->op == OP_ARG) snprintf(r, sizeof r, "x%d", x->slot);
+        else if (op_is_ew(x->op)) snprintf(r, sizeof r, "t%d", x->id);
+        else snprintf(r, sizeof r, "c%d", x->id);
+        bprintf(b, "%s%s", i ? ", " : "", r);
+    }
+    bputs(b, ");\n");
+}
+
+static void lam_captures(Val *v, Val **caps, int *n, int max, int depth) {
+    if (!v || depth > 200) return;
+    if (v->op == OP_ARG || v->op == OP_CONST) return;
+    if (!op_is_ew(v->op)) {
+        for (int i = 0; i < *n; i++)
+            if (caps[i] == v) return;
+        if (*n < max) caps[(*n)++] = v;
+        return;
+    }
+    for (int i = 0; i < v->nargs; i++) lam_captures(v->args[i], caps, n, max, depth + 1);
+}
+
+static void lam_bounds(Val *v, int *lo, int *hi, int depth) {
+    if (!v || depth > 200) return;
+    if (v->id < *lo) *lo = v->id;
+    if (v->id > *hi) *hi = v->id;
+    if (op_is_ew(v->op))
+        for (int i = 0; i < v->nargs; i++) lam_bounds(v->args[i], lo, hi, depth + 1);
+}
+
+/* Defines `struct <name>` whose operator() combines two accumulators of r. */
+static const char *emit_combine(E *e, Val *r) {
+    const char *name = arena_printf(e->a, "cmb%d", e->nlam++);
+    const char *A = acc_type(e, r);
+    DType dt = r->dt;
+    Buf *b = &e->funcs;
+    if (r->red == RED_ARGMIN || r->red == RED_ARGMAX) {
+        bprintf(b, "typedef cuk_%s_op<%s> %s;\n", r->red == RED_ARGMIN ? "argmin" : "argmax",
+                ctype(r->args[0]->dt), name);
+        return name;
+    }
+    Val *caps[64];
+    int ncaps = 0;
+    if (r->red == RED_LAMBDA) lam_captures(r->lam, caps, &ncaps, 64, 0);
+    bprintf(b, "struct %s {\n", name);
+    for (int i = 0; i < ncaps; i++) bprintf(b, "    %s c%d;\n", ctype(caps[i]->dt), caps[i]->id);
+    bprintf(b, "    __device__ __forceinline__ %s operator()(%s x0, %s x1) const {\n", A, A, A);
+    switch (r->red) {
+    case RED_SUM:
+    case RED_PROD:
+    case RED_MIN:
+    case RED_MAX: {
+        Val tmp = {0};
+        tmp.op = r->red == RED_SUM ? OP_ADD : r->red == RED_PROD ? OP_MUL : r->red == RED_MIN ? OP_MINIMUM : OP_MAXIMUM;
+        tmp.dt = dt;
+        Val arg = {0};
+        arg.dt = dt;
+        Val *args[2] = {&arg, &arg};
+        tmp.args = args;
+        tmp.nargs = 2;
+        need_helper(e, &tmp);
+        char hn[64];
+        helper_name(hn, sizeof hn, &tmp);
+        bprintf(b, "        return %s(x0, x1);\n", hn);
+        break;
+    }
+    case RED_ANY: bputs(b, "        return (uint8_t)(x0 || x1);\n"); break;
+    case RED_ALL: bputs(b, "        return (uint8_t)(x0 && x1);\n"); break;
+    case RED_LAMBDA: {
+        if (!r->lam) die("lambda reduction without a body");
+        if (r->lam->op == OP_ARG) {
+            bprintf(b, "        return x%d;\n", r->lam->slot);
+            break;
+        }
+        int lo = r->lam->id, hi = r->lam->id;
+        lam_bounds(r->lam, &lo, &hi, 0);
+        bool *seen = calloc((size_t)(hi - lo + 1), 1);
+        if (!seen) die("out of memory");
+        /* emit_lam_val writes into e->helpers too (helpers): keep the functor body in a
+           separate buffer so helpers land before it. */
+        Buf body = {0};
+        emit_lam_val(e, &body, r->lam, seen, lo);
+        free(seen);
+        char rr[128];
+        if (r->lam->op == OP_CONST) literal(rr, sizeof rr, r->lam->dt, r->lam->c);
+        else if (op_is_ew(r->lam->op)) snprintf(rr, sizeof rr, "t%d", r->lam->id);
+        else snprintf(rr, sizeof rr, "c%d", r->lam->id);
+        if (body.s) bputs(b, body.s);
+        bprintf(b, "        return (%s)(%s);\n", A, rr);
+        free(body.s);
+        break;
+    }
+    default: die("no combine for %s", red_name[r->red]);
+    }
+    bputs(b, "    }\n};\n");
+    return name;
+}
+
+/* Declares the functor instance, filling captured scalars from kernel parameters. */
+static void emit_combine_instance(KE *ke, Val *r, const char *type, int idx, int d) {
+    ind(ke->b, d);
+    bprintf(ke->b, "%s op%d;\n", type, idx);
+    if (r->red != RED_LAMBDA) return;
+    Val *caps[64];
+    int ncaps = 0;
+    lam_captures(r->lam, caps, &ncaps, 64, 0);
+    for (int i = 0; i < ncaps; i++) {
+        ind(ke->b, d);
+        bprintf(ke->b, "op%d.c%d = s%d;\n", idx, caps[i]->id, caps[i]->id);
+    }
+}
+
+/* ---- kernels ------------------------------------------------------------------------- */
+
+static void emit_scalar_params(KE *ke) {
+    for (int i = 0; i < ke->k->nscalars; i++) {
+        Val *s = ke->k->scalars[i];
+        int w = W(ke, KP_SCALAR, s, 0, 0);
+        const char *T = ctype(s->dt);
+        if (s->dt == DT_F32) bprintf(ke->b, "    const float s%d = (float)__longlong_as_double(p.w[%d]);\n", s->id, w);
+        else if (s->dt == DT_F64) bprintf(ke->b, "    const double s%d = __longlong_as_double(p.w[%d]);\n", s->id, w);
+        else bprintf(ke->b, "    const %s s%d = (%s)p.w[%d];\n", T, s->id, T, w);
+        bprintf(ke->b, "    (void)s%d;\n", s->id);
+    }
+}
+
+static void header(KE *ke) {
+    const Kernel *k = ke->k;
+    bprintf(ke->b, "struct %s_p { long long w[%d]; };\n", k->name, k->nparams);
+    bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const struct %s_p p) {\n", k->block, k->name,
+            k->name);
+    bprintf(ke->b, "    const long long n = p.w[%d];\n", W(ke, KP_N, NULL, 0, 0));
+    bprintf(ke->b, "    const int flat = (int)p.w[%d];\n", W(ke, KP_FLAT, NULL, 0, 0));
+    bputs(ke->b, "    (void)n; (void)flat;\n");
+    emit_scalar_params(ke);
+}
+
+static void reset_scope(KE *ke) { memset(ke->done, 0, (size_t)ke->nid); }
+
+static void store(KE *ke, Val *out, const char *index, int d) {
+    char r[128];
+    ref(ke, out, r, sizeof r);
+    ind(ke->b, d);
+    bprintf(ke->b, "((%s *)p.w[%d])[%s] = %s;\n", ctype(out->dt), W(ke, KP_OUT, out, 0, 0), index, r);
+}
+
+static void emit_map(KE *ke) {
+    const Kernel *k = ke->k;
+    header(ke);
+    bputs(ke->b, "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+                 "         i += (long long)gridDim.x * blockDim.x) {\n");
+    reset_scope(ke);
+    emit_eval(ke, k->outs, k->nouts, 2);
+    for (int j = 0; j < k->nouts; j++) store(ke, k->outs[j], "i", 2);
+    bputs(ke->b, "    }\n}\n\n");
+}
+
+/* The value one reduction folds for the element at i (argmin/argmax carry `pos`). */
+static void fold_expr(KE *ke, Val *r, int j, const char *pos, int d) {
+    char x[128];
+    ref(ke, r->args[0], x, sizeof x);
+    ind(ke->b, d);
+    if (r->red == RED_ARGMIN || r->red == RED_ARGMAX)
+        bprintf(ke->b, "{ cuk_arg<%s> e_; e_.v = %s; e_.i = %s; cuk_fold(acc%d, has%d, e_, op%d); }\n",
+                ctype(r->args[0]->dt), x, pos, j, j, j);
+    else
+        bprintf(ke->b, "cuk_fold(acc%d, has%d, (%s)(%s), op%d);\n", j, j, ctype(r->dt), x, j);
+}
+
+/* acc/has -> the reduction's value: init first if given, identity if empty. */
+static void finish_value(KE *ke, Val *r, int j, const char *dst, int d) {
+    Buf *b = ke->b;
+    Val *init = red_init(r);
+    char iv[128];
+    ind(b, d);
+    if (r->red == RED_ARGMIN || r->red == RED_ARGMAX) {
+        bprintf(b, "%s = has%d ? acc%d.i : 0;\n", dst, j, j);
+        return;
+    }
+    if (init) {
+        ref(ke, init, iv, sizeof iv);
+        bprintf(b, "%s = has%d ? op%d((%s)(%s), acc%d) : (%s)(%s);\n", dst, j, j, ctype(r->dt), iv, j, ctype(r->dt), iv);
+    } else {
+        const char *id = red_identity(r->red, r->dt);
+        bprintf(b, "%s = has%d ? acc%d : (%s)(%s);\n", dst, j, j, ctype(r->dt), id ? id : "0");
+    }
+}
+
+/* A loop over [lo, hi) split among the block's threads: strided for commutative
+   builtins (coalesced), contiguous per thread for lambdas (order-preserving). */
+static void block_loop(KE *ke, bool ordered, const char *var, const char *lo, const char *hi, int d) {
+    ind(ke->b, d);
+    if (ordered)
+        bprintf(ke->b,
+                "{ const long long span_ = (%s) - (%s), per_ = (span_ + blockDim.x - 1) / blockDim.x;\n", hi, lo);
+    else
+        bputs(ke->b, "{\n");
+    ind(ke->b, d);
+    if (ordered)
+        bprintf(ke->b,
+                "for (long long %s = (%s) + threadIdx.x * per_; %s < (%s) && %s < (%s) + (threadIdx.x + 1) * per_; "
+                "%s++) {\n",
+                var, lo, var, hi, var, lo, var);
+    else
+        bprintf(ke->b, "for (long long %s = (%s) + threadIdx.x; %s < (%s); %s += blockDim.x) {\n", var, lo, var, hi,
+                var);
+}
+
+static bool any_lambda(const Kernel *k) {
+    for (int j = 0; j < k->nreds; j++)
+        if (k->reds[j]->red == RED_LAMBDA) return true;
+    return false;
+}
+
+static void declare_accs(KE *ke, const char **types, int d) {
+    for (int j = 0; j < ke->k->nreds; j++) {
+        Val *r = ke->k->reds[j];
+        emit_combine_instance(ke, r, types[j], j, d);
+        ind(ke->b, d);
+        bprintf(ke->b, "%s acc%d; int has%d = 0;\n", acc_type(ke->e, r), j, j);
+        ind(ke->b, d);
+        bprintf(ke->b, "(void)acc%d;\n", j);
+    }
+}
+
+static void emit_reduce(KE *ke) {
+    const Kernel *k = ke->k;
+    const char **types = NEWN(ke->e->a, const char *, k->nreds);
+    for (int j = 0; j < k->nreds; j++) types[j] = emit_combine(ke->e, k->reds[j]);
+    header(ke);
+    Buf *b = ke->b;
+    bool ordered = any_lambda(k);
+    Val **ins = NEWN(ke->e->a, Val *, k->nreds);
+    for (int j = 0; j < k->nreds; j++) ins[j] = k->reds[j]->args[0];
+    if (k->axis == AXIS_ALL || k->rank <= 1) {
+        bprintf(b, "    char *scratch = (char *)p.w[%d];\n", W(ke, KP_SCRATCH, NULL, 0, 0));
+        declare_accs(ke, types, 1);
+        bputs(b, "    const long long chunk = (n + gridDim.x - 1) / gridDim.x;\n"
+                 "    const long long lo = (long long)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;\n");
+        block_loop(ke, ordered, "i", "lo", "hi", 1);
+        reset_scope(ke);
+        emit_eval(ke, ins, k->nreds, 2);
+        for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "i", 2);
+        bputs(b, "    }}\n");
+        /* block partials, then the last block folds them in block order */
+        for (int j = 0; j < k->nreds; j++) {
+            bprintf(b, "    cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
+            bprintf(b,
+                    "    if (threadIdx.x == 0) { char *rec = scratch + 16 + ((long long)%d * gridDim.x + blockIdx.x) * 24;"
+                    " *(%s *)rec = acc%d; *(long long *)(rec + 16) = has%d; }\n",
+                    j, acc_type(ke->e, k->reds[j]), j, j);
+        }
+        bputs(b, "    if (!cuk_last_block((unsigned int *)scratch)) return;\n");
+        for (int j = 0; j < k->nreds; j++) {
+            Val *r = k->reds[j];
+            const char *A = acc_type(ke->e, r);
+            bprintf(b, "    has%d = 0;\n", j);
+            block_loop(ke, ordered, "q", "0", "gridDim.x", 1);
+            bprintf(b,
+                    "        const volatile char *rec = scratch + 16 + ((long long)%d * gridDim.x + q) * 24;\n"
+                    "        if (*(const volatile long long *)(rec + 16)) { %s x_; x_ = *(const %s *)(const char *)rec;"
+                    " cuk_fold(acc%d, has%d, x_, op%d); }\n    }}\n",
+                    j, A, A, j, j, j);
+            bprintf(b, "    cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
+            bputs(b, "    if (threadIdx.x == 0) {\n");
+            finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[0]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 2);
+            bputs(b, "    }\n");
+        }
+        bputs(b, "    if (threadIdx.x == 0) *(unsigned int *)scratch = 0;\n}\n\n");
+        return;
+    }
+    /* along an axis: one block per output element, the axis split among its threads */
+    int wo = W(ke, KP_OUTER, NULL, 0, 0), wl = W(ke, KP_LEN, NULL, 0, 0), wi = W(ke, KP_INNER, NULL, 0, 0);
+    bprintf(b, "    const long long outer = p.w[%d], len = p.w[%d], inner = p.w[%d];\n", wo, wl, wi);
+    bputs(b, "    for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {\n"
+             "        const long long oo = o / inner, ii = o % inner;\n");
+    declare_accs(ke, types, 2);
+    block_loop(ke, ordered, "t", "0", "len", 2);
+    bputs(b, "            const long long i = (oo * len + t) * inner + ii;\n");
+    reset_scope(ke);
+    emit_eval(ke, ins, k->nreds, 3);
+    for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "t", 3);
+    bputs(b, "        }}\n");
+    for (int j = 0; j < k->nreds; j++) {
+        Val *r = k->reds[j];
+        bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
+        bputs(b, "        if (threadIdx.x == 0) {\n");
+        finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 3);
+        bputs(b, "        }\n");
+    }
+    bputs(b, "        __syncthreads();\n    }\n}\n\n");
+}
+
+/* Rule 5: one block per row; each in-row reduction is a phase over the row, its value
+   broadcast through shared memory; the last pass computes and stores the map. */
+static void emit_row(KE *ke) {
+    const Kernel *k = ke->k;
+    const char **types = NEWN(ke->e->a, const char *, k->nreds);
+    for (int j = 0; j < k->nreds; j++) types[j] = emit_combine(ke->e, k->reds[j]);
+    header(ke);
+    Buf *b = ke->b;
+    bool ordered = any_lambda(k);
+    int wl = W(ke, KP_LEN, NULL, 0, 0);
+    bprintf(b, "    const long long len = p.w[%d], rows = len > 0 ? n / len : 0;\n", wl);
+    for (int j = 0; j < k->nreds; j++) bprintf(b, "    __shared__ %s sh%d;\n", ctype(k->reds[j]->dt), j);
+    bputs(b, "    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n");
+    declare_accs(ke, types, 2);
+    for (int j = 0; j < k->nreds; j++) {
+        Val *r = k->reds[j];
+        block_loop(ke, ordered, "c", "0", "len", 2);
+        bputs(b, "            const long long i = row * len + c;\n");
+        reset_scope(ke);
+        for (int q = 0; q < j; q++) ke->done[k->reds[q]->id] = true;
+        Val *in = r->args[0];
+        emit_eval(ke, &in, 1, 3);
+        fold_expr(ke, r, j, "c", 3);
+        bputs(b, "        }}\n");
+        bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
+        bputs(b, "        if (threadIdx.x == 0) {\n");
+        finish_value(ke, r, j, arena_printf(ke->e->a, "sh%d", j), 3);
+        bputs(b, "        }\n        __syncthreads();\n");
+        bprintf(b, "        const %s v%d = sh%d;\n", ctype(r->dt), r->id, j);
+    }
+    bputs(b, "        for (long long c = threadIdx.x; c < len; c += blockDim.x) {\n"
+             "            const long long i = row * len + c;\n");
+    reset_scope(ke);
+    for (int q = 0; q < k->nreds; q++) ke->done[k->reds[q]->id] = true;
+    emit_eval(ke, k->outs, k->nouts, 3);
+    for (int j = 0; j < k->nouts; j++) store(ke, k->outs[j], "i", 3);
+    bputs(b, "        }\n        __syncthreads();\n    }\n}\n\n");
+}
+
+/* The scan value at element i in `dst` given `before` (combine of the earlier elements,
+   valid when has_before) and the element x, for inclusive or exclusive scans. */
+static void scan_value(KE *ke, Val *s, const char *dst, const char *before, const char *has_before, const char *x,
+                       int d) {
+    Buf *b = ke->b;
+    Val *init = red_init(s);
+    char iv[128];
+    const char *T = ctype(s->dt);
+    if (init) ref(ke, init, iv, sizeof iv);
+    const char *id = red_identity(s->red, s->dt);
+    ind(b, d);
+    if (!s->exclusive) {
+        if (init)
+            bprintf(b, "%s = %s ? op0(op0((%s)(%s), %s), %s) : op0((%s)(%s), %s);\n", dst, has_before, T, iv, before, x, T,
+                    iv, x);
+        else
+            bprintf(b, "%s = %s ? op0(%s, %s) : %s;\n", dst, has_before, before, x, x);
+    } else {
+        if (init)
+            bprintf(b, "%s = %s ? op0((%s)(%s), %s) : (%s)(%s);\n", dst, has_before, T, iv, before, T, iv);
+        else
+            bprintf(b, "%s = %s ? %s : (%s)(%s);\n", dst, has_before, before, T, id ? id : "0");
+    }
+}
+
+static void emit_scan(KE *ke) {
+    const Kernel *k = ke->k;
+    Val *s = k->scan;
+    const char *type = emit_combine(ke->e, s);
+    header(ke);
+    Buf *b = ke->b;
+    const char *T = ctype(s->dt);
+    Val *in = s->args[0];
+    emit_combine_instance(ke, s, type, 0, 1);
+    if (k->axis != AXIS_ALL && k->rank > 1) {
+        /* along an axis: one thread per line, in order */
+        int wo = W(ke, KP_OUTER, NULL, 0, 0), wl = W(ke, KP_LEN, NULL, 0, 0), wi = W(ke, KP_INNER, NULL, 0, 0);
+        bprintf(b, "    const long long outer = p.w[%d], len = p.w[%d], inner = p.w[%d];\n", wo, wl, wi);
+        bputs(b, "    for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < outer * inner;\n"
+                 "         o += (long long)gridDim.x * blockDim.x) {\n"
+                 "        const long long oo = o / inner, ii = o % inner;\n");
+        bprintf(b, "        %s run; int has = 0; (void)run;\n", T);
+        bputs(b, "        for (long long t = 0; t < len; t++) {\n"
+                 "            const long long i = (oo * len + t) * inner + ii;\n");
+        reset_scope(ke);
+        emit_eval(ke, &in, 1, 3);
+        char x[128];
+        ref(ke, in, x, sizeof x);
+        bprintf(b, "            const %s x_ = (%s)(%s);\n", T, T, x);
+        bprintf(b, "            %s v%d;\n", T, s->id);
+        scan_value(ke, s, arena_printf(ke->e->a, "v%d", s->id), "run", "has", "x_", 3);
+        bputs(b, "            run = has ? op0(run, x_) : x_; has = 1;\n");
+        ke->done[s->id] = true;
+        emit_eval(ke, k->outs, k->nouts, 3);
+        store(ke, k->outs[0], "i", 3);
+        bputs(b, "        }\n    }\n}\n\n");
+        return;
+    }
+    /* flattened: single-pass decoupled look-back over tiles of block * items */
+    bprintf(b, "    char *scratch = (char *)p.w[%d];\n", W(ke, KP_SCRATCH, NULL, 0, 0));
+    bprintf(b, "    const int ITEMS = %d;\n", k->items);
+    bputs(b, "    const long long tile = cuk_next_tile(scratch);\n"
+             "    const long long base = tile * (long long)blockDim.x * ITEMS + (long long)threadIdx.x * ITEMS;\n");
+    bprintf(b, "    %s xs[%d];\n", T, k->items);
+    bputs(b, "    int nv = 0;\n");
+    bprintf(b, "    for (int it = 0; it < ITEMS; it++) {\n"
+               "        const long long i = base + it;\n"
+               "        if (i >= n) break;\n");
+    reset_scope(ke);
+    emit_eval(ke, &in, 1, 2);
+    char x[128];
+    ref(ke, in, x, sizeof x);
+    bprintf(b, "        xs[it] = (%s)(%s);\n        nv++;\n    }\n", T, x);
+    bputs(b, "    for (int it = 1; it < nv; it++) xs[it] = op0(xs[it - 1], xs[it]);\n");
+    bprintf(b, "    %s agg = nv ? xs[nv - 1] : xs[0];\n", T);
+    bprintf(b, "    %s texcl, ttotal; int has_texcl;\n", T);
+    bputs(b, "    (void)cuk_block_scan(agg, op0, &texcl, &has_texcl, &ttotal);\n");
+    bprintf(b, "    __shared__ %s s_prefix;\n", T);
+    bputs(b, "    if (threadIdx.x == 0) {\n"
+             "        if (tile == 0) cuk_tile_publish(scratch, 0, 2, ttotal);\n"
+             "        else s_prefix = cuk_lookback(scratch, tile, ttotal, op0);\n"
+             "    }\n"
+             "    __syncthreads();\n");
+    bprintf(b, "    %s before; int has_before = 0; (void)before;\n", T);
+    bputs(b, "    if (tile > 0) { before = s_prefix; has_before = 1; }\n"
+             "    if (has_texcl) { before = has_before ? op0(before, texcl) : texcl; has_before = 1; }\n"
+             "    for (int it = 0; it < nv; it++) {\n"
+             "        const long long i = base + it;\n");
+    /* xs[it] is the within-thread inclusive value; the element itself is needed for
+       exclusive scans and for inclusive ones with a prefix. */
+    bprintf(b, "        const %s incl_ = has_before ? op0(before, xs[it]) : xs[it];\n", T);
+    bprintf(b, "        %s v%d;\n", T, s->id);
+    Val *init = red_init(s);
+    const char *id = red_identity(s->red, s->dt);
+    char iv[128];
+    if (init) ref(ke, init, iv, sizeof iv);
+    if (!s->exclusive) {
+        if (init) bprintf(b, "        v%d = op0((%s)(%s), incl_);\n", s->id, T, iv);
+        else bprintf(b, "        v%d = incl_;\n", s->id);
+    } else {
+        bputs(b, "        const int hb_ = it > 0 || has_before;\n");
+        bprintf(b, "        const %s ex_ = it > 0 ? (has_before ? op0(before, xs[it - 1]) : xs[it - 1]) : before;\n", T);
+        bputs(b, "        (void)ex_;\n");
+        if (init) bprintf(b, "        v%d = hb_ ? op0((%s)(%s), ex_) : (%s)(%s);\n", s->id, T, iv, T, iv);
+        else bprintf(b, "        v%d = hb_ ? ex_ : (%s)(%s);\n", s->id, T, id ? id : "0");
+    }
+    reset_scope(ke);
+    ke->done[s->id] = true;
+    emit_eval(ke, k->outs, k->nouts, 2);
+    store(ke, k->outs[0], "i", 2);
+    bputs(b, "    }\n}\n\n");
+    (void)scan_value;
+}
+
+static void emit_matmul(KE *ke) {
+    const Kernel *k = ke->k;
+    Val *mm = k->outs[0], *x = mm->args[0], *y = mm->args[1];
+    header(ke);
+    Buf *b = ke->b;
+    const char *T = ctype(mm->dt);
+    bprintf(b, "    const long long M = p.w[%d], K = p.w[%d], N = p.w[%d];\n", W(ke, KP_MM, NULL, 0, 0),
+            W(ke, KP_MM, NULL, 1, 0), W(ke, KP_MM, NULL, 2, 0));
+    bprintf(b, "    const %s *X = (const %s *)p.w[%d];\n", ctype(x->dt), ctype(x->dt), W(ke, KP_IN, x, 0, 0));
+    bprintf(b, "    const %s *Y = (const %s *)p.w[%d];\n", ctype(y->dt), ctype(y->dt), W(ke, KP_IN, y, 0, 0));
+    bprintf(b, "    %s *Z = (%s *)p.w[%d];\n", T, T, W(ke, KP_OUT, mm, 0, 0));
+    bputs(b, "    for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < M * N;\n"
+             "         o += (long long)gridDim.x * blockDim.x) {\n"
+             "        const long long r = o / N, c = o % N;\n");
+    bprintf(b, "        %s acc = 0;\n", T);
+    bputs(b, "        for (long long q = 0; q < K; q++) acc += X[r * K + q] * Y[q * N + c];\n"
+             "        Z[o] = acc;\n    }\n}\n\n");
+}
+
+static void emit_kernel(E *e, const Kernel *k, int nid) {
+    Buf kb = {0};
+    KE ke = {.e = e, .k = k, .b = &kb, .nid = nid};
+    ke.inval = calloc((size_t)nid, 1);
+    ke.done = calloc((size_t)nid, 1);
+    if (!ke.inval || !ke.done) die("out of memory");
+    for (int i = 0; i < k->nvals; i++) ke.inval[k->vals[i]->id] = true;
+    (void)is_in;
+    switch (k->kind) {
+    case K_MAP: emit_map(&ke); break;
+    case K_REDUCE: emit_reduce(&ke); break;
+    case K_ROW: emit_row(&ke); break;
+    case K_SCAN: emit_scan(&ke); break;
+    case K_MATMUL: emit_matmul(&ke); break;
+    }
+    /* helpers the kernel needed go first */
+    if (e->helpers.s) bputs(&e->out, e->helpers.s);
+    if (e->funcs.s) bputs(&e->out, e->funcs.s);
+    free(e->helpers.s);
+    free(e->funcs.s);
+    e->helpers = (Buf){0};
+    e->funcs = (Buf){0};
+    bprintf(&e->out, "/* %s: %s */\n", k->name, kernel_kind_name[k->kind]);
+    if (kb.s) bputs(&e->out, kb.s);
+    free(kb.s);
+    free(ke.inval);
+    free(ke.done);
+}
+
+static void prelude(E *e) {
+    bputs(&e->out, "/* Generated by cukc (compiler/emit_cuda.c). */\n");
+    static const char *const files[] = {"ops.h", "philox.h", "reduce.cuh", "scan.cuh"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        const char *t = embedded_find(files[i]);
+        if (!t) die("embedded file %s missing (scripts/embed.cmake)", files[i]);
+        bputs(&e->out, t);
+        bputs(&e->out, "\n");
+    }
+}
+
+static char *finish(E *e) {
+    char *s = arena_strdup(e->a, e->out.s ? e->out.s : "");
+    free(e->out.s);
+    free(e->helpers.s);
+    free(e->funcs.s);
+    return s;
+}
+
+static void emit_plan_into(E *e, const Plan *pl) {
+    int nid = pl->fn->nvals > 0 ? pl->fn->nvals : 1;
+    /* lambda bodies may number their values past nvals */
+    for (int i = 0; i < pl->nkernels; i++)
+        for (int j = 0; j < pl->kernels[i]->nvals; j++)
+            if (pl->kernels[i]->vals[j]->id + 1 > nid) nid = pl->kernels[i]->vals[j]->id + 1;
+    for (int i = 0; i < pl->nkernels; i++) emit_kernel(e, pl->kernels[i], nid + 1);
+}
+
+char *emit_cuda_plan(Arena *a, const Plan *pl) {
+    E e = {.a = a};
+    e.have = NEWN(a, bool, (size_t)OP_COUNT * DT_COUNT);
+    prelude(&e);
+    emit_plan_into(&e, pl);
+    return finish(&e);
+}
+
+char *emit_cuda_program(Arena *a, const Program *p, const PlanSet *ps) {
+    E e = {.a = a};
+    e.have = NEWN(a, bool, (size_t)OP_COUNT * DT_COUNT);
+    prelude(&e);
+    for (int i = 0; i < ps->nplans; i++) emit_plan_into(&e, ps->plans[i]);
+    (void)p;
+    return finish(&e);
+}

@@ -1,0 +1,826 @@
+/* The fusion pass: groups each statement's array values into as few device kernels as
+   DESIGN.md's six rules allow (vertical, map-reduce, map-scan/scan-map, horizontal,
+   row kernels, recompute-or-materialise) and records the plan in kernel.h's form. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel.h"
+
+const char *const kernel_kind_name[] = {"map", "reduce", "scan", "row", "matmul"};
+
+/* What each Val is, for grouping. */
+enum {
+    C_CONST,  /* a literal: inlined into kernels */
+    C_HOST,   /* a scalar computed on the host (or read back from the device) */
+    C_LEAF,   /* an array that exists before any kernel runs: slot, load, call, checkdim */
+    C_FUSE,   /* elementwise, generator or index transform: fusible */
+    C_RED,    /* a reduction of an array */
+    C_SCAN,   /* a scan */
+    C_MATMUL, /* a matrix product */
+};
+
+/* A value costing more than this (see own_cost) is materialised rather than recomputed
+   when consumers in different kernels need it (rule 6): ~two transcendentals. */
+#define RECOMPUTE_MAX 16
+
+typedef struct IntVec {
+    int *v;
+    int n, cap;
+} IntVec;
+
+typedef struct F {
+    Arena *a;
+    Fn *fn;
+    int nv;
+    Val **val;       /* by id */
+    int *region;     /* statement index a Val was first reached from, -1 if none */
+    int *cls;
+    bool *root;      /* a statement's value */
+    bool *mat;       /* written to memory by some kernel (or already in memory) */
+    IntVec *users;   /* distinct consumers in the same region, by id */
+    int *rowof;      /* a reduction absorbed into the row kernel of this map root, else -1 */
+    int *inscan;     /* epilogue node (or the scan itself) of this scan id, else -1 */
+    int *scantop;    /* for a scan: the value its kernel writes */
+    int *group;      /* for a reduction: the first reduction of its horizontal group */
+    int64_t *keys;   /* symbolic dims, by id * MAXRANK + axis; 0 = not computed */
+    int64_t *pkeys;  /* parameter dims, by slot * MAXRANK + axis, from checkdims */
+    int *nsets;      /* S_SET count per slot */
+    Val **setval;    /* the value of the only S_SET of a slot */
+    int cur_region;
+    IntVec order;    /* all region Vals, topological within each region, regions in order */
+    Plan *plan;
+} F;
+
+static void iv_push(Arena *a, IntVec *iv, int x) {
+    if (iv->n == iv->cap) {
+        int nc = iv->cap ? iv->cap * 2 : 4;
+        int *nvv = NEWN(a, int, nc);
+        if (iv->n) memcpy(nvv, iv->v, sizeof(int) * (size_t)iv->n);
+        iv->v = nvv;
+        iv->cap = nc;
+    }
+    iv->v[iv->n++] = x;
+}
+static bool iv_has(const IntVec *iv, int x) {
+    for (int i = 0; i < iv->n; i++)
+        if (iv->v[i] == x) return true;
+    return false;
+}
+static void iv_add(Arena *a, IntVec *iv, int x) {
+    if (!iv_has(iv, x)) iv_push(a, iv, x);
+}
+
+Val *red_init(const Val *v) {
+    if (v->init) return v->init;
+    if ((v->op == OP_REDUCE || v->op == OP_SCAN) && v->nargs > 1) return v->args[1];
+    return NULL;
+}
+
+static bool is_gen(int op) {
+    return op == OP_IOTA || op == OP_FULL || op == OP_LINSPACE || op == OP_RAND || op == OP_RANDN;
+}
+static bool is_index_op(int op) {
+    return op == OP_SLICE || op == OP_GATHER || op == OP_REVERSE || op == OP_CONCAT ||
+           op == OP_RESHAPE || op == OP_TRANSPOSE;
+}
+
+/* Whether args[i] of v is consumed as an element value inside a kernel (as opposed to
+   a size, an index bound, or nothing the kernel reads). */
+static bool value_arg(const Val *v, int i) {
+    if (op_is_ew(v->op)) return true;
+    switch (v->op) {
+    case OP_IOTA: return false;
+    case OP_FULL: return i == 0;
+    case OP_LINSPACE: return i < 2;
+    case OP_RAND:
+    case OP_RANDN: return i == 0;
+    case OP_REDUCE:
+    case OP_SCAN: return i < 2;
+    case OP_SLICE:
+    case OP_REVERSE:
+    case OP_RESHAPE:
+    case OP_TRANSPOSE: return i == 0;
+    case OP_GATHER:
+    case OP_CONCAT:
+    case OP_MATMUL: return true;
+    default: return false;
+    }
+}
+
+static int classify(const Val *v) {
+    if (v->op == OP_CONST) return C_CONST;
+    if (v->op == OP_REDUCE) return v->args[0]->rank > 0 ? C_RED : C_HOST;
+    if (v->op == OP_SCAN) return v->rank > 0 ? C_SCAN : C_HOST;
+    if (v->op == OP_MATMUL) return C_MATMUL;
+    if (v->rank == 0) return C_HOST;
+    if (op_is_ew(v->op) || is_gen(v->op) || is_index_op(v->op)) return C_FUSE;
+    return C_LEAF;
+}
+
+/* ---- regions: the Vals each statement needs ------------------------------------------ */
+
+static void visit(F *f, Val *v) {
+    if (!v) return;
+    ASSERT(v->id >= 0 && v->id < f->nv);
+    if (f->val[v->id]) {
+        ASSERT(f->val[v->id] == v);
+        return; /* seen in this region, or an earlier one (then it is an input here) */
+    }
+    f->val[v->id] = v;
+    f->region[v->id] = f->cur_region;
+    f->cls[v->id] = classify(v);
+    for (int i = 0; i < v->nargs; i++) visit(f, v->args[i]);
+    if (v->init) visit(f, v->init);
+    iv_push(f->a, &f->order, v->id);
+}
+
+static void add_user(F *f, Val *arg, Val *user) {
+    if (!arg || f->region[arg->id] != f->region[user->id]) return;
+    iv_add(f->a, &f->users[arg->id], user->id);
+}
+
+static void walk_stmts(F *f, Stmt *s, bool top) {
+    for (; s; s = s->next) {
+        if (s->kind == S_SET && s->slot >= 0 && s->slot < f->fn->nslots) {
+            f->nsets[s->slot]++;
+            f->setval[s->slot] = s->v;
+        }
+        if (s->kind == S_FOR && s->slot >= 0 && s->slot < f->fn->nslots) f->nsets[s->slot] += 2;
+        f->cur_region++;
+        visit(f, s->v);
+        visit(f, s->v2);
+        if (s->v && s->v->rank > 0) f->root[s->v->id] = true;
+        if (s->v2 && s->v2->rank > 0) f->root[s->v2->id] = true;
+        (void)top;
+        walk_stmts(f, s->body, false);
+        walk_stmts(f, s->els, false);
+    }
+}
+
+/* ---- symbolic shapes ---------------------------------------------------------------- */
+/* A dim key names a size: equal keys mean provably equal sizes within one region. */
+#define DK(tag, x) (((int64_t)(tag) << 56) | ((int64_t)(x) & ((INT64_C(1) << 56) - 1)))
+enum { T_UNIQ = 1, T_CONST, T_SSLOT, T_PSLOT, T_MSLOT, T_SUNIQ };
+
+static int64_t dkey(F *f, Val *v, int axis, int depth);
+
+static int64_t scalar_key(F *f, Val *d, int depth) {
+    if (!d) return DK(T_SUNIQ, 0x7fffff);
+    if (d->op == OP_CONST) return DK(T_CONST, d->c.i);
+    if (d->op == OP_DIM) return dkey(f, d->args[0], d->axis, depth + 1);
+    if (d->op == OP_SLOT) {
+        if (!f->fn->slots[d->slot].mutable_) return DK(T_SSLOT, d->slot);
+        return DK(T_SSLOT, ((int64_t)f->region[d->id] << 20) | d->slot);
+    }
+    return DK(T_SUNIQ, d->id);
+}
+
+static int64_t slot_key(F *f, Val *v, int axis, int depth) {
+    int s = v->slot;
+    if (s < f->fn->nparams) {
+        int64_t k = f->pkeys[s * MAXRANK + axis];
+        return k ? k : DK(T_PSLOT, s * MAXRANK + axis);
+    }
+    if (!f->fn->slots[s].mutable_ && f->nsets[s] == 1 && f->setval[s] && depth < 64 &&
+        f->setval[s]->rank == v->rank)
+        return dkey(f, f->setval[s], axis, depth + 1);
+    return DK(T_MSLOT, ((int64_t)f->region[v->id] << 24) | (s * MAXRANK + axis));
+}
+
+static int64_t dkey_compute(F *f, Val *v, int axis, int depth) {
+    int64_t uniq = DK(T_UNIQ, (int64_t)v->id * MAXRANK + axis);
+    if (depth > 200) return uniq;
+    if (op_is_ew(v->op)) {
+        int64_t k = 0;
+        for (int i = 0; i < v->nargs; i++) {
+            Val *x = v->args[i];
+            int ax = axis - (v->rank - x->rank);
+            if (ax < 0) continue;
+            int64_t kx = dkey(f, x, ax, depth + 1);
+            if (kx == DK(T_CONST, 1)) continue; /* a size-1 axis stretches */
+            if (k && k != kx) return uniq;
+            k = kx;
+        }
+        return k ? k : DK(T_CONST, 1);
+    }
+    switch (v->op) {
+    case OP_SLOT: return slot_key(f, v, axis, depth);
+    case OP_CHECKDIM: return dkey(f, v->args[0], axis, depth + 1);
+    case OP_IOTA: return scalar_key(f, v->args[0], depth);
+    case OP_LINSPACE: return scalar_key(f, v->args[2], depth);
+    case OP_FULL:
+    case OP_RAND:
+    case OP_RANDN: return 1 + axis < v->nargs ? scalar_key(f, v->args[1 + axis], depth) : uniq;
+    case OP_REDUCE: {
+        Val *x = v->args[0];
+        if (v->axis == AXIS_ALL) return DK(T_CONST, 1);
+        if (v->keepdims) return axis == v->axis ? DK(T_CONST, 1) : dkey(f, x, axis, depth + 1);
+        return dkey(f, x, axis < v->axis ? axis : axis + 1, depth + 1);
+    }
+    case OP_SCAN:
+        if (v->args[0]->rank != v->rank) return uniq;
+        return dkey(f, v->args[0], axis, depth + 1);
+    case OP_REVERSE: return dkey(f, v->args[0], axis, depth + 1);
+    case OP_TRANSPOSE: return dkey(f, v->args[0], v->perm[axis], depth + 1);
+    default: return uniq;
+    }
+}
+
+static int64_t dkey(F *f, Val *v, int axis, int depth) {
+    if (v->op == OP_SLOT || v->op == OP_DIM) return dkey_compute(f, v, axis, depth);
+    int64_t *k = &f->keys[(size_t)v->id * MAXRANK + axis];
+    if (!*k) *k = dkey_compute(f, v, axis, depth);
+    return *k;
+}
+
+static bool same_shape(F *f, Val *a, Val *b) {
+    if (a->rank != b->rank) return false;
+    for (int k = 0; k < a->rank; k++)
+        if (dkey(f, a, k, 0) != dkey(f, b, k, 0)) return false;
+    return true;
+}
+
+/* Parameters x: T[n] and y: T[n] share n: sema checks it at entry with checkdims,
+   which tell us which parameter axes are equal. */
+static void param_keys(F *f) {
+    for (Stmt *s = f->fn->body; s; s = s->next) {
+        if (s->kind != S_EVAL || !s->v) continue;
+        for (Val *c = s->v; c->op == OP_CHECKDIM; c = c->args[0]) {
+            Val *d = c->args[1], *o = c->args[2];
+            if (!d || d->op != OP_DIM || d->args[0]->op != OP_SLOT) continue;
+            int ps = d->args[0]->slot;
+            if (ps >= f->fn->nparams || d->axis >= MAXRANK) continue;
+            int64_t ko = scalar_key(f, o, 0);
+            int64_t mine = DK(T_PSLOT, ps * MAXRANK + d->axis);
+            if (ko != mine) f->pkeys[ps * MAXRANK + d->axis] = ko;
+        }
+    }
+}
+
+/* ---- costs -------------------------------------------------------------------------- */
+
+static int own_cost(const Val *v) {
+    if (v->op < OP_EW_END) {
+        switch (v->op) {
+        case OP_DIV:
+        case OP_MOD:
+        case OP_FMOD: return 4;
+        case OP_POW: return 10;
+        case OP_SQRT:
+        case OP_RSQRT:
+        case OP_FLOOR:
+        case OP_CEIL:
+        case OP_ROUND:
+        case OP_TRUNC: return 2;
+        default: return ew_info[v->op].cls == OC_FLOAT ? 8 : 1;
+        }
+    }
+    switch (v->op) {
+    case OP_CAST: return 1;
+    case OP_IOTA:
+    case OP_FULL: return 1;
+    case OP_LINSPACE: return 2;
+    case OP_RAND: return 20;
+    case OP_RANDN: return 40;
+    default: return is_index_op(v->op) ? 4 : 0;
+    }
+}
+
+static int subtree_cost(F *f, Val *v, int depth) {
+    if (f->cls[v->id] != C_FUSE || depth > 64) return 0;
+    int c = own_cost(v);
+    for (int i = 0; i < v->nargs; i++)
+        if (v->args[i] && value_arg(v, i) && !f->mat[v->args[i]->id])
+            c += subtree_cost(f, v->args[i], depth + 1);
+    return c > 1000 ? 1000 : c;
+}
+
+/* ---- the rules ---------------------------------------------------------------------- */
+
+static bool depends_on(F *f, Val *v, Val *target, int depth) {
+    if (v == target) return true;
+    if (!v || depth > 500 || f->region[v->id] != f->region[target->id]) return false;
+    for (int i = 0; i < v->nargs; i++)
+        if (v->args[i] && depends_on(f, v->args[i], target, depth + 1)) return true;
+    return v->init ? depends_on(f, v->init, target, depth + 1) : false;
+}
+
+/* Nodes a map root m computes in-kernel: through unmaterialised fusible values and the
+   reductions absorbed into its row kernel. */
+static void row_reach(F *f, Val *v, int m, bool *in) {
+    if (!v || in[v->id]) return;
+    int c = f->cls[v->id];
+    bool inside = v->id == m || (c == C_FUSE && !f->mat[v->id]) || (c == C_RED && f->rowof[v->id] == m);
+    if (!inside) return;
+    in[v->id] = true;
+    for (int i = 0; i < v->nargs; i++)
+        if (v->args[i] && value_arg(v, i)) row_reach(f, v->args[i], m, in);
+}
+
+/* Rule 5: a last-axis keepdims reduction over the map's own shape, consumed only inside
+   the map, is computed per row inside the map's kernel. */
+static void absorb_rows(F *f, Val *m, bool *in) {
+    if (m->rank < 2) return;
+    for (bool changed = true; changed;) {
+        changed = false;
+        memset(in, 0, sizeof(bool) * (size_t)f->nv);
+        row_reach(f, m, m->id, in);
+        for (int id = 0; id < f->nv; id++) {
+            if (!in[id]) continue;
+            Val *v = f->val[id];
+            for (int i = 0; i < v->nargs; i++) {
+                Val *r = v->args[i];
+                if (!r || !value_arg(v, i) || f->cls[r->id] != C_RED || f->rowof[r->id] >= 0) continue;
+                if (f->root[r->id] || f->region[r->id] != f->region[m->id]) continue;
+                if (r->axis != m->rank - 1 || !r->keepdims || r->rank != m->rank) continue;
+                if (r->red == RED_ARGMIN || r->red == RED_ARGMAX) continue;
+                if (!same_shape(f, r->args[0], m)) continue;
+                bool ok = true;
+                for (int u = 0; u < f->users[r->id].n; u++)
+                    if (!in[f->users[r->id].v[u]]) ok = false;
+                if (!ok) continue;
+                f->rowof[r->id] = m->id;
+                f->mat[r->id] = false;
+                changed = true;
+            }
+        }
+    }
+}
+
+/* Rule 3, scan-map: single consumers of the same shape are applied in the scan kernel
+   before its store, so the scan itself is never written. */
+static void scan_epilogue(F *f, Val *s) {
+    f->inscan[s->id] = s->id;
+    Val *t = s;
+    if (s->args[0]->rank == s->rank) {
+        while (!f->root[t->id] && f->users[t->id].n == 1) {
+            Val *u = f->val[f->users[t->id].v[0]];
+            if (f->cls[u->id] != C_FUSE || !op_is_ew(u->op) || !same_shape(f, u, s)) break;
+            if (f->inscan[u->id] >= 0) break;
+            f->inscan[u->id] = s->id;
+            if (t != s) f->mat[t->id] = false;
+            t = u;
+        }
+    }
+    if (t != s) {
+        f->mat[s->id] = false;
+        f->mat[t->id] = true;
+    }
+    f->scantop[s->id] = t->id;
+}
+
+/* Rule 4: reductions over the same iteration space, neither needing the other. */
+static void group_reductions(F *f) {
+    for (int i = 0; i < f->order.n; i++) {
+        int a = f->order.v[i];
+        if (f->cls[a] != C_RED || f->rowof[a] >= 0 || f->group[a] >= 0) continue;
+        f->group[a] = a;
+        Val *ra = f->val[a];
+        for (int j = i + 1; j < f->order.n; j++) {
+            int b = f->order.v[j];
+            Val *rb = f->val[b];
+            if (f->cls[b] != C_RED || f->rowof[b] >= 0 || f->group[b] >= 0) continue;
+            if (f->region[b] != f->region[a] || rb->axis != ra->axis) continue;
+            if (!same_shape(f, rb->args[0], ra->args[0])) continue;
+            bool dep = false;
+            for (int k = 0; k < f->order.n && !dep; k++) {
+                int g = f->order.v[k];
+                if (f->group[g] == a && depends_on(f, rb, f->val[g], 0)) dep = true;
+            }
+            if (!dep) f->group[b] = a;
+        }
+    }
+}
+
+/* The kernel that computes a consumer u's use of its operands, or -1 (host). */
+static int owner_of_user(F *f, int u) {
+    int c = f->cls[u];
+    if (f->inscan[u] >= 0) return f->inscan[u];
+    if (c == C_RED) return f->rowof[u] >= 0 ? f->rowof[u] : f->group[u];
+    if (c == C_SCAN || (c == C_FUSE && f->mat[u])) return u;
+    return -1;
+}
+
+/* Rule 6: values wanted by several kernels are recomputed in each when cheap, else
+   written once. Consumers come after producers in `order`, so walk it backwards. */
+static void decide_shared(F *f) {
+    IntVec *own = NEWN(f->a, IntVec, f->nv);
+    for (int i = f->order.n - 1; i >= 0; i--) {
+        int v = f->order.v[i];
+        if (f->cls[v] != C_FUSE || f->inscan[v] >= 0) continue;
+        if (f->mat[v]) {
+            iv_add(f->a, &own[v], v);
+            continue;
+        }
+        for (int k = 0; k < f->users[v].n; k++) {
+            int u = f->users[v].v[k];
+            int o = owner_of_user(f, u);
+            if (o >= 0) iv_add(f->a, &own[v], o);
+            else if (f->cls[u] == C_FUSE && !f->mat[u])
+                for (int j = 0; j < own[u].n; j++) iv_add(f->a, &own[v], own[u].v[j]);
+        }
+        if (own[v].n > 1 && subtree_cost(f, f->val[v], 0) > RECOMPUTE_MAX) {
+            f->mat[v] = true;
+            own[v].n = 0;
+            iv_add(f->a, &own[v], v);
+        }
+    }
+}
+
+/* ---- building kernels --------------------------------------------------------------- */
+
+typedef struct KB {
+    Kernel *k;
+    int region;
+    IntVec vals, ins, scalars, alias;
+    bool *seen;
+} KB;
+
+static bool in_kernel(F *f, const Kernel *k, Val *v) {
+    int c = f->cls[v->id];
+    switch (k->kind) {
+    case K_MAP:
+    case K_ROW: {
+        int m = k->outs[0]->id;
+        return v->id == m || (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0) ||
+               (c == C_RED && f->rowof[v->id] == m);
+    }
+    case K_REDUCE:
+        return (c == C_RED && f->rowof[v->id] < 0 && f->group[v->id] == k->reds[0]->id) ||
+               (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0);
+    case K_SCAN:
+        return f->inscan[v->id] == k->scan->id ||
+               (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0);
+    case K_MATMUL: return v == k->outs[0];
+    }
+    return false;
+}
+
+/* Host scalars a lambda body captures become kernel parameters. */
+static void lam_scalars(F *f, KB *b, Val *v, int depth) {
+    if (!v || depth > 200 || v->op == OP_ARG || v->op == OP_CONST) return;
+    if (!op_is_ew(v->op)) {
+        if (!iv_has(&b->scalars, v->id) && v->id < f->nv) {
+            if (!f->val[v->id]) f->val[v->id] = v;
+            iv_push(f->a, &b->scalars, v->id);
+        }
+        return;
+    }
+    for (int i = 0; i < v->nargs; i++) lam_scalars(f, b, v->args[i], depth + 1);
+}
+
+static void kb_visit(F *f, KB *b, Val *v) {
+    if (!v || b->seen[v->id]) return;
+    b->seen[v->id] = true;
+    if (f->cls[v->id] == C_CONST) return;
+    if (f->region[v->id] == b->region && in_kernel(f, b->k, v)) {
+        for (int i = 0; i < v->nargs; i++)
+            if (v->args[i] && value_arg(v, i)) kb_visit(f, b, v->args[i]);
+        if (v->init && (v->nargs < 2 || v->init != v->args[1])) kb_visit(f, b, v->init);
+        if (v->lam) lam_scalars(f, b, v->lam, 0);
+        iv_push(f->a, &b->vals, v->id);
+        if (v->kernel < 0) v->kernel = b->k->id;
+        return;
+    }
+    if (v->rank == 0) {
+        if (!iv_has(&b->scalars, v->id)) iv_push(f->a, &b->scalars, v->id);
+    } else {
+        /* Within one statement every read of a slot sees the same array. */
+        if (v->op == OP_SLOT)
+            for (int i = 0; i < b->ins.n; i++) {
+                Val *w = f->val[b->ins.v[i]];
+                if (w->op == OP_SLOT && w->slot == v->slot && f->region[w->id] == f->region[v->id]) {
+                    iv_push(f->a, &b->alias, v->id);
+                    iv_push(f->a, &b->alias, w->id);
+                    return;
+                }
+            }
+        iv_push(f->a, &b->ins, v->id);
+    }
+}
+
+static Val **to_vals(F *f, IntVec *iv, int *n) {
+    Val **out = NEWN(f->a, Val *, iv->n + 1);
+    for (int i = 0; i < iv->n; i++) out[i] = f->val[iv->v[i]];
+    *n = iv->n;
+    return out;
+}
+
+static void add_param(Arena *a, Kernel *k, int *cap, KPKind kind, Val *v, int x, int y) {
+    if (k->nparams == *cap) {
+        int nc = *cap ? *cap * 2 : 32;
+        KParam *np = NEWN(a, KParam, nc);
+        if (k->nparams) memcpy(np, k->params, sizeof(KParam) * (size_t)k->nparams);
+        k->params = np;
+        *cap = nc;
+    }
+    k->params[k->nparams++] = (KParam){kind, v, x, y};
+}
+
+/* The parameter block: sizes first, then per leaf and per node, then pointers. */
+static void layout_params(Arena *a, Kernel *k) {
+    int cap = 0;
+    add_param(a, k, &cap, KP_N, NULL, 0, 0);
+    add_param(a, k, &cap, KP_FLAT, NULL, 0, 0);
+    for (int i = 0; i < k->rank; i++) add_param(a, k, &cap, KP_SHAPE, NULL, i, 0);
+    if (k->kind == K_REDUCE || k->kind == K_SCAN || k->kind == K_ROW) {
+        add_param(a, k, &cap, KP_OUTER, NULL, 0, 0);
+        add_param(a, k, &cap, KP_LEN, NULL, 0, 0);
+        add_param(a, k, &cap, KP_INNER, NULL, 0, 0);
+    }
+    if (k->kind == K_MATMUL)
+        for (int i = 0; i < 3; i++) add_param(a, k, &cap, KP_MM, NULL, i, 0);
+    /* Leaves: materialised inputs, generators and index transforms each see the
+       iteration index through their own broadcast strides. */
+    for (int i = 0; i < k->nins; i++)
+        for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, k->ins[i], ax, 0);
+    for (int i = 0; i < k->nvals; i++) {
+        Val *v = k->vals[i];
+        if (!is_gen(v->op) && !is_index_op(v->op)) continue;
+        for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, v, ax, 0);
+        for (int ax = 0; ax < v->rank; ax++) add_param(a, k, &cap, KP_OWNSHAPE, v, ax, 0);
+        if (!is_index_op(v->op)) continue;
+        for (int j = 0; j < v->nargs; j++) {
+            Val *x = v->args[j];
+            if (!x || !value_arg(v, j) || x->rank == 0) continue;
+            if (v->op == OP_GATHER && j == 1) continue; /* idx is read at its own offset */
+            for (int ax = 0; ax < x->rank; ax++) add_param(a, k, &cap, KP_SRCSTRIDE, v, ax, j);
+        }
+        if (v->op == OP_SLICE)
+            for (int ax = 0; ax < v->args[0]->rank; ax++) {
+                add_param(a, k, &cap, KP_SLSTART, v, ax, 0);
+                add_param(a, k, &cap, KP_SLSTEP, v, ax, 0);
+            }
+        if (v->op == OP_CONCAT)
+            for (int j = 0; j <= v->nargs; j++) add_param(a, k, &cap, KP_CATOFF, v, 0, j);
+    }
+    for (int i = 0; i < k->nins; i++) add_param(a, k, &cap, KP_IN, k->ins[i], 0, 0);
+    for (int i = 0; i < k->nscalars; i++) add_param(a, k, &cap, KP_SCALAR, k->scalars[i], 0, 0);
+    for (int i = 0; i < k->nouts; i++) add_param(a, k, &cap, KP_OUT, k->outs[i], 0, 0);
+    if (k->kind == K_REDUCE || k->kind == K_SCAN) add_param(a, k, &cap, KP_SCRATCH, NULL, 0, 0);
+}
+
+Val *kernel_canon(const Kernel *k, Val *v) {
+    for (int i = 0; i < k->nalias; i++)
+        if (k->alias[2 * i] == v) return k->alias[2 * i + 1];
+    return v;
+}
+
+int kparam_find(const Kernel *k, KPKind kind, const Val *v, int a, int b) {
+    for (int i = 0; i < k->nparams; i++) {
+        const KParam *p = &k->params[i];
+        if (p->kind == kind && p->v == v && p->a == a && p->b == b) return i;
+    }
+    return -1;
+}
+
+static Kernel *new_kernel(F *f, KernelKind kind, Val *space, const Stmt *st) {
+    Kernel *k = NEW(f->a, Kernel);
+    k->kind = kind;
+    k->space = space;
+    k->rank = space->rank;
+    k->axis = AXIS_ALL;
+    k->stmt = st;
+    k->block = 256;
+    k->items = 8;
+    return k;
+}
+
+static void finish_kernel(F *f, Kernel *k, Val **starts, int nstarts) {
+    Plan *p = f->plan;
+    k->id = p->nkernels;
+    k->name = arena_printf(f->a, "cuk_%s_k%d", f->fn->name, k->id);
+    KB b = {.k = k, .seen = NEWN(f->a, bool, f->nv), .region = f->region[starts[0]->id]};
+    for (int i = 0; i < nstarts; i++) kb_visit(f, &b, starts[i]);
+    k->vals = to_vals(f, &b.vals, &k->nvals);
+    k->ins = to_vals(f, &b.ins, &k->nins);
+    k->scalars = to_vals(f, &b.scalars, &k->nscalars);
+    k->alias = to_vals(f, &b.alias, &k->nalias);
+    k->nalias /= 2;
+    layout_params(f->a, k);
+    Kernel **nk = NEWN(f->a, Kernel *, p->nkernels + 1);
+    if (p->nkernels) memcpy(nk, p->kernels, sizeof(Kernel *) * (size_t)p->nkernels);
+    nk[p->nkernels++] = k;
+    p->kernels = nk;
+}
+
+static const Stmt *stmt_of_region(Stmt *s, int *counter, int want) {
+    for (; s; s = s->next) {
+        if (++*counter == want) return s;
+        const Stmt *r = stmt_of_region(s->body, counter, want);
+        if (r) return r;
+        r = stmt_of_region(s->els, counter, want);
+        if (r) return r;
+    }
+    return NULL;
+}
+
+static void build_kernels(F *f) {
+    for (int i = 0; i < f->order.n; i++) {
+        int id = f->order.v[i];
+        Val *v = f->val[id];
+        int c = f->cls[id];
+        int counter = 0;
+        const Stmt *st = stmt_of_region(f->fn->body, &counter, f->region[id]);
+        if (c == C_FUSE && f->mat[id] && f->inscan[id] < 0) {
+            int nr = 0;
+            for (int j = 0; j < f->order.n; j++)
+                if (f->cls[f->order.v[j]] == C_RED && f->rowof[f->order.v[j]] == id) nr++;
+            Kernel *k = new_kernel(f, nr ? K_ROW : K_MAP, v, st);
+            k->outs = NEWN(f->a, Val *, 1);
+            k->outs[0] = v;
+            k->nouts = 1;
+            if (nr) {
+                k->axis = v->rank - 1;
+                k->reds = NEWN(f->a, Val *, nr);
+                for (int j = 0; j < f->order.n; j++)
+                    if (f->cls[f->order.v[j]] == C_RED && f->rowof[f->order.v[j]] == id)
+                        k->reds[k->nreds++] = f->val[f->order.v[j]];
+            }
+            finish_kernel(f, k, &v, 1);
+        } else if (c == C_RED && f->rowof[id] < 0 && f->group[id] == id) {
+            Kernel *k = new_kernel(f, K_REDUCE, v->args[0], st);
+            k->axis = v->axis;
+            int nr = 0;
+            for (int j = 0; j < f->order.n; j++)
+                if (f->cls[f->order.v[j]] == C_RED && f->rowof[f->order.v[j]] < 0 &&
+                    f->group[f->order.v[j]] == id)
+                    nr++;
+            k->reds = NEWN(f->a, Val *, nr);
+            for (int j = 0; j < f->order.n; j++)
+                if (f->cls[f->order.v[j]] == C_RED && f->rowof[f->order.v[j]] < 0 &&
+                    f->group[f->order.v[j]] == id)
+                    k->reds[k->nreds++] = f->val[f->order.v[j]];
+            k->outs = k->reds;
+            k->nouts = k->nreds;
+            finish_kernel(f, k, k->reds, k->nreds);
+        } else if (c == C_SCAN) {
+            Kernel *k = new_kernel(f, K_SCAN, v->args[0], st);
+            k->axis = v->args[0]->rank == 1 ? AXIS_ALL : v->axis;
+            k->scan = v;
+            k->outs = NEWN(f->a, Val *, 1);
+            k->outs[0] = f->val[f->scantop[id]];
+            k->nouts = 1;
+            finish_kernel(f, k, k->outs, 1);
+        } else if (c == C_MATMUL) {
+            Kernel *k = new_kernel(f, K_MATMUL, v, st);
+            k->outs = NEWN(f->a, Val *, 1);
+            k->outs[0] = v;
+            k->nouts = 1;
+            finish_kernel(f, k, &v, 1);
+        }
+    }
+}
+
+Plan *fuse_fn(Arena *a, Fn *fn) {
+    F f = {.a = a, .fn = fn, .nv = fn->nvals};
+    int nv = fn->nvals > 0 ? fn->nvals : 1, ns = fn->nslots > 0 ? fn->nslots : 1;
+    f.val = NEWN(a, Val *, nv);
+    f.region = NEWN(a, int, nv);
+    f.cls = NEWN(a, int, nv);
+    f.root = NEWN(a, bool, nv);
+    f.mat = NEWN(a, bool, nv);
+    f.users = NEWN(a, IntVec, nv);
+    f.rowof = NEWN(a, int, nv);
+    f.inscan = NEWN(a, int, nv);
+    f.scantop = NEWN(a, int, nv);
+    f.group = NEWN(a, int, nv);
+    f.keys = NEWN(a, int64_t, (size_t)nv * MAXRANK);
+    f.pkeys = NEWN(a, int64_t, (size_t)ns * MAXRANK);
+    f.nsets = NEWN(a, int, ns);
+    f.setval = NEWN(a, Val *, ns);
+    for (int i = 0; i < nv; i++) f.region[i] = f.rowof[i] = f.inscan[i] = f.scantop[i] = f.group[i] = -1;
+    Plan *p = NEW(a, Plan);
+    p->fn = fn;
+    p->host = NEWN(a, bool, nv);
+    f.plan = p;
+
+    walk_stmts(&f, fn->body, true);
+    param_keys(&f);
+    for (int i = 0; i < f.order.n; i++) {
+        Val *v = f.val[f.order.v[i]];
+        for (int j = 0; j < v->nargs; j++) add_user(&f, v->args[j], v);
+        if (v->init) add_user(&f, v->init, v);
+    }
+    /* What must be in memory: statement values, every non-fusible result, and the
+       operands of index transforms, matrix products and host operations. */
+    for (int i = 0; i < f.order.n; i++) {
+        int id = f.order.v[i];
+        Val *v = f.val[id];
+        int c = f.cls[id];
+        if (c == C_RED || c == C_SCAN || c == C_MATMUL || c == C_LEAF) f.mat[id] = true;
+        if (c == C_FUSE && f.root[id]) f.mat[id] = true;
+        v->kernel = -1;
+        p->host[id] = c == C_HOST || c == C_LEAF || c == C_CONST;
+        bool needs_mem = is_index_op(v->op) || c == C_MATMUL || c == C_HOST || c == C_LEAF;
+        if (v->op == OP_DIM) needs_mem = false; /* only the shape, known on the host */
+        for (int j = 0; j < v->nargs; j++) {
+            Val *x = v->args[j];
+            if (!x || x->rank == 0 || !needs_mem) continue;
+            if (f.cls[x->id] == C_FUSE) f.mat[x->id] = true;
+        }
+        /* Reached from an earlier statement: that statement wrote it. */
+        for (int j = 0; j < v->nargs; j++) {
+            Val *x = v->args[j];
+            if (x && f.region[x->id] != f.region[id] && f.cls[x->id] == C_FUSE) f.mat[x->id] = true;
+        }
+    }
+    for (int i = 0; i < f.order.n; i++)
+        if (f.cls[f.order.v[i]] == C_SCAN) scan_epilogue(&f, f.val[f.order.v[i]]);
+    bool *in = NEWN(a, bool, nv);
+    for (int i = f.order.n - 1; i >= 0; i--) {
+        int id = f.order.v[i];
+        if (f.cls[id] == C_FUSE && f.mat[id] && f.inscan[id] < 0) absorb_rows(&f, f.val[id], in);
+    }
+    group_reductions(&f);
+    decide_shared(&f);
+    build_kernels(&f);
+    return p;
+}
+
+PlanSet *fuse_program(Arena *a, const Program *p) {
+    PlanSet *ps = NEW(a, PlanSet);
+    ps->prog = p;
+    ps->nplans = p->nfns;
+    ps->plans = NEWN(a, Plan *, p->nfns + 1);
+    for (int i = 0; i < p->nfns; i++) ps->plans[i] = fuse_fn(a, p->fns[i]);
+    return ps;
+}
+
+const Plan *planset_find(const PlanSet *ps, const Fn *fn) {
+    for (int i = 0; i < ps->nplans; i++)
+        if (ps->plans[i]->fn == fn) return ps->plans[i];
+    return NULL;
+}
+
+/* ---- printing ----------------------------------------------------------------------- */
+
+static void print_ref(FILE *out, const Fn *fn, const Val *v) {
+    if (v->op == OP_SLOT && v->slot >= 0 && v->slot < fn->nslots && fn->slots[v->slot].name)
+        fprintf(out, " %%%s", fn->slots[v->slot].name);
+    else
+        fprintf(out, " %%%d", v->id);
+}
+
+void plan_print(FILE *out, const Plan *p) {
+    fprintf(out, "plan %s: %d kernel%s\n", p->fn->name, p->nkernels, p->nkernels == 1 ? "" : "s");
+    for (int i = 0; i < p->nkernels; i++) {
+        const Kernel *k = p->kernels[i];
+        fprintf(out, "kernel k%d %s:", k->id, kernel_kind_name[k->kind]);
+        for (int j = 0; j < k->nvals; j++) {
+            const Val *v = k->vals[j];
+            if (v->op == OP_REDUCE || v->op == OP_SCAN) {
+                fprintf(out, " %s.%s", v->op == OP_REDUCE ? "red" : "scan", red_name[v->red]);
+                if (v->axis != AXIS_ALL && !(v->op == OP_SCAN && v->args[0]->rank == 1))
+                    fprintf(out, "(axis=%d)", v->axis);
+            } else if (v->op < OP_EW_END) {
+                fprintf(out, " %s", ew_info[v->op].name);
+            } else {
+                fprintf(out, " %s", op_name[v->op]);
+            }
+        }
+        fprintf(out, "  inputs:");
+        for (int j = 0; j < k->nins; j++) print_ref(out, p->fn, k->ins[j]);
+        for (int j = 0; j < k->nscalars; j++) print_ref(out, p->fn, k->scalars[j]);
+        if (!k->nins && !k->nscalars) fprintf(out, " -");
+        fprintf(out, "  outputs:");
+        for (int j = 0; j < k->nouts; j++) print_ref(out, p->fn, k->outs[j]);
+        fputc('\n', out);
+    }
+}
+
+void planset_print(FILE *out, const PlanSet *ps) {
+    for (int i = 0; i < ps->nplans; i++) plan_print(out, ps->plans[i]);
+}
+
+/* ---- identities, shared by the emitter -------------------------------------------- */
+
+const char *red_identity(RedOp r, DType dt) {
+    bool fl = dtype_info[dt].is_float;
+    switch (r) {
+    case RED_SUM: return fl ? (dt == DT_F32 ? "0.0f" : "0.0") : "0";
+    case RED_PROD: return fl ? (dt == DT_F32 ? "1.0f" : "1.0") : "1";
+    case RED_ANY: return "0";
+    case RED_ALL: return "1";
+    case RED_MIN:
+        switch (dt) {
+        case DT_F32: return "__int_as_float(0x7f800000)";
+        case DT_F64: return "__longlong_as_double(0x7ff0000000000000LL)";
+        case DT_I32: return "2147483647";
+        case DT_I64: return "9223372036854775807LL";
+        case DT_U32: return "4294967295u";
+        case DT_U64: return "18446744073709551615ull";
+        default: return "1";
+        }
+    case RED_MAX:
+        switch (dt) {
+        case DT_F32: return "__int_as_float(0xff800000)";
+        case DT_F64: return "__longlong_as_double(0xfff0000000000000LL)";
+        case DT_I32: return "(-2147483647 - 1)";
+        case DT_I64: return "(-9223372036854775807LL - 1)";
+        default: return "0";
+        }
+    default: return NULL;
+    }
+}

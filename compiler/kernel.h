@@ -1,0 +1,122 @@
+/* Kernel plans: the fusion pass (fuse.c) groups each statement's array Vals into device
+   kernels; the CUDA emitter (emit_cuda.c) and the GPU executor (gpu_exec.c) read them. */
+#ifndef CUK_KERNEL_H
+#define CUK_KERNEL_H
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ir.h"
+
+typedef enum {
+    K_MAP,    /* elementwise over the root's shape (rule 1), incl. index-transform loads */
+    K_REDUCE, /* one or more sibling reductions over one iteration space (rules 2, 4) */
+    K_SCAN,   /* a scan with producers fused in and consumers fused out (rule 3) */
+    K_ROW,    /* a map whose last-axis reductions are computed per row in-block (rule 5) */
+    K_MATMUL, /* a plain matrix product */
+} KernelKind;
+extern const char *const kernel_kind_name[];
+
+/* One word of a kernel's parameter block. Every kernel takes a single struct of 64-bit
+   words; the emitter names them and gpu_exec fills them, both from kernel_params(), so
+   the two agree on the layout by construction. */
+typedef enum {
+    KP_N,        /* elements of the iteration space */
+    KP_FLAT,     /* 1 when every leaf is laid out like the iteration space (no index math) */
+    KP_SHAPE,    /* iteration shape, axis a */
+    KP_BSTRIDE,  /* leaf v: its own C-order stride for iteration axis a, 0 where broadcast */
+    KP_OWNSHAPE, /* generator or index-transform node v: its own shape, axis a */
+    KP_SRCSTRIDE,/* index-transform node v: stride of its source b (arg) for axis a, in the
+                    output's axis order (transpose) or the source's (others) */
+    KP_SLSTART,  /* slice v: normalised start on source axis a */
+    KP_SLSTEP,   /* slice v: step on source axis a */
+    KP_CATOFF,   /* concat v: offset of arg b along the concat axis */
+    KP_IN,       /* device pointer of materialised input v */
+    KP_OUT,      /* device pointer of output v */
+    KP_SCALAR,   /* host scalar v (the Scalar's 8 bytes: doubles for floats) */
+    KP_SCRATCH,  /* device scratch: reduction partials, scan tile states, tile counter */
+    KP_OUTER,    /* axis kernels: product of the axes before the reduced/scanned one */
+    KP_LEN,      /* axis kernels: length of the reduced/scanned axis (rows: row length) */
+    KP_INNER,    /* axis kernels: product of the axes after it */
+    KP_MM,       /* matmul: a = 0, 1, 2 for m, k, n */
+} KPKind;
+
+typedef struct KParam {
+    KPKind kind;
+    Val *v;
+    int a, b;
+} KParam;
+
+typedef struct Kernel {
+    int id;             /* index in the plan, k<id> */
+    KernelKind kind;
+    const char *name;   /* the __global__ function: cuk_<fn>_k<id> */
+    const Stmt *stmt;   /* the statement whose values it computes */
+    Val *space;         /* the Val whose shape is the iteration space */
+    int rank;           /* rank of the iteration space */
+    int axis;           /* K_REDUCE/K_SCAN: AXIS_ALL or the axis; K_ROW: rank - 1 */
+    Val **vals;         /* fused Vals in topological order (constants left out) */
+    int nvals;
+    Val **ins;          /* materialised arrays read from memory */
+    int nins;
+    Val **scalars;      /* rank-0 host values passed by value */
+    int nscalars;
+    Val **alias;        /* pairs (read, canonical): repeated reads of one slot share an input */
+    int nalias;
+    Val **outs;         /* values written to memory */
+    int nouts;
+    Val **reds;         /* K_REDUCE: the reductions; K_ROW: the in-row reductions, in order */
+    int nreds;
+    Val *scan;          /* K_SCAN */
+    KParam *params;     /* the parameter block, see kernel_params() */
+    int nparams;
+    int block;          /* threads per block the emitted code assumes */
+    int items;          /* K_SCAN: elements per thread */
+} Kernel;
+
+typedef struct Plan {
+    Fn *fn;
+    Kernel **kernels;
+    int nkernels;
+    /* Per Val id: true if gpu_exec evaluates it on the host (scalars, calls, loads,
+       element reads of device arrays, checkdim). */
+    bool *host;
+} Plan;
+
+typedef struct PlanSet {
+    const Program *prog;
+    Plan **plans; /* one per p->fns[i] */
+    int nplans;
+} PlanSet;
+
+/* Groups the Vals of fn into kernels, sets each fused Val's v->kernel (the first kernel
+   that computes it; cheap values with consumers in several kernels are recomputed in
+   each) and returns the plan. Never fails on valid IR. */
+Plan *fuse_fn(Arena *a, Fn *fn);
+PlanSet *fuse_program(Arena *a, const Program *p);
+const Plan *planset_find(const PlanSet *ps, const Fn *fn);
+
+/* Stable text for `cukc emit-ir`, one block per function:
+     plan saxpy: 1 kernel
+     kernel k0 map: mul add  inputs: %a %x %y  outputs: %5
+   ops are the IR spellings (reductions red.<op>, scans scan.<op>, with (axis=k) where
+   not over everything); inputs are slot names (%x) or value ids (%7). */
+void plan_print(FILE *out, const Plan *p);
+void planset_print(FILE *out, const PlanSet *ps);
+
+/* The input a leaf read stands for (itself unless it repeats a slot read). */
+Val *kernel_canon(const Kernel *k, Val *v);
+/* The word index of a parameter, or -1. */
+int kparam_find(const Kernel *k, KPKind kind, const Val *v, int a, int b);
+/* Where a reduction's or scan's initial value comes from (v->init or args[1]), or NULL. */
+Val *red_init(const Val *v);
+/* The identity of a builtin combine for dtype dt as a C literal, or NULL (lambdas). */
+const char *red_identity(RedOp r, DType dt);
+
+/* emit_cuda.c: one CUDA C translation unit for a program (no system headers: it starts
+   with the embedded ops.h, philox.h and the kernels/ .cuh blocks), one extern "C" __global__ per
+   kernel. The text lives in a. */
+char *emit_cuda_program(Arena *a, const Program *p, const PlanSet *ps);
+/* The same for one function's plan only (what gpu_exec compiles). */
+char *emit_cuda_plan(Arena *a, const Plan *pl);
+
+#endif

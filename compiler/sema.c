@@ -1,0 +1,2148 @@
+/* Type checking and lowering: walks the AST once, checks types (weak literals, strict
+   conversions, size variables, broadcasting ranks) and builds the IR of compiler/ir.h.
+   Functions whose bodies are straight-line (lets and a return) are inlined at their
+   call sites so that fusion sees whole expressions; the rest become OP_CALLs. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+#define MAX_INLINE_DEPTH 64
+
+typedef enum { SYM_SLOT, SYM_VAL } SymKind;
+
+typedef struct Sym Sym;
+struct Sym {
+    const char *name;
+    SymKind kind;
+    int slot;       /* SYM_SLOT */
+    Val *val;       /* SYM_VAL: bound straight to a value (inlined let, param of an inlined call, size var) */
+    bool mutable_;
+    DType dt;
+    int rank;
+    Loc loc;
+    Sym *next;
+};
+
+typedef struct Scope Scope;
+struct Scope {
+    Sym *syms;
+    Scope *up;
+    bool barrier; /* function boundary: lookups stop here (but see globals) */
+};
+
+/* An expression's value: weak literals keep their type open until they meet a typed
+   operand (then they take its type) or are bound (then int -> i64, float -> f32). */
+typedef struct Ex {
+    Val *v;
+    bool weak;
+    bool wfloat; /* weak and contains a float literal */
+    bool ok;     /* false after an error (already reported) */
+} Ex;
+
+typedef struct TypeVars {
+    const char *name[8];
+    DType dt[8];
+    int n;
+} TypeVars;
+
+typedef struct Ctx {
+    Arena *a;
+    Diag *d;
+    Node **decls; /* user functions first, then stdlib ones */
+    int ndecls;
+    int nuser;
+    Program *prog;
+    Fn *fn;          /* the IR function being built */
+    Stmt **tail;     /* where statements are appended */
+    Scope *scope;
+    int inline_depth;
+    const char *map_fn; /* non-NULL while inlining a scalar function applied elementwise */
+    TypeVars *tv;       /* type variables of the function being inlined */
+    Node *cur_decl;     /* the AST function being lowered (for returns) */
+    DType ret_dt;
+    int ret_rank;
+    bool in_lambda;
+    int lambda_nargs;
+    int loop_depth;
+    Val **slot_cache; /* one OP_SLOT read per slot and statement, so a statement's DAG
+                         shares its leaves (cleared at every statement) */
+    int slot_cache_n;
+} Ctx;
+
+static Ex ex_bad(void) { return (Ex){0}; }
+static Ex ex_val(Val *v) { return (Ex){.v = v, .ok = true}; }
+
+/* ---- small helpers ------------------------------------------------------------------ */
+
+static Val *mk(Ctx *c, OpKind op, DType dt, int rank, int nargs, Loc loc) {
+    return val_new(c->a, c->fn, op, dt, rank, nargs, loc);
+}
+
+static Val *mk_i64(Ctx *c, int64_t x, Loc loc) {
+    Val *v = mk(c, OP_CONST, DT_I64, 0, 0, loc);
+    v->c.i = x;
+    return v;
+}
+
+static Val *mk1(Ctx *c, OpKind op, DType dt, int rank, Val *a0, Loc loc) {
+    Val *v = mk(c, op, dt, rank, 1, loc);
+    v->args[0] = a0;
+    return v;
+}
+
+static Val *mk2(Ctx *c, OpKind op, DType dt, int rank, Val *a0, Val *a1, Loc loc) {
+    Val *v = mk(c, op, dt, rank, 2, loc);
+    v->args[0] = a0;
+    v->args[1] = a1;
+    return v;
+}
+
+static const char *tname(Arena *a, DType dt, int rank) {
+    const char *n = dt == DT_VOID ? "void" : dtype_info[dt].name;
+    if (rank == 0) return n;
+    char buf[64];
+    int k = snprintf(buf, sizeof buf, "%s[", n);
+    for (int i = 0; i < rank; i++) k += snprintf(buf + k, sizeof buf - (size_t)k, i ? ", _" : "_");
+    snprintf(buf + k, sizeof buf - (size_t)k, "]");
+    return arena_strdup(a, buf);
+}
+
+static const char *ex_tname(Ctx *c, Ex e) {
+    if (e.weak) return e.wfloat ? "float literal" : "integer literal";
+    return tname(c->a, e.v->dt, e.v->rank);
+}
+
+static void emit(Ctx *c, Stmt *s) {
+    *c->tail = s;
+    c->tail = &s->next;
+}
+
+static Stmt *stmt_new(Ctx *c, StmtKind k, Loc loc) {
+    Stmt *s = NEW(c->a, Stmt);
+    s->kind = k;
+    s->loc = loc;
+    return s;
+}
+
+static int slot_new(Ctx *c, const char *name, DType dt, int rank, bool mut) {
+    Fn *f = c->fn;
+    if (f->nslots % 16 == 0) {
+        Slot *ns = NEWN(c->a, Slot, f->nslots + 16);
+        if (f->nslots) memcpy(ns, f->slots, sizeof(Slot) * (size_t)f->nslots);
+        f->slots = ns;
+    }
+    f->slots[f->nslots] = (Slot){name, dt, rank, mut};
+    return f->nslots++;
+}
+
+static void scope_push(Ctx *c, bool barrier) {
+    Scope *s = NEW(c->a, Scope);
+    s->up = c->scope;
+    s->barrier = barrier;
+    c->scope = s;
+}
+static void scope_pop(Ctx *c) { c->scope = c->scope->up; }
+
+static Sym *sym_add(Ctx *c, const char *name, Loc loc) {
+    Sym *s = NEW(c->a, Sym);
+    s->name = name;
+    s->loc = loc;
+    s->next = c->scope->syms;
+    c->scope->syms = s;
+    return s;
+}
+
+static Sym *sym_find(Ctx *c, const char *name) {
+    for (Scope *sc = c->scope; sc; sc = sc->up) {
+        for (Sym *s = sc->syms; s; s = s->next)
+            if (strcmp(s->name, name) == 0) return s;
+        if (sc->barrier) break;
+    }
+    return NULL;
+}
+
+static int edit_distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 32 || lb > 32) return 99;
+    int d[33][33];
+    for (int i = 0; i <= la; i++) d[i][0] = i;
+    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int x = d[i - 1][j] + 1, y = d[i][j - 1] + 1, z = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            d[i][j] = x < y ? (x < z ? x : z) : (y < z ? y : z);
+        }
+    return d[la][lb];
+}
+
+static const char *const builtin_names[] = {
+    "abs", "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "asin",
+    "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf", "floor", "ceil", "round", "trunc",
+    "pow", "fmod", "minimum", "maximum", "clamp", "isnan", "isinf", "where", "sum", "prod", "min",
+    "max", "any", "all", "argmin", "argmax", "mean", "reduce", "cumsum", "cumprod", "cummin",
+    "cummax", "scan", "map", "reverse", "concat", "reshape", "transpose", "len", "dot", "iota",
+    "zeros", "ones", "full", "linspace", "rand", "randn", "print", "load", "save", "bool", "i32",
+    "i64", "u32", "u64", "f32", "f64", NULL};
+
+static const char *suggest_name(Ctx *c, const char *name, bool functions) {
+    const char *best = NULL;
+    int bd = (int)strlen(name) <= 3 ? 1 : 2;
+    bd++;
+    if (!functions) {
+        for (Scope *sc = c->scope; sc; sc = sc->up) {
+            for (Sym *s = sc->syms; s; s = s->next) {
+                int dd = edit_distance(name, s->name);
+                if (dd < bd) bd = dd, best = s->name;
+            }
+            if (sc->barrier) break;
+        }
+    } else {
+        for (int i = 0; i < c->ndecls; i++) {
+            int dd = edit_distance(name, c->decls[i]->name);
+            if (dd < bd) bd = dd, best = c->decls[i]->name;
+        }
+        for (int i = 0; builtin_names[i]; i++) {
+            int dd = edit_distance(name, builtin_names[i]);
+            if (dd < bd) bd = dd, best = builtin_names[i];
+        }
+    }
+    return best;
+}
+
+static Node *find_decl(Ctx *c, const char *name) {
+    for (int i = 0; i < c->ndecls; i++)
+        if (strcmp(c->decls[i]->name, name) == 0) return c->decls[i];
+    return NULL;
+}
+
+/* ---- weak literals -------------------------------------------------------------------- */
+
+static bool is_numeric(DType dt) { return dt != DT_BOOL && dt < DT_COUNT; }
+static bool is_float(DType dt) { return dt < DT_COUNT && dtype_info[dt].is_float; }
+static bool is_int(DType dt) { return dt < DT_COUNT && dtype_info[dt].is_int; }
+
+static bool const_fits(Val *v, DType to) {
+    /* v is an integer literal (stored as i64). */
+    int64_t x = v->c.i;
+    switch (to) {
+    case DT_I32: return x >= INT32_MIN && x <= INT32_MAX;
+    case DT_U32: return x >= 0 && x <= (int64_t)UINT32_MAX;
+    case DT_U64: return x >= 0;
+    default: return true;
+    }
+}
+
+/* Gives a weak expression tree the concrete type dt. Returns false (and reports) if a
+   literal cannot take it. */
+static bool retype(Ctx *c, Val *v, DType dt, Loc loc) {
+    if (v->op == OP_CONST) {
+        if (v->dt == dt) return true;
+        if (is_float(v->dt)) {
+            if (!is_float(dt)) {
+                diag_error(c->d, v->loc, "float literal used where %s is expected; write an integer literal or convert with %s(...)",
+                           dtype_info[dt].name, dtype_info[dt].name);
+                return false;
+            }
+        } else if (is_float(dt)) {
+            v->c.f = (double)v->c.i;
+        } else if (dt == DT_BOOL) {
+            diag_error(c->d, v->loc, "integer literal used where bool is expected; write true or false");
+            return false;
+        } else if (!const_fits(v, dt)) {
+            diag_error(c->d, v->loc, "literal %lld does not fit in %s", (long long)v->c.i, dtype_info[dt].name);
+            return false;
+        } else if (dt == DT_U32 || dt == DT_U64) {
+            v->c.u = (uint64_t)v->c.i;
+        }
+        v->dt = dt;
+        return true;
+    }
+    if (v->op < OP_EW_END && ew_info[v->op].cls == OC_CMP) return true; /* result is bool already */
+    bool ok = true;
+    for (int i = 0; i < v->nargs; i++)
+        if (v->args[i] && !(v->op == OP_SELECT && i == 0)) ok &= retype(c, v->args[i], dt, loc);
+    if (ok && v->op < OP_EW_END) {
+        OpClass k = ew_info[v->op].cls;
+        if (k == OC_FLOAT && !is_float(dt)) {
+            diag_error(c->d, v->loc, "%s needs a float operand, not %s", ew_info[v->op].name, dtype_info[dt].name);
+            return false;
+        }
+    }
+    v->dt = dt;
+    (void)loc;
+    return ok;
+}
+
+static DType weak_default(Ex e) { return e.wfloat ? DT_F32 : DT_I64; }
+
+/* Makes e concrete (binding a weak literal to its default type). */
+static Ex concrete(Ctx *c, Ex e) {
+    if (!e.ok || !e.weak) return e;
+    if (!retype(c, e.v, weak_default(e), e.v->loc)) return ex_bad();
+    e.weak = e.wfloat = false;
+    return e;
+}
+
+/* Converts e to dtype dt if it is a weak literal, else checks it already is dt. */
+static Ex coerce(Ctx *c, Ex e, DType dt, Loc loc, const char *what) {
+    if (!e.ok) return e;
+    if (e.weak) {
+        if (!retype(c, e.v, dt, loc)) return ex_bad();
+        e.weak = e.wfloat = false;
+        return e;
+    }
+    if (e.v->dt != dt) {
+        diag_error(c->d, loc, "%s has type %s but %s is expected; convert with %s(...)", what,
+                   dtype_info[e.v->dt].name, dtype_info[dt].name, dtype_info[dt].name);
+        return ex_bad();
+    }
+    return e;
+}
+
+/* An i64 scalar (sizes, indices, loop bounds, seeds): weak ints and any integer type. */
+static Val *as_i64(Ctx *c, Ex e, Loc loc, const char *what) {
+    if (!e.ok) return NULL;
+    if (e.weak) {
+        if (e.wfloat) {
+            diag_error(c->d, loc, "%s must be an integer, not a float literal", what);
+            return NULL;
+        }
+        e = concrete(c, e);
+        if (!e.ok) return NULL;
+    }
+    if (e.v->rank != 0 || !is_int(e.v->dt)) {
+        diag_error(c->d, loc, "%s must be an integer scalar, not %s", what, tname(c->a, e.v->dt, e.v->rank));
+        return NULL;
+    }
+    if (e.v->dt == DT_I64) return e.v;
+    return mk1(c, OP_CAST, DT_I64, 0, e.v, loc);
+}
+
+/* ---- expressions ------------------------------------------------------------------------ */
+
+static Ex lower_expr(Ctx *c, Node *n);
+static void lower_block(Ctx *c, Node *body);
+static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs);
+
+static OpKind binop_of(AstOp op) {
+    switch (op) {
+    case AOP_ADD: return OP_ADD;
+    case AOP_SUB: return OP_SUB;
+    case AOP_MUL: return OP_MUL;
+    case AOP_DIV: return OP_DIV;
+    case AOP_MOD: return OP_MOD;
+    case AOP_POW: return OP_POW;
+    case AOP_EQ: return OP_EQ;
+    case AOP_NE: return OP_NE;
+    case AOP_LT: return OP_LT;
+    case AOP_LE: return OP_LE;
+    case AOP_GT: return OP_GT;
+    case AOP_GE: return OP_GE;
+    case AOP_LAND: return OP_LAND;
+    case AOP_LOR: return OP_LOR;
+    case AOP_BAND: return OP_BAND;
+    case AOP_BOR: return OP_BOR;
+    case AOP_BXOR: return OP_BXOR;
+    case AOP_SHL: return OP_SHL;
+    case AOP_SHR: return OP_SHR;
+    default: die("not a binary operator: %d", (int)op);
+    }
+}
+
+/* Checks that operands of dtype dt suit the op's class; reports with the op's spelling. */
+static bool class_ok(Ctx *c, OpKind op, DType dt, Loc loc, const char *spelling) {
+    OpClass k = ew_info[op].cls;
+    const char *tn = dtype_info[dt].name;
+    switch (k) {
+    case OC_ARITH:
+    case OC_NUM1:
+    case OC_CLAMP:
+        if (!is_numeric(dt)) {
+            diag_error(c->d, loc, "'%s' needs numbers, not %s", spelling, tn);
+            return false;
+        }
+        return true;
+    case OC_FLOAT:
+    case OC_PRED:
+        if (!is_float(dt)) {
+            diag_error(c->d, loc, "'%s' needs f32 or f64, not %s; convert with f32(...) or f64(...)", spelling, tn);
+            return false;
+        }
+        return true;
+    case OC_CMP: return true;
+    case OC_LOGIC:
+        if (dt != DT_BOOL) {
+            diag_error(c->d, loc, "'%s' needs bool operands, not %s; compare explicitly, e.g. x != 0", spelling, tn);
+            return false;
+        }
+        return true;
+    case OC_BITS:
+        if (!is_int(dt) && !(dt == DT_BOOL && op != OP_SHL && op != OP_SHR)) {
+            diag_error(c->d, loc, "'%s' needs integers, not %s", spelling, tn);
+            return false;
+        }
+        return true;
+    case OC_SELECT: return true;
+    }
+    return true;
+}
+
+static const char *node_text(Ctx *c, Node *n) {
+    if (n && n->kind == N_IDENT) return n->name;
+    if (n && (n->kind == N_INT || n->kind == N_FLOAT) && n->text) return n->text;
+    (void)c;
+    return "...";
+}
+
+/* Unifies the element types of operands (weak literals adapt). */
+static bool unify(Ctx *c, Ex *xs, int n, Node **nodes, Loc loc, const char *spelling) {
+    int typed = -1;
+    bool anyfloat = false;
+    for (int i = 0; i < n; i++) {
+        if (!xs[i].ok) return false;
+        if (!xs[i].weak && typed < 0) typed = i;
+        anyfloat |= xs[i].wfloat;
+    }
+    if (typed < 0) {
+        DType dt = anyfloat ? DT_F32 : DT_I64;
+        for (int i = 0; i < n; i++)
+            if (!retype(c, xs[i].v, dt, loc)) return false;
+        return true; /* stays weak: caller marks */
+    }
+    DType dt = xs[typed].v->dt;
+    for (int i = 0; i < n; i++) {
+        if (xs[i].weak) {
+            if (!retype(c, xs[i].v, dt, loc)) return false;
+            xs[i].weak = xs[i].wfloat = false;
+        } else if (xs[i].v->dt != dt) {
+            const char *a = dtype_info[dt].name, *b = dtype_info[xs[i].v->dt].name;
+            bool conv_b_to_a = !(is_float(xs[i].v->dt) && !is_float(dt));
+            Node *which = conv_b_to_a ? (nodes ? nodes[i] : NULL) : (nodes ? nodes[typed] : NULL);
+            diag_error(c->d, loc, "'%s' between %s and %s: cuk has no implicit conversions; write %s(%s)",
+                       spelling, typed < i ? a : b, typed < i ? b : a, conv_b_to_a ? a : b,
+                       node_text(c, which));
+            return false;
+        }
+    }
+    return true;
+}
+
+static Ex mk_ew(Ctx *c, OpKind op, Ex *xs, int n, Node **nodes, Loc loc, const char *spelling) {
+    bool allweak = true, wf = false;
+    for (int i = 0; i < n; i++) {
+        if (!xs[i].ok) return ex_bad();
+        allweak &= xs[i].weak;
+        wf |= xs[i].wfloat;
+    }
+    int first = op == OP_SELECT ? 1 : 0;
+    if (op == OP_SELECT) {
+        Ex cnd = xs[0];
+        if (cnd.weak || cnd.v->dt != DT_BOOL) {
+            diag_error(c->d, loc, "the condition of '%s' must be bool, not %s", spelling, ex_tname(c, cnd));
+            return ex_bad();
+        }
+        allweak = xs[1].weak && xs[2].weak;
+        wf = xs[1].wfloat || xs[2].wfloat;
+    }
+    if (!unify(c, xs + first, n - first, nodes ? nodes + first : NULL, loc, spelling)) return ex_bad();
+    DType dt = xs[first].v->dt;
+    if (allweak && ew_info[op].cls == OC_FLOAT && !is_float(dt)) {
+        for (int i = first; i < n; i++) retype(c, xs[i].v, DT_F32, loc);
+        dt = DT_F32;
+        wf = true;
+    }
+    if (!class_ok(c, op, dt, loc, spelling)) return ex_bad();
+    int rank = 0;
+    for (int i = 0; i < n; i++)
+        if (xs[i].v->rank > rank) rank = xs[i].v->rank;
+    OpClass k = ew_info[op].cls;
+    DType rdt = (k == OC_CMP || k == OC_PRED) ? DT_BOOL : dt;
+    Val *v = mk(c, op, rdt, rank, n, loc);
+    for (int i = 0; i < n; i++) v->args[i] = xs[i].v;
+    Ex r = ex_val(v);
+    if (allweak && rdt != DT_BOOL) r.weak = true, r.wfloat = wf || is_float(dt);
+    return r;
+}
+
+/* Named arguments of a builtin call. */
+typedef struct Named {
+    const char *name;
+    Node *value;
+    bool used;
+} Named;
+
+typedef struct CallArgs {
+    Node *pos[32];
+    int npos;
+    Named named[8];
+    int nnamed;
+} CallArgs;
+
+static bool split_args(Ctx *c, Node *call, CallArgs *ca) {
+    ca->npos = ca->nnamed = 0;
+    for (Node *a = call->args; a; a = a->next) {
+        if (a->kind == N_NAMEDARG) {
+            if (ca->nnamed == 8) {
+                diag_error(c->d, a->loc, "too many named arguments");
+                return false;
+            }
+            for (int i = 0; i < ca->nnamed; i++)
+                if (strcmp(ca->named[i].name, a->name) == 0) {
+                    diag_error(c->d, a->loc, "named argument '%s' given twice", a->name);
+                    return false;
+                }
+            ca->named[ca->nnamed++] = (Named){a->name, a->a, false};
+        } else {
+            if (ca->nnamed) {
+                diag_error(c->d, a->loc, "positional argument after a named one");
+                return false;
+            }
+            if (ca->npos == 32) {
+                diag_error(c->d, a->loc, "too many arguments (at most 32)");
+                return false;
+            }
+            ca->pos[ca->npos++] = a;
+        }
+    }
+    return true;
+}
+
+static Node *named_get(CallArgs *ca, const char *name) {
+    for (int i = 0; i < ca->nnamed; i++)
+        if (strcmp(ca->named[i].name, name) == 0) {
+            ca->named[i].used = true;
+            return ca->named[i].value;
+        }
+    return NULL;
+}
+
+static bool named_check(Ctx *c, CallArgs *ca, const char *fname) {
+    for (int i = 0; i < ca->nnamed; i++)
+        if (!ca->named[i].used) {
+            diag_error(c->d, ca->named[i].value->loc, "%s() has no argument named '%s'", fname, ca->named[i].name);
+            return false;
+        }
+    return true;
+}
+
+/* A compile-time integer (axis=, literal dims): an integer literal, possibly negated. */
+static bool const_int(Ctx *c, Node *n, int64_t *out, const char *what) {
+    if (n->kind == N_INT) {
+        *out = n->ival;
+        return true;
+    }
+    if (n->kind == N_UNARY && n->op == AOP_NEG && n->a->kind == N_INT) {
+        *out = -n->a->ival;
+        return true;
+    }
+    diag_error(c->d, n->loc, "%s must be an integer literal", what);
+    return false;
+}
+
+static bool const_bool(Ctx *c, Node *n, bool *out, const char *what) {
+    if (n->kind == N_BOOL) {
+        *out = n->ival != 0;
+        return true;
+    }
+    diag_error(c->d, n->loc, "%s must be true or false", what);
+    return false;
+}
+
+static bool dtype_arg(Ctx *c, CallArgs *ca, DType *dt, bool *given) {
+    Node *n = named_get(ca, "dtype");
+    *given = n != NULL;
+    if (!n) return true;
+    if (n->kind != N_IDENT || !dtype_from_name(n->name, dt)) {
+        diag_error(c->d, n->loc, "dtype= takes a type name: bool, i32, i64, u32, u64, f32 or f64");
+        return false;
+    }
+    return true;
+}
+
+static bool want_args(Ctx *c, Node *call, CallArgs *ca, int lo, int hi) {
+    if (ca->npos < lo || ca->npos > hi) {
+        if (lo == hi)
+            diag_error(c->d, call->loc, "%s() takes %d argument%s, but %d %s given", call->name, lo,
+                       lo == 1 ? "" : "s", ca->npos, ca->npos == 1 ? "was" : "were");
+        else
+            diag_error(c->d, call->loc, "%s() takes %d to %d arguments, but %d %s given", call->name, lo, hi,
+                       ca->npos, ca->npos == 1 ? "was" : "were");
+        return false;
+    }
+    return true;
+}
+
+static Ex arg_ex(Ctx *c, CallArgs *ca, int i) { return lower_expr(c, ca->pos[i]); }
+
+static bool axis_arg(Ctx *c, CallArgs *ca, int rank, int *axis, const char *fname) {
+    Node *n = named_get(ca, "axis");
+    *axis = AXIS_ALL;
+    if (!n) return true;
+    int64_t ax;
+    if (!const_int(c, n, &ax, "axis=")) return false;
+    if (ax < -rank || ax >= rank) {
+        diag_error(c->d, n->loc, "axis %lld is out of range for %s() of a %d-D array (valid: %d to %d)",
+                   (long long)ax, fname, rank, -rank, rank - 1);
+        return false;
+    }
+    *axis = (int)(ax < 0 ? ax + rank : ax);
+    return true;
+}
+
+/* Element count of x along axis (or in total) as an i64 scalar. */
+static Val *count_of(Ctx *c, Val *x, int axis, Loc loc) {
+    if (x->rank == 0) return mk_i64(c, 1, loc);
+    if (axis != AXIS_ALL) {
+        Val *d = mk1(c, OP_DIM, DT_I64, 0, x, loc);
+        d->axis = axis;
+        return d;
+    }
+    Val *acc = NULL;
+    for (int i = 0; i < x->rank; i++) {
+        Val *d = mk1(c, OP_DIM, DT_I64, 0, x, loc);
+        d->axis = i;
+        acc = acc ? mk2(c, OP_MUL, DT_I64, 0, acc, d, loc) : d;
+    }
+    return acc;
+}
+
+static int red_rank(int rank, int axis, bool keepdims) {
+    if (keepdims) return rank;
+    return axis == AXIS_ALL ? 0 : rank - 1;
+}
+
+/* Lowers a lambda or function name used as a combine operator into a scalar body over
+   OP_ARG 0 and 1 of type dt. */
+static Val *lower_combine(Ctx *c, Node *f, DType dt, const char *fname);
+
+static Ex builtin_reduce(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
+    const char *fname = call->name;
+    if (!want_args(c, call, ca, 1, 1)) return ex_bad();
+    Ex x = concrete(c, arg_ex(c, ca, 0));
+    if (!x.ok) return x;
+    int axis;
+    bool keep = false;
+    Node *kn = named_get(ca, "keepdims");
+    if (!axis_arg(c, ca, x.v->rank, &axis, fname)) return ex_bad();
+    if (kn && !const_bool(c, kn, &keep, "keepdims=")) return ex_bad();
+    if (!named_check(c, ca, fname)) return ex_bad();
+    DType dt = x.v->dt;
+    if ((red == RED_ANY || red == RED_ALL) && dt != DT_BOOL) {
+        diag_error(c->d, call->loc, "%s() needs a bool array, not %s; compare first, e.g. %s(x != 0)", fname,
+                   tname(c->a, dt, x.v->rank), fname);
+        return ex_bad();
+    }
+    if ((red == RED_SUM || red == RED_PROD) && dt == DT_BOOL) {
+        diag_error(c->d, call->loc, "%s() of a bool array: convert first, e.g. %s(i64(b))", fname, fname);
+        return ex_bad();
+    }
+    DType rdt = (red == RED_ARGMIN || red == RED_ARGMAX) ? DT_I64 : dt;
+    if (x.v->rank == 0 && (red == RED_ARGMIN || red == RED_ARGMAX)) return ex_val(mk_i64(c, 0, call->loc));
+    Val *v = mk1(c, OP_REDUCE, rdt, red_rank(x.v->rank, axis, keep), x.v, call->loc);
+    v->red = red;
+    v->axis = axis;
+    v->keepdims = keep;
+    return ex_val(v);
+}
+
+static Ex builtin_mean(Ctx *c, Node *call, CallArgs *ca) {
+    if (!want_args(c, call, ca, 1, 1)) return ex_bad();
+    Ex x = concrete(c, arg_ex(c, ca, 0));
+    if (!x.ok) return x;
+    if (!is_float(x.v->dt)) {
+        diag_error(c->d, call->loc, "mean() needs f32 or f64, not %s; convert with f64(...)", dtype_info[x.v->dt].name);
+        return ex_bad();
+    }
+    int axis;
+    bool keep = false;
+    Node *kn = named_get(ca, "keepdims");
+    if (!axis_arg(c, ca, x.v->rank, &axis, "mean")) return ex_bad();
+    if (kn && !const_bool(c, kn, &keep, "keepdims=")) return ex_bad();
+    if (!named_check(c, ca, "mean")) return ex_bad();
+    Val *s = mk1(c, OP_REDUCE, x.v->dt, red_rank(x.v->rank, axis, keep), x.v, call->loc);
+    s->red = RED_SUM;
+    s->axis = axis;
+    s->keepdims = keep;
+    Val *n = mk1(c, OP_CAST, x.v->dt, 0, count_of(c, x.v, axis, call->loc), call->loc);
+    return ex_val(mk2(c, OP_DIV, x.v->dt, s->rank, s, n, call->loc));
+}
+
+static Ex builtin_generic_reduce(Ctx *c, Node *call, CallArgs *ca, bool scan) {
+    const char *fname = call->name;
+    if (!want_args(c, call, ca, 3, 3)) return ex_bad();
+    Ex x = concrete(c, arg_ex(c, ca, 2));
+    if (!x.ok) return x;
+    Ex init = coerce(c, lower_expr(c, ca->pos[1]), x.v->dt, ca->pos[1]->loc, "the initial value");
+    if (!init.ok) return init;
+    if (init.v->rank != 0) {
+        diag_error(c->d, ca->pos[1]->loc, "the initial value of %s() must be a scalar, not %s", fname,
+                   tname(c->a, init.v->dt, init.v->rank));
+        return ex_bad();
+    }
+    int axis;
+    bool flag = false;
+    if (!axis_arg(c, ca, x.v->rank, &axis, fname)) return ex_bad();
+    Node *fl = named_get(ca, scan ? "exclusive" : "keepdims");
+    if (fl && !const_bool(c, fl, &flag, scan ? "exclusive=" : "keepdims=")) return ex_bad();
+    if (!named_check(c, ca, fname)) return ex_bad();
+    Val *lam = lower_combine(c, ca->pos[0], x.v->dt, fname);
+    if (!lam) return ex_bad();
+    Val *v;
+    if (scan) {
+        v = mk2(c, OP_SCAN, x.v->dt, axis == AXIS_ALL ? (x.v->rank ? 1 : 1) : x.v->rank, x.v, init.v, call->loc);
+        v->exclusive = flag;
+    } else {
+        v = mk2(c, OP_REDUCE, x.v->dt, red_rank(x.v->rank, axis, flag), x.v, init.v, call->loc);
+        v->keepdims = flag;
+    }
+    v->red = RED_LAMBDA;
+    v->lam = lam;
+    v->init = init.v;
+    v->axis = axis;
+    return ex_val(v);
+}
+
+static Ex builtin_scan(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
+    const char *fname = call->name;
+    if (!want_args(c, call, ca, 1, 1)) return ex_bad();
+    Ex x = concrete(c, arg_ex(c, ca, 0));
+    if (!x.ok) return x;
+    int axis;
+    bool excl = false;
+    if (!axis_arg(c, ca, x.v->rank, &axis, fname)) return ex_bad();
+    Node *en = named_get(ca, "exclusive");
+    if (en && !const_bool(c, en, &excl, "exclusive=")) return ex_bad();
+    if (!named_check(c, ca, fname)) return ex_bad();
+    if (!is_numeric(x.v->dt)) {
+        diag_error(c->d, call->loc, "%s() needs numbers, not %s", fname, dtype_info[x.v->dt].name);
+        return ex_bad();
+    }
+    Val *v = mk1(c, OP_SCAN, x.v->dt, axis == AXIS_ALL ? 1 : x.v->rank, x.v, call->loc);
+    v->red = red;
+    v->axis = axis;
+    v->exclusive = excl;
+    return ex_val(v);
+}
+
+static Ex builtin_generator(Ctx *c, Node *call, CallArgs *ca, const char *g) {
+    DType dt = DT_F32;
+    bool given;
+    if (!dtype_arg(c, ca, &dt, &given)) return ex_bad();
+    Loc loc = call->loc;
+    if (strcmp(g, "iota") == 0) {
+        if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, g)) return ex_bad();
+        Val *n = as_i64(c, arg_ex(c, ca, 0), ca->pos[0]->loc, "the length of iota()");
+        if (!n) return ex_bad();
+        return ex_val(mk1(c, OP_IOTA, given ? dt : DT_I64, 1, n, loc));
+    }
+    if (strcmp(g, "linspace") == 0) {
+        if (!want_args(c, call, ca, 3, 3) || !named_check(c, ca, g)) return ex_bad();
+        if (!is_float(dt)) {
+            diag_error(c->d, loc, "linspace() makes f32 or f64 values");
+            return ex_bad();
+        }
+        Ex a = coerce(c, arg_ex(c, ca, 0), dt, ca->pos[0]->loc, "the start of linspace()");
+        Ex b = coerce(c, arg_ex(c, ca, 1), dt, ca->pos[1]->loc, "the stop of linspace()");
+        Val *n = as_i64(c, arg_ex(c, ca, 2), ca->pos[2]->loc, "the length of linspace()");
+        if (!a.ok || !b.ok || !n) return ex_bad();
+        if (a.v->rank || b.v->rank) {
+            diag_error(c->d, loc, "linspace() takes scalar start and stop");
+            return ex_bad();
+        }
+        Val *v = mk(c, OP_LINSPACE, dt, 1, 3, loc);
+        v->args[0] = a.v, v->args[1] = b.v, v->args[2] = n;
+        return ex_val(v);
+    }
+    bool isfull = strcmp(g, "full") == 0;
+    bool israndom = strcmp(g, "rand") == 0 || strcmp(g, "randn") == 0;
+    int first = isfull ? 1 : 0;
+    if (ca->npos < first + 1) {
+        diag_error(c->d, loc, "%s() needs %sat least one size", g, isfull ? "a value and " : "");
+        return ex_bad();
+    }
+    int ndims = ca->npos - first;
+    if (ndims > MAXRANK) {
+        diag_error(c->d, loc, "%s(): at most %d dimensions", g, MAXRANK);
+        return ex_bad();
+    }
+    Val *lead;
+    if (isfull) {
+        Ex fv = lower_expr(c, ca->pos[0]);
+        if (!fv.ok) return fv;
+        if (!given) dt = fv.weak ? weak_default(fv) : fv.v->dt;
+        fv = coerce(c, fv, dt, ca->pos[0]->loc, "the fill value");
+        if (!fv.ok) return fv;
+        if (fv.v->rank) {
+            diag_error(c->d, ca->pos[0]->loc, "full() takes a scalar fill value");
+            return ex_bad();
+        }
+        lead = fv.v;
+    } else if (israndom) {
+        Node *sn = named_get(ca, "seed");
+        if (!is_float(dt)) {
+            diag_error(c->d, loc, "%s() makes f32 or f64 values", g);
+            return ex_bad();
+        }
+        lead = sn ? as_i64(c, lower_expr(c, sn), sn->loc, "seed=") : mk_i64(c, 0, loc);
+        if (!lead) return ex_bad();
+    } else {
+        lead = mk(c, OP_CONST, dt, 0, 0, loc);
+        bool one = strcmp(g, "ones") == 0;
+        if (is_float(dt)) lead->c.f = one;
+        else lead->c.i = one;
+        if (dt == DT_U32 || dt == DT_U64) lead->c.u = one;
+    }
+    if (!named_check(c, ca, g)) return ex_bad();
+    Val *v = mk(c, israndom ? (strcmp(g, "rand") == 0 ? OP_RAND : OP_RANDN) : OP_FULL, dt, ndims, ndims + 1, loc);
+    v->args[0] = lead;
+    for (int i = 0; i < ndims; i++) {
+        v->args[1 + i] = as_i64(c, arg_ex(c, ca, first + i), ca->pos[first + i]->loc, "a size");
+        if (!v->args[1 + i]) return ex_bad();
+    }
+    return ex_val(v);
+}
+
+static Ex builtin_cast(Ctx *c, Node *call, CallArgs *ca, DType dt) {
+    if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, call->name)) return ex_bad();
+    Ex x = lower_expr(c, ca->pos[0]);
+    if (!x.ok) return x;
+    if (x.weak) {
+        if (x.wfloat && !is_float(dt)) {
+            /* f32(1.5) is fine; i32(1.5) converts a float literal: make it f64 first. */
+            if (!retype(c, x.v, DT_F64, call->loc)) return ex_bad();
+        } else if (!is_float(dt) && dt != DT_BOOL) {
+            if (!retype(c, x.v, dt, call->loc)) return ex_bad();
+            return ex_val(x.v);
+        } else {
+            if (!retype(c, x.v, x.wfloat ? DT_F64 : DT_I64, call->loc)) return ex_bad();
+        }
+    }
+    if (x.v->dt == dt) return ex_val(x.v);
+    return ex_val(mk1(c, OP_CAST, dt, x.v->rank, x.v, call->loc));
+}
+
+static Ex builtin_ew(Ctx *c, Node *call, CallArgs *ca, OpKind op) {
+    int ar = ew_info[op].arity;
+    if (!want_args(c, call, ca, ar, ar) || !named_check(c, ca, call->name)) return ex_bad();
+    Ex xs[3];
+    Node *nodes[3];
+    for (int i = 0; i < ar; i++) {
+        xs[i] = lower_expr(c, ca->pos[i]);
+        nodes[i] = ca->pos[i];
+        if (!xs[i].ok) return ex_bad();
+    }
+    return mk_ew(c, op, xs, ar, nodes, call->loc, call->name);
+}
+
+static Ex index_expr(Ctx *c, Node *n);
+
+static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
+    Loc loc = call->loc;
+    if (strcmp(g, "len") == 0) {
+        if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, g)) return ex_bad();
+        Ex x = concrete(c, arg_ex(c, ca, 0));
+        if (!x.ok) return x;
+        if (x.v->rank == 0) {
+            diag_error(c->d, loc, "len() of a scalar");
+            return ex_bad();
+        }
+        Val *d = mk1(c, OP_DIM, DT_I64, 0, x.v, loc);
+        d->axis = 0;
+        return ex_val(d);
+    }
+    if (strcmp(g, "reverse") == 0) {
+        if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, g)) return ex_bad();
+        Ex x = concrete(c, arg_ex(c, ca, 0));
+        if (!x.ok) return x;
+        if (x.v->rank == 0) {
+            diag_error(c->d, loc, "reverse() needs an array, not a scalar");
+            return ex_bad();
+        }
+        return ex_val(mk1(c, OP_REVERSE, x.v->dt, x.v->rank, x.v, loc));
+    }
+    if (strcmp(g, "concat") == 0) {
+        int axis = 0;
+        Node *an = named_get(ca, "axis");
+        if (!named_check(c, ca, g)) return ex_bad();
+        if (ca->npos < 1) {
+            diag_error(c->d, loc, "concat() needs at least one array");
+            return ex_bad();
+        }
+        Ex xs[32];
+        Node *nodes[32];
+        for (int i = 0; i < ca->npos; i++) {
+            xs[i] = lower_expr(c, ca->pos[i]);
+            nodes[i] = ca->pos[i];
+            if (!xs[i].ok) return ex_bad();
+        }
+        if (!unify(c, xs, ca->npos, nodes, loc, "concat")) return ex_bad();
+        int rank = xs[0].v->rank;
+        for (int i = 0; i < ca->npos; i++)
+            if (xs[i].v->rank != rank || rank == 0) {
+                diag_error(c->d, ca->pos[i]->loc, "concat() needs arrays of the same rank (got %s and %s)",
+                           tname(c->a, xs[0].v->dt, rank), tname(c->a, xs[i].v->dt, xs[i].v->rank));
+                return ex_bad();
+            }
+        if (an) {
+            int64_t ax;
+            if (!const_int(c, an, &ax, "axis=")) return ex_bad();
+            if (ax < -rank || ax >= rank) {
+                diag_error(c->d, an->loc, "axis %lld is out of range for %d-D arrays", (long long)ax, rank);
+                return ex_bad();
+            }
+            axis = (int)(ax < 0 ? ax + rank : ax);
+        }
+        Val *v = mk(c, OP_CONCAT, xs[0].v->dt, rank, ca->npos, loc);
+        for (int i = 0; i < ca->npos; i++) v->args[i] = xs[i].v;
+        v->axis = axis;
+        return ex_val(v);
+    }
+    if (strcmp(g, "reshape") == 0) {
+        if (!named_check(c, ca, g)) return ex_bad();
+        if (ca->npos < 2 || ca->npos - 1 > MAXRANK) {
+            diag_error(c->d, loc, "reshape(x, sizes...) takes an array and 1 to %d sizes", MAXRANK);
+            return ex_bad();
+        }
+        Ex x = concrete(c, arg_ex(c, ca, 0));
+        if (!x.ok) return x;
+        int nd = ca->npos - 1;
+        Val *v = mk(c, OP_RESHAPE, x.v->dt, nd, nd + 1, loc);
+        v->args[0] = x.v;
+        for (int i = 0; i < nd; i++) {
+            v->args[1 + i] = as_i64(c, arg_ex(c, ca, 1 + i), ca->pos[1 + i]->loc, "a size");
+            if (!v->args[1 + i]) return ex_bad();
+        }
+        return ex_val(v);
+    }
+    if (strcmp(g, "transpose") == 0) {
+        if (!named_check(c, ca, g)) return ex_bad();
+        if (ca->npos < 1) return want_args(c, call, ca, 1, 1), ex_bad();
+        Ex x = concrete(c, arg_ex(c, ca, 0));
+        if (!x.ok) return x;
+        int r = x.v->rank;
+        Val *v = mk1(c, OP_TRANSPOSE, x.v->dt, r, x.v, loc);
+        if (ca->npos == 1) {
+            for (int i = 0; i < r; i++) v->perm[i] = r - 1 - i;
+        } else {
+            if (ca->npos - 1 != r) {
+                diag_error(c->d, loc, "transpose() of a %d-D array needs %d axes, got %d", r, r, ca->npos - 1);
+                return ex_bad();
+            }
+            int seen = 0;
+            for (int i = 0; i < r; i++) {
+                int64_t ax;
+                if (!const_int(c, ca->pos[1 + i], &ax, "an axis")) return ex_bad();
+                if (ax < 0) ax += r;
+                if (ax < 0 || ax >= r || (seen & (1 << ax))) {
+                    diag_error(c->d, ca->pos[1 + i]->loc, "transpose() axes must be a permutation of 0..%d", r - 1);
+                    return ex_bad();
+                }
+                seen |= 1 << ax;
+                v->perm[i] = (int)ax;
+            }
+        }
+        return ex_val(v);
+    }
+    if (strcmp(g, "dot") == 0) {
+        if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, g)) return ex_bad();
+        Ex xs[2] = {arg_ex(c, ca, 0), arg_ex(c, ca, 1)};
+        Node *nodes[2] = {ca->pos[0], ca->pos[1]};
+        if (!xs[0].ok || !xs[1].ok) return ex_bad();
+        if (!unify(c, xs, 2, nodes, loc, "dot")) return ex_bad();
+        xs[0] = concrete(c, xs[0]);
+        xs[1] = concrete(c, xs[1]);
+        int ra = xs[0].v->rank, rb = xs[1].v->rank;
+        if (!is_numeric(xs[0].v->dt)) {
+            diag_error(c->d, loc, "dot() needs numbers");
+            return ex_bad();
+        }
+        if (ra == 1 && rb == 1) {
+            Val *m = mk2(c, OP_MUL, xs[0].v->dt, 1, xs[0].v, xs[1].v, loc);
+            Val *s = mk1(c, OP_REDUCE, xs[0].v->dt, 0, m, loc);
+            s->red = RED_SUM;
+            s->axis = AXIS_ALL;
+            return ex_val(s);
+        }
+        if (ra == 2 && (rb == 1 || rb == 2)) return ex_val(mk2(c, OP_MATMUL, xs[0].v->dt, rb, xs[0].v, xs[1].v, loc));
+        diag_error(c->d, loc, "dot() takes two 1-D arrays, or a 2-D array and a 1-D or 2-D one (got %d-D and %d-D)", ra, rb);
+        return ex_bad();
+    }
+    die("unknown structural builtin %s", g);
+}
+
+static Ex builtin_map(Ctx *c, Node *call, CallArgs *ca) {
+    if (!named_check(c, ca, "map")) return ex_bad();
+    if (ca->npos < 2) {
+        diag_error(c->d, call->loc, "map(f, xs...) needs a function and at least one array");
+        return ex_bad();
+    }
+    Node *f = ca->pos[0];
+    int n = ca->npos - 1;
+    Ex args[32];
+    for (int i = 0; i < n; i++) {
+        args[i] = lower_expr(c, ca->pos[1 + i]);
+        if (!args[i].ok) return ex_bad();
+    }
+    if (f->kind == N_IDENT) {
+        Node *decl = find_decl(c, f->name);
+        if (!decl) {
+            diag_error(c->d, f->loc, "map(): unknown function '%s'", f->name);
+            return ex_bad();
+        }
+        return call_user(c, decl, call, args, n);
+    }
+    if (f->kind != N_LAMBDA) {
+        diag_error(c->d, f->loc, "map() needs a function name or a lambda |x| ... as its first argument");
+        return ex_bad();
+    }
+    int np = 0;
+    for (Node *p = f->params; p; p = p->next) np++;
+    if (np != n) {
+        diag_error(c->d, f->loc, "the lambda takes %d parameter%s but map() passes %d array%s", np, np == 1 ? "" : "s", n,
+                   n == 1 ? "" : "s");
+        return ex_bad();
+    }
+    scope_push(c, false);
+    int i = 0;
+    for (Node *p = f->params; p; p = p->next, i++) {
+        Ex a = concrete(c, args[i]);
+        if (!a.ok) return scope_pop(c), ex_bad();
+        if (p->type) {
+            DType want;
+            if (!dtype_from_name(p->type->name, &want) || p->type->dims) {
+                diag_error(c->d, p->type->loc, "lambda parameters take a scalar type such as f32");
+                return scope_pop(c), ex_bad();
+            }
+            if (want != a.v->dt) {
+                diag_error(c->d, p->loc, "lambda parameter '%s' is %s but map() passes %s", p->name,
+                           dtype_info[want].name, dtype_info[a.v->dt].name);
+                return scope_pop(c), ex_bad();
+            }
+        }
+        Sym *s = sym_add(c, p->name, p->loc);
+        s->kind = SYM_VAL;
+        s->val = a.v;
+        s->dt = a.v->dt;
+        s->rank = a.v->rank;
+    }
+    const char *saved = c->map_fn;
+    c->map_fn = "the lambda";
+    Ex r = concrete(c, lower_expr(c, f->a));
+    c->map_fn = saved;
+    scope_pop(c);
+    return r;
+}
+
+static Val *lower_combine(Ctx *c, Node *f, DType dt, const char *fname) {
+    Node *params = NULL, *body = NULL;
+    Node *decl = NULL;
+    if (f->kind == N_LAMBDA) {
+        params = f->params;
+        body = f->a;
+    } else if (f->kind == N_IDENT) {
+        decl = find_decl(c, f->name);
+        if (!decl) {
+            diag_error(c->d, f->loc, "%s(): unknown function '%s'", fname, f->name);
+            return NULL;
+        }
+        params = decl->params;
+        if (decl->a) body = decl->a;
+        else if (decl->body && decl->body->kind == N_RETURN && !decl->body->next) body = decl->body->a;
+        if (!body) {
+            diag_error(c->d, f->loc, "%s(): '%s' must have an expression body to be used as a combine function", fname, f->name);
+            return NULL;
+        }
+    } else {
+        diag_error(c->d, f->loc, "%s() needs a lambda |a, b| ... or a function name as its first argument", fname);
+        return NULL;
+    }
+    int np = 0;
+    for (Node *p = params; p; p = p->next) np++;
+    if (np != 2) {
+        diag_error(c->d, f->loc, "the combine function of %s() must take 2 parameters, not %d", fname, np);
+        return NULL;
+    }
+    Scope *saved_scope = c->scope;
+    if (decl) scope_push(c, true);
+    else scope_push(c, false);
+    int i = 0;
+    for (Node *p = params; p; p = p->next, i++) {
+        if (p->type) {
+            DType want;
+            if (!dtype_from_name(p->type->name, &want) || p->type->dims) {
+                if (!(decl && p->type->name && strlen(p->type->name) == 1)) {
+                    diag_error(c->d, p->type->loc, "combine function parameters must be scalars");
+                    c->scope = saved_scope;
+                    return NULL;
+                }
+            } else if (want != dt) {
+                diag_error(c->d, p->loc, "parameter '%s' is %s but %s() combines %s values", p->name,
+                           dtype_info[want].name, fname, dtype_info[dt].name);
+                c->scope = saved_scope;
+                return NULL;
+            }
+        }
+        Val *arg = mk(c, OP_ARG, dt, 0, 0, p->loc);
+        arg->slot = i;
+        Sym *s = sym_add(c, p->name, p->loc);
+        s->kind = SYM_VAL;
+        s->val = arg;
+        s->dt = dt;
+    }
+    bool saved_lam = c->in_lambda;
+    c->in_lambda = true;
+    Ex r = lower_expr(c, body);
+    c->in_lambda = saved_lam;
+    c->scope = saved_scope;
+    if (!r.ok) return NULL;
+    r = coerce(c, r, dt, body->loc, "the combine function's result");
+    if (!r.ok) return NULL;
+    if (r.v->rank != 0) {
+        diag_error(c->d, body->loc, "the combine function of %s() must return a scalar", fname);
+        return NULL;
+    }
+    return r.v;
+}
+
+static Ex lower_call(Ctx *c, Node *n) {
+    const char *g = n->name;
+    Node *decl = find_decl(c, g);
+    /* User functions shadow builtins; stdlib ones don't. */
+    bool user = false;
+    for (int i = 0; i < c->nuser; i++)
+        if (c->decls[i] == decl) user = true;
+    CallArgs ca;
+    if (!split_args(c, n, &ca)) return ex_bad();
+    if (!user) {
+        DType dt;
+        if (dtype_from_name(g, &dt)) return builtin_cast(c, n, &ca, dt);
+        if (c->tv)
+            for (int i = 0; i < c->tv->n; i++)
+                if (strcmp(c->tv->name[i], g) == 0) return builtin_cast(c, n, &ca, c->tv->dt[i]);
+        static const struct {
+            const char *name;
+            OpKind op;
+        } ew[] = {{"abs", OP_ABS},       {"sqrt", OP_SQRT},   {"rsqrt", OP_RSQRT}, {"exp", OP_EXP},
+                  {"exp2", OP_EXP2},     {"log", OP_LOG},     {"log2", OP_LOG2},   {"log10", OP_LOG10},
+                  {"sin", OP_SIN},       {"cos", OP_COS},     {"tan", OP_TAN},     {"asin", OP_ASIN},
+                  {"acos", OP_ACOS},     {"atan", OP_ATAN},   {"sinh", OP_SINH},   {"cosh", OP_COSH},
+                  {"tanh", OP_TANH},     {"erf", OP_ERF},     {"floor", OP_FLOOR}, {"ceil", OP_CEIL},
+                  {"round", OP_ROUND},   {"trunc", OP_TRUNC}, {"isnan", OP_ISNAN}, {"isinf", OP_ISINF},
+                  {"atan2", OP_ATAN2},   {"fmod", OP_FMOD},   {"pow", OP_POW},     {"minimum", OP_MINIMUM},
+                  {"maximum", OP_MAXIMUM}, {"clamp", OP_CLAMP}, {"where", OP_SELECT}};
+        for (size_t i = 0; i < sizeof ew / sizeof ew[0]; i++)
+            if (strcmp(ew[i].name, g) == 0) return builtin_ew(c, n, &ca, ew[i].op);
+        static const struct {
+            const char *name;
+            RedOp red;
+            bool scan;
+        } reds[] = {{"sum", RED_SUM, 0},       {"prod", RED_PROD, 0},     {"min", RED_MIN, 0},
+                    {"max", RED_MAX, 0},       {"any", RED_ANY, 0},       {"all", RED_ALL, 0},
+                    {"argmin", RED_ARGMIN, 0}, {"argmax", RED_ARGMAX, 0}, {"cumsum", RED_SUM, 1},
+                    {"cumprod", RED_PROD, 1},  {"cummin", RED_MIN, 1},    {"cummax", RED_MAX, 1}};
+        bool in_map = c->map_fn != NULL;
+        for (size_t i = 0; i < sizeof reds / sizeof reds[0]; i++)
+            if (strcmp(reds[i].name, g) == 0) {
+                if (in_map) goto not_elementwise;
+                return reds[i].scan ? builtin_scan(c, n, &ca, reds[i].red) : builtin_reduce(c, n, &ca, reds[i].red);
+            }
+        if (strcmp(g, "mean") == 0) return in_map ? ex_bad() : builtin_mean(c, n, &ca);
+        if (strcmp(g, "reduce") == 0 || strcmp(g, "scan") == 0) {
+            if (in_map) goto not_elementwise;
+            return builtin_generic_reduce(c, n, &ca, g[0] == 's');
+        }
+        if (strcmp(g, "map") == 0) return builtin_map(c, n, &ca);
+        if (!strcmp(g, "iota") || !strcmp(g, "zeros") || !strcmp(g, "ones") || !strcmp(g, "full") ||
+            !strcmp(g, "linspace") || !strcmp(g, "rand") || !strcmp(g, "randn")) {
+            if (in_map) goto not_elementwise;
+            return builtin_generator(c, n, &ca, g);
+        }
+        if (!strcmp(g, "len") || !strcmp(g, "reverse") || !strcmp(g, "concat") || !strcmp(g, "reshape") ||
+            !strcmp(g, "transpose") || !strcmp(g, "dot")) {
+            if (in_map) goto not_elementwise;
+            return builtin_struct(c, n, &ca, g);
+        }
+        if (!strcmp(g, "print") || !strcmp(g, "save")) {
+            diag_error(c->d, n->loc, "%s() is a statement: write it on its own line, e.g. %s(...);", g, g);
+            return ex_bad();
+        }
+        if (!strcmp(g, "load")) {
+            diag_error(c->d, n->loc, "load() must initialise a let with a type, e.g. let x: f32[n] = load(\"x.npy\");");
+            return ex_bad();
+        }
+    }
+    if (!decl) {
+        const char *s = suggest_name(c, g, true);
+        if (s) diag_error(c->d, n->loc, "unknown function '%s'; did you mean '%s'?", g, s);
+        else diag_error(c->d, n->loc, "unknown function '%s'", g);
+        return ex_bad();
+    }
+    if (!named_check(c, &ca, g)) return ex_bad();
+    Ex args[32];
+    for (int i = 0; i < ca.npos; i++) {
+        args[i] = lower_expr(c, ca.pos[i]);
+        if (!args[i].ok) return ex_bad();
+    }
+    return call_user(c, decl, n, args, ca.npos);
+not_elementwise:
+    diag_error(c->d, n->loc, "%s is applied elementwise, so it may only use elementwise operations; %s() is not one",
+               c->map_fn, g);
+    return ex_bad();
+}
+
+/* ---- user function calls ------------------------------------------------------------- */
+
+static bool is_typevar(const char *name) {
+    DType dt;
+    return name && !dtype_from_name(name, &dt) && name[0] >= 'A' && name[0] <= 'Z' && name[1] == 0;
+}
+
+/* True when a function's body is straight-line (lets and one final return, or an
+   expression body), so calls inline into the caller's expression. */
+static bool inlinable(Node *decl) {
+    if (decl->a) return true;
+    if (!decl->type) return false;
+    for (Node *s = decl->body; s; s = s->next) {
+        if (s->kind == N_LET) continue;
+        if (s->kind == N_RETURN && !s->next && s->a) return true;
+        return false;
+    }
+    return false;
+}
+
+static bool type_dims(Node *t, int *rank) {
+    int r = 0;
+    for (Node *d = t ? t->dims : NULL; d; d = d->next) r++;
+    *rank = r;
+    return r <= MAXRANK;
+}
+
+static Fn *lower_fn(Ctx *c, Node *decl);
+
+static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
+    int np = 0;
+    for (Node *p = decl->params; p; p = p->next) np++;
+    if (np != nargs) {
+        diag_error(c->d, call->loc, "%s() takes %d argument%s, but %d %s given", decl->name, np, np == 1 ? "" : "s",
+                   nargs, nargs == 1 ? "was" : "were");
+        diag_note(c->d, decl->loc, "'%s' is defined here", decl->name);
+        return ex_bad();
+    }
+    if (c->inline_depth >= MAX_INLINE_DEPTH) {
+        diag_error(c->d, call->loc, "calls nest too deeply here (is '%s' recursive? straight-line functions are inlined, so they cannot recurse)",
+                   decl->name);
+        return ex_bad();
+    }
+    /* Type variables and elementwise application. */
+    TypeVars tv = {0};
+    bool map = false;
+    int i = 0;
+    for (Node *p = decl->params; p; p = p->next, i++) {
+        int prank;
+        type_dims(p->type, &prank);
+        const char *tn = p->type->name;
+        DType want;
+        bool isvar = is_typevar(tn);
+        if (!isvar && !dtype_from_name(tn, &want)) {
+            diag_error(c->d, p->type->loc, "unknown type '%s'", tn);
+            return ex_bad();
+        }
+        if (isvar) {
+            int k = 0;
+            while (k < tv.n && strcmp(tv.name[k], tn) != 0) k++;
+            if (k == tv.n) {
+                Ex a = args[i].weak ? concrete(c, args[i]) : args[i];
+                if (!a.ok) return ex_bad();
+                args[i] = a;
+                tv.name[tv.n] = tn;
+                tv.dt[tv.n++] = a.v->dt;
+            }
+            want = tv.dt[k];
+        }
+        args[i] = coerce(c, args[i], want, call->loc, arena_printf(c->a, "argument '%s' of %s()", p->name, decl->name));
+        if (!args[i].ok) return ex_bad();
+        if (args[i].v->rank != prank) {
+            if (prank == 0 && args[i].v->rank > 0) map = true;
+            else {
+                diag_error(c->d, call->loc, "argument '%s' of %s() must be %s, not %s", p->name, decl->name,
+                           tname(c->a, want, prank), tname(c->a, args[i].v->dt, args[i].v->rank));
+                return ex_bad();
+            }
+        }
+    }
+    if (map) {
+        i = 0;
+        for (Node *p = decl->params; p; p = p->next, i++)
+            if (p->type->dims) {
+                diag_error(c->d, call->loc, "%s() has array parameter '%s', so it cannot be applied elementwise to arrays",
+                           decl->name, p->name);
+                return ex_bad();
+            }
+        if (!inlinable(decl)) {
+            diag_error(c->d, call->loc, "%s() is applied elementwise to arrays, so its body must be a single expression (lets and a return)",
+                       decl->name);
+            return ex_bad();
+        }
+    }
+    if (!inlinable(decl)) {
+        /* A host call: the callee gets its own IR function and frame. */
+        if (c->in_lambda || c->map_fn) {
+            diag_error(c->d, call->loc, "%s() has control flow, so it cannot be called inside an elementwise function or lambda", decl->name);
+            return ex_bad();
+        }
+        for (int k = 0; k < nargs; k++)
+            if (args[k].v->dt != DT_VOID && 0) return ex_bad();
+        Fn *f = lower_fn(c, decl);
+        if (!f) return ex_bad();
+        if (tv.n) {
+            diag_error(c->d, call->loc, "generic functions (type variables) must be straight-line to be called");
+            return ex_bad();
+        }
+        Val *v = mk(c, OP_CALL, f->ret_dt, f->ret_rank, nargs, call->loc);
+        for (int k = 0; k < nargs; k++) v->args[k] = args[k].v;
+        v->fn = f;
+        return ex_val(v);
+    }
+    /* Inline: bind params (and their size variables) to the argument values. */
+    Scope *saved = c->scope;
+    TypeVars *saved_tv = c->tv;
+    Node *saved_decl = c->cur_decl;
+    const char *saved_map = c->map_fn;
+    scope_push(c, true);
+    c->tv = &tv;
+    if (map && !c->map_fn) c->map_fn = arena_printf(c->a, "%s()", decl->name);
+    c->inline_depth++;
+    Val *checks[16][2];
+    const char *checkmsg[16];
+    int nchecks = 0;
+    i = 0;
+    bool ok = true;
+    for (Node *p = decl->params; p; p = p->next, i++) {
+        Sym *s = sym_add(c, p->name, p->loc);
+        s->kind = SYM_VAL;
+        s->val = args[i].v;
+        s->dt = args[i].v->dt;
+        s->rank = args[i].v->rank;
+        int ax = 0;
+        if (map) continue;
+        for (Node *d = p->type->dims; d; d = d->next, ax++) {
+            Val *dim = mk1(c, OP_DIM, DT_I64, 0, args[i].v, call->loc);
+            dim->axis = ax;
+            if (d->kind == N_INT) {
+                if (nchecks < 16) {
+                    checks[nchecks][0] = dim, checks[nchecks][1] = mk_i64(c, d->ival, d->loc);
+                    checkmsg[nchecks++] = arena_printf(c->a, "%s(): axis %d of '%s' has size %%lld but the declared size is %%lld",
+                                                       decl->name, ax, p->name);
+                }
+                continue;
+            }
+            Sym *prev = NULL;
+            for (Sym *q = c->scope->syms; q; q = q->next)
+                if (strcmp(q->name, d->name) == 0 && q != s) prev = q;
+            if (prev) {
+                if (nchecks < 16) {
+                    checks[nchecks][0] = prev->val, checks[nchecks][1] = dim;
+                    checkmsg[nchecks++] = arena_printf(c->a, "%s(): size '%s' is %%lld from an earlier parameter but %%lld from '%s'",
+                                                       decl->name, d->name, p->name);
+                }
+                continue;
+            }
+            Sym *sv = sym_add(c, d->name, d->loc);
+            sv->kind = SYM_VAL;
+            sv->val = dim;
+            sv->dt = DT_I64;
+        }
+    }
+    Ex r = ex_bad();
+    if (decl->a) {
+        r = lower_expr(c, decl->a);
+    } else {
+        for (Node *s = decl->body; s && ok; s = s->next) {
+            if (s->kind == N_LET) {
+                Ex v = lower_expr(c, s->a);
+                if (!v.ok) {
+                    ok = false;
+                    break;
+                }
+                if (s->type) {
+                    int rk;
+                    type_dims(s->type, &rk);
+                    DType want;
+                    if (dtype_from_name(s->type->name, &want)) v = coerce(c, v, want, s->loc, arena_printf(c->a, "'%s'", s->name));
+                    if (v.ok && v.v->rank != rk) {
+                        diag_error(c->d, s->loc, "'%s' is declared %s but its value is %s", s->name,
+                                   tname(c->a, v.v->dt, rk), tname(c->a, v.v->dt, v.v->rank));
+                        v = ex_bad();
+                    }
+                }
+                if (!v.ok) {
+                    ok = false;
+                    break;
+                }
+                v = concrete(c, v);
+                Sym *sy = sym_add(c, s->name, s->loc);
+                sy->kind = SYM_VAL;
+                sy->val = v.v;
+                sy->dt = v.v->dt;
+                sy->rank = v.v->rank;
+            } else {
+                r = lower_expr(c, s->a);
+            }
+        }
+    }
+    if (ok && r.ok && decl->type) {
+        int rk;
+        type_dims(decl->type, &rk);
+        DType want = DT_VOID;
+        const char *tn = decl->type->name;
+        if (is_typevar(tn)) {
+            for (int k = 0; k < tv.n; k++)
+                if (strcmp(tv.name[k], tn) == 0) want = tv.dt[k];
+        } else if (!dtype_from_name(tn, &want)) {
+            diag_error(c->d, decl->type->loc, "unknown type '%s'", tn);
+            r = ex_bad();
+        }
+        if (r.ok && want != DT_VOID) {
+            r = coerce(c, r, want, decl->loc, arena_printf(c->a, "the result of %s()", decl->name));
+            if (r.ok && !map && r.v->rank != rk) {
+                diag_error(c->d, call->loc, "%s() is declared to return %s but returns %s", decl->name,
+                           tname(c->a, want, rk), tname(c->a, r.v->dt, r.v->rank));
+                r = ex_bad();
+            }
+        }
+    }
+    if (ok && r.ok) r = concrete(c, r);
+    if (ok && r.ok) {
+        for (int k = 0; k < nchecks; k++) {
+            Val *cv = mk(c, OP_CHECKDIM, r.v->dt, r.v->rank, 3, call->loc);
+            cv->args[0] = r.v, cv->args[1] = checks[k][0], cv->args[2] = checks[k][1];
+            cv->msg = checkmsg[k];
+            r.v = cv;
+        }
+    }
+    c->inline_depth--;
+    c->scope = saved;
+    c->tv = saved_tv;
+    c->cur_decl = saved_decl;
+    c->map_fn = saved_map;
+    return ok ? r : ex_bad();
+}
+
+static bool cheap(Val *v) { return v->op == OP_CONST || v->op == OP_SLOT || v->op == OP_DIM; }
+
+/* ---- indexing ------------------------------------------------------------------------ */
+
+static Ex index_expr(Ctx *c, Node *n) {
+    Ex x = concrete(c, lower_expr(c, n->a));
+    if (!x.ok) return x;
+    if (c->map_fn) {
+        diag_error(c->d, n->loc, "%s is applied elementwise, so it cannot index arrays", c->map_fn);
+        return ex_bad();
+    }
+    int nitems = 0;
+    for (Node *a = n->args; a; a = a->next) nitems++;
+    int rank = x.v->rank;
+    if (rank == 0) {
+        diag_error(c->d, n->loc, "cannot index a scalar");
+        return ex_bad();
+    }
+    /* Gather: one integer array as the index. */
+    if (nitems == 1 && n->args->kind != N_SLICE) {
+        Ex ix = lower_expr(c, n->args);
+        if (!ix.ok) return ix;
+        ix = concrete(c, ix);
+        if (ix.v->rank > 0) {
+            if (!is_int(ix.v->dt)) {
+                diag_error(c->d, n->args->loc, "an index array must hold integers, not %s", dtype_info[ix.v->dt].name);
+                return ex_bad();
+            }
+            Val *v = mk2(c, OP_GATHER, x.v->dt, ix.v->rank + rank - 1, x.v, ix.v, n->loc);
+            return ex_val(v);
+        }
+    }
+    if (nitems > rank) {
+        diag_error(c->d, n->loc, "too many indices: %d for a %d-D array", nitems, rank);
+        return ex_bad();
+    }
+    Val *v = mk(c, OP_SLICE, x.v->dt, 0, 1 + 3 * rank, n->loc);
+    v->args[0] = x.v;
+    int out = rank, k = 0;
+    for (Node *a = n->args; a; a = a->next, k++) {
+        if (a->kind == N_SLICE) {
+            v->slmode[k] = SL_RANGE;
+            Node *parts[3] = {a->a, a->b, a->c};
+            for (int j = 0; j < 3; j++)
+                if (parts[j]) {
+                    v->args[1 + 3 * k + j] = as_i64(c, lower_expr(c, parts[j]), parts[j]->loc, "a slice bound");
+                    if (!v->args[1 + 3 * k + j]) return ex_bad();
+                }
+        } else {
+            v->slmode[k] = SL_INDEX;
+            v->args[1 + 3 * k] = as_i64(c, lower_expr(c, a), a->loc, "an index");
+            if (!v->args[1 + 3 * k]) return ex_bad();
+            out--;
+        }
+    }
+    for (; k < rank; k++) v->slmode[k] = SL_RANGE;
+    v->rank = out;
+    return ex_val(v);
+}
+
+/* ---- expressions: the dispatcher ------------------------------------------------------ */
+
+static Ex lower_ident(Ctx *c, Node *n) {
+    Sym *s = sym_find(c, n->name);
+    if (!s) {
+        const char *sg = suggest_name(c, n->name, false);
+        if (sg) diag_error(c->d, n->loc, "unknown name '%s'; did you mean '%s'?", n->name, sg);
+        else if (find_decl(c, n->name)) diag_error(c->d, n->loc, "'%s' is a function; call it with %s(...)", n->name, n->name);
+        else diag_error(c->d, n->loc, "unknown name '%s'", n->name);
+        return ex_bad();
+    }
+    if (s->kind == SYM_VAL) {
+        if (c->in_lambda && s->val->op != OP_ARG && !cheap(s->val)) {
+            if (s->val->rank) {
+                diag_error(c->d, n->loc, "a lambda can only capture scalars, and '%s' is an array", n->name);
+                return ex_bad();
+            }
+            /* Hoist the captured scalar into a slot set before this statement, so the
+               lambda body stays a small scalar expression. */
+            int slot = slot_new(c, s->name, s->val->dt, 0, false);
+            Stmt *st = stmt_new(c, S_SET, n->loc);
+            st->slot = slot;
+            st->v = s->val;
+            emit(c, st);
+            Val *v = mk(c, OP_SLOT, s->val->dt, 0, 0, n->loc);
+            v->slot = slot;
+            return ex_val(v);
+        }
+        return ex_val(s->val);
+    }
+    if (c->in_lambda && s->rank) {
+        diag_error(c->d, n->loc, "a lambda can only capture scalars, and '%s' is an array", n->name);
+        return ex_bad();
+    }
+    if (c->slot_cache_n < c->fn->nslots) {
+        Val **nc = NEWN(c->a, Val *, c->fn->nslots + 16);
+        if (c->slot_cache_n) memcpy(nc, c->slot_cache, sizeof(Val *) * (size_t)c->slot_cache_n);
+        c->slot_cache = nc;
+        c->slot_cache_n = c->fn->nslots + 16;
+    }
+    if (c->slot_cache[s->slot]) return ex_val(c->slot_cache[s->slot]);
+    Val *v = mk(c, OP_SLOT, s->dt, s->rank, 0, n->loc);
+    v->slot = s->slot;
+    c->slot_cache[s->slot] = v;
+    return ex_val(v);
+}
+
+static Ex lower_expr(Ctx *c, Node *n) {
+    switch (n->kind) {
+    case N_INT: {
+        Val *v = mk(c, OP_CONST, DT_I64, 0, 0, n->loc);
+        v->c.i = n->ival;
+        Ex e = ex_val(v);
+        e.weak = true;
+        return e;
+    }
+    case N_FLOAT: {
+        Val *v = mk(c, OP_CONST, DT_F32, 0, 0, n->loc);
+        v->c.f = n->fval;
+        Ex e = ex_val(v);
+        e.weak = e.wfloat = true;
+        return e;
+    }
+    case N_BOOL: {
+        Val *v = mk(c, OP_CONST, DT_BOOL, 0, 0, n->loc);
+        v->c.i = n->ival != 0;
+        return ex_val(v);
+    }
+    case N_STR:
+        diag_error(c->d, n->loc, "a string can only be a file name in load() or save()");
+        return ex_bad();
+    case N_IDENT: return lower_ident(c, n);
+    case N_UNARY: {
+        Ex a = lower_expr(c, n->a);
+        if (!a.ok) return a;
+        if (n->op == AOP_PLUS) {
+            if (!a.weak && !is_numeric(a.v->dt)) {
+                diag_error(c->d, n->loc, "unary '+' needs a number, not %s", ex_tname(c, a));
+                return ex_bad();
+            }
+            return a;
+        }
+        if (n->op == AOP_NEG && a.weak && a.v->op == OP_CONST) {
+            if (a.wfloat) a.v->c.f = -a.v->c.f;
+            else a.v->c.i = (int64_t)(0u - (uint64_t)a.v->c.i);
+            a.v->loc = n->loc;
+            return a;
+        }
+        OpKind op = n->op == AOP_NEG ? OP_NEG : n->op == AOP_NOT ? OP_NOT : OP_BNOT;
+        const char *sp = n->op == AOP_NEG ? "-" : n->op == AOP_NOT ? "!" : "~";
+        if (op == OP_NOT && a.weak) {
+            diag_error(c->d, n->loc, "'!' needs a bool, not an %s", ex_tname(c, a));
+            return ex_bad();
+        }
+        if (op == OP_NEG && !a.weak && a.v->dt < DT_COUNT && !dtype_info[a.v->dt].is_signed) {
+            diag_error(c->d, n->loc, "unary '-' on unsigned %s; write 0 - x if wrapping is meant", dtype_info[a.v->dt].name);
+            return ex_bad();
+        }
+        Node *nodes[1] = {n->a};
+        return mk_ew(c, op, &a, 1, nodes, n->loc, sp);
+    }
+    case N_BINARY: {
+        Ex xs[2] = {lower_expr(c, n->a), lower_expr(c, n->b)};
+        if (!xs[0].ok || !xs[1].ok) return ex_bad();
+        Node *nodes[2] = {n->a, n->b};
+        return mk_ew(c, binop_of(n->op), xs, 2, nodes, n->loc, ast_op_spelling[n->op]);
+    }
+    case N_TERNARY: {
+        Ex xs[3] = {lower_expr(c, n->a), lower_expr(c, n->b), lower_expr(c, n->c)};
+        if (!xs[0].ok || !xs[1].ok || !xs[2].ok) return ex_bad();
+        Node *nodes[3] = {n->a, n->b, n->c};
+        return mk_ew(c, OP_SELECT, xs, 3, nodes, n->loc, "?:");
+    }
+    case N_CALL: return lower_call(c, n);
+    case N_INDEX: return index_expr(c, n);
+    case N_LAMBDA:
+        diag_error(c->d, n->loc, "a lambda can only be an argument of reduce(), scan() or map()");
+        return ex_bad();
+    case N_NAMEDARG:
+        diag_error(c->d, n->loc, "named argument '%s' outside a call", n->name);
+        return ex_bad();
+    case N_SLICE:
+        diag_error(c->d, n->loc, "a slice a:b can only appear inside [ ]");
+        return ex_bad();
+    default: die("lower_expr: unexpected node kind %d", (int)n->kind);
+    }
+}
+
+/* ---- statements ---------------------------------------------------------------------- */
+
+/* How many later statements of the block mention name, and whether any mention is
+   inside a loop (then the value would be recomputed every iteration). */
+static int count_ident(Node *n, const char *name, int depth) {
+    if (!n || depth > 2000) return 0;
+    int k = 0;
+    if (n->kind == N_IDENT && strcmp(n->name, name) == 0) k++;
+    k += count_ident(n->a, name, depth + 1) + count_ident(n->b, name, depth + 1) + count_ident(n->c, name, depth + 1);
+    for (Node *x = n->args; x; x = x->next) k += count_ident(x, name, depth + 1);
+    for (Node *x = n->body; x; x = x->next) k += count_ident(x, name, depth + 1);
+    for (Node *x = n->els; x; x = x->next) k += count_ident(x, name, depth + 1);
+    return k;
+}
+
+static bool reads_mutable_or_effects(Ctx *c, Val *v, int depth) {
+    if (depth > 200) return true;
+    if (v->op == OP_SLOT && c->fn->slots[v->slot].mutable_) return true;
+    if (v->op == OP_CALL || v->op == OP_LOAD) return true;
+    for (int i = 0; i < v->nargs; i++)
+        if (v->args[i] && reads_mutable_or_effects(c, v->args[i], depth + 1)) return true;
+    return false;
+}
+
+
+static bool bind_size_vars(Ctx *c, Node *type, Val *x, Loc loc, Val **out) {
+    int ax = 0;
+    for (Node *d = type->dims; d; d = d->next, ax++) {
+        Val *dim = mk1(c, OP_DIM, DT_I64, 0, x, loc);
+        dim->axis = ax;
+        Val *other = NULL;
+        const char *what;
+        if (d->kind == N_INT) {
+            other = mk_i64(c, d->ival, d->loc);
+            what = arena_printf(c->a, "axis %d has size %%lld but the declared size is %%lld", ax);
+        } else {
+            Sym *s = sym_find(c, d->name);
+            if (s) {
+                if (!(s->dt == DT_I64 && s->rank == 0)) {
+                    diag_error(c->d, d->loc, "size '%s' must be an integer, but '%s' is %s", d->name, d->name,
+                               tname(c->a, s->dt, s->rank));
+                    return false;
+                }
+                if (s->kind == SYM_VAL) other = s->val;
+                else {
+                    other = mk(c, OP_SLOT, DT_I64, 0, 0, d->loc);
+                    other->slot = s->slot;
+                }
+                what = arena_printf(c->a, "size '%s': axis %d has %%lld but '%s' is %%lld", d->name, ax, d->name);
+            } else {
+                Sym *sv = sym_add(c, d->name, d->loc);
+                sv->kind = SYM_VAL;
+                sv->val = dim;
+                sv->dt = DT_I64;
+                continue;
+            }
+        }
+        Val *cv = mk(c, OP_CHECKDIM, x->dt, x->rank, 3, loc);
+        cv->args[0] = x, cv->args[1] = dim, cv->args[2] = other;
+        cv->msg = what;
+        x = cv;
+    }
+    *out = x;
+    return true;
+}
+
+static bool check_decl_type(Ctx *c, Node *type, Ex *v, const char *name) {
+    int rk;
+    if (!type_dims(type, &rk)) {
+        diag_error(c->d, type->loc, "at most %d dimensions", MAXRANK);
+        return false;
+    }
+    DType want;
+    if (!dtype_from_name(type->name, &want)) {
+        diag_error(c->d, type->loc, "unknown type '%s'; the types are bool, i32, i64, u32, u64, f32, f64", type->name);
+        return false;
+    }
+    *v = coerce(c, *v, want, type->loc, arena_printf(c->a, "the value of '%s'", name));
+    if (!v->ok) return false;
+    if (v->v->rank != rk) {
+        diag_error(c->d, type->loc, "'%s' is declared %s but its value is %s", name, tname(c->a, want, rk),
+                   tname(c->a, v->v->dt, v->v->rank));
+        return false;
+    }
+    return true;
+}
+
+static void lower_let(Ctx *c, Node *s, Node *rest) {
+    bool mut = s->kind == N_VAR;
+    Ex v;
+    if (s->a->kind == N_CALL && strcmp(s->a->name, "load") == 0 && !find_decl(c, "load")) {
+        if (!s->type) {
+            diag_error(c->d, s->loc, "load() needs the type of '%s', e.g. let %s: f32[n] = load(\"x.npy\");", s->name, s->name);
+            return;
+        }
+        Node *arg = s->a->args;
+        if (!arg || arg->next || arg->kind != N_STR) {
+            diag_error(c->d, s->a->loc, "load() takes one file name in quotes");
+            return;
+        }
+        DType dt;
+        int rk;
+        type_dims(s->type, &rk);
+        if (!dtype_from_name(s->type->name, &dt)) {
+            diag_error(c->d, s->type->loc, "unknown type '%s'", s->type->name);
+            return;
+        }
+        Val *lv = mk(c, OP_LOAD, dt, rk, 0, s->a->loc);
+        lv->path = arg->sval;
+        v = ex_val(lv);
+    } else {
+        v = lower_expr(c, s->a);
+        if (!v.ok) return;
+        if (s->type && !check_decl_type(c, s->type, &v, s->name)) return;
+    }
+    v = concrete(c, v);
+    if (!v.ok) return;
+    if (v.v->dt == DT_VOID) {
+        diag_error(c->d, s->a->loc, "this call returns nothing, so it cannot initialise '%s'", s->name);
+        return;
+    }
+    Val *val = v.v;
+    if (s->type && !bind_size_vars(c, s->type, val, s->loc, &val)) return;
+    /* Decide: bind the value straight (fusion across lets) or materialise in a slot. */
+    if (!mut) {
+        int stmts_using = 0;
+        bool loop_use = false;
+        for (Node *r = rest; r; r = r->next) {
+            int k = count_ident(r, s->name, 0);
+            if (k) {
+                stmts_using++;
+                if (r->kind == N_FOR || r->kind == N_WHILE) loop_use = true;
+            }
+        }
+        if (cheap(val) || (stmts_using <= 1 && !loop_use && !reads_mutable_or_effects(c, val, 0))) {
+            Sym *sy = sym_add(c, s->name, s->loc);
+            sy->kind = SYM_VAL;
+            sy->val = val;
+            sy->dt = val->dt;
+            sy->rank = val->rank;
+            return;
+        }
+    }
+    int slot = slot_new(c, s->name, val->dt, val->rank, mut);
+    Stmt *st = stmt_new(c, S_SET, s->loc);
+    st->slot = slot;
+    st->v = val;
+    emit(c, st);
+    Sym *sy = sym_add(c, s->name, s->loc);
+    sy->kind = SYM_SLOT;
+    sy->slot = slot;
+    sy->mutable_ = mut;
+    sy->dt = val->dt;
+    sy->rank = val->rank;
+}
+
+static Val *cond_val(Ctx *c, Node *e, const char *what) {
+    Ex v = lower_expr(c, e);
+    if (!v.ok) return NULL;
+    if (v.weak || v.v->dt != DT_BOOL || v.v->rank != 0) {
+        diag_error(c->d, e->loc, "the condition of %s must be a bool scalar, not %s%s", what, ex_tname(c, v),
+                   (!v.weak && v.v->rank) ? "; reduce it with any() or all()" : "");
+        return NULL;
+    }
+    return v.v;
+}
+
+static Stmt *lower_sub_block(Ctx *c, Node *body) {
+    Stmt *head = NULL, **saved = c->tail;
+    c->tail = &head;
+    scope_push(c, false);
+    lower_block(c, body);
+    scope_pop(c);
+    c->tail = saved;
+    return head;
+}
+
+static void lower_stmt(Ctx *c, Node *s) {
+    if (c->slot_cache_n) memset(c->slot_cache, 0, sizeof(Val *) * (size_t)c->slot_cache_n);
+    switch (s->kind) {
+    case N_LET:
+    case N_VAR: lower_let(c, s, s->next); return;
+    case N_ASSIGN: {
+        Sym *sy = sym_find(c, s->name);
+        if (!sy) {
+            const char *sg = suggest_name(c, s->name, false);
+            if (sg) diag_error(c->d, s->loc, "assignment to unknown name '%s'; did you mean '%s'? (declare new variables with var)", s->name, sg);
+            else diag_error(c->d, s->loc, "assignment to unknown name '%s'; declare it first with var %s = ...;", s->name, s->name);
+            return;
+        }
+        if (sy->kind != SYM_SLOT || !sy->mutable_) {
+            diag_error(c->d, s->loc, "cannot assign to '%s': it was bound with let (or is a parameter); use var to make it mutable", s->name);
+            diag_note(c->d, sy->loc, "'%s' is bound here", s->name);
+            return;
+        }
+        Ex v = lower_expr(c, s->a);
+        if (!v.ok) return;
+        v = coerce(c, v, sy->dt, s->a->loc, "the assigned value");
+        if (!v.ok) return;
+        if (v.v->rank != sy->rank) {
+            diag_error(c->d, s->a->loc, "'%s' is %s but the assigned value is %s", s->name, tname(c->a, sy->dt, sy->rank),
+                       tname(c->a, v.v->dt, v.v->rank));
+            return;
+        }
+        Stmt *st = stmt_new(c, S_SET, s->loc);
+        st->slot = sy->slot;
+        st->v = v.v;
+        emit(c, st);
+        return;
+    }
+    case N_IF: {
+        Val *cv = cond_val(c, s->a, "if");
+        Stmt *st = stmt_new(c, S_IF, s->loc);
+        st->v = cv;
+        st->body = lower_sub_block(c, s->body);
+        if (s->els) {
+            if (s->els->kind == N_IF) {
+                Stmt *head = NULL, **saved = c->tail;
+                c->tail = &head;
+                scope_push(c, false);
+                lower_stmt(c, s->els);
+                scope_pop(c);
+                c->tail = saved;
+                st->els = head;
+            } else {
+                st->els = lower_sub_block(c, s->els->kind == N_BLOCK ? s->els->body : s->els);
+            }
+        }
+        if (cv) emit(c, st);
+        return;
+    }
+    case N_FOR: {
+        Val *lo = as_i64(c, lower_expr(c, s->a), s->a->loc, "the start of a for range");
+        Val *hi = as_i64(c, lower_expr(c, s->b), s->b->loc, "the end of a for range");
+        scope_push(c, false);
+        int slot = slot_new(c, s->name, DT_I64, 0, false);
+        Sym *sy = sym_add(c, s->name, s->loc);
+        sy->kind = SYM_SLOT;
+        sy->slot = slot;
+        sy->dt = DT_I64;
+        Stmt *st = stmt_new(c, S_FOR, s->loc);
+        st->slot = slot;
+        st->v = lo;
+        st->v2 = hi;
+        c->loop_depth++;
+        st->body = lower_sub_block(c, s->body);
+        c->loop_depth--;
+        scope_pop(c);
+        if (lo && hi) emit(c, st);
+        return;
+    }
+    case N_WHILE: {
+        Val *cv = cond_val(c, s->a, "while");
+        Stmt *st = stmt_new(c, S_WHILE, s->loc);
+        st->v = cv;
+        c->loop_depth++;
+        st->body = lower_sub_block(c, s->body);
+        c->loop_depth--;
+        if (cv) emit(c, st);
+        return;
+    }
+    case N_RETURN: {
+        Stmt *st = stmt_new(c, S_RETURN, s->loc);
+        if (s->a) {
+            if (c->ret_dt == DT_VOID) {
+                diag_error(c->d, s->loc, "%s() returns a value but declares no result type; add -> type after the parameters",
+                           c->cur_decl->name);
+                return;
+            }
+            Ex v = lower_expr(c, s->a);
+            if (!v.ok) return;
+            v = coerce(c, v, c->ret_dt, s->a->loc, "the returned value");
+            if (!v.ok) return;
+            if (v.v->rank != c->ret_rank) {
+                diag_error(c->d, s->a->loc, "%s() is declared to return %s but this returns %s", c->cur_decl->name,
+                           tname(c->a, c->ret_dt, c->ret_rank), tname(c->a, v.v->dt, v.v->rank));
+                return;
+            }
+            st->v = v.v;
+        } else if (c->ret_dt != DT_VOID) {
+            diag_error(c->d, s->loc, "%s() must return a %s value", c->cur_decl->name, tname(c->a, c->ret_dt, c->ret_rank));
+            return;
+        }
+        emit(c, st);
+        return;
+    }
+    case N_EXPRSTMT: {
+        Node *e = s->a;
+        if (e->kind == N_CALL && (!strcmp(e->name, "print") || !strcmp(e->name, "save")) && !find_decl(c, e->name)) {
+            bool isprint = e->name[0] == 'p';
+            int na = 0;
+            for (Node *a = e->args; a; a = a->next) na++;
+            if (na != (isprint ? 1 : 2)) {
+                diag_error(c->d, e->loc, isprint ? "print() takes one value" : "save() takes a file name and a value: save(\"x.npy\", x);");
+                return;
+            }
+            Node *val = isprint ? e->args : e->args->next;
+            if (!isprint && e->args->kind != N_STR) {
+                diag_error(c->d, e->args->loc, "save() needs a file name in quotes as its first argument");
+                return;
+            }
+            if (val->kind == N_NAMEDARG) {
+                diag_error(c->d, val->loc, "%s() takes no named arguments", e->name);
+                return;
+            }
+            Ex v = concrete(c, lower_expr(c, val));
+            if (!v.ok) return;
+            if (v.v->dt == DT_VOID) {
+                diag_error(c->d, val->loc, "this call returns nothing, so there is nothing to %s", e->name);
+                return;
+            }
+            Stmt *st = stmt_new(c, isprint ? S_PRINT : S_SAVE, e->loc);
+            st->v = v.v;
+            if (!isprint) st->path = e->args->sval;
+            emit(c, st);
+            return;
+        }
+        Ex v = lower_expr(c, e);
+        if (!v.ok) return;
+        if (v.v->op != OP_CALL) {
+            diag_error(c->d, e->loc, "this expression's value is not used; bind it with let or print it");
+            return;
+        }
+        Stmt *st = stmt_new(c, S_EVAL, s->loc);
+        st->v = v.v;
+        emit(c, st);
+        return;
+    }
+    case N_BLOCK: {
+        Stmt *b = lower_sub_block(c, s->body);
+        Stmt *st = stmt_new(c, S_IF, s->loc);
+        Val *t = mk(c, OP_CONST, DT_BOOL, 0, 0, s->loc);
+        t->c.i = 1;
+        st->v = t;
+        st->body = b;
+        emit(c, st);
+        return;
+    }
+    default: diag_error(c->d, s->loc, "this is not a statement"); return;
+    }
+}
+
+static void lower_block(Ctx *c, Node *body) {
+    for (Node *s = body; s; s = s->next) {
+        if (c->d->errors >= (c->d->max_errors ? c->d->max_errors : 50)) return;
+        lower_stmt(c, s);
+    }
+}
+
+static bool always_returns(Node *s) {
+    Node *last = NULL;
+    for (Node *x = s; x; x = x->next) last = x;
+    if (!last) return false;
+    if (last->kind == N_RETURN) return true;
+    if (last->kind == N_IF && last->els) {
+        Node *e = last->els->kind == N_IF ? last->els : last->els->body;
+        return always_returns(last->body) && (last->els->kind == N_IF ? always_returns(e) : always_returns(e));
+    }
+    if (last->kind == N_BLOCK) return always_returns(last->body);
+    return false;
+}
+
+/* Lowers decl as an IR function of its own (entry points and functions with control flow). */
+static Fn *lower_fn(Ctx *c, Node *decl) {
+    for (int i = 0; i < c->prog->nfns; i++)
+        if (strcmp(c->prog->fns[i]->name, decl->name) == 0) return c->prog->fns[i];
+    for (Node *p = decl->params; p; p = p->next)
+        if (is_typevar(p->type->name)) return NULL; /* generic: only inlined */
+    Fn *f = NEW(c->a, Fn);
+    f->name = decl->name;
+    f->loc = decl->loc;
+    f->ret_dt = DT_VOID;
+    /* Register first so recursion finds it. */
+    if (c->prog->nfns % 16 == 0) {
+        Fn **nf = NEWN(c->a, Fn *, c->prog->nfns + 16);
+        if (c->prog->nfns) memcpy(nf, c->prog->fns, sizeof(Fn *) * (size_t)c->prog->nfns);
+        c->prog->fns = nf;
+    }
+    c->prog->fns[c->prog->nfns++] = f;
+    Ctx saved = *c;
+    c->fn = f;
+    c->scope = NULL;
+    c->slot_cache = NULL;
+    c->slot_cache_n = 0;
+    scope_push(c, true);
+    c->tv = NULL;
+    c->map_fn = NULL;
+    c->in_lambda = false;
+    c->loop_depth = 0;
+    c->cur_decl = decl;
+    c->ret_dt = DT_VOID;
+    c->ret_rank = 0;
+    bool ok = true;
+    if (decl->type) {
+        int rk;
+        type_dims(decl->type, &rk);
+        if (!dtype_from_name(decl->type->name, &c->ret_dt)) {
+            diag_error(c->d, decl->type->loc, "unknown type '%s'; the types are bool, i32, i64, u32, u64, f32, f64", decl->type->name);
+            ok = false;
+        }
+        c->ret_rank = rk;
+    }
+    f->ret_dt = c->ret_dt;
+    f->ret_rank = c->ret_rank;
+    Stmt *head = NULL;
+    c->tail = &head;
+    /* Parameters take the first slots; their size variables follow. */
+    int np = 0;
+    for (Node *p = decl->params; p; p = p->next) {
+        for (Node *q = decl->params; q != p; q = q->next)
+            if (strcmp(q->name, p->name) == 0) {
+                diag_error(c->d, p->loc, "parameter '%s' is declared twice", p->name);
+                ok = false;
+            }
+        int rk;
+        DType dt = DT_F32;
+        if (!type_dims(p->type, &rk)) {
+            diag_error(c->d, p->type->loc, "at most %d dimensions", MAXRANK);
+            ok = false;
+        }
+        if (!dtype_from_name(p->type->name, &dt)) {
+            diag_error(c->d, p->type->loc, "unknown type '%s'; the types are bool, i32, i64, u32, u64, f32, f64", p->type->name);
+            ok = false;
+        }
+        slot_new(c, p->name, dt, rk, false);
+        Sym *s = sym_add(c, p->name, p->loc);
+        s->kind = SYM_SLOT;
+        s->slot = np++;
+        s->dt = dt;
+        s->rank = rk;
+    }
+    f->nparams = np;
+    if (ok) {
+        int i = 0;
+        for (Node *p = decl->params; p; p = p->next, i++) {
+            if (!p->type->dims) continue;
+            Val *x = mk(c, OP_SLOT, f->slots[i].dt, f->slots[i].rank, 0, p->loc);
+            x->slot = i;
+            Val *checked;
+            if (!bind_size_vars(c, p->type, x, p->loc, &checked)) {
+                ok = false;
+                continue;
+            }
+            if (checked != x) {
+                Stmt *st = stmt_new(c, S_EVAL, p->loc);
+                st->v = checked;
+                emit(c, st);
+            }
+        }
+    }
+    if (ok) {
+        if (decl->a) {
+            Ex v = lower_expr(c, decl->a);
+            if (v.ok && c->ret_dt != DT_VOID) {
+                v = coerce(c, v, c->ret_dt, decl->a->loc, "the result");
+                if (v.ok && v.v->rank != c->ret_rank) {
+                    diag_error(c->d, decl->a->loc, "%s() is declared to return %s but its body is %s", decl->name,
+                               tname(c->a, c->ret_dt, c->ret_rank), tname(c->a, v.v->dt, v.v->rank));
+                    v = ex_bad();
+                }
+            } else if (v.ok) {
+                diag_error(c->d, decl->loc, "%s() has an expression body, so it needs a result type: fn %s(...) -> T = ...;",
+                           decl->name, decl->name);
+                v = ex_bad();
+            }
+            if (v.ok) {
+                Stmt *st = stmt_new(c, S_RETURN, decl->a->loc);
+                st->v = v.v;
+                emit(c, st);
+            }
+        } else {
+            lower_block(c, decl->body);
+            if (c->ret_dt != DT_VOID && !always_returns(decl->body))
+                diag_error(c->d, decl->loc, "%s() may end without returning a %s value", decl->name,
+                           tname(c->a, c->ret_dt, c->ret_rank));
+        }
+    }
+    f->body = head;
+    Program *prog = c->prog;
+    *c = saved;
+    c->prog = prog;
+    return f;
+}
+
+Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib) {
+    Ctx c = {0};
+    c.a = a;
+    c.d = d;
+    int n = 0;
+    for (Node *f = user ? user->body : NULL; f; f = f->next) n++;
+    for (Node *f = stdlib ? stdlib->body : NULL; f; f = f->next) n++;
+    c.decls = NEWN(a, Node *, n + 1);
+    for (Node *f = user ? user->body : NULL; f; f = f->next) {
+        Node *prev = NULL;
+        for (int i = 0; i < c.ndecls; i++)
+            if (strcmp(c.decls[i]->name, f->name) == 0) prev = c.decls[i];
+        if (prev) {
+            diag_error(d, f->loc, "function '%s' is defined twice", f->name);
+            diag_note(d, prev->loc, "the first definition is here");
+            continue;
+        }
+        c.decls[c.ndecls++] = f;
+    }
+    c.nuser = c.ndecls;
+    for (Node *f = stdlib ? stdlib->body : NULL; f; f = f->next)
+        if (!find_decl(&c, f->name)) c.decls[c.ndecls++] = f;
+    Program *p = NEW(a, Program);
+    p->arena = a;
+    c.prog = p;
+    /* Every user function gets an IR function (they are all possible entry points);
+       generic ones (type variables) are only ever inlined. */
+    for (int i = 0; i < c.nuser; i++) {
+        int errs = d->errors;
+        lower_fn(&c, c.decls[i]);
+        if (d->errors >= (d->max_errors ? d->max_errors : 50)) break;
+        (void)errs;
+    }
+    /* Stdlib functions are type-checked when used; check the ones with fixed types too
+       so a broken stdlib is caught by every test run. */
+    if (d->errors) return NULL;
+    return p;
+}
+
+Fn *program_find(const Program *p, const char *name) {
+    for (int i = 0; i < p->nfns; i++)
+        if (strcmp(p->fns[i]->name, name) == 0) return p->fns[i];
+    return NULL;
+}

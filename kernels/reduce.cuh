@@ -1,0 +1,111 @@
+/* Deterministic warp and block reductions (fixed shuffle trees, no atomics on values),
+   instantiated by the emitted kernels (compiler/emit_cuda.c) for any combine functor.
+   Each value travels with a flag saying whether it holds any element, so no identity
+   is needed and user lambdas work as they are. */
+#ifndef CUK_REDUCE_CUH
+#define CUK_REDUCE_CUH
+
+#define CUK_FULL_MASK 0xffffffffu
+
+CUK_FN float cuk_shfl_down(float v, int d) { return __shfl_down_sync(CUK_FULL_MASK, v, d); }
+CUK_FN double cuk_shfl_down(double v, int d) { return __shfl_down_sync(CUK_FULL_MASK, v, d); }
+CUK_FN int32_t cuk_shfl_down(int32_t v, int d) { return __shfl_down_sync(CUK_FULL_MASK, v, d); }
+CUK_FN uint32_t cuk_shfl_down(uint32_t v, int d) { return __shfl_down_sync(CUK_FULL_MASK, v, d); }
+CUK_FN int64_t cuk_shfl_down(int64_t v, int d) { return __shfl_down_sync(CUK_FULL_MASK, v, d); }
+CUK_FN uint64_t cuk_shfl_down(uint64_t v, int d) { return __shfl_down_sync(CUK_FULL_MASK, v, d); }
+CUK_FN uint8_t cuk_shfl_down(uint8_t v, int d) {
+    return (uint8_t)__shfl_down_sync(CUK_FULL_MASK, (int)v, d);
+}
+CUK_FN float cuk_shfl_up(float v, int d) { return __shfl_up_sync(CUK_FULL_MASK, v, d); }
+CUK_FN double cuk_shfl_up(double v, int d) { return __shfl_up_sync(CUK_FULL_MASK, v, d); }
+CUK_FN int32_t cuk_shfl_up(int32_t v, int d) { return __shfl_up_sync(CUK_FULL_MASK, v, d); }
+CUK_FN uint32_t cuk_shfl_up(uint32_t v, int d) { return __shfl_up_sync(CUK_FULL_MASK, v, d); }
+CUK_FN int64_t cuk_shfl_up(int64_t v, int d) { return __shfl_up_sync(CUK_FULL_MASK, v, d); }
+CUK_FN uint64_t cuk_shfl_up(uint64_t v, int d) { return __shfl_up_sync(CUK_FULL_MASK, v, d); }
+CUK_FN uint8_t cuk_shfl_up(uint8_t v, int d) {
+    return (uint8_t)__shfl_up_sync(CUK_FULL_MASK, (int)v, d);
+}
+
+/* argmin/argmax carry the value and its index; ties and NaNs go to the lower index, NaN
+   wins (NumPy's rules). */
+template <class T> struct cuk_arg {
+    T v;
+    int64_t i;
+};
+template <class T> CUK_FN cuk_arg<T> cuk_shfl_down(cuk_arg<T> a, int d) {
+    cuk_arg<T> r;
+    r.v = cuk_shfl_down(a.v, d);
+    r.i = cuk_shfl_down(a.i, d);
+    return r;
+}
+template <class T> struct cuk_argmin_op {
+    __device__ __forceinline__ cuk_arg<T> operator()(cuk_arg<T> a, cuk_arg<T> b) const {
+        bool an = a.v != a.v, bn = b.v != b.v;
+        if (an || bn) return (an && bn) ? (a.i < b.i ? a : b) : (an ? a : b);
+        return (a.v < b.v || (a.v == b.v && a.i < b.i)) ? a : b;
+    }
+};
+template <class T> struct cuk_argmax_op {
+    __device__ __forceinline__ cuk_arg<T> operator()(cuk_arg<T> a, cuk_arg<T> b) const {
+        bool an = a.v != a.v, bn = b.v != b.v;
+        if (an || bn) return (an && bn) ? (a.i < b.i ? a : b) : (an ? a : b);
+        return (a.v > b.v || (a.v == b.v && a.i < b.i)) ? a : b;
+    }
+};
+
+/* Folds x into (acc, has) keeping element order: acc = op(acc, x). */
+template <class T, class Op> CUK_FN void cuk_fold(T &acc, int &has, T x, Op op) {
+    acc = has ? op(acc, x) : x;
+    has = 1;
+}
+
+/* Lane 0 ends with op(lane 0, ..., lane 31) over the lanes that have a value, combined
+   in lane order (so only associativity is assumed). */
+template <class T, class Op> CUK_FN void cuk_warp_reduce(T &v, int &has, Op op) {
+    int lane = threadIdx.x & 31;
+    for (int d = 1; d < 32; d <<= 1) {
+        T o = cuk_shfl_down(v, d);
+        int oh = __shfl_down_sync(CUK_FULL_MASK, has, d);
+        if ((lane & (2 * d - 1)) == 0 && lane + d < 32 && oh) {
+            v = has ? op(v, o) : o;
+            has = 1;
+        }
+    }
+}
+
+/* Thread 0 ends with the whole block's value (blockDim.x a multiple of 32, at most
+   1024). Every thread must call it; it synchronises the block. */
+template <class T, class Op> CUK_FN void cuk_block_reduce(T &v, int &has, Op op) {
+    __shared__ T s_v[32];
+    __shared__ int s_h[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    cuk_warp_reduce(v, has, op);
+    __syncthreads(); /* s_v may still be read by an earlier call */
+    if (lane == 0) {
+        s_v[warp] = v;
+        s_h[warp] = has;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        if (lane < nw) {
+            v = s_v[lane];
+            has = s_h[lane];
+        } else {
+            has = 0;
+        }
+        cuk_warp_reduce(v, has, op);
+    }
+}
+
+/* The block that finishes last (by an atomic ticket) folds every block's partial, in
+   block order, so results are the same bits on every run with the same grid. */
+CUK_FN bool cuk_last_block(unsigned int *ticket) {
+    __shared__ bool s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    __syncthreads();
+    return s_last;
+}
+
+#endif

@@ -1,0 +1,251 @@
+/* libcuk's public C API: devices, pooled device memory, streams, events, NVRTC
+   compilation with an in-memory and on-disk kernel cache, and kernel launch. */
+#ifndef CUK_H
+#define CUK_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every call returns a status; 0 is success. On failure cuk_last_error() holds a
+   message for this thread that says what failed and what to do. */
+typedef enum cuk_status {
+    CUK_OK = 0,
+    CUK_ERR_NO_DRIVER = 1,     /* libcuda.so.1 missing or unusable */
+    CUK_ERR_NO_DEVICE = 2,     /* driver present, but no (such) GPU */
+    CUK_ERR_NO_NVRTC = 3,      /* libnvrtc.so.13 missing */
+    CUK_ERR_COMPILE = 4,       /* NVRTC rejected the source; the log is in the message */
+    CUK_ERR_OUT_OF_MEMORY = 5, /* device (or pinned host) memory exhausted */
+    CUK_ERR_INVALID = 6,       /* a bad argument */
+    CUK_ERR_NOT_FOUND = 7,     /* no such kernel in the module */
+    CUK_ERR_DRIVER = 8,        /* any other Driver API error (its name is in the message) */
+    CUK_ERR_IO = 9,            /* the disk cache could not be read or written */
+    CUK_ERR_NOT_READY = 10,    /* cuk_event_query / cuk_stream_query: work still pending */
+} cuk_status;
+
+/* The message of this thread's last failed call ("" if none). Valid until the next
+   failing call on this thread. */
+const char *cuk_last_error(void);
+/* "CUK_ERR_NO_DRIVER" etc. */
+const char *cuk_status_name(cuk_status s);
+/* The library version, e.g. "0.1.0". */
+const char *cuk_version(void);
+
+/* ---- initialisation and devices ---------------------------------------------------- */
+
+/* Loads libcuda.so.1 and calls cuInit. Idempotent and thread-safe; every other GPU call
+   does it implicitly. Without a driver: CUK_ERR_NO_DRIVER, message
+   "no CUDA driver found (libcuda.so.1): ...; use --device cpu". */
+cuk_status cuk_init(void);
+/* *ok = 1 if a driver and at least one GPU are usable, else 0 (and cuk_last_error() says
+   why). Returns CUK_OK either way: asking is never an error. */
+cuk_status cuk_gpu_available(int *ok);
+/* Releases everything the runtime holds (pool, modules, pinned buffers, the primary
+   context references). Handles obtained before become invalid. Safe without a driver. */
+void cuk_shutdown(void);
+
+cuk_status cuk_device_count(int *n);
+
+typedef struct cuk_device_props {
+    char name[256];
+    char arch[16]; /* "sm_90" */
+    int index;
+    int cc_major, cc_minor;
+    size_t total_mem;                /* bytes */
+    int sm_count;
+    int l2_size;                     /* bytes */
+    int max_threads_per_block;
+    int shared_mem_per_block;        /* bytes, the default limit */
+    int shared_mem_per_block_optin;  /* bytes, with the opt-in attribute */
+    int max_threads_per_sm;
+    int warp_size;
+    int driver_version;              /* e.g. 13000 */
+} cuk_device_props;
+cuk_status cuk_device_props_get(int index, cuk_device_props *p);
+
+/* The device later calls use, process-wide. -1 picks $CUK_DEVICE, else 0. Before any
+   selection the first GPU call behaves as cuk_device_select(-1). The device's primary
+   context is retained once and made current on each calling thread as needed, so cuk
+   shares the context (and its allocations) with CuPy, PyTorch and the Runtime API. */
+cuk_status cuk_device_select(int index);
+cuk_status cuk_device_current(int *index);
+/* Waits for all work on the current device; reports any earlier asynchronous error
+   (e.g. an illegal memory access in a kernel) with the call that found it. */
+cuk_status cuk_synchronize(void);
+/* free and total device memory in bytes (cuMemGetInfo). */
+cuk_status cuk_mem_info(size_t *free_bytes, size_t *total_bytes);
+
+/* ---- memory ------------------------------------------------------------------------- */
+
+typedef unsigned long long cuk_devptr; /* a CUdeviceptr */
+
+/* Device memory from the caching pool: requests are rounded to a size class (512 bytes
+   minimum, powers of two up to 1 MiB, then quarter steps between powers of two) and a
+   freed block is kept for the next request of its class. A cached block is handed out
+   without a driver call. On out-of-memory every cached block is released and the
+   allocation retried once. The pool does not track streams: before freeing memory that
+   a kernel on another stream may still use, synchronise. Size 0 gives a 512-byte block. */
+cuk_status cuk_mem_alloc(cuk_devptr *p, size_t bytes);
+/* Returns the block to the pool (no driver call). 0 is a no-op. */
+cuk_status cuk_mem_free(cuk_devptr p);
+/* Releases all cached (free) blocks to the driver. */
+cuk_status cuk_mem_trim(void);
+
+typedef struct cuk_mem_stats {
+    size_t in_use;                  /* bytes in live blocks (size-class rounded) */
+    size_t requested;               /* bytes callers asked for, in live blocks */
+    size_t cached;                  /* bytes in free blocks kept by the pool */
+    size_t peak;                    /* highest in_use + cached seen (bytes held from the driver) */
+    unsigned long long allocs;      /* cuk_mem_alloc calls that succeeded */
+    unsigned long long hits;        /* of those, served from the cache */
+    unsigned long long driver_allocs; /* cuMemAlloc calls made */
+    unsigned long long oom_retries; /* times the cache was flushed to retry an allocation */
+} cuk_mem_stats;
+cuk_status cuk_mem_stats_get(cuk_mem_stats *s);
+
+/* Pinned (page-locked) host memory, portable across contexts. */
+cuk_status cuk_host_alloc(void **p, size_t bytes);
+cuk_status cuk_host_free(void *p);
+
+typedef struct cuk_stream_s cuk_stream; /* NULL means the default (legacy) stream */
+typedef struct cuk_event_s cuk_event;
+
+/* Synchronous copies. A host pointer may be pageable; large pageable copies go through
+   pinned staging buffers. */
+cuk_status cuk_memcpy_htod(cuk_devptr dst, const void *src, size_t bytes);
+cuk_status cuk_memcpy_dtoh(void *dst, cuk_devptr src, size_t bytes);
+cuk_status cuk_memcpy_dtod(cuk_devptr dst, cuk_devptr src, size_t bytes);
+/* Asynchronous copies on a stream. For the copy to overlap with the host the host
+   buffer must be pinned (cuk_host_alloc); with pageable memory the driver copies
+   synchronously. */
+cuk_status cuk_memcpy_htod_async(cuk_devptr dst, const void *src, size_t bytes, cuk_stream *s);
+cuk_status cuk_memcpy_dtoh_async(void *dst, cuk_devptr src, size_t bytes, cuk_stream *s);
+cuk_status cuk_memcpy_dtod_async(cuk_devptr dst, cuk_devptr src, size_t bytes, cuk_stream *s);
+/* Fills bytes with value, ordered on stream s (NULL: the default stream). */
+cuk_status cuk_memset_d8(cuk_devptr dst, unsigned char value, size_t bytes, cuk_stream *s);
+
+/* ---- streams and events --------------------------------------------------------------- */
+
+/* A non-blocking stream (does not synchronise with the legacy default stream). */
+cuk_status cuk_stream_create(cuk_stream **s);
+cuk_status cuk_stream_destroy(cuk_stream *s);
+cuk_status cuk_stream_synchronize(cuk_stream *s);
+/* CUK_OK if all work is done, CUK_ERR_NOT_READY if not (no message set). */
+cuk_status cuk_stream_query(cuk_stream *s);
+cuk_status cuk_stream_wait_event(cuk_stream *s, cuk_event *e);
+
+cuk_status cuk_event_create(cuk_event **e); /* with timing */
+cuk_status cuk_event_destroy(cuk_event *e);
+cuk_status cuk_event_record(cuk_event *e, cuk_stream *s);
+cuk_status cuk_event_synchronize(cuk_event *e);
+cuk_status cuk_event_query(cuk_event *e); /* CUK_OK or CUK_ERR_NOT_READY */
+/* Milliseconds between two recorded, completed events. */
+cuk_status cuk_event_elapsed(float *ms, cuk_event *start, cuk_event *end);
+
+/* ---- compilation (needs NVRTC, no GPU) ------------------------------------------------ */
+
+typedef enum cuk_image_kind { CUK_IMAGE_PTX = 0, CUK_IMAGE_CUBIN = 1 } cuk_image_kind;
+
+typedef struct cuk_compile_opts {
+    /* Target: "sm_90" (also "sm_90a", "compute_90"). cuk_compile needs it; for
+       cuk_module_compile leave it NULL (the current device's arch is used). */
+    const char *arch;
+    cuk_image_kind kind;         /* cuk_compile only; modules choose themselves */
+    const char *const *options;  /* extra NVRTC options, e.g. "-lineinfo" */
+    int noptions;
+    /* C++ names to look up later (templates, namespaces): passed to
+       nvrtcAddNameExpression. extern "C" kernels need none. */
+    const char *const *names;
+    int nnames;
+    const char *program_name;    /* shown in NVRTC's messages; default "cuk_kernel.cu" */
+    int no_disk_cache;           /* 1: neither read nor write the disk cache */
+} cuk_compile_opts;
+
+typedef struct cuk_image_s cuk_image;
+
+/* Compiles CUDA C to PTX or a cubin for o->arch without touching a GPU, through the
+   disk cache. A compile error gives CUK_ERR_COMPILE with NVRTC's log in the message. */
+cuk_status cuk_compile(const char *source, const cuk_compile_opts *o, cuk_image **out);
+/* The bytes (PTX text is NUL-terminated; size counts the NUL). */
+cuk_status cuk_image_data(const cuk_image *im, const void **data, size_t *size);
+cuk_image_kind cuk_image_get_kind(const cuk_image *im);
+/* The mangled name NVRTC gave a name expression (or the name itself if none). */
+const char *cuk_image_lowered_name(const cuk_image *im, const char *name);
+void cuk_image_free(cuk_image *im);
+
+cuk_status cuk_nvrtc_version(int *major, int *minor);
+/* The arch cuk compiles for on a device of compute capability major.minor: "sm_XY" if
+   NVRTC knows it, else "compute_NN" of the newest NVRTC supports (the driver JITs the
+   PTX). kind gets CUBIN or PTX accordingly. */
+cuk_status cuk_arch_for(int cc_major, int cc_minor, char *arch, size_t archlen, cuk_image_kind *kind);
+
+/* ---- modules, kernels and launch ------------------------------------------------------ */
+
+typedef struct cuk_module_s cuk_module;
+typedef struct cuk_function_s cuk_function;
+
+/* Compiles for the current device and loads the result, through the in-memory cache
+   (key: source, options, names, arch, NVRTC and cuk versions -> loaded module) and the
+   disk cache. Modules belong to the runtime and live until cuk_shutdown(), so a
+   repeated call with the same source returns the same module cheaply. */
+cuk_status cuk_module_compile(cuk_module **m, const char *source, const cuk_compile_opts *o);
+/* Loads a PTX or cubin image (e.g. from a bundle). Unload with cuk_module_unload. */
+cuk_status cuk_module_load(cuk_module **m, const void *image, size_t size);
+cuk_status cuk_module_unload(cuk_module *m); /* no-op for cached (compiled) modules */
+/* A kernel by its name (a name expression given at compile time, or an extern "C"
+   name). The handle lives as long as the module. */
+cuk_status cuk_module_function(cuk_module *m, const char *name, cuk_function **f);
+
+typedef struct cuk_dim3 {
+    unsigned x, y, z;
+} cuk_dim3;
+
+/* Launches f. args is cuLaunchKernel's kernelParams: one pointer per kernel parameter,
+   pointing at its value. block.x == 0 picks the block size from the occupancy
+   calculator; grid.x == 0 picks enough blocks to fill every SM once at full occupancy
+   (for grid-stride kernels). A zero y or z means 1. Launch errors are reported here;
+   faults inside the kernel at the next synchronising call. */
+cuk_status cuk_launch(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned shared_bytes,
+                      cuk_stream *s, void **args);
+/* A 1-D configuration covering n threads: block from occupancy, grid = ceil(n / block)
+   (at least 1). */
+cuk_status cuk_launch_config_1d(cuk_function *f, size_t n, unsigned shared_bytes, cuk_dim3 *grid,
+                                cuk_dim3 *block);
+
+typedef struct cuk_function_info {
+    int max_threads_per_block;
+    int num_regs;
+    int shared_bytes;       /* static shared memory */
+    int occupancy_block;    /* block size the occupancy calculator suggests */
+    int blocks_per_sm;      /* resident blocks per SM at that block size */
+} cuk_function_info;
+cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info);
+
+/* ---- kernel cache ----------------------------------------------------------------------- */
+
+typedef struct cuk_cache_stats {
+    char dir[4096];                 /* the disk cache directory */
+    unsigned long long entries;     /* files in it */
+    unsigned long long bytes;
+    /* this process: */
+    unsigned long long mem_hits;    /* cuk_module_compile served from memory */
+    unsigned long long disk_hits;   /* images read from disk */
+    unsigned long long misses;      /* NVRTC compiles */
+    unsigned long long disk_writes; /* entries written */
+    unsigned long long corrupt;     /* bad entries found, deleted and recompiled */
+} cuk_cache_stats;
+
+/* The disk cache directory: $CUK_CACHE_DIR, else $XDG_CACHE_HOME/cuk, else
+   ~/.cache/cuk. */
+cuk_status cuk_cache_dir(char *buf, size_t len);
+cuk_status cuk_cache_stats_get(cuk_cache_stats *s);
+/* Deletes every entry of the disk cache and resets this process's counters. Loaded
+   modules stay loaded. */
+cuk_status cuk_cache_clear(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,362 @@
+/* Devices, the primary context of the selected device, synchronisation, streams and
+   events. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MAXDEV 64
+
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static Device devs[MAXDEV];
+static int ndev = -1;             /* -1: not counted yet */
+static _Atomic int selected = -1; /* index into devs, -1: not chosen yet */
+
+struct cuk_stream_s {
+    CUstream s;
+    Device *d;
+};
+struct cuk_event_s {
+    CUevent e;
+    Device *d;
+};
+
+static cuk_status count_locked(void) {
+    if (ndev >= 0) return CUK_OK;
+    int n = 0;
+    CU_CHECK(cu.cuDeviceGetCount(&n), "cuDeviceGetCount");
+    ndev = n > MAXDEV ? MAXDEV : n;
+    return CUK_OK;
+}
+
+cuk_status cuk_device_count(int *n) {
+    if (!n) return err_set(CUK_ERR_INVALID, "cuk_device_count: NULL argument");
+    *n = 0;
+    cuk_status s = driver_load();
+    if (s) return s;
+    pthread_mutex_lock(&dev_lock);
+    s = count_locked();
+    if (!s) *n = ndev;
+    pthread_mutex_unlock(&dev_lock);
+    return s;
+}
+
+cuk_status cuk_gpu_available(int *ok) {
+    if (!ok) return err_set(CUK_ERR_INVALID, "cuk_gpu_available: NULL argument");
+    int n = 0;
+    *ok = 0;
+    if (cuk_device_count(&n) != CUK_OK) return CUK_OK; /* the message says why */
+    if (n == 0) {
+        err_set(CUK_ERR_NO_DEVICE, "no CUDA device found: the driver reports 0 GPUs; use --device cpu");
+        return CUK_OK;
+    }
+    *ok = 1;
+    return CUK_OK;
+}
+
+static cuk_status props_locked(int index, cuk_device_props *p) {
+    Device *d = &devs[index];
+    if (d->props.name[0]) {
+        *p = d->props;
+        return CUK_OK;
+    }
+    cuk_device_props q;
+    memset(&q, 0, sizeof q);
+    q.index = index;
+    CU_CHECK(cu.cuDeviceGet(&d->dev, index), "cuDeviceGet");
+    CU_CHECK(cu.cuDeviceGetName(q.name, (int)sizeof q.name - 1, d->dev), "cuDeviceGetName");
+    CU_CHECK(cu.cuDeviceTotalMem(&q.total_mem, d->dev), "cuDeviceTotalMem_v2");
+    struct {
+        int attr;
+        int *dst;
+    } attrs[] = {
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &q.cc_major},
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &q.cc_minor},
+        {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &q.sm_count},
+        {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &q.l2_size},
+        {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &q.max_threads_per_block},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, &q.shared_mem_per_block},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &q.shared_mem_per_block_optin},
+        {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, &q.max_threads_per_sm},
+        {CU_DEVICE_ATTRIBUTE_WARP_SIZE, &q.warp_size},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+        CU_CHECK(cu.cuDeviceGetAttribute(attrs[i].dst, attrs[i].attr, d->dev), "cuDeviceGetAttribute");
+    CU_CHECK(cu.cuDriverGetVersion(&q.driver_version), "cuDriverGetVersion");
+    snprintf(q.arch, sizeof q.arch, "sm_%d%d", q.cc_major, q.cc_minor);
+    d->index = index;
+    d->props = q;
+    *p = q;
+    return CUK_OK;
+}
+
+static cuk_status check_index_locked(int index) {
+    cuk_status s = count_locked();
+    if (s) return s;
+    if (ndev == 0)
+        return err_set(CUK_ERR_NO_DEVICE, "no CUDA device found: the driver reports 0 GPUs; use --device cpu");
+    if (index < 0 || index >= ndev)
+        return err_set(CUK_ERR_NO_DEVICE, "no CUDA device %d: there %s %d (indices 0 to %d)", index,
+                       ndev == 1 ? "is" : "are", ndev, ndev - 1);
+    return CUK_OK;
+}
+
+cuk_status cuk_device_props_get(int index, cuk_device_props *p) {
+    if (!p) return err_set(CUK_ERR_INVALID, "cuk_device_props_get: NULL argument");
+    cuk_status s = driver_load();
+    if (s) return s;
+    pthread_mutex_lock(&dev_lock);
+    s = check_index_locked(index);
+    if (!s) s = props_locked(index, p);
+    pthread_mutex_unlock(&dev_lock);
+    return s;
+}
+
+/* $CUK_DEVICE, else 0. A malformed value is a user error, not silently 0. */
+static cuk_status env_device(int *index) {
+    const char *e = getenv("CUK_DEVICE");
+    *index = 0;
+    if (!e || !*e) return CUK_OK;
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (*end || v < 0 || v >= MAXDEV)
+        return err_set(CUK_ERR_INVALID, "CUK_DEVICE='%s' is not a device index (0, 1, ...)", e);
+    *index = (int)v;
+    return CUK_OK;
+}
+
+/* Retains the primary context of devs[index] once. */
+static cuk_status open_locked(int index) {
+    Device *d = &devs[index];
+    if (d->ctx) return CUK_OK;
+    cuk_device_props p;
+    cuk_status s = props_locked(index, &p);
+    if (s) return s;
+    CUcontext c;
+    CU_CHECK(cu.cuDevicePrimaryCtxRetain(&c, d->dev), "cuDevicePrimaryCtxRetain");
+    d->ctx = c;
+    return CUK_OK;
+}
+
+cuk_status cuk_device_select(int index) {
+    cuk_status s = driver_load();
+    if (s) return s;
+    if (index < 0 && (s = env_device(&index))) return s;
+    pthread_mutex_lock(&dev_lock);
+    s = check_index_locked(index);
+    if (!s) s = open_locked(index);
+    if (!s) atomic_store(&selected, index);
+    pthread_mutex_unlock(&dev_lock);
+    if (s) return s;
+    return ctx_make_current(&devs[index]);
+}
+
+cuk_status cuk_device_current(int *index) {
+    if (!index) return err_set(CUK_ERR_INVALID, "cuk_device_current: NULL argument");
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    *index = d->index;
+    return CUK_OK;
+}
+
+cuk_status ctx_make_current(Device *d) {
+    /* Asking the driver (not a cached thread-local) keeps us right when CuPy or
+       PyTorch switch this thread's context behind our back; it is a TLS read. */
+    CUcontext c = NULL;
+    CU_CHECK(cu.cuCtxGetCurrent(&c), "cuCtxGetCurrent");
+    if (c != d->ctx) CU_CHECK(cu.cuCtxSetCurrent(d->ctx), "cuCtxSetCurrent");
+    return CUK_OK;
+}
+
+cuk_status dev_selected(Device **out) {
+    int i = atomic_load_explicit(&selected, memory_order_acquire);
+    if (i < 0) {
+        cuk_status s = cuk_device_select(-1);
+        if (s) return s;
+        i = atomic_load(&selected);
+    }
+    *out = &devs[i];
+    return CUK_OK;
+}
+
+cuk_status dev_current(Device **out) {
+    int i = atomic_load_explicit(&selected, memory_order_acquire);
+    if (i < 0) {
+        cuk_status s = cuk_device_select(-1);
+        if (s) return s;
+        i = atomic_load(&selected);
+    } else {
+        cuk_status s = ctx_make_current(&devs[i]);
+        if (s) return s;
+    }
+    *out = &devs[i];
+    return CUK_OK;
+}
+
+cuk_status cuk_synchronize(void) {
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    CU_CHECK(cu.cuCtxSynchronize(), "cuCtxSynchronize");
+    return CUK_OK;
+}
+
+cuk_status cuk_mem_info(size_t *free_bytes, size_t *total_bytes) {
+    if (!free_bytes || !total_bytes) return err_set(CUK_ERR_INVALID, "cuk_mem_info: NULL argument");
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    CU_CHECK(cu.cuMemGetInfo(free_bytes, total_bytes), "cuMemGetInfo_v2");
+    return CUK_OK;
+}
+
+void cuk_shutdown(void) {
+    pthread_mutex_lock(&dev_lock);
+    bool any = false;
+    for (int i = 0; i < MAXDEV; i++) any |= devs[i].ctx != NULL;
+    pthread_mutex_unlock(&dev_lock);
+    if (!any) return; /* nothing was ever opened: no driver calls */
+    /* Everything below needs a current context; make each device's current in turn. */
+    modules_release_all();
+    pool_release_all();
+    pthread_mutex_lock(&dev_lock);
+    for (int i = 0; i < MAXDEV; i++) {
+        if (!devs[i].ctx) continue;
+        cu.cuDevicePrimaryCtxRelease(devs[i].dev);
+        devs[i].ctx = NULL;
+    }
+    atomic_store(&selected, -1);
+    pthread_mutex_unlock(&dev_lock);
+}
+
+/* ---- streams -------------------------------------------------------------------------- */
+
+static inline CUstream raw_stream(cuk_stream *s) { return s ? s->s : NULL; }
+CUstream stream_raw(cuk_stream *s) { return raw_stream(s); }
+
+cuk_status cuk_stream_create(cuk_stream **out) {
+    if (!out) return err_set(CUK_ERR_INVALID, "cuk_stream_create: NULL argument");
+    *out = NULL;
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    CUstream cs;
+    CU_CHECK(cu.cuStreamCreate(&cs, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    cuk_stream *st = malloc(sizeof *st);
+    if (!st) {
+        cu.cuStreamDestroy(cs);
+        return err_set(CUK_ERR_OUT_OF_MEMORY, "cuk_stream_create: out of host memory");
+    }
+    st->s = cs;
+    st->d = d;
+    *out = st;
+    return CUK_OK;
+}
+
+cuk_status cuk_stream_destroy(cuk_stream *st) {
+    if (!st) return CUK_OK;
+    cuk_status s = ctx_make_current(st->d);
+    CUresult r = s ? CUDA_SUCCESS : cu.cuStreamDestroy(st->s);
+    free(st);
+    if (s) return s;
+    if (r) return cu_fail(r, "cuStreamDestroy_v2");
+    return CUK_OK;
+}
+
+cuk_status cuk_stream_synchronize(cuk_stream *st) {
+    Device *d;
+    cuk_status s = st ? ctx_make_current(d = st->d) : dev_current(&d);
+    if (s) return s;
+    CU_CHECK(cu.cuStreamSynchronize(raw_stream(st)), "cuStreamSynchronize");
+    return CUK_OK;
+}
+
+cuk_status cuk_stream_query(cuk_stream *st) {
+    Device *d;
+    cuk_status s = st ? ctx_make_current(d = st->d) : dev_current(&d);
+    if (s) return s;
+    CUresult r = cu.cuStreamQuery(raw_stream(st));
+    if (r == CUDA_ERROR_NOT_READY) return CUK_ERR_NOT_READY;
+    if (r) return cu_fail(r, "cuStreamQuery");
+    return CUK_OK;
+}
+
+cuk_status cuk_stream_wait_event(cuk_stream *st, cuk_event *e) {
+    if (!e) return err_set(CUK_ERR_INVALID, "cuk_stream_wait_event: NULL event");
+    cuk_status s = ctx_make_current(e->d);
+    if (s) return s;
+    CU_CHECK(cu.cuStreamWaitEvent(raw_stream(st), e->e, 0), "cuStreamWaitEvent");
+    return CUK_OK;
+}
+
+/* ---- events ----------------------------------------------------------------------------- */
+
+cuk_status cuk_event_create(cuk_event **out) {
+    if (!out) return err_set(CUK_ERR_INVALID, "cuk_event_create: NULL argument");
+    *out = NULL;
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    CUevent ce;
+    CU_CHECK(cu.cuEventCreate(&ce, CU_EVENT_DEFAULT), "cuEventCreate");
+    cuk_event *e = malloc(sizeof *e);
+    if (!e) {
+        cu.cuEventDestroy(ce);
+        return err_set(CUK_ERR_OUT_OF_MEMORY, "cuk_event_create: out of host memory");
+    }
+    e->e = ce;
+    e->d = d;
+    *out = e;
+    return CUK_OK;
+}
+
+cuk_status cuk_event_destroy(cuk_event *e) {
+    if (!e) return CUK_OK;
+    cuk_status s = ctx_make_current(e->d);
+    CUresult r = s ? CUDA_SUCCESS : cu.cuEventDestroy(e->e);
+    free(e);
+    if (s) return s;
+    if (r) return cu_fail(r, "cuEventDestroy_v2");
+    return CUK_OK;
+}
+
+cuk_status cuk_event_record(cuk_event *e, cuk_stream *st) {
+    if (!e) return err_set(CUK_ERR_INVALID, "cuk_event_record: NULL event");
+    cuk_status s = ctx_make_current(e->d);
+    if (s) return s;
+    CU_CHECK(cu.cuEventRecord(e->e, raw_stream(st)), "cuEventRecord");
+    return CUK_OK;
+}
+
+cuk_status cuk_event_synchronize(cuk_event *e) {
+    if (!e) return err_set(CUK_ERR_INVALID, "cuk_event_synchronize: NULL event");
+    cuk_status s = ctx_make_current(e->d);
+    if (s) return s;
+    CU_CHECK(cu.cuEventSynchronize(e->e), "cuEventSynchronize");
+    return CUK_OK;
+}
+
+cuk_status cuk_event_query(cuk_event *e) {
+    if (!e) return err_set(CUK_ERR_INVALID, "cuk_event_query: NULL event");
+    cuk_status s = ctx_make_current(e->d);
+    if (s) return s;
+    CUresult r = cu.cuEventQuery(e->e);
+    if (r == CUDA_ERROR_NOT_READY) return CUK_ERR_NOT_READY;
+    if (r) return cu_fail(r, "cuEventQuery");
+    return CUK_OK;
+}
+
+cuk_status cuk_event_elapsed(float *ms, cuk_event *start, cuk_event *end) {
+    if (!ms || !start || !end) return err_set(CUK_ERR_INVALID, "cuk_event_elapsed: NULL argument");
+    cuk_status s = ctx_make_current(start->d);
+    if (s) return s;
+    /* cuda.h maps cuEventElapsedTime to _v2 from 12.8 on; older drivers have only v1. */
+    if (cu.cuEventElapsedTime_v2)
+        CU_CHECK(cu.cuEventElapsedTime_v2(ms, start->e, end->e), "cuEventElapsedTime_v2");
+    else
+        CU_CHECK(cu.cuEventElapsedTime_v1(ms, start->e, end->e), "cuEventElapsedTime");
+    return CUK_OK;
+}

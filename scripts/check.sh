@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Runs every test suite CI runs (C units, lit with the release and the ASan+UBSan cukc,
+# pytest, the examples) and ends with one line "N passed, N failed" summed over all.
+# Usage: scripts/check.sh BUILD_DIR ASAN_BUILD_DIR   (normally via `make check`)
+set -uo pipefail
+
+BUILD=${1:-build}
+ASAN_BUILD=${2:-build-asan}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+BUILD=$(cd "$BUILD" 2>/dev/null && pwd || echo "$ROOT/$BUILD")
+ASAN_BUILD=$(cd "$ASAN_BUILD" 2>/dev/null && pwd || echo "$ROOT/$ASAN_BUILD")
+
+PY=/usr/bin/python3
+LIT=/usr/lib/llvm-14/build/utils/lit/lit.py
+LOGS=$BUILD/check-logs
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+
+total_pass=0
+total_fail=0
+summary=()
+failed_stages=()
+
+# record STAGE PASSED FAILED [SKIPPED]: adds a stage's counts to the totals.
+record() {
+    local stage=$1 p=$2 f=$3 s=${4:-0} extra=""
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+    [ "$s" -gt 0 ] && extra=", $s skipped"
+    summary+=("$(printf '  %-22s %5d passed, %d failed%s' "$stage" "$p" "$f" "$extra")")
+    [ "$f" -gt 0 ] && failed_stages+=("$stage")
+}
+
+banner() { printf '\n== %s ==\n' "$*"; }
+
+# junit_counts FILE: prints "passed failed skipped" from a JUnit/xUnit XML report
+# (lit's --xunit-xml-output and pytest's --junitxml both write this format).
+junit_counts() {
+    "$PY" - "$1" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print("0 0 0"); sys.exit()
+p = f = s = 0
+for tc in root.iter("testcase"):
+    kids = {c.tag for c in tc}
+    if kids & {"failure", "error"}: f += 1
+    elif "skipped" in kids: s += 1
+    else: p += 1
+print(p, f, s)
+EOF
+}
+
+# --- (a) C unit tests ----------------------------------------------------------------
+banner "unit tests (ctest, $BUILD)"
+if [ -f "$BUILD/CTestTestfile.cmake" ]; then
+    ctest --test-dir "$BUILD" --output-on-failure --timeout 300 -j"$(nproc)" 2>&1 | tee "$LOGS/ctest.log"
+    if grep -q "No tests were found" "$LOGS/ctest.log"; then
+        record "unit (ctest)" 0 0
+    else
+        line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$LOGS/ctest.log" | tail -1)
+        if [ -n "$line" ]; then
+            nfail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+            ntot=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")
+            record "unit (ctest)" $((ntot - nfail)) "$nfail"
+        else
+            echo "check: could not read ctest's summary"
+            record "unit (ctest)" 0 1
+        fi
+    fi
+else
+    echo "check: $BUILD is not a configured build directory"
+    record "unit (ctest)" 0 1
+fi
+
+# --- (b, c) lit, with the release cukc and with the ASan+UBSan cukc --------------------
+run_lit() { # run_lit STAGE BUILD_DIR: lit on tests/lit with BUILD_DIR/bin/cukc
+    local stage=$1 dir=$2 tag=$3
+    banner "$stage ($dir/bin/cukc)"
+    if [ ! -x "$dir/bin/cukc" ]; then
+        echo "check: $dir/bin/cukc was not built"
+        record "$stage" 0 1
+        return
+    fi
+    rm -f "$LOGS/lit-$tag.xml"
+    "$PY" "$LIT" -v --xunit-xml-output="$LOGS/lit-$tag.xml" \
+        -Dcukc="$dir/bin/cukc" -Dbuild="$dir" tests/lit 2>&1 | tee "$LOGS/lit-$tag.log" |
+        grep -v -E '^(PASS|UNSUPPORTED|XFAIL): ' || true
+    read -r p f s < <(junit_counts "$LOGS/lit-$tag.xml")
+    if [ "$((p + f + s))" -eq 0 ]; then
+        echo "check: lit wrote no results (see $LOGS/lit-$tag.log)"
+        f=1
+    fi
+    record "$stage" "$p" "$f" "$s"
+}
+run_lit "lit" "$BUILD" release
+# abort_on_error turns every sanitizer report (leaks included) into SIGABRT, so that a
+# `not %cukc ...` test cannot pass by accident when the sanitizer exits nonzero.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
+    run_lit "lit (ASan+UBSan)" "$ASAN_BUILD" asan
+
+# --- (d) pytest ----------------------------------------------------------------------
+banner "pytest (tests/python, $PY)"
+if compgen -G "tests/python/test_*.py" >/dev/null || compgen -G "tests/python/*_test.py" >/dev/null; then
+    CUKC="$BUILD/bin/cukc" CUK_BUILD_DIR="$BUILD" CUK_SOURCE_DIR="$ROOT" \
+        PYTHONDONTWRITEBYTECODE=1 \
+        "$PY" -m pytest -q -p no:cacheprovider --junitxml="$LOGS/pytest.xml" tests/python 2>&1 |
+        tee "$LOGS/pytest.log"
+    rc=${PIPESTATUS[0]}
+    read -r p f s < <(junit_counts "$LOGS/pytest.xml")
+    if [ "$rc" -eq 5 ]; then # pytest: no tests collected
+        record "pytest" 0 0
+    else
+        [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1 # e.g. a collection error
+        record "pytest" "$p" "$f" "$s"
+    fi
+else
+    echo "(no tests)"
+    record "pytest" 0 0
+fi
+
+# --- (e) examples --------------------------------------------------------------------
+# A .cuk example with a lit test in tests/lit/examples/ already ran above; the rest run
+# here, on the CPU backend (CI has no GPU).
+banner "examples"
+p=0
+f=0
+for ex in examples/*.cuk; do
+    [ -e "$ex" ] || continue
+    name=$(basename "$ex")
+    if grep -rqs -- "examples/$name" tests/lit/examples/; then
+        continue
+    fi
+    if (cd "$LOGS" && timeout 600 "$BUILD/bin/cukc" run "$ROOT/$ex" --device cpu) >"$LOGS/ex-$name.log" 2>&1; then
+        p=$((p + 1))
+        echo "PASS: $ex"
+    else
+        f=$((f + 1))
+        echo "FAIL: $ex"
+        tail -n 40 "$LOGS/ex-$name.log"
+    fi
+done
+for ex in "$BUILD"/examples/*; do
+    [ -f "$ex" ] && [ -x "$ex" ] || continue
+    name=$(basename "$ex")
+    if (cd "$LOGS" && timeout 600 "$ex") >"$LOGS/cex-$name.log" 2>&1; then
+        p=$((p + 1))
+        echo "PASS: $ex"
+    else
+        f=$((f + 1))
+        echo "FAIL: $ex"
+        tail -n 40 "$LOGS/cex-$name.log"
+    fi
+done
+for ex in examples/*.py examples/python/*.py; do
+    [ -f "$ex" ] || continue
+    if (cd "$LOGS" && PYTHONPATH="$BUILD/python:$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+        CUK_BUILD_DIR="$BUILD" timeout 600 "$PY" "$ROOT/$ex") >"$LOGS/pyex-$(basename "$ex").log" 2>&1; then
+        p=$((p + 1))
+        echo "PASS: $ex"
+    else
+        f=$((f + 1))
+        echo "FAIL: $ex"
+        tail -n 40 "$LOGS/pyex-$(basename "$ex").log"
+    fi
+done
+record "examples" "$p" "$f"
+
+# --- summary ---------------------------------------------------------------------------
+banner "summary (logs in $LOGS)"
+printf '%s\n' "${summary[@]}"
+if [ ${#failed_stages[@]} -gt 0 ]; then
+    echo "failures in: ${failed_stages[*]}"
+fi
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

@@ -1,0 +1,411 @@
+/* The runtime on a real GPU: devices, the pool (reuse, stats, trim, OOM retry), copies,
+   streams, events, compile + launch with a result check, the kernel cache across
+   processes, fault reporting and threads. Prints one PASS/FAIL line per check. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/cuk.h"
+
+static int npass, nfail;
+static void report(int ok, const char *name, const char *detail) {
+    if (ok) {
+        npass++;
+        printf("PASS %s%s%s\n", name, detail && *detail ? ": " : "", detail ? detail : "");
+    } else {
+        nfail++;
+        printf("FAIL %s: %s\n", name, detail && *detail ? detail : cuk_last_error());
+    }
+    fflush(stdout);
+}
+/* Each evaluates its expression exactly once (the calls have side effects). */
+#define CHECK(name, c)                                                                           \
+    do {                                                                                         \
+        int ok_ = (c);                                                                           \
+        report(ok_, name, ok_ ? NULL : cuk_last_error());                                        \
+    } while (0)
+#define OK(name, call) CHECK(name, (call) == CUK_OK)
+
+static const char *saxpy_src =
+    "extern \"C\" __global__ void saxpy(float a, const float *x, float *y, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "extern \"C\" __global__ void fill_gs(float *p, float v, long long n) {\n"
+    "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
+    "         i += (long long)gridDim.x * blockDim.x)\n"
+    "        p[i] = v;\n"
+    "}\n"
+    "extern \"C\" __global__ void spin(long long cycles) {\n"
+    "    long long t0 = clock64();\n"
+    "    while (clock64() - t0 < cycles) {}\n"
+    "}\n"
+    "template <typename T> __global__ void twice(T *p, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) p[i] = p[i] * 2;\n"
+    "}\n";
+
+static char self[4096];
+
+/* Runs this program again with one argument (CUDA state does not survive fork, so a
+   child must exec) and returns its exit status. */
+static int run_child(const char *arg) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(self, self, arg, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Child: compile saxpy_src as a module and exit 10 + (disk hit ? 1 : 0), 2 on error. */
+static int child_compile(void) {
+    cuk_module *m;
+    if (cuk_module_compile(&m, saxpy_src, NULL)) {
+        fprintf(stderr, "child: %s\n", cuk_last_error());
+        return 2;
+    }
+    cuk_function *f;
+    if (cuk_module_function(m, "saxpy", &f)) return 2;
+    cuk_cache_stats s;
+    cuk_cache_stats_get(&s);
+    cuk_shutdown();
+    if (s.corrupt) return 3;
+    return 10 + (s.disk_hits == 1 && s.misses == 0);
+}
+
+/* Child: a kernel writes through a bad pointer; the launch succeeds, the next
+   synchronising call must report the fault. Exit 0 if it does. */
+static int child_fault(void) {
+    const char *src = "extern \"C\" __global__ void bad(int *p) { p[threadIdx.x] = 1; }\n";
+    cuk_module *m;
+    cuk_function *f;
+    if (cuk_module_compile(&m, src, NULL) || cuk_module_function(m, "bad", &f)) return 2;
+    int *p = (int *)(uintptr_t)0x10;
+    void *args[] = {&p};
+    if (cuk_launch(f, (cuk_dim3){1, 1, 1}, (cuk_dim3){32, 1, 1}, 0, NULL, args)) return 3;
+    cuk_status s = cuk_synchronize();
+    printf("  fault reported as: %s\n", cuk_last_error());
+    fflush(stdout);
+    return s != CUK_OK && strstr(cuk_last_error(), "CUDA_ERROR_ILLEGAL_ADDRESS") &&
+                   strstr(cuk_last_error(), "cuCtxSynchronize")
+               ? 0
+               : 4;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void *thread_work(void *arg) {
+    cuk_function *f = arg;
+    int bad = 0;
+    for (int it = 0; it < 200; it++) {
+        cuk_devptr p;
+        size_t n = 1000 + (size_t)it * 37;
+        if (cuk_mem_alloc(&p, n * sizeof(float))) {
+            bad++;
+            continue;
+        }
+        float v = 3.0f;
+        long long nn = (long long)n;
+        void *args[] = {&p, &v, &nn};
+        if (cuk_launch(f, (cuk_dim3){0}, (cuk_dim3){0}, 0, NULL, args)) bad++;
+        float last = 0;
+        if (cuk_memcpy_dtoh(&last, p + (n - 1) * sizeof(float), sizeof last) || last != 3.0f) bad++;
+        if (cuk_mem_free(p)) bad++;
+    }
+    return (void *)(intptr_t)bad;
+}
+
+int main(int argc, char **argv) {
+    ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[l > 0 ? l : 0] = 0;
+    if (argc == 2 && !strcmp(argv[1], "--child-compile")) return child_compile();
+    if (argc == 2 && !strcmp(argv[1], "--child-fault")) return child_fault();
+
+    /* A private cache directory, so hits and misses are ours to count. */
+    char dir[] = "/tmp/cuk_gpu_test.XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    setenv("CUK_CACHE_DIR", dir, 1);
+
+    /* No GPU: one clear line, not a cascade. (exec'd children are unaffected by the
+       driver state this leaves in the parent.) */
+    int ok = 0;
+    cuk_gpu_available(&ok);
+    if (!ok) {
+        printf("FAIL no GPU: %s\n", cuk_last_error());
+        rmdir(dir);
+        return 1;
+    }
+
+    /* ---- children: the cross-process cache and a kernel fault ---- */
+    int r1 = run_child("--child-compile"), r2 = run_child("--child-compile");
+    char d[256];
+    snprintf(d, sizeof d, "first process: %s, second: %s", r1 == 10 ? "compiled" : r1 == 11 ? "hit" : "error",
+             r2 == 11 ? "disk hit" : r2 == 10 ? "compiled" : "error");
+    report(r1 == 10 && r2 == 11, "cache hit across processes", d);
+    report(run_child("--child-fault") == 0, "illegal address reported at the next synchronisation", "");
+
+    /* ---- devices ---- */
+    int n = 0;
+    OK("device count", cuk_device_count(&n));
+    cuk_device_props p;
+    OK("device props", cuk_device_props_get(0, &p));
+    printf("  device 0: %s, %s (cc %d.%d), %.1f GiB, %d SMs, L2 %d KiB, %d threads/block, %d KiB shared/block "
+           "(%d opt-in), driver %d\n",
+           p.name, p.arch, p.cc_major, p.cc_minor, p.total_mem / 1073741824.0, p.sm_count, p.l2_size / 1024,
+           p.max_threads_per_block, p.shared_mem_per_block / 1024, p.shared_mem_per_block_optin / 1024,
+           p.driver_version);
+    CHECK("device props sane", p.name[0] && p.cc_major >= 7 && p.total_mem > (1ull << 30) && p.sm_count > 0 &&
+                                   p.l2_size > 0 && p.max_threads_per_block >= 1024 &&
+                                   p.shared_mem_per_block >= 48 * 1024 && p.warp_size == 32);
+    CHECK("bad device index is an error", cuk_device_select(n + 5) == CUK_ERR_NO_DEVICE &&
+                                              strstr(cuk_last_error(), "no CUDA device"));
+    OK("select device 0", cuk_device_select(0));
+    int cur = -1;
+    CHECK("current device", cuk_device_current(&cur) == CUK_OK && cur == 0);
+
+    /* ---- the pool ---- */
+    cuk_mem_stats s0, s1;
+    cuk_mem_stats_get(&s0);
+    cuk_devptr a = 0, b = 0, c = 0;
+    OK("alloc", cuk_mem_alloc(&a, 1000));
+    OK("free", cuk_mem_free(a));
+    OK("alloc again", cuk_mem_alloc(&b, 1000));
+    CHECK("same class gives the same block back", a == b);
+    OK("alloc same class, other size", cuk_mem_alloc(&c, 900)); /* 1024-byte class, a new block */
+    CHECK("live blocks differ", c != b);
+    cuk_mem_stats_get(&s1);
+    CHECK("stats: allocs, hits, driver allocs",
+          s1.allocs - s0.allocs == 3 && s1.hits - s0.hits == 1 && s1.driver_allocs - s0.driver_allocs == 2);
+    CHECK("stats: in use", s1.in_use - s0.in_use == 2048 && s1.requested - s0.requested == 1900);
+    cuk_mem_free(b);
+    cuk_mem_free(c);
+    cuk_mem_stats_get(&s1);
+    CHECK("stats: cached after free", s1.cached >= 2048 && s1.in_use == s0.in_use && s1.peak >= 2048);
+    OK("trim", cuk_mem_trim());
+    cuk_mem_stats_get(&s1);
+    CHECK("trim empties the cache", s1.cached == 0);
+    CHECK("double free is an error", cuk_mem_free(c) == CUK_ERR_INVALID);
+    CHECK("foreign pointer is an error", cuk_mem_free(0x1234) == CUK_ERR_INVALID);
+
+    /* OOM: twice the device is a clean error. */
+    size_t fr = 0, tot = 0;
+    OK("mem info", cuk_mem_info(&fr, &tot));
+    cuk_devptr huge = 0;
+    cuk_status st = cuk_mem_alloc(&huge, tot * 2);
+    printf("  %s\n", cuk_last_error());
+    CHECK("2x device memory: clean OOM", st == CUK_ERR_OUT_OF_MEMORY && huge == 0 &&
+                                             strstr(cuk_last_error(), "out of device memory: asked for"));
+    /* OOM retry: a cached block of another class stands in the way until released. */
+    cuk_mem_info(&fr, &tot);
+    cuk_devptr big1 = 0, big2 = 0;
+    size_t sz1 = fr / 2, sz2 = fr / 10 * 7;
+    if (cuk_mem_alloc(&big1, sz1) == CUK_OK) {
+        cuk_mem_free(big1); /* cached, holding ~half of free memory */
+        cuk_mem_stats_get(&s0);
+        st = cuk_mem_alloc(&big2, sz2);
+        cuk_mem_stats_get(&s1);
+        CHECK("OOM retry after releasing cached blocks", st == CUK_OK && s1.oom_retries == s0.oom_retries + 1);
+        cuk_mem_free(big2);
+        cuk_mem_trim();
+    } else {
+        report(0, "OOM retry setup", cuk_last_error());
+    }
+
+    /* ---- copies ---- */
+    enum { N = 1 << 20 };
+    float *hx = malloc(N * sizeof(float)), *hy = malloc(N * sizeof(float)), *out = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) hx[i] = (float)i, hy[i] = 1.0f;
+    cuk_devptr dx, dy, dz;
+    OK("alloc x", cuk_mem_alloc(&dx, N * sizeof(float)));
+    OK("alloc y", cuk_mem_alloc(&dy, N * sizeof(float)));
+    OK("alloc z", cuk_mem_alloc(&dz, N * sizeof(float)));
+    OK("htod", cuk_memcpy_htod(dx, hx, N * sizeof(float)));
+    OK("dtod", cuk_memcpy_dtod(dz, dx, N * sizeof(float)));
+    OK("dtoh", cuk_memcpy_dtoh(out, dz, N * sizeof(float)));
+    CHECK("round trip", !memcmp(out, hx, N * sizeof(float)));
+    OK("memset", cuk_memset_d8(dz, 0, N * sizeof(float), NULL));
+    OK("dtoh after memset", cuk_memcpy_dtoh(out, dz, N * sizeof(float)));
+    CHECK("memset zeroes", out[0] == 0 && out[N - 1] == 0);
+
+    /* Large pageable copies go through the staging buffers: odd sizes and offsets. */
+    size_t big = (21u << 20) + 12;
+    unsigned char *hb = malloc(big), *hb2 = malloc(big);
+    for (size_t i = 0; i < big; i++) hb[i] = (unsigned char)(i * 131 + 7);
+    cuk_devptr db;
+    OK("alloc staged", cuk_mem_alloc(&db, big + 64));
+    OK("staged htod", cuk_memcpy_htod(db + 4, hb, big));
+    memset(hb2, 0, big);
+    OK("staged dtoh", cuk_memcpy_dtoh(hb2, db + 4, big));
+    CHECK("staged round trip (21 MiB + 12 bytes)", !memcmp(hb, hb2, big));
+    setenv("CUK_NO_STAGING", "1", 1);
+    memset(hb2, 0, big);
+    OK("direct dtoh", cuk_memcpy_dtoh(hb2, db + 4, big));
+    CHECK("direct agrees with staged", !memcmp(hb, hb2, big));
+    unsetenv("CUK_NO_STAGING");
+    cuk_mem_free(db);
+    free(hb);
+    free(hb2);
+
+    /* ---- compile + launch ---- */
+    cuk_module *m = NULL, *m2 = NULL;
+    double t0 = now();
+    OK("module compile", cuk_module_compile(&m, saxpy_src, NULL));
+    double t1 = now();
+    OK("module compile again", cuk_module_compile(&m2, saxpy_src, NULL));
+    double t2 = now();
+    CHECK("memory cache hit returns the same module", m == m2);
+    printf("  compile (disk hit from the child) %.3f ms, memory hit %.2f us\n", (t1 - t0) * 1e3, (t2 - t1) * 1e6);
+    cuk_cache_stats cs;
+    cuk_cache_stats_get(&cs);
+    CHECK("cache stats count the hits", cs.mem_hits >= 1 && cs.disk_hits >= 1 && cs.entries >= 1);
+    cuk_function *saxpy = NULL, *fill = NULL, *spin = NULL, *nf = NULL;
+    OK("function saxpy", cuk_module_function(m, "saxpy", &saxpy));
+    OK("function fill_gs", cuk_module_function(m, "fill_gs", &fill));
+    OK("function spin", cuk_module_function(m, "spin", &spin));
+    CHECK("missing kernel is NOT_FOUND", cuk_module_function(m, "nope", &nf) == CUK_ERR_NOT_FOUND);
+    OK("htod y", cuk_memcpy_htod(dy, hy, N * sizeof(float)));
+    float alpha = 2.0f;
+    int nn = N;
+    void *args[] = {&alpha, &dx, &dy, &nn};
+    cuk_dim3 grid, block;
+    OK("1-D config", cuk_launch_config_1d(saxpy, N, 0, &grid, &block));
+    printf("  saxpy config: grid %u block %u\n", grid.x, block.x);
+    OK("launch saxpy", cuk_launch(saxpy, grid, block, 0, NULL, args));
+    OK("dtoh result", cuk_memcpy_dtoh(out, dy, N * sizeof(float)));
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += out[i] != 2.0f * (float)i + 1.0f;
+    char msg[128];
+    snprintf(msg, sizeof msg, "%d of %d wrong", bad, N);
+    report(bad == 0, "saxpy result", msg);
+    cuk_function_info fi;
+    OK("function info", cuk_function_info_get(saxpy, &fi));
+    printf("  saxpy: %d regs, occupancy block %d, %d blocks/SM\n", fi.num_regs, fi.occupancy_block, fi.blocks_per_sm);
+
+    /* grid 0 / block 0: occupancy picks both (a grid-stride kernel). */
+    float v = 7.0f;
+    long long nl = N;
+    void *fargs[] = {&dz, &v, &nl};
+    OK("launch with occupancy defaults", cuk_launch(fill, (cuk_dim3){0}, (cuk_dim3){0}, 0, NULL, fargs));
+    OK("dtoh fill", cuk_memcpy_dtoh(out, dz, N * sizeof(float)));
+    CHECK("grid-stride fill result", out[0] == 7.0f && out[N / 2] == 7.0f && out[N - 1] == 7.0f);
+
+    /* A launch error names the kernel and the call. */
+    st = cuk_launch(saxpy, (cuk_dim3){1, 1, 1}, (cuk_dim3){4096, 1, 1}, 0, NULL, args);
+    CHECK("bad launch is reported", st == CUK_ERR_DRIVER && strstr(cuk_last_error(), "saxpy") &&
+                                        strstr(cuk_last_error(), "cuLaunchKernel"));
+
+    /* C++ template kernels through name expressions. */
+    const char *names[] = {"twice<float>"};
+    cuk_compile_opts o = {.names = names, .nnames = 1};
+    cuk_module *mt;
+    cuk_function *tw;
+    OK("template module", cuk_module_compile(&mt, saxpy_src, &o));
+    OK("template function", cuk_module_function(mt, "twice<float>", &tw));
+    void *targs[] = {&dx, &nn};
+    OK("launch template", cuk_launch(tw, grid, block, 0, NULL, targs));
+    OK("dtoh template", cuk_memcpy_dtoh(out, dx, N * sizeof(float)));
+    CHECK("template result", out[3] == 6.0f && out[N - 1] == 2.0f * (float)(N - 1));
+
+    /* Loading an image (PTX for the device's arch, as a bundle would carry). */
+    cuk_compile_opts po = {.arch = p.arch, .kind = CUK_IMAGE_PTX};
+    cuk_image *im;
+    if (cuk_compile(saxpy_src, &po, &im) == CUK_OK) {
+        const void *data;
+        size_t sz;
+        cuk_image_data(im, &data, &sz);
+        cuk_module *ml;
+        cuk_function *fl;
+        OK("module load PTX", cuk_module_load(&ml, data, sz));
+        OK("function from loaded module", cuk_module_function(ml, "saxpy", &fl));
+        OK("unload", cuk_module_unload(ml));
+        cuk_image_free(im);
+    } else {
+        report(0, "compile PTX for the device", cuk_last_error());
+    }
+
+    /* ---- streams and events ---- */
+    cuk_stream *s = NULL;
+    cuk_event *e0 = NULL, *e1 = NULL;
+    OK("stream create", cuk_stream_create(&s));
+    OK("event create", cuk_event_create(&e0));
+    OK("event create 2", cuk_event_create(&e1));
+    long long cycles = 20 * 1000 * 1000; /* ~10 ms at 2 GHz */
+    void *sargs[] = {&cycles};
+    OK("record start", cuk_event_record(e0, s));
+    OK("launch on stream", cuk_launch(spin, (cuk_dim3){1, 1, 1}, (cuk_dim3){1, 1, 1}, 0, s, sargs));
+    OK("record end", cuk_event_record(e1, s));
+    CHECK("stream busy", cuk_stream_query(s) == CUK_ERR_NOT_READY);
+    CHECK("event pending", cuk_event_query(e1) == CUK_ERR_NOT_READY);
+    OK("event sync", cuk_event_synchronize(e1));
+    float ms = 0;
+    OK("elapsed", cuk_event_elapsed(&ms, e0, e1));
+    snprintf(msg, sizeof msg, "%.3f ms", ms);
+    report(ms > 1.0f && ms < 1000.0f, "event timing of a spinning kernel", msg);
+    OK("stream idle", cuk_stream_query(s));
+    /* Async copies with pinned memory, ordered after an event on another stream. */
+    float *pin = NULL;
+    OK("pinned alloc", cuk_host_alloc((void **)&pin, N * sizeof(float)));
+    if (pin) {
+        for (int i = 0; i < N; i++) pin[i] = (float)(N - i);
+        OK("async htod", cuk_memcpy_htod_async(dz, pin, N * sizeof(float), s));
+        OK("record", cuk_event_record(e0, s));
+        OK("default stream waits", cuk_stream_wait_event(NULL, e0));
+        OK("async dtod", cuk_memcpy_dtod_async(dy, dz, N * sizeof(float), NULL));
+        float *pin2 = NULL; /* pin may still be read by the htod: land elsewhere */
+        OK("pinned alloc 2", cuk_host_alloc((void **)&pin2, N * sizeof(float)));
+        if (pin2) {
+            OK("async dtoh", cuk_memcpy_dtoh_async(pin2, dy, N * sizeof(float), NULL));
+            OK("stream sync", cuk_stream_synchronize(NULL));
+            CHECK("async copy result", pin2[0] == (float)N && pin2[N - 1] == 1.0f);
+            OK("pinned free 2", cuk_host_free(pin2));
+        }
+        OK("pinned free", cuk_host_free(pin));
+    }
+    OK("event destroy", cuk_event_destroy(e0));
+    OK("event destroy 2", cuk_event_destroy(e1));
+    OK("stream destroy", cuk_stream_destroy(s));
+
+    /* ---- threads: pool and launch from 4 threads at once ---- */
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, thread_work, fill);
+    intptr_t tbad = 0;
+    for (int i = 0; i < 4; i++) {
+        void *rv;
+        pthread_join(th[i], &rv);
+        tbad += (intptr_t)rv;
+    }
+    snprintf(msg, sizeof msg, "%ld failures", (long)tbad);
+    report(tbad == 0, "4 threads alloc/launch/copy/free", msg);
+
+    cuk_mem_free(dx);
+    cuk_mem_free(dy);
+    cuk_mem_free(dz);
+    OK("synchronize", cuk_synchronize());
+    cuk_shutdown();
+    /* After shutdown the runtime starts again on demand. */
+    cuk_devptr again = 0;
+    OK("alloc after shutdown", cuk_mem_alloc(&again, 64));
+    cuk_mem_free(again);
+    cuk_shutdown();
+
+    setenv("CUK_CACHE_DIR", dir, 1);
+    cuk_cache_clear();
+    rmdir(dir);
+    free(hx);
+    free(hy);
+    free(out);
+    printf("%s: %d passed, %d failed\n", nfail ? "FAIL" : "PASS", npass, nfail);
+    return nfail != 0;
+}

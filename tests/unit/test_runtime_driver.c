@@ -1,0 +1,108 @@
+/* The runtime without a usable CUDA driver: every GPU call fails with a clear message,
+   nothing crashes, and asking whether a GPU exists is not an error. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/cuk.h"
+
+static int fails;
+#define CHECK(c)                                                                                 \
+    do {                                                                                         \
+        if (!(c)) {                                                                              \
+            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #c, \
+                    cuk_last_error());                                                           \
+            fails++;                                                                             \
+        }                                                                                        \
+    } while (0)
+
+/* Every GPU entry point must give `want` and a message containing `needle`. */
+static void all_calls_fail(cuk_status want, const char *needle) {
+    int ok = 7, n = 7;
+    CHECK(cuk_gpu_available(&ok) == CUK_OK && ok == 0);
+    CHECK(strstr(cuk_last_error(), needle));
+    CHECK(cuk_init() == want && strstr(cuk_last_error(), needle));
+    CHECK(cuk_device_count(&n) == want && n == 0);
+    cuk_device_props p;
+    CHECK(cuk_device_props_get(0, &p) == want);
+    CHECK(cuk_device_select(0) == want);
+    CHECK(cuk_device_select(-1) == want);
+    cuk_devptr d = 1;
+    CHECK(cuk_mem_alloc(&d, 1024) == want && d == 0);
+    CHECK(strstr(cuk_last_error(), needle));
+    CHECK(cuk_mem_free(0) == CUK_OK);
+    CHECK(cuk_mem_trim() == CUK_OK); /* nothing cached: nothing to do */
+    void *h = NULL;
+    CHECK(cuk_host_alloc(&h, 64) == want && !h);
+    cuk_stream *s = NULL;
+    CHECK(cuk_stream_create(&s) == want && !s);
+    cuk_event *e = NULL;
+    CHECK(cuk_event_create(&e) == want && !e);
+    CHECK(cuk_synchronize() == want);
+    size_t fr, tot;
+    CHECK(cuk_mem_info(&fr, &tot) == want);
+    cuk_module *m = NULL;
+    CHECK(cuk_module_compile(&m, "extern \"C\" __global__ void k() {}", NULL) == want && !m);
+    CHECK(strstr(cuk_last_error(), needle));
+    char buf[4] = {0};
+    CHECK(cuk_memcpy_htod(0, buf, 4) == want);
+    CHECK(cuk_memcpy_dtoh(buf, 0, 4) == want);
+    CHECK(cuk_stream_destroy(NULL) == CUK_OK);
+    CHECK(cuk_event_destroy(NULL) == CUK_OK);
+    cuk_shutdown(); /* safe, and twice */
+    cuk_shutdown();
+    CHECK(cuk_init() == want); /* still answers after shutdown */
+}
+
+/* Runs fn in a child with CUK_LIBCUDA=lib (NULL: unset), so each child loads afresh. */
+static int in_child(const char *lib, cuk_status want, const char *needle) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (lib) setenv("CUK_LIBCUDA", lib, 1);
+        else unsetenv("CUK_LIBCUDA");
+        all_calls_fail(want, needle);
+        printf("  CUK_LIBCUDA=%s: %s\n", lib ? lib : "(unset)", cuk_last_error());
+        fflush(stdout);
+        _exit(fails ? 1 : 0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 99;
+}
+
+int main(void) {
+    /* 1. A missing library (a path that cannot exist): the message names it and the way out. */
+    if (in_child("/nonexistent/libcuda.so.1", CUK_ERR_NO_DRIVER,
+                 "no CUDA driver found (/nonexistent/libcuda.so.1):"))
+        fails++;
+    if (in_child("/nonexistent/libcuda.so.1", CUK_ERR_NO_DRIVER, "; use --device cpu")) fails++;
+
+    /* 2. The toolkit's stub libcuda (what a container without the driver has): cuInit
+       fails, which must read as "cannot be used", not crash. */
+    const char *stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+    if (access(stub, R_OK) == 0) {
+        if (in_child(stub, CUK_ERR_NO_DRIVER, "cuInit failed")) fails++;
+    } else {
+        printf("  note: %s not present; stub-driver case not exercised\n", stub);
+    }
+
+    /* 3. The default name, where this machine has no driver (CI). */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        if (in_child(NULL, CUK_ERR_NO_DRIVER, "no CUDA driver found (libcuda.so.1): ")) fails++;
+    } else {
+        dlclose(h);
+        printf("  note: libcuda.so.1 is installed here; the default-name case was not exercised\n");
+    }
+
+    /* Status names are stable text. */
+    CHECK(!strcmp(cuk_status_name(CUK_ERR_NO_DRIVER), "CUK_ERR_NO_DRIVER"));
+    CHECK(!strcmp(cuk_status_name(CUK_OK), "CUK_OK"));
+    CHECK(cuk_version()[0] != 0);
+
+    printf("%s: %s\n", __FILE__, fails ? "FAIL" : "PASS");
+    return fails != 0;
+}

@@ -1,0 +1,255 @@
+/* cukc: the command-line driver (check, emit-ir, emit-cuda, emit-ptx, run, ...). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cpu.h"
+#include "compiler/ir.h"
+#include "lang/arena.h"
+#include "lang/ast.h"
+#include "lang/diag.h"
+#include "lang/embedded.h"
+
+enum { EXIT_OK = 0, EXIT_COMPILE = 1, EXIT_USAGE = 2, EXIT_RUNTIME = 3 };
+
+static const char *usage_text =
+    "usage: cukc COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  check F                       parse and type-check F\n"
+    "  emit-ir F                     print the IR (and the kernels it fuses into)\n"
+    "  emit-cuda F                   print the CUDA C of every kernel\n"
+    "  emit-ptx F [--arch sm_90]     compile the kernels with NVRTC and print PTX\n"
+    "  run F [--device auto|gpu|cpu] [--entry NAME] [name=value ...]\n"
+    "                                run main (or NAME); values are numbers, true/false\n"
+    "                                or .npy files\n"
+    "  dump-ast F                    print the syntax tree (for tests)\n"
+    "  --version                     print the version\n"
+    "\n"
+    "exit status: 0 ok, 1 compile error, 2 usage error, 3 run-time error\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "cukc: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nrun 'cukc --help' for usage\n");
+    return EXIT_USAGE;
+}
+
+/* The stdlib: every embedded *.cuk file, parsed into one program. */
+static Node *load_stdlib(Arena *a, Diag *d) {
+    Node *prog = NEW(a, Node);
+    prog->kind = N_PROGRAM;
+    Node **tail = &prog->body;
+    for (int i = 0; cuk_embedded[i].name; i++) {
+        const char *nm = cuk_embedded[i].name;
+        size_t n = strlen(nm);
+        if (n < 4 || strcmp(nm + n - 4, ".cuk") != 0) continue;
+        Src *src = NEW(a, Src);
+        src_from_string(a, arena_printf(a, "<stdlib>/%s", nm), cuk_embedded[i].text, src);
+        Node *p = parse_program(a, d, src);
+        if (!p) continue;
+        for (Node *f = p->body; f; f = f->next) {
+            *tail = f;
+            tail = &f->next;
+        }
+        *tail = NULL;
+    }
+    return prog;
+}
+
+typedef struct Compiled {
+    Arena arena;
+    Diag diag;
+    Src src;
+    Node *ast;
+    Program *prog;
+} Compiled;
+
+/* Parses and type-checks path. Returns an exit status. */
+static int compile_file(Compiled *c, const char *path, bool sema) {
+    arena_init(&c->arena);
+    diag_init(&c->diag, stderr);
+    if (!src_load(&c->arena, &c->diag, path, &c->src)) return EXIT_COMPILE;
+    c->ast = parse_program(&c->arena, &c->diag, &c->src);
+    if (c->diag.errors || !c->ast) return EXIT_COMPILE;
+    if (!sema) return EXIT_OK;
+    Node *std = load_stdlib(&c->arena, &c->diag);
+    if (c->diag.errors) return EXIT_COMPILE;
+    c->prog = sema_program(&c->arena, &c->diag, c->ast, std);
+    if (c->diag.errors || !c->prog) return EXIT_COMPILE;
+    return EXIT_OK;
+}
+
+static void compiled_free(Compiled *c) { arena_free(&c->arena); }
+
+/* Parses one command-line value for parameter slot k of fn. */
+static Arr *parse_arg(const Fn *fn, int k, const char *text, int *status) {
+    const Slot *s = &fn->slots[k];
+    if (s->rank > 0) {
+        char err[512];
+        Arr *a = npy_load(text, err, sizeof err);
+        if (!a) {
+            fprintf(stderr, "cukc: error: parameter '%s': %s\n", s->name, err);
+            *status = EXIT_RUNTIME;
+            return NULL;
+        }
+        if (a->dt != s->dt || a->rank != s->rank) {
+            fprintf(stderr, "cukc: error: parameter '%s' is %s with %d dimension%s, but '%s' holds %s with %d\n", s->name,
+                    dtype_info[s->dt].name, s->rank, s->rank == 1 ? "" : "s", text, dtype_info[a->dt].name, a->rank);
+            arr_release(a);
+            *status = EXIT_RUNTIME;
+            return NULL;
+        }
+        return a;
+    }
+    Scalar v = {0};
+    char *end = NULL;
+    errno = 0;
+    if (s->dt == DT_BOOL) {
+        if (strcmp(text, "true") == 0) v.i = 1;
+        else if (strcmp(text, "false") == 0) v.i = 0;
+        else end = (char *)text;
+    } else if (dtype_info[s->dt].is_float) {
+        v.f = strtod(text, &end);
+    } else if (dtype_info[s->dt].is_signed) {
+        long long x = strtoll(text, &end, 0);
+        v.i = x;
+        if (s->dt == DT_I32 && (x < INT32_MIN || x > INT32_MAX)) errno = ERANGE;
+    } else {
+        if (text[0] == '-') errno = ERANGE;
+        unsigned long long x = strtoull(text, &end, 0);
+        v.u = x;
+        if (s->dt == DT_U32 && x > UINT32_MAX) errno = ERANGE;
+    }
+    if (!end || end == text || *end || errno) {
+        fprintf(stderr, "cukc: error: parameter '%s' is %s, and '%s' is not a valid %s value\n", s->name,
+                dtype_info[s->dt].name, text, dtype_info[s->dt].name);
+        *status = EXIT_USAGE;
+        return NULL;
+    }
+    Arr *a = arr_scalar(s->dt, v);
+    if (!a) {
+        fprintf(stderr, "cukc: error: out of memory\n");
+        *status = EXIT_RUNTIME;
+    }
+    return a;
+}
+
+static int cmd_run(int argc, char **argv) {
+    const char *file = NULL, *entry = "main", *device = "auto";
+    const char *kv[64];
+    int nkv = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--device") == 0 || strcmp(a, "--entry") == 0) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            if (a[2] == 'd') device = argv[++i];
+            else entry = argv[++i];
+        } else if (strncmp(a, "--device=", 9) == 0) {
+            device = a + 9;
+        } else if (strncmp(a, "--entry=", 8) == 0) {
+            entry = a + 8;
+        } else if (a[0] == '-' && a[1] == '-') {
+            return usage_error("unknown option '%s'", a);
+        } else if (!file) {
+            file = a;
+        } else if (strchr(a, '=')) {
+            if (nkv == 64) return usage_error("too many arguments%s", "");
+            kv[nkv++] = a;
+        } else {
+            return usage_error("unexpected argument '%s' (parameters are passed as name=value)", a);
+        }
+    }
+    if (!file) return usage_error("run needs a file%s", "");
+    if (strcmp(device, "auto") && strcmp(device, "cpu") && strcmp(device, "gpu"))
+        return usage_error("--device must be auto, gpu or cpu, not '%s'", device);
+    Compiled c;
+    int st = compile_file(&c, file, true);
+    if (st) return compiled_free(&c), st;
+    Fn *fn = program_find(c.prog, entry);
+    if (!fn) {
+        fprintf(stderr, "cukc: error: %s has no function '%s'%s\n", file, entry,
+                strcmp(entry, "main") == 0 ? "; add fn main() { ... } or pick one with --entry NAME" : "");
+        compiled_free(&c);
+        return EXIT_USAGE;
+    }
+    Arr *args[64] = {0};
+    if (fn->nparams > 64) {
+        compiled_free(&c);
+        return usage_error("too many parameters%s", "");
+    }
+    for (int i = 0; i < nkv && !st; i++) {
+        const char *eq = strchr(kv[i], '=');
+        int k = -1;
+        for (int j = 0; j < fn->nparams; j++)
+            if (strlen(fn->slots[j].name) == (size_t)(eq - kv[i]) && strncmp(fn->slots[j].name, kv[i], (size_t)(eq - kv[i])) == 0)
+                k = j;
+        if (k < 0) {
+            fprintf(stderr, "cukc: error: %s() has no parameter '%.*s'\n", fn->name, (int)(eq - kv[i]), kv[i]);
+            st = EXIT_USAGE;
+        } else if (args[k]) {
+            fprintf(stderr, "cukc: error: parameter '%s' given twice\n", fn->slots[k].name);
+            st = EXIT_USAGE;
+        } else {
+            args[k] = parse_arg(fn, k, eq + 1, &st);
+        }
+    }
+    for (int j = 0; j < fn->nparams && !st; j++)
+        if (!args[j]) {
+            fprintf(stderr, "cukc: error: %s() needs parameter '%s' (%s%s): pass %s=VALUE\n", fn->name, fn->slots[j].name,
+                    dtype_info[fn->slots[j].dt].name, fn->slots[j].rank ? " array, from a .npy file" : "", fn->slots[j].name);
+            st = EXIT_USAGE;
+        }
+    if (!st) {
+        if (strcmp(device, "gpu") == 0) {
+            fprintf(stderr, "cukc: error: the GPU backend is not available in this build; use --device cpu\n");
+            st = EXIT_RUNTIME;
+        } else {
+            RtErr err = {0};
+            Arr *result = NULL;
+            if (!cpu_run(c.prog, fn, args, &result, stdout, &err)) {
+                fflush(stdout);
+                rt_report(&err, &c.diag);
+                st = EXIT_RUNTIME;
+            } else if (result) {
+                arr_print(stdout, result);
+            }
+            if (result) arr_release(result);
+        }
+    }
+    for (int j = 0; j < 64; j++)
+        if (args[j]) arr_release(args[j]);
+    compiled_free(&c);
+    fflush(stdout);
+    return st;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("cukc %s\n", CUK_VERSION);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "check") || !strcmp(cmd, "emit-ir") || !strcmp(cmd, "dump-ast")) {
+        if (argc != 3) return usage_error("%s takes one file", cmd);
+        Compiled c;
+        int st = compile_file(&c, argv[2], strcmp(cmd, "dump-ast") != 0);
+        if (!st) {
+            if (cmd[0] == 'd') ast_dump(stdout, c.ast);
+            else if (cmd[0] == 'e') ir_print(stdout, c.prog);
+        }
+        compiled_free(&c);
+        return st;
+    }
+    return usage_error("unknown command '%s'", cmd);
+}
