@@ -3,6 +3,7 @@
    that feed reductions and scans directly, so elementwise temporaries never reach
    memory. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,10 @@ enum {
     CHUNK = 2048,       /* elements per chunk: a few chunk buffers stay in L1/L2 */
     MAX_DEPTH = 1000,   /* nested calls before a run-time error */
 };
+/* The interpreter recurses (calls, nested expressions) on its own thread with a stack
+   big enough for MAX_DEPTH calls even in unoptimised sanitizer builds; the pages are
+   only committed when touched. */
+#define RUN_STACK ((size_t)512 << 20)
 
 /* The dtypes again, with what the per-type code below needs: the C type, its unsigned
    twin and which column of EW_OPS applies. (ir.h's DTYPES cannot be expanded inside
@@ -474,6 +479,25 @@ static bool gen_setup(Frame *f, const Val *v, PNode *nd) {
     }
 }
 
+static __attribute__((noinline)) void bcast_error(Frame *f, const Val *v, int ra,
+                                                  const int64_t *a, int rb, const int64_t *b) {
+    char s1[200], s2[200];
+    rt_error(f->c->err, v->loc, "shapes %s and %s cannot be broadcast together",
+             shape_str(s1, sizeof s1, ra, a), shape_str(s2, sizeof s2, rb, b));
+}
+
+static __attribute__((noinline)) int prog_add_gen(Frame *f, Prog *p, const Val *v) {
+    PNode tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if (!gen_setup(f, v, &tmp)) return -1;
+    int i = prog_push(f, p, v);
+    if (i < 0) return -1;
+    tmp.v = v;
+    tmp.dt = v->dt;
+    p->nodes[i] = tmp;
+    return i;
+}
+
 /* Adds v (and what it needs) to the program; returns its node index or -1. */
 static int prog_add(Frame *f, Prog *p, const Val *v) {
     for (int i = 0; i < p->n; i++)
@@ -494,17 +518,7 @@ static int prog_add(Frame *f, Prog *p, const Val *v) {
         memcpy(nd->shape, a->shape, sizeof nd->shape);
         return i;
     }
-    if (is_gen(v->op)) {
-        PNode tmp;
-        memset(&tmp, 0, sizeof tmp);
-        if (!gen_setup(f, v, &tmp)) return -1;
-        int i = prog_push(f, p, v);
-        if (i < 0) return -1;
-        tmp.v = v;
-        tmp.dt = v->dt;
-        p->nodes[i] = tmp;
-        return i;
-    }
+    if (is_gen(v->op)) return prog_add_gen(f, p, v);
     int in[3], nin = v->op == OP_CAST ? 1 : ew_info[v->op].arity;
     ASSERT(nin == v->nargs);
     for (int k = 0; k < nin; k++) {
@@ -517,10 +531,7 @@ static int prog_add(Frame *f, Prog *p, const Val *v) {
     for (int k = 1; k < nin; k++) {
         const PNode *b = &p->nodes[in[k]];
         if (!broadcast_shapes(rank, shape, b->rank, b->shape, &rank, shape)) {
-            char s1[200], s2[200];
-            rt_error(f->c->err, v->loc, "shapes %s and %s cannot be broadcast together",
-                     shape_str(s1, sizeof s1, rank, shape),
-                     shape_str(s2, sizeof s2, b->rank, b->shape));
+            bcast_error(f, v, rank, shape, b->rank, b->shape);
             return -1;
         }
     }
@@ -2005,15 +2016,38 @@ static bool call_fn(Ctx *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
     return ok;
 }
 
+typedef struct Run {
+    Ctx c;
+    const Fn *fn;
+    Arr **args, *result;
+    bool ok;
+} Run;
+
+static void *run_main(void *arg) {
+    Run *r = arg;
+    r->ok = call_fn(&r->c, r->fn, r->args, &r->result, r->fn->loc);
+    return NULL;
+}
+
 bool cpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
-    Ctx c = {p, out, err, 0};
+    Run r = {{p, out, err, 0}, fn, args, NULL, false};
     err->set = false;
     err->msg[0] = 0;
-    Arr *r = NULL;
-    bool ok = call_fn(&c, fn, args, &r, fn->loc);
-    if (result)
-        *result = r;
+    pthread_attr_t at;
+    pthread_t t;
+    bool threaded = false;
+    if (pthread_attr_init(&at) == 0) {
+        threaded = pthread_attr_setstacksize(&at, RUN_STACK) == 0 &&
+                   pthread_create(&t, &at, run_main, &r) == 0;
+        pthread_attr_destroy(&at);
+    }
+    if (threaded)
+        pthread_join(t, NULL);
     else
-        arr_release(r);
-    return ok;
+        run_main(&r); /* no thread to be had: the caller's stack, fewer levels */
+    if (result)
+        *result = r.result;
+    else
+        arr_release(r.result);
+    return r.ok;
 }

@@ -385,9 +385,9 @@ static void emit_node(KE *ke, Val *v, int d) {
 }
 
 /* Emits, at iteration index `i` (with ix* when not flat), everything the targets need. */
-static void emit_eval(KE *ke, Val **targets, int n, int d) {
+static void emit_eval_at(KE *ke, Val **targets, int n, int d, bool declare_index) {
     Buf *b = ke->b;
-    if (ke->k->rank > 0) {
+    if (ke->k->rank > 0 && declare_index) {
         ind(b, d);
         for (int ax = 0; ax < ke->k->rank; ax++) bprintf(b, "long long ix%d = 0; ", ax);
         bputs(b, "\n");
@@ -404,6 +404,8 @@ static void emit_eval(KE *ke, Val **targets, int n, int d) {
     }
     for (int i = 0; i < n; i++) emit_need(ke, targets[i], d);
 }
+
+static void emit_eval(KE *ke, Val **targets, int n, int d) { emit_eval_at(ke, targets, n, d, true); }
 
 /* ---- combine functors ---------------------------------------------------------------- */
 
@@ -819,7 +821,7 @@ static void emit_scan(KE *ke) {
         scan_value(ke, s, arena_printf(ke->e->a, "v%d", s->id), "run", "has", "x_", 3);
         bputs(b, "            run = has ? op0(run, x_) : x_; has = 1;\n");
         ke->done[s->id] = true;
-        emit_eval(ke, k->outs, k->nouts, 3);
+        emit_eval_at(ke, k->outs, k->nouts, 3, false);
         store(ke, k->outs[0], "i", 3);
         bputs(b, "        }\n    }\n}\n\n");
         return;

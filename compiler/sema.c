@@ -2068,6 +2068,14 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
             }
         }
     }
+    if (ok && decl->type) {
+        for (Node *d = decl->type->dims; d; d = d->next)
+            if (d->kind == N_IDENT && !sym_find(c, d->name)) {
+                diag_error(c->d, d->loc, "size '%s' in the result type of %s() is not the size of any parameter; "
+                           "use a parameter's size variable or an integer", d->name, decl->name);
+                ok = false;
+            }
+    }
     if (ok) {
         if (decl->a) {
             Ex v = lower_expr(c, decl->a);

@@ -6,6 +6,8 @@
 
 #include "compiler/cpu.h"
 #include "compiler/ir.h"
+#include "compiler/kernel.h"
+#include "runtime/cuk.h"
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/diag.h"
@@ -107,9 +109,9 @@ static Arr *parse_arg(const Fn *fn, int k, const char *text, int *status) {
     char *end = NULL;
     errno = 0;
     if (s->dt == DT_BOOL) {
-        if (strcmp(text, "true") == 0) v.i = 1;
-        else if (strcmp(text, "false") == 0) v.i = 0;
-        else end = (char *)text;
+        end = (char *)text;
+        if (strcmp(text, "true") == 0) v.i = 1, end = (char *)text + 4;
+        else if (strcmp(text, "false") == 0) v.i = 0, end = (char *)text + 5;
     } else if (dtype_info[s->dt].is_float) {
         v.f = strtod(text, &end);
     } else if (dtype_info[s->dt].is_signed) {
@@ -225,6 +227,90 @@ static int cmd_run(int argc, char **argv) {
     return st;
 }
 
+static int cmd_compile(const char *cmd, int argc, char **argv) {
+    if (argc != 1) return usage_error("%s takes one file", cmd);
+    Compiled c;
+    int st = compile_file(&c, argv[0], strcmp(cmd, "dump-ast") != 0);
+    if (!st) {
+        if (!strcmp(cmd, "dump-ast")) {
+            ast_dump(stdout, c.ast);
+        } else if (!strcmp(cmd, "emit-ir")) {
+            PlanSet *ps = fuse_program(&c.arena, c.prog);
+            ir_print(stdout, c.prog);
+            planset_print(stdout, ps);
+        } else if (!strcmp(cmd, "emit-cuda")) {
+            PlanSet *ps = fuse_program(&c.arena, c.prog);
+            fputs(emit_cuda_program(&c.arena, c.prog, ps), stdout);
+        }
+    }
+    compiled_free(&c);
+    return st;
+}
+
+/* Compiles every kernel with NVRTC (no GPU needed) and prints the PTX. */
+static int cmd_emit_ptx(int argc, char **argv) {
+    const char *file = NULL, *arch = "sm_90";
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--arch") == 0) {
+            if (i + 1 >= argc) return usage_error("%s needs a value such as sm_90", argv[i]);
+            arch = argv[++i];
+        } else if (strncmp(argv[i], "--arch=", 7) == 0) {
+            arch = argv[i] + 7;
+        } else if (argv[i][0] == '-') {
+            return usage_error("unknown option '%s'", argv[i]);
+        } else if (!file) {
+            file = argv[i];
+        } else {
+            return usage_error("emit-ptx takes one file, not also '%s'", argv[i]);
+        }
+    }
+    if (!file) return usage_error("emit-ptx needs a file%s", "");
+    if (strncmp(arch, "sm_", 3) != 0 && strncmp(arch, "compute_", 8) != 0)
+        return usage_error("--arch takes a name like sm_90 or compute_90, not '%s'", arch);
+    Compiled c;
+    int st = compile_file(&c, file, true);
+    if (!st) {
+        PlanSet *ps = fuse_program(&c.arena, c.prog);
+        const char *src = emit_cuda_program(&c.arena, c.prog, ps);
+        cuk_compile_opts o = {0};
+        o.arch = arch;
+        o.kind = CUK_IMAGE_PTX;
+        o.program_name = file;
+        cuk_image *im = NULL;
+        if (cuk_compile(src, &o, &im) != CUK_OK) {
+            fprintf(stderr, "cukc: error: compiling the kernels of %s for %s failed: %s\n", file, arch, cuk_last_error());
+            st = EXIT_RUNTIME;
+        } else {
+            const void *data;
+            size_t size;
+            cuk_image_data(im, &data, &size);
+            fputs((const char *)data, stdout);
+            cuk_image_free(im);
+        }
+    }
+    compiled_free(&c);
+    return st;
+}
+
+static int cmd_cache(int argc, char **argv) {
+    if (argc != 1 || (strcmp(argv[0], "stats") && strcmp(argv[0], "clear")))
+        return usage_error("usage: cukc cache stats|clear%s", "");
+    if (!strcmp(argv[0], "clear")) {
+        if (cuk_cache_clear() != CUK_OK) {
+            fprintf(stderr, "cukc: error: %s\n", cuk_last_error());
+            return EXIT_RUNTIME;
+        }
+        return EXIT_OK;
+    }
+    cuk_cache_stats s;
+    if (cuk_cache_stats_get(&s) != CUK_OK) {
+        fprintf(stderr, "cukc: error: %s\n", cuk_last_error());
+        return EXIT_RUNTIME;
+    }
+    printf("directory: %s\nentries: %llu\nbytes: %llu\n", s.dir, s.entries, s.bytes);
+    return EXIT_OK;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fputs(usage_text, stderr);
@@ -240,16 +326,9 @@ int main(int argc, char **argv) {
         return EXIT_OK;
     }
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
-    if (!strcmp(cmd, "check") || !strcmp(cmd, "emit-ir") || !strcmp(cmd, "dump-ast")) {
-        if (argc != 3) return usage_error("%s takes one file", cmd);
-        Compiled c;
-        int st = compile_file(&c, argv[2], strcmp(cmd, "dump-ast") != 0);
-        if (!st) {
-            if (cmd[0] == 'd') ast_dump(stdout, c.ast);
-            else if (cmd[0] == 'e') ir_print(stdout, c.prog);
-        }
-        compiled_free(&c);
-        return st;
-    }
+    if (!strcmp(cmd, "check") || !strcmp(cmd, "emit-ir") || !strcmp(cmd, "dump-ast") || !strcmp(cmd, "emit-cuda"))
+        return cmd_compile(cmd, argc - 2, argv + 2);
+    if (!strcmp(cmd, "emit-ptx")) return cmd_emit_ptx(argc - 2, argv + 2);
+    if (!strcmp(cmd, "cache")) return cmd_cache(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd);
 }

@@ -1,0 +1,94 @@
+"""Keeps the examples in docs/language.md and README.md true: every fenced code block
+with print() calls is run with cukc, and each `print(...);  // expected` comment
+(continued on following `//` lines for multi-line output) must match what it prints."""
+import os
+import re
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CUKC = os.environ.get("CUKC") or os.path.join(ROOT, "build", "bin", "cukc")
+
+if not os.path.exists(CUKC):
+    pytest.skip("cukc is not built (%s); run `make build`" % CUKC, allow_module_level=True)
+
+
+def blocks(path):
+    """(line number, code) of every ``` block that prints something."""
+    text = open(os.path.join(ROOT, path)).read()
+    out = []
+    for m in re.finditer(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M):
+        code = m.group(1)
+        if "print(" in code and not code.lstrip().startswith("$"):
+            out.append((text[:m.start()].count("\n") + 1, code))
+    return out
+
+
+def split(code):
+    """Splits a snippet into top-level fn definitions and main-body statements."""
+    fns, body, depth, in_fn = [], [], 0, False
+    for line in code.splitlines():
+        if depth == 0 and line.startswith("fn "):
+            in_fn = True
+        (fns if in_fn else body).append(line)
+        depth += line.count("{") - line.count("}")
+        if in_fn and depth == 0 and (line.rstrip().endswith("}") or line.rstrip().endswith(";")):
+            in_fn = False
+    return fns, body
+
+
+def expectations(body):
+    """For each print() statement, the expected output lines from its comments (or None)."""
+    exp, cur = [], None
+    for line in body:
+        m = re.match(r"\s*(print\(.*\);)\s*(?://\s?(.*))?$", line)
+        if m and "print(" in line.split("//")[0]:
+            cur = [m.group(2).strip()] if m.group(2) is not None else None
+            exp.append(cur)
+            continue
+        c = re.match(r"\s*//\s?(.*)$", line)
+        if c and cur is not None and c.group(1).strip().startswith(("[", "]")):
+            cur.append(c.group(1).strip())
+        elif c is None:
+            cur = None
+    return exp
+
+
+def norm(s):
+    return re.sub(r"\s+", " ", s.strip())
+
+
+CASES = [(p, ln, code) for p in ("docs/language.md", "README.md") for ln, code in blocks(p)]
+
+
+@pytest.mark.parametrize("path,line,code", CASES, ids=["%s:%d" % (p, l) for p, l, _ in CASES])
+def test_doc_example(path, line, code, tmp_path):
+    if "fn main" in code:
+        prog = code
+        body = code.splitlines()
+    else:
+        fns, body = split(code)
+        prog = "\n".join(fns) + "\nfn main() {\n" + "\n".join(body) + "\n}\n"
+    src = tmp_path / "doc.cuk"
+    src.write_text(prog)
+    p = subprocess.run([CUKC, "run", str(src), "--device", "cpu"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, "%s:%d does not run:\n%s\n%s" % (path, line, prog, p.stderr)
+    exp = expectations(body)
+    if not any(exp):
+        return
+    # Each print() writes as many lines as its value has rows; line up the outputs by
+    # counting the lines of the expectations that exist and skipping the rest.
+    out = p.stdout.splitlines()
+    k = 0
+    for e in exp:
+        if e is None:
+            # unknown length: only safe when nothing with an expectation follows
+            assert all(x is None for x in exp[exp.index(e) + 1:]) or k < len(out), path
+            if any(x is not None for x in exp[exp.index(e) + 1:]):
+                pytest.skip("%s:%d: a print without an expected output precedes checked ones" % (path, line))
+            break
+        got = out[k:k + len(e)]
+        assert [norm(g) for g in got] == [norm(x) for x in e], "%s:%d:\n%s" % (path, line, prog)
+        k += len(e)
