@@ -43,6 +43,11 @@ void rt_report(const RtErr *e, Diag *d);
    *result gets the returned value (NULL for none). print() output goes to out.
    Returns false and fills err on a run-time error. */
 bool cpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err);
+/* For the fuzzer (tests/fuzz/): when > 0, cpu_run stops with a run-time error once the
+   elements it has allocated or streamed, plus loop iterations and calls, pass this, so
+   that generated programs with huge sizes or endless loops finish. 0 (the default) means
+   no limit. Not thread-safe to change during a run. */
+extern int64_t cpu_work_limit;
 
 /* npy.c: .npy version 1.0/2.0/3.0, little-endian, C order; bool i32 i64 u32 u64 f32 f64.
    On failure returns NULL / false with a message in err. */

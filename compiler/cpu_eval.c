@@ -30,6 +30,10 @@ enum {
    only committed when touched. */
 #define RUN_STACK ((size_t)512 << 20)
 
+/* The fuzzer's work limit (see cpu.h): elements allocated or streamed, loop iterations
+   and calls, summed over one cpu_run. */
+int64_t cpu_work_limit;
+
 /* The dtypes again, with what the per-type code below needs: the C type, its unsigned
    twin and which column of EW_OPS applies. (ir.h's DTYPES cannot be expanded inside
    an expansion of itself, so the inner level of the op x dtype tables uses this.) */
@@ -195,6 +199,7 @@ typedef struct Ctx {
     FILE *out;
     RtErr *err;
     int depth;
+    int64_t work; /* charged against cpu_work_limit */
 } Ctx;
 
 typedef struct Frame {
@@ -231,7 +236,19 @@ static int64_t shape_size(int rank, const int64_t *shape) {
     return s;
 }
 
+/* Counts n units of work against cpu_work_limit (a no-op when there is none). */
+static bool charge(Ctx *c, Loc loc, int64_t n) {
+    if (cpu_work_limit <= 0 || n <= 0) return true;
+    if (n <= cpu_work_limit - c->work) {
+        c->work += n;
+        return true;
+    }
+    rt_error(c->err, loc, "work limit of %lld exceeded", (long long)cpu_work_limit);
+    return false;
+}
+
 static Arr *new_arr(Frame *f, Loc loc, DType dt, int rank, const int64_t *shape) {
+    if (!charge(f->c, loc, shape_size(rank, shape))) return NULL;
     Arr *a = arr_new(dt, rank, shape);
     if (!a) {
         char b[200];
@@ -736,6 +753,10 @@ static bool stream_open(Frame *f, const Val *x, Stream *s) {
         memcpy(s->shape, s->prog.shape, sizeof s->shape);
         s->size = s->prog.size;
         s->dt = x->dt;
+        if (!charge(f->c, x->loc, s->size)) {
+            prog_free(&s->prog);
+            return false;
+        }
         return true;
     }
     s->arr = eval(f, x);
@@ -744,6 +765,11 @@ static bool stream_open(Frame *f, const Val *x, Stream *s) {
     memcpy(s->shape, s->arr->shape, sizeof s->shape);
     s->size = s->arr->size;
     s->dt = s->arr->dt;
+    if (!charge(f->c, x->loc, s->size)) {
+        arr_release(s->arr);
+        s->arr = NULL;
+        return false;
+    }
     return true;
 }
 
@@ -1596,7 +1622,7 @@ static Arr *eval_concat(Frame *f, const Val *v) {
         return NULL;
     }
     int axis = v->axis;
-    int64_t oshape[MAXRANK];
+    int64_t oshape[MAXRANK] = {0};
     for (int i = 0; i < n; i++) {
         if (!(xs[i] = eval(f, v->args[i]))) goto out;
         ASSERT(xs[i]->rank == xs[0]->rank && xs[i]->dt == xs[0]->dt);
@@ -1741,6 +1767,8 @@ static Arr *eval_matmul(Frame *f, const Val *v) {
     int orank = 0;
     if (x->rank == 2) oshape[orank++] = m;
     if (y->rank == 2) oshape[orank++] = n;
+    int64_t mk = m && k > INT64_MAX / m ? INT64_MAX : m * k;
+    if (!charge(f->c, v->loc, n && mk > INT64_MAX / n ? INT64_MAX : mk * n)) goto out;
     if ((r = new_arr(f, v->loc, x->dt, orank, oshape))) mm_tab[x->dt](x->data, y->data, r->data, m, k, n);
 out:
     arr_release(x);
@@ -1915,6 +1943,7 @@ static int exec(Frame *f, const Stmt *s, Arr **ret) {
             int64_t b = scalar_cast(arr_get(hi, 0), hi->dt, DT_I64).i;
             arr_release(hi);
             for (int64_t i = a; i < b; i++) {
+                if (!charge(f->c, s->loc, 1)) return X_ERROR;
                 Arr *iv = arr_scalar(DT_I64, (Scalar){.i = i});
                 if (!iv) {
                     rt_error(f->c->err, s->loc, "out of memory");
@@ -1928,6 +1957,7 @@ static int exec(Frame *f, const Stmt *s, Arr **ret) {
         }
         case S_WHILE:
             for (;;) {
+                if (!charge(f->c, s->loc, 1)) return X_ERROR;
                 int c = eval_bool(f, s->v);
                 if (c < 0) return X_ERROR;
                 if (!c) break;
@@ -1980,6 +2010,7 @@ static int exec(Frame *f, const Stmt *s, Arr **ret) {
 
 static bool call_fn(Ctx *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
     *result = NULL;
+    if (!charge(c, loc, 1)) return false;
     if (c->depth >= MAX_DEPTH) {
         rt_error(c->err, loc, "recursion too deep: more than %d nested calls (in '%s')",
                  MAX_DEPTH, fn->name);
@@ -2030,7 +2061,7 @@ static void *run_main(void *arg) {
 }
 
 bool cpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
-    Run r = {{p, out, err, 0}, fn, args, NULL, false};
+    Run r = {{p, out, err, 0, 0}, fn, args, NULL, false};
     err->set = false;
     err->msg[0] = 0;
     pthread_attr_t at;

@@ -142,25 +142,26 @@ static void nvrtc_load_once(void) {
     char cands[6][1024];
     int n = 0;
     const char *env = getenv("CUK_NVRTC");
-    if (env && *env) snprintf(cands[n++], sizeof cands[0], "%s", env);
-    snprintf(cands[n++], sizeof cands[0], "libnvrtc.so.13");
-    snprintf(cands[n++], sizeof cands[0], "/usr/local/cuda/lib64/libnvrtc.so.13");
-    const char *home = getenv("CUDA_HOME");
-    if (home && *home) snprintf(cands[n++], sizeof cands[0], "%s/lib64/libnvrtc.so.13", home);
-    /* An older toolkit still compiles for the archs it knows. */
-    snprintf(cands[n++], sizeof cands[0], "libnvrtc.so.12");
+    if (env && *env) {
+        /* An explicit choice is final: no quiet fallback to another NVRTC. */
+        snprintf(cands[n++], sizeof cands[0], "%s", env);
+    } else {
+        snprintf(cands[n++], sizeof cands[0], "libnvrtc.so.13");
+        snprintf(cands[n++], sizeof cands[0], "/usr/local/cuda/lib64/libnvrtc.so.13");
+        const char *home = getenv("CUDA_HOME");
+        if (home && *home) snprintf(cands[n++], sizeof cands[0], "%s/lib64/libnvrtc.so.13", home);
+        /* An older toolkit still compiles for the archs it knows. */
+        snprintf(cands[n++], sizeof cands[0], "libnvrtc.so.12");
+    }
     void *h = NULL;
+    char tried[1024] = "";
     size_t used = 0;
-    nvrtc_msg[0] = 0;
     for (int i = 0; i < n && !h; i++) {
         h = dlopen(cands[i], RTLD_NOW | RTLD_LOCAL);
-        if (!h && used < sizeof nvrtc_msg)
-            used += (size_t)snprintf(nvrtc_msg + used, sizeof nvrtc_msg - used, "%s%s", i ? "; " : "",
-                                     dlerror());
+        if (!h && used < sizeof tried)
+            used += (size_t)snprintf(tried + used, sizeof tried - used, "%s%s", i ? "; " : "", dlerror());
     }
     if (!h) {
-        char tried[1536];
-        snprintf(tried, sizeof tried, "%s", nvrtc_msg);
         snprintf(nvrtc_msg, sizeof nvrtc_msg,
                  "NVRTC not found (libnvrtc.so.13): %s; install the CUDA toolkit's NVRTC or set "
                  "CUDA_HOME or CUK_NVRTC",

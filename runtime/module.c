@@ -288,7 +288,7 @@ cuk_status cuk_launch(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned s
     cuk_status s = ctx_make_current(f->d);
     if (s) return s;
     if (!block.x || !grid.x) {
-        int ob, per_sm;
+        int ob = 0, per_sm = 0;
         if ((s = occupancy(f, shared, &ob, &per_sm))) return s;
         if (!block.x) block.x = (unsigned)ob, block.y = block.z = 1;
         if (!grid.x) grid.x = (unsigned)(per_sm * f->d->props.sm_count);
@@ -309,10 +309,10 @@ cuk_status cuk_launch(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned s
 
 cuk_status cuk_launch_config_1d(cuk_function *f, size_t n, unsigned shared, cuk_dim3 *grid, cuk_dim3 *block) {
     if (!f || !grid || !block) return err_set(CUK_ERR_INVALID, "cuk_launch_config_1d: NULL argument");
-    int ob, per_sm;
+    int ob = 0, per_sm = 0;
     cuk_status s = ctx_make_current(f->d);
     if (s || (s = occupancy(f, shared, &ob, &per_sm))) return s;
-    size_t b = (size_t)ob, g = (n + b - 1) / b;
+    size_t b = ob > 0 ? (size_t)ob : 1, g = (n + b - 1) / b;
     if (g == 0) g = 1;
     if (g > 0x7fffffffu) return err_set(CUK_ERR_INVALID, "%zu threads do not fit in a 1-D grid", n);
     *block = (cuk_dim3){(unsigned)b, 1, 1};
@@ -322,7 +322,7 @@ cuk_status cuk_launch_config_1d(cuk_function *f, size_t n, unsigned shared, cuk_
 
 cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info) {
     if (!f || !info) return err_set(CUK_ERR_INVALID, "cuk_function_info_get: NULL argument");
-    int ob, per_sm;
+    int ob = 0, per_sm = 0;
     cuk_status s = ctx_make_current(f->d);
     if (s || (s = occupancy(f, 0, &ob, &per_sm))) return s;
     memset(info, 0, sizeof *info);

@@ -107,7 +107,7 @@ banner "pytest (tests/python, $PY)"
 if compgen -G "tests/python/test_*.py" >/dev/null || compgen -G "tests/python/*_test.py" >/dev/null; then
     CUKC="$BUILD/bin/cukc" CUK_BUILD_DIR="$BUILD" CUK_SOURCE_DIR="$ROOT" \
         PYTHONDONTWRITEBYTECODE=1 \
-        "$PY" -m pytest -q -p no:cacheprovider --junitxml="$LOGS/pytest.xml" tests/python 2>&1 |
+        "$PY" -m pytest -q --tb=short -p no:cacheprovider --junitxml="$LOGS/pytest.xml" tests/python 2>&1 |
         tee "$LOGS/pytest.log"
     rc=${PIPESTATUS[0]}
     read -r p f s < <(junit_counts "$LOGS/pytest.xml")
@@ -132,6 +132,7 @@ for ex in examples/*.cuk; do
     [ -e "$ex" ] || continue
     name=$(basename "$ex")
     if grep -rqs -- "examples/$name" tests/lit/examples/; then
+        echo "($ex: run by its lit test in tests/lit/examples)"
         continue
     fi
     if (cd "$LOGS" && timeout 600 "$BUILD/bin/cukc" run "$ROOT/$ex" --device cpu) >"$LOGS/ex-$name.log" 2>&1; then

@@ -98,6 +98,29 @@ int main(void) {
         printf("  note: libcuda.so.1 is installed here; the default-name case was not exercised\n");
     }
 
+    /* 4. No NVRTC (CUK_NVRTC names a missing file; an explicit choice has no fallback):
+       compiling fails cleanly, and the message says what to install. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("CUK_NVRTC", "/nonexistent/libnvrtc.so.13", 1);
+        fails = 0;
+        cuk_compile_opts o = {.arch = "sm_90", .kind = CUK_IMAGE_PTX};
+        cuk_image *im = (cuk_image *)1;
+        CHECK(cuk_compile("__global__ void k() {}", &o, &im) == CUK_ERR_NO_NVRTC && im == NULL);
+        CHECK(strstr(cuk_last_error(), "NVRTC not found (libnvrtc.so.13): /nonexistent/libnvrtc.so.13"));
+        printf("  CUK_NVRTC=/nonexistent/libnvrtc.so.13: %s\n", cuk_last_error());
+        int ma, mi;
+        CHECK(cuk_nvrtc_version(&ma, &mi) == CUK_ERR_NO_NVRTC);
+        char arch[16];
+        cuk_image_kind k;
+        CHECK(cuk_arch_for(9, 0, arch, sizeof arch, &k) == CUK_ERR_NO_NVRTC);
+        fflush(stdout);
+        _exit(fails ? 1 : 0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st)) fails++;
+
     /* Status names are stable text. */
     CHECK(!strcmp(cuk_status_name(CUK_ERR_NO_DRIVER), "CUK_ERR_NO_DRIVER"));
     CHECK(!strcmp(cuk_status_name(CUK_OK), "CUK_OK"));

@@ -1,0 +1,156 @@
+/* The program API of libcuk: compile a .cuk program and call its functions on host
+   or device arrays, on the GPU backend or the CPU backend. */
+#ifndef CUK_PROGRAM_H
+#define CUK_PROGRAM_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuk.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A function of the program failed while running (a size check, an index out of
+   range, ...). The message has file:line:col, the source line and a caret.
+   (A status beside cuk.h's: the program API is the only one that runs programs.) */
+#define CUK_ERR_RUNTIME ((cuk_status)11)
+
+/* Element types, in the language's order (bool i32 i64 u32 u64 f32 f64). */
+typedef enum cuk_dtype {
+    CUK_BOOL = 0,
+    CUK_I32 = 1,
+    CUK_I64 = 2,
+    CUK_U32 = 3,
+    CUK_U64 = 4,
+    CUK_F32 = 5,
+    CUK_F64 = 6,
+} cuk_dtype;
+#define CUK_DTYPE_COUNT 7
+#define CUK_MAX_RANK 8
+
+/* "f32" etc., NULL for a bad value. */
+const char *cuk_dtype_name(cuk_dtype dt);
+/* Bytes per element (bool is one byte), 0 for a bad value. */
+size_t cuk_dtype_size(cuk_dtype dt);
+/* The dtype of a name ("f32", "float32", "int64", "bool", ...); CUK_ERR_INVALID if none. */
+cuk_status cuk_dtype_from_name(const char *name, cuk_dtype *dt);
+
+/* ---- arrays ---------------------------------------------------------------------------- */
+
+/* Where an array's elements live. */
+typedef enum cuk_place { CUK_ON_HOST = 0, CUK_ON_DEVICE = 1 } cuk_place;
+
+/* A dense, C-ordered array of rank 0 (a scalar) to CUK_MAX_RANK, on the host or on the
+   current device. Arrays are not thread-safe objects: share them between threads only
+   for reading. */
+typedef struct cuk_array_s cuk_array;
+
+/* A new array; its elements are zero. Device memory comes from the runtime's pool. */
+cuk_status cuk_array_new(cuk_array **a, cuk_dtype dt, int rank, const int64_t *shape,
+                         cuk_place where);
+/* A new array holding a copy of data (size * cuk_dtype_size(dt) bytes, C order). */
+cuk_status cuk_array_from_host(cuk_array **a, cuk_dtype dt, int rank, const int64_t *shape,
+                               const void *data, cuk_place where);
+/* A rank-0 array holding *value (a float for CUK_F32, an int64_t for CUK_I64, ...). */
+cuk_status cuk_array_scalar(cuk_array **a, cuk_dtype dt, const void *value);
+/* Wraps host memory without copying. The caller keeps data alive and unchanged while
+   the array is in use; cuk_array_free does not free it. */
+cuk_status cuk_array_wrap_host(cuk_array **a, cuk_dtype dt, int rank, const int64_t *shape,
+                               void *data);
+/* Wraps device memory (any CUdeviceptr of the current device's context, e.g. from CuPy
+   or PyTorch) without copying; cuk_array_free does not free it. */
+cuk_status cuk_array_wrap_device(cuk_array **a, cuk_dtype dt, int rank, const int64_t *shape,
+                                 cuk_devptr ptr);
+/* A copy of a on the host or the device. */
+cuk_status cuk_array_copy(cuk_array **out, const cuk_array *a, cuk_place where);
+/* Copies the elements into dst (bytes must be at least cuk_array_nbytes(a)). */
+cuk_status cuk_array_to_host(const cuk_array *a, void *dst, size_t bytes);
+/* Frees the array and the memory it owns (pooled device memory goes back to the pool).
+   NULL is a no-op. */
+void cuk_array_free(cuk_array *a);
+
+cuk_dtype cuk_array_dtype(const cuk_array *a);
+int cuk_array_rank(const cuk_array *a);
+const int64_t *cuk_array_shape(const cuk_array *a); /* rank entries */
+int64_t cuk_array_size(const cuk_array *a);         /* elements */
+size_t cuk_array_nbytes(const cuk_array *a);
+cuk_place cuk_array_place(const cuk_array *a);
+/* The elements of a host array (NULL for a device array). */
+void *cuk_array_host_data(const cuk_array *a);
+/* The elements of a device array (0 for a host array). */
+cuk_devptr cuk_array_device_ptr(const cuk_array *a);
+
+/* ---- programs ---------------------------------------------------------------------------- */
+
+typedef enum cuk_backend {
+    CUK_BACKEND_DEFAULT = 0, /* $CUK_BACKEND (auto, gpu or cpu), else auto */
+    CUK_BACKEND_AUTO = 1,    /* the GPU if one is usable, else the CPU */
+    CUK_BACKEND_GPU = 2,
+    CUK_BACKEND_CPU = 3,
+} cuk_backend;
+
+typedef struct cuk_program_opts {
+    cuk_backend backend;
+    /* For source text: the file name used in diagnostics (default "<string>"). */
+    const char *name;
+} cuk_program_opts;
+
+typedef struct cuk_program_s cuk_program;
+typedef struct cuk_fn_s cuk_fn;
+
+/* Compiles a program. src_or_path is a path if it has no newline and names an existing
+   file or ends in ".cuk"; otherwise it is source text. o may be NULL. On a compile error:
+   CUK_ERR_COMPILE, every diagnostic (file:line:col: error: ..., source line, caret) in
+   cuk_last_error() and the first one's parts in cuk_program_error(). Asking for the GPU
+   where none is usable gives CUK_ERR_NO_DRIVER or CUK_ERR_NO_DEVICE. */
+cuk_status cuk_program_compile(cuk_program **p, const char *src_or_path, const cuk_program_opts *o);
+void cuk_program_free(cuk_program *p);
+/* CUK_BACKEND_GPU or CUK_BACKEND_CPU: where the functions run. */
+cuk_backend cuk_program_backend(const cuk_program *p);
+/* The program's own functions (not the stdlib's), in source order. */
+int cuk_program_nfunctions(const cuk_program *p);
+const char *cuk_program_function_name(const cuk_program *p, int i);
+
+/* A function by name (the program's or the stdlib's); CUK_ERR_NOT_FOUND if none. The
+   handle lives as long as the program. */
+cuk_status cuk_program_function(cuk_program *p, const char *name, cuk_fn **f);
+
+typedef struct cuk_param_info {
+    const char *name;
+    cuk_dtype dtype;
+    int rank;                       /* 0: a scalar */
+    const char *dims[CUK_MAX_RANK]; /* size variable of each axis, NULL for a literal size */
+    int64_t sizes[CUK_MAX_RANK];    /* the literal sizes (where dims[k] is NULL) */
+} cuk_param_info;
+
+const char *cuk_fn_name(const cuk_fn *f);
+int cuk_fn_nparams(const cuk_fn *f);
+cuk_status cuk_fn_param(const cuk_fn *f, int i, cuk_param_info *info);
+/* The result's dtype and rank; *has_result = 0 for a function that returns nothing. */
+cuk_status cuk_fn_result(const cuk_fn *f, int *has_result, cuk_dtype *dt, int *rank);
+
+/* Calls f with one array per parameter (a rank-0 array for a scalar). Dtypes and ranks
+   must match the parameters exactly and size variables must agree, else CUK_ERR_INVALID
+   with a message naming the parameter. *result (NULL if the function returns nothing)
+   is a new array the caller frees: on the device if any argument was a device array,
+   else on the host. Arguments are only read. print() inside the function writes to
+   stdout. Several threads may call functions of one program at once. */
+cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result);
+/* cuk_program_function + cuk_fn_call. */
+cuk_status cuk_program_call(cuk_program *p, const char *name, cuk_array *const *args, int nargs,
+                            cuk_array **result);
+
+/* The parts of this thread's last compile or run-time error of the program API. */
+typedef struct cuk_error_info {
+    char file[1024];
+    int line, col;      /* 1-based; 0 if the error has no location */
+    char message[2048]; /* the message alone, without location, source line or caret */
+} cuk_error_info;
+/* CUK_ERR_NOT_FOUND if the last failing program call had no such error. */
+cuk_status cuk_program_error(cuk_error_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

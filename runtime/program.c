@@ -1,0 +1,723 @@
+/* The program API (cuk_program.h): compiles .cuk source with the front end and sema,
+   checks arguments against the parameters, and runs functions on the CPU backend or,
+   where one is usable, the GPU backend. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../compiler/cpu.h"
+#include "../compiler/ir.h"
+#include "../lang/arena.h"
+#include "../lang/ast.h"
+#include "../lang/diag.h"
+#include "../lang/embedded.h"
+#include "cuk_program.h"
+#include "internal.h"
+
+/* cuk_dtype mirrors the IR's DType, so the two convert by a cast. */
+_Static_assert((int)CUK_BOOL == DT_BOOL && (int)CUK_I32 == DT_I32 && (int)CUK_I64 == DT_I64 &&
+                   (int)CUK_U32 == DT_U32 && (int)CUK_U64 == DT_U64 && (int)CUK_F32 == DT_F32 &&
+                   (int)CUK_F64 == DT_F64 && CUK_DTYPE_COUNT == DT_COUNT && CUK_MAX_RANK == MAXRANK,
+               "cuk_dtype must mirror DType");
+
+/* The GPU executor (compiler/gpu_exec.c) runs a function with cpu_run's contract. It is
+   declared weak so that the library links, and the program API falls back to the CPU
+   backend, in a build that does not have it yet. */
+extern bool gpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err)
+    __attribute__((weak));
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static _Thread_local cuk_error_info last_info;
+static _Thread_local bool last_info_set;
+
+cuk_status cuk_program_error(cuk_error_info *info) {
+    if (!info) return err_set(CUK_ERR_INVALID, "cuk_program_error: NULL argument");
+    if (!last_info_set) return CUK_ERR_NOT_FOUND;
+    *info = last_info;
+    return CUK_OK;
+}
+
+/* Records the first "path:line:col: error: msg" of diagnostic text for
+   cuk_program_error(). The path is known, so colons inside it do not confuse us. */
+static void info_from_diag(const char *text, const char *path) {
+    memset(&last_info, 0, sizeof last_info);
+    last_info_set = true;
+    const char *p = text;
+    size_t pl = path ? strlen(path) : 0;
+    if (pl && strncmp(p, path, pl) == 0 && p[pl] == ':') {
+        snprintf(last_info.file, sizeof last_info.file, "%s", path);
+        char *end;
+        p += pl + 1;
+        long line = strtol(p, &end, 10);
+        if (end != p && *end == ':') {
+            p = end + 1;
+            long col = strtol(p, &end, 10);
+            if (end != p && *end == ':') {
+                last_info.line = (int)line;
+                last_info.col = (int)col;
+                p = end + 1;
+            }
+        }
+        while (*p == ' ') p++;
+    } else if (path) {
+        snprintf(last_info.file, sizeof last_info.file, "%s", path);
+    }
+    if (strncmp(p, "error: ", 7) == 0) p += 7;
+    size_t n = strcspn(p, "\n");
+    if (n >= sizeof last_info.message) n = sizeof last_info.message - 1;
+    memcpy(last_info.message, p, n);
+    last_info.message[n] = 0;
+}
+
+/* A Diag that writes into memory, so that messages go to cuk_last_error(). */
+typedef struct MemDiag {
+    Diag d;
+    char *buf;
+    size_t len;
+} MemDiag;
+
+static bool memdiag_open(MemDiag *m) {
+    m->buf = NULL;
+    m->len = 0;
+    FILE *f = open_memstream(&m->buf, &m->len);
+    if (!f) return false;
+    diag_init(&m->d, f);
+    return true;
+}
+
+/* Closes the stream; returns the text (caller frees). */
+static char *memdiag_close(MemDiag *m) {
+    fclose(m->d.out);
+    m->d.out = NULL;
+    return m->buf;
+}
+
+/* ---- arrays --------------------------------------------------------------------------------- */
+
+struct cuk_array_s {
+    cuk_dtype dt;
+    int rank;
+    int64_t shape[CUK_MAX_RANK];
+    int64_t size;
+    cuk_place place;
+    Arr *arr;       /* host: the storage (our own Arr, or a shell around wrapped memory) */
+    bool wrapped;   /* host: arr->data belongs to the caller; free only the shell */
+    cuk_devptr dev; /* device */
+    bool owns_dev;  /* device: from the pool, freed with the array */
+};
+
+const char *cuk_dtype_name(cuk_dtype dt) {
+    return (unsigned)dt < CUK_DTYPE_COUNT ? dtype_info[dt].name : NULL;
+}
+size_t cuk_dtype_size(cuk_dtype dt) {
+    return (unsigned)dt < CUK_DTYPE_COUNT ? (size_t)dtype_info[dt].size : 0;
+}
+
+cuk_status cuk_dtype_from_name(const char *name, cuk_dtype *dt) {
+    static const struct {
+        const char *name;
+        cuk_dtype dt;
+    } alias[] = {{"bool", CUK_BOOL},     {"int32", CUK_I32},   {"int64", CUK_I64},
+                 {"uint32", CUK_U32},    {"uint64", CUK_U64},  {"float32", CUK_F32},
+                 {"float64", CUK_F64},   {"float", CUK_F64},   {"int", CUK_I64}};
+    if (!name || !dt) return err_set(CUK_ERR_INVALID, "cuk_dtype_from_name: NULL argument");
+    DType d;
+    if (dtype_from_name(name, &d)) {
+        *dt = (cuk_dtype)d;
+        return CUK_OK;
+    }
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (strcmp(alias[i].name, name) == 0) {
+            *dt = alias[i].dt;
+            return CUK_OK;
+        }
+    return err_set(CUK_ERR_INVALID, "unknown dtype '%s': cuk has bool, i32, i64, u32, u64, f32 and f64", name);
+}
+
+/* Validates dtype and shape and fills the header of a new array. */
+static cuk_status array_head(cuk_array **out, cuk_dtype dt, int rank, const int64_t *shape) {
+    if (!out) return err_set(CUK_ERR_INVALID, "cuk_array: NULL result pointer");
+    *out = NULL;
+    if ((unsigned)dt >= CUK_DTYPE_COUNT) return err_set(CUK_ERR_INVALID, "cuk_array: bad dtype %d", (int)dt);
+    if (rank < 0 || rank > CUK_MAX_RANK)
+        return err_set(CUK_ERR_INVALID, "cuk_array: rank %d is outside 0..%d", rank, CUK_MAX_RANK);
+    if (rank && !shape) return err_set(CUK_ERR_INVALID, "cuk_array: NULL shape for rank %d", rank);
+    uint64_t size = 1;
+    for (int k = 0; k < rank; k++) {
+        if (shape[k] < 0) return err_set(CUK_ERR_INVALID, "cuk_array: axis %d has negative size %lld", k, (long long)shape[k]);
+        if (shape[k] && size > (UINT64_MAX >> 8) / (uint64_t)shape[k])
+            return err_set(CUK_ERR_INVALID, "cuk_array: the shape is too large");
+        size *= (uint64_t)shape[k];
+    }
+    cuk_array *a = calloc(1, sizeof *a);
+    if (!a) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    a->dt = dt;
+    a->rank = rank;
+    for (int k = 0; k < rank; k++) a->shape[k] = shape[k];
+    a->size = (int64_t)size;
+    *out = a;
+    return CUK_OK;
+}
+
+size_t cuk_array_nbytes(const cuk_array *a) { return a ? (size_t)a->size * cuk_dtype_size(a->dt) : 0; }
+
+static cuk_status host_storage(cuk_array *a) {
+    a->place = CUK_ON_HOST;
+    a->arr = arr_new((DType)a->dt, a->rank, a->shape);
+    if (!a->arr) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory: an array of %zu bytes", cuk_array_nbytes(a));
+    return CUK_OK;
+}
+
+static cuk_status device_storage(cuk_array *a) {
+    a->place = CUK_ON_DEVICE;
+    cuk_status s = cuk_mem_alloc(&a->dev, cuk_array_nbytes(a));
+    if (s) return s;
+    a->owns_dev = true;
+    return CUK_OK;
+}
+
+cuk_status cuk_array_new(cuk_array **out, cuk_dtype dt, int rank, const int64_t *shape, cuk_place where) {
+    cuk_array *a;
+    cuk_status s = array_head(&a, dt, rank, shape);
+    if (s) return s;
+    if (where == CUK_ON_DEVICE) {
+        if (!(s = device_storage(a)) && cuk_array_nbytes(a)) s = cuk_memset_d8(a->dev, 0, cuk_array_nbytes(a), NULL);
+    } else {
+        if (!(s = host_storage(a))) memset(a->arr->data, 0, cuk_array_nbytes(a));
+    }
+    if (s) {
+        cuk_array_free(a);
+        return s;
+    }
+    *out = a;
+    return CUK_OK;
+}
+
+cuk_status cuk_array_from_host(cuk_array **out, cuk_dtype dt, int rank, const int64_t *shape, const void *data,
+                               cuk_place where) {
+    cuk_array *a;
+    cuk_status s = array_head(&a, dt, rank, shape);
+    if (s) return s;
+    size_t nb = cuk_array_nbytes(a);
+    if (nb && !data) {
+        cuk_array_free(a);
+        return err_set(CUK_ERR_INVALID, "cuk_array_from_host: NULL data");
+    }
+    if (where == CUK_ON_DEVICE) {
+        if (!(s = device_storage(a)) && nb) s = cuk_memcpy_htod(a->dev, data, nb);
+    } else {
+        if (!(s = host_storage(a)) && nb) memcpy(a->arr->data, data, nb);
+    }
+    if (s) {
+        cuk_array_free(a);
+        return s;
+    }
+    *out = a;
+    return CUK_OK;
+}
+
+cuk_status cuk_array_scalar(cuk_array **out, cuk_dtype dt, const void *value) {
+    return cuk_array_from_host(out, dt, 0, NULL, value, CUK_ON_HOST);
+}
+
+cuk_status cuk_array_wrap_host(cuk_array **out, cuk_dtype dt, int rank, const int64_t *shape, void *data) {
+    cuk_array *a;
+    cuk_status s = array_head(&a, dt, rank, shape);
+    if (s) return s;
+    if (!data && cuk_array_nbytes(a)) {
+        free(a);
+        return err_set(CUK_ERR_INVALID, "cuk_array_wrap_host: NULL data");
+    }
+    /* A shell Arr around the caller's memory. We hold its one reference for the array's
+       life and free only the shell, never through arr_release (which would free data). */
+    Arr *r = calloc(1, sizeof *r);
+    if (!r) {
+        free(a);
+        return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    r->dt = (DType)dt;
+    r->rank = rank;
+    for (int k = 0; k < rank; k++) r->shape[k] = shape[k];
+    r->size = a->size;
+    r->data = data;
+    r->refs = 1;
+    a->place = CUK_ON_HOST;
+    a->arr = r;
+    a->wrapped = true;
+    *out = a;
+    return CUK_OK;
+}
+
+cuk_status cuk_array_wrap_device(cuk_array **out, cuk_dtype dt, int rank, const int64_t *shape, cuk_devptr ptr) {
+    cuk_array *a;
+    cuk_status s = array_head(&a, dt, rank, shape);
+    if (s) return s;
+    if (!ptr && cuk_array_nbytes(a)) {
+        free(a);
+        return err_set(CUK_ERR_INVALID, "cuk_array_wrap_device: NULL device pointer");
+    }
+    a->place = CUK_ON_DEVICE;
+    a->dev = ptr;
+    *out = a;
+    return CUK_OK;
+}
+
+/* Wraps an Arr the CPU backend produced (takes the reference). */
+static cuk_status array_from_arr(cuk_array **out, Arr *r) {
+    cuk_array *a;
+    cuk_status s = array_head(&a, (cuk_dtype)r->dt, r->rank, r->shape);
+    if (s) {
+        arr_release(r);
+        return s;
+    }
+    a->place = CUK_ON_HOST;
+    a->arr = r;
+    *out = a;
+    return CUK_OK;
+}
+
+cuk_status cuk_array_to_host(const cuk_array *a, void *dst, size_t bytes) {
+    if (!a || (!dst && cuk_array_nbytes(a))) return err_set(CUK_ERR_INVALID, "cuk_array_to_host: NULL argument");
+    size_t nb = cuk_array_nbytes(a);
+    if (bytes < nb)
+        return err_set(CUK_ERR_INVALID, "cuk_array_to_host: the buffer has %zu bytes but the array %zu", bytes, nb);
+    if (!nb) return CUK_OK;
+    if (a->place == CUK_ON_DEVICE) return cuk_memcpy_dtoh(dst, a->dev, nb);
+    memcpy(dst, a->arr->data, nb);
+    return CUK_OK;
+}
+
+cuk_status cuk_array_copy(cuk_array **out, const cuk_array *a, cuk_place where) {
+    if (!a) return err_set(CUK_ERR_INVALID, "cuk_array_copy: NULL array");
+    if (a->place == CUK_ON_HOST) return cuk_array_from_host(out, a->dt, a->rank, a->shape, a->arr->data, where);
+    cuk_array *b;
+    cuk_status s = array_head(&b, a->dt, a->rank, a->shape);
+    if (s) return s;
+    size_t nb = cuk_array_nbytes(a);
+    if (where == CUK_ON_DEVICE) {
+        if (!(s = device_storage(b)) && nb) s = cuk_memcpy_dtod(b->dev, a->dev, nb);
+    } else {
+        if (!(s = host_storage(b)) && nb) s = cuk_memcpy_dtoh(b->arr->data, a->dev, nb);
+    }
+    if (s) {
+        cuk_array_free(b);
+        return s;
+    }
+    *out = b;
+    return CUK_OK;
+}
+
+void cuk_array_free(cuk_array *a) {
+    if (!a) return;
+    if (a->arr) {
+        if (a->wrapped) free(a->arr);
+        else arr_release(a->arr);
+    }
+    if (a->owns_dev) cuk_mem_free(a->dev);
+    free(a);
+}
+
+cuk_dtype cuk_array_dtype(const cuk_array *a) { return a->dt; }
+int cuk_array_rank(const cuk_array *a) { return a->rank; }
+const int64_t *cuk_array_shape(const cuk_array *a) { return a->shape; }
+int64_t cuk_array_size(const cuk_array *a) { return a->size; }
+cuk_place cuk_array_place(const cuk_array *a) { return a->place; }
+void *cuk_array_host_data(const cuk_array *a) { return a->place == CUK_ON_HOST ? a->arr->data : NULL; }
+cuk_devptr cuk_array_device_ptr(const cuk_array *a) { return a->place == CUK_ON_DEVICE ? a->dev : 0; }
+
+/* ---- programs ------------------------------------------------------------------------------ */
+
+struct cuk_fn_s {
+    cuk_program *prog;
+    Fn *fn;
+    const Node *decl; /* the declaration in the user's AST (NULL for stdlib functions) */
+    int nparams;
+    cuk_param_info *params;
+};
+
+struct cuk_program_s {
+    Arena arena;
+    Program *prog;
+    cuk_backend backend;
+    int nfns;       /* the user's functions, in source order */
+    cuk_fn **fns;
+    int nall;       /* every function of prog, lazily wrapped */
+    cuk_fn **all;
+    pthread_mutex_t lock; /* wrapping functions; GPU runs */
+};
+
+/* The stdlib: every embedded *.cuk file, parsed into one program node. */
+static Node *load_stdlib(Arena *a, Diag *d) {
+    Node *prog = NEW(a, Node);
+    prog->kind = N_PROGRAM;
+    Node **tail = &prog->body;
+    for (int i = 0; cuk_embedded[i].name; i++) {
+        const char *nm = cuk_embedded[i].name;
+        size_t n = strlen(nm);
+        if (n < 4 || strcmp(nm + n - 4, ".cuk") != 0) continue;
+        Src *src = NEW(a, Src);
+        src_from_string(a, arena_printf(a, "<stdlib>/%s", nm), cuk_embedded[i].text, src);
+        Node *p = parse_program(a, d, src);
+        if (!p) continue;
+        for (Node *f = p->body; f; f = f->next) {
+            *tail = f;
+            tail = &f->next;
+        }
+        *tail = NULL;
+    }
+    return prog;
+}
+
+static bool is_path(const char *s) {
+    if (strchr(s, '\n') || !*s) return false;
+    size_t n = strlen(s);
+    if (n >= 4 && strcmp(s + n - 4, ".cuk") == 0) return true;
+    struct stat st;
+    return stat(s, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Picks the backend: the option, else $CUK_BACKEND, else auto. */
+static cuk_status pick_backend(cuk_backend want, cuk_backend *out) {
+    if (want == CUK_BACKEND_DEFAULT) {
+        const char *e = getenv("CUK_BACKEND");
+        want = CUK_BACKEND_AUTO;
+        if (e && *e) {
+            if (!strcmp(e, "auto")) want = CUK_BACKEND_AUTO;
+            else if (!strcmp(e, "gpu")) want = CUK_BACKEND_GPU;
+            else if (!strcmp(e, "cpu")) want = CUK_BACKEND_CPU;
+            else return err_set(CUK_ERR_INVALID, "CUK_BACKEND is '%s'; set it to auto, gpu or cpu", e);
+        }
+    }
+    if (want == CUK_BACKEND_CPU) {
+        *out = CUK_BACKEND_CPU;
+        return CUK_OK;
+    }
+    if (want != CUK_BACKEND_AUTO && want != CUK_BACKEND_GPU)
+        return err_set(CUK_ERR_INVALID, "cuk_program_compile: bad backend %d", (int)want);
+    int ok = 0;
+    cuk_gpu_available(&ok);
+    if (ok && !gpu_run) {
+        if (want == CUK_BACKEND_GPU)
+            return err_set(CUK_ERR_NO_DEVICE, "this build of cuk has no GPU backend for programs; use the CPU backend");
+        ok = 0;
+    }
+    if (!ok && want == CUK_BACKEND_GPU) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", cuk_last_error());
+        return err_set(strstr(why, "driver") ? CUK_ERR_NO_DRIVER : CUK_ERR_NO_DEVICE,
+                       "the GPU backend was asked for but no GPU is usable: %s", why);
+    }
+    *out = ok ? CUK_BACKEND_GPU : CUK_BACKEND_CPU;
+    return CUK_OK;
+}
+
+static const Node *find_decl(const Node *ast, const char *name) {
+    for (const Node *f = ast ? ast->body : NULL; f; f = f->next)
+        if (f->kind == N_FN && f->name && strcmp(f->name, name) == 0) return f;
+    return NULL;
+}
+
+static cuk_fn *wrap_fn(cuk_program *p, Fn *fn, const Node *decl) {
+    cuk_fn *f = NEW(&p->arena, cuk_fn);
+    f->prog = p;
+    f->fn = fn;
+    f->decl = decl;
+    f->nparams = fn->nparams;
+    f->params = NEWN(&p->arena, cuk_param_info, fn->nparams ? fn->nparams : 1);
+    const Node *pn = decl ? decl->params : NULL;
+    for (int i = 0; i < fn->nparams; i++, pn = pn ? pn->next : NULL) {
+        cuk_param_info *pi = &f->params[i];
+        pi->name = fn->slots[i].name;
+        pi->dtype = (cuk_dtype)fn->slots[i].dt;
+        pi->rank = fn->slots[i].rank;
+        const Node *d = pn && pn->type ? pn->type->dims : NULL;
+        for (int k = 0; k < pi->rank; k++, d = d ? d->next : NULL) {
+            if (d && d->kind == N_INT) pi->sizes[k] = d->ival;
+            else if (d && d->kind == N_IDENT) pi->dims[k] = d->name;
+            else pi->dims[k] = arena_printf(&p->arena, "%s.shape[%d]", pi->name, k); /* unconstrained */
+        }
+    }
+    return f;
+}
+
+cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const cuk_program_opts *o) {
+    last_info_set = false;
+    if (!out || !src_or_path) return err_set(CUK_ERR_INVALID, "cuk_program_compile: NULL argument");
+    *out = NULL;
+    cuk_backend backend;
+    cuk_status s = pick_backend(o ? o->backend : CUK_BACKEND_DEFAULT, &backend);
+    if (s) return s;
+    cuk_program *p = calloc(1, sizeof *p);
+    if (!p) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    arena_init(&p->arena);
+    pthread_mutex_init(&p->lock, NULL);
+    p->backend = backend;
+    MemDiag md;
+    if (!memdiag_open(&md)) {
+        cuk_program_free(p);
+        return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    Src *src = NEW(&p->arena, Src);
+    const char *path;
+    Node *ast = NULL;
+    if (is_path(src_or_path)) {
+        path = src_or_path;
+        if (src_load(&p->arena, &md.d, path, src)) ast = parse_program(&p->arena, &md.d, src);
+    } else {
+        path = o && o->name ? o->name : "<string>";
+        src_from_string(&p->arena, path, src_or_path, src);
+        ast = parse_program(&p->arena, &md.d, src);
+    }
+    if (ast && !md.d.errors) {
+        Node *std = load_stdlib(&p->arena, &md.d);
+        if (!md.d.errors) p->prog = sema_program(&p->arena, &md.d, ast, std);
+    }
+    bool failed = md.d.errors || !p->prog;
+    char *text = memdiag_close(&md);
+    if (failed) {
+        info_from_diag(text ? text : "", path);
+        s = err_set(CUK_ERR_COMPILE, "%s", text && *text ? text : "compile error");
+        free(text);
+        cuk_program_free(p);
+        return s;
+    }
+    free(text);
+    /* The user's functions in source order; generic ones (only ever inlined) have no Fn. */
+    p->fns = NEWN(&p->arena, cuk_fn *, p->prog->nfns + 1);
+    for (const Node *d = ast->body; d; d = d->next) {
+        if (d->kind != N_FN) continue;
+        Fn *fn = program_find(p->prog, d->name);
+        if (fn && !fn->from_stdlib) p->fns[p->nfns++] = wrap_fn(p, fn, d);
+    }
+    p->nall = p->prog->nfns;
+    p->all = NEWN(&p->arena, cuk_fn *, p->nall + 1);
+    *out = p;
+    return CUK_OK;
+}
+
+void cuk_program_free(cuk_program *p) {
+    if (!p) return;
+    pthread_mutex_destroy(&p->lock);
+    arena_free(&p->arena);
+    free(p);
+}
+
+cuk_backend cuk_program_backend(const cuk_program *p) { return p->backend; }
+int cuk_program_nfunctions(const cuk_program *p) { return p->nfns; }
+const char *cuk_program_function_name(const cuk_program *p, int i) {
+    return i >= 0 && i < p->nfns ? p->fns[i]->fn->name : NULL;
+}
+
+cuk_status cuk_program_function(cuk_program *p, const char *name, cuk_fn **out) {
+    if (!p || !name || !out) return err_set(CUK_ERR_INVALID, "cuk_program_function: NULL argument");
+    *out = NULL;
+    for (int i = 0; i < p->nfns; i++)
+        if (strcmp(p->fns[i]->fn->name, name) == 0) {
+            *out = p->fns[i];
+            return CUK_OK;
+        }
+    cuk_status s = CUK_OK;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->nall; i++) {
+        Fn *fn = p->prog->fns[i];
+        if (strcmp(fn->name, name) != 0) continue;
+        if (!p->all[i]) p->all[i] = wrap_fn(p, fn, NULL); /* a stdlib function */
+        *out = p->all[i];
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (!*out) {
+        char have[512] = "";
+        size_t n = 0;
+        for (int i = 0; i < p->nfns && n < sizeof have - 64; i++)
+            n += (size_t)snprintf(have + n, sizeof have - n, "%s%s", i ? ", " : "", p->fns[i]->fn->name);
+        s = err_set(CUK_ERR_NOT_FOUND, "the program has no function '%s'%s%s", name, p->nfns ? "; it has " : "", have);
+    }
+    return s;
+}
+
+const char *cuk_fn_name(const cuk_fn *f) { return f->fn->name; }
+int cuk_fn_nparams(const cuk_fn *f) { return f->nparams; }
+
+cuk_status cuk_fn_param(const cuk_fn *f, int i, cuk_param_info *info) {
+    if (!f || !info || i < 0 || i >= f->nparams)
+        return err_set(CUK_ERR_INVALID, "cuk_fn_param: no parameter %d", i);
+    *info = f->params[i];
+    return CUK_OK;
+}
+
+cuk_status cuk_fn_result(const cuk_fn *f, int *has_result, cuk_dtype *dt, int *rank) {
+    if (!f) return err_set(CUK_ERR_INVALID, "cuk_fn_result: NULL function");
+    bool has = f->fn->ret_dt != DT_VOID;
+    if (has_result) *has_result = has;
+    if (dt) *dt = has ? (cuk_dtype)f->fn->ret_dt : CUK_F32;
+    if (rank) *rank = has ? f->fn->ret_rank : 0;
+    return CUK_OK;
+}
+
+static const char *shape_str(char *buf, size_t n, const cuk_array *a) {
+    return fmt_shape(buf, n, a->rank, a->shape);
+}
+
+/* Checks the arguments against the parameters: count, dtype, rank, and that every use
+   of a size variable (or literal size) agrees. */
+static cuk_status check_args(const cuk_fn *f, cuk_array *const *args, int nargs) {
+    const char *fname = f->fn->name;
+    if (nargs != f->nparams)
+        return err_set(CUK_ERR_INVALID, "%s() takes %d argument%s but %d %s given", fname, f->nparams,
+                       f->nparams == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
+    /* size variables bound so far: name, value, and the parameter that bound it */
+    const char *vname[64];
+    int64_t vval[64];
+    int vfrom[64];
+    int nv = 0;
+    char sh[128];
+    for (int i = 0; i < nargs; i++) {
+        const cuk_param_info *pi = &f->params[i];
+        const cuk_array *a = args[i];
+        if (!a) return err_set(CUK_ERR_INVALID, "%s(): argument '%s' is NULL", fname, pi->name);
+        if (a->dt != pi->dtype || a->rank != pi->rank) {
+            char want[64];
+            if (pi->rank) snprintf(want, sizeof want, "a %d-D %s array", pi->rank, dtype_info[pi->dtype].name);
+            else snprintf(want, sizeof want, "a %s scalar", dtype_info[pi->dtype].name);
+            if (a->rank)
+                return err_set(CUK_ERR_INVALID, "%s(): parameter '%s' is %s, but the argument is a %d-D %s array of shape %s",
+                               fname, pi->name, want, a->rank, dtype_info[a->dt].name, shape_str(sh, sizeof sh, a));
+            return err_set(CUK_ERR_INVALID, "%s(): parameter '%s' is %s, but the argument is a %s scalar", fname, pi->name,
+                           want, dtype_info[a->dt].name);
+        }
+        for (int k = 0; k < pi->rank; k++) {
+            if (!pi->dims[k]) {
+                if (a->shape[k] != pi->sizes[k])
+                    return err_set(CUK_ERR_INVALID, "%s(): parameter '%s' needs size %lld on axis %d, but the argument has shape %s",
+                                   fname, pi->name, (long long)pi->sizes[k], k, shape_str(sh, sizeof sh, a));
+                continue;
+            }
+            int j = 0;
+            while (j < nv && strcmp(vname[j], pi->dims[k]) != 0) j++;
+            if (j == nv) {
+                if (nv < 64) {
+                    vname[nv] = pi->dims[k];
+                    vval[nv] = a->shape[k];
+                    vfrom[nv] = i;
+                    nv++;
+                }
+            } else if (vval[j] != a->shape[k]) {
+                if (vfrom[j] == i)
+                    return err_set(CUK_ERR_INVALID, "%s(): parameter '%s' has shape %s, but its axes named '%s' must agree",
+                                   fname, pi->name, shape_str(sh, sizeof sh, a), pi->dims[k]);
+                return err_set(CUK_ERR_INVALID,
+                               "%s(): parameter '%s' has shape %s, so size '%s' is %lld there, but it is %lld from parameter '%s'",
+                               fname, pi->name, shape_str(sh, sizeof sh, a), pi->dims[k], (long long)a->shape[k],
+                               (long long)vval[j], f->params[vfrom[j]].name);
+            }
+        }
+    }
+    return CUK_OK;
+}
+
+/* Reports a run-time error with its location, like cukc does. */
+static cuk_status run_error(const RtErr *e) {
+    MemDiag md;
+    if (!memdiag_open(&md)) return err_set(CUK_ERR_RUNTIME, "%s", e->msg);
+    rt_report(e, &md.d);
+    char *text = memdiag_close(&md);
+    const char *path = e->loc.src ? e->loc.src->path : NULL;
+    info_from_diag(text && *text ? text : e->msg, path);
+    if (!path) snprintf(last_info.message, sizeof last_info.message, "%s", e->msg);
+    cuk_status s = err_set(CUK_ERR_RUNTIME, "%s", text && *text ? text : e->msg);
+    free(text);
+    return s;
+}
+
+cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
+    last_info_set = false;
+    if (!f || (nargs && !args)) return err_set(CUK_ERR_INVALID, "cuk_fn_call: NULL argument");
+    if (result) *result = NULL;
+    cuk_status s = check_args(f, args, nargs);
+    if (s) return s;
+    /* The backends take host Arrs; device arguments are copied in (and the result out
+       to the device) until the GPU executor takes device arrays directly. */
+    Arr *stack[16], **in = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *in);
+    cuk_array *stage[16], **tmp = nargs <= 16 ? stage : calloc((size_t)nargs, sizeof *tmp);
+    if (!in || !tmp) {
+        if (in != stack) free(in);
+        if (tmp != stage) free(tmp);
+        return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    bool on_device = false;
+    for (int i = 0; i < nargs; i++) {
+        tmp[i] = NULL;
+        in[i] = NULL;
+    }
+    for (int i = 0; i < nargs && !s; i++) {
+        if (args[i]->place == CUK_ON_DEVICE) {
+            on_device = true;
+            s = cuk_array_copy(&tmp[i], args[i], CUK_ON_HOST);
+            if (!s) in[i] = tmp[i]->arr;
+        } else {
+            in[i] = args[i]->arr;
+        }
+    }
+    Arr *res = NULL;
+    if (!s) {
+        RtErr err = {0};
+        bool ok;
+        fflush(stdout); /* print() output keeps its order with the caller's */
+        if (f->prog->backend == CUK_BACKEND_GPU && gpu_run) {
+            pthread_mutex_lock(&f->prog->lock);
+            ok = gpu_run(f->prog->prog, f->fn, in, &res, stdout, &err);
+            pthread_mutex_unlock(&f->prog->lock);
+        } else {
+            ok = cpu_run(f->prog->prog, f->fn, in, &res, stdout, &err);
+        }
+        fflush(stdout);
+        if (!ok) {
+            s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
+            if (res) arr_release(res);
+            res = NULL;
+        }
+    }
+    /* A result that is an argument's own storage (fn id(x) = x) must not alias the
+       caller's memory: give the caller a copy. */
+    if (!s && res) {
+        bool alias = false;
+        for (int i = 0; i < nargs; i++)
+            if (in[i] == res || (in[i] && in[i]->data == res->data)) alias = true;
+        if (alias) {
+            Arr *c = arr_new(res->dt, res->rank, res->shape);
+            if (!c) s = err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+            else memcpy(c->data, res->data, (size_t)res->size * (size_t)dtype_info[res->dt].size);
+            arr_release(res);
+            res = c;
+        }
+    }
+    for (int i = 0; i < nargs; i++) cuk_array_free(tmp[i]);
+    if (in != stack) free(in);
+    if (tmp != stage) free(tmp);
+    if (s) return s;
+    if (!res) return CUK_OK;
+    cuk_array *r;
+    if ((s = array_from_arr(&r, res))) return s;
+    if (on_device) {
+        cuk_array *d;
+        s = cuk_array_copy(&d, r, CUK_ON_DEVICE);
+        cuk_array_free(r);
+        if (s) return s;
+        r = d;
+    }
+    if (result) *result = r;
+    else cuk_array_free(r);
+    return CUK_OK;
+}
+
+cuk_status cuk_program_call(cuk_program *p, const char *name, cuk_array *const *args, int nargs, cuk_array **result) {
+    cuk_fn *f;
+    cuk_status s = cuk_program_function(p, name, &f);
+    if (s) return s;
+    return cuk_fn_call(f, args, nargs, result);
+}

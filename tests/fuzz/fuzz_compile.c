@@ -1,0 +1,165 @@
+/* libFuzzer target for the whole compile pipeline: source bytes are read as a file (UTF-8
+   and NUL checks included), parsed, type-checked with the embedded stdlib, fused and
+   emitted as CUDA C, and then the entry function (main, else the first user function)
+   runs on the CPU backend with small arguments under a work limit, so that huge sizes and
+   endless loops end in a run-time error instead of a timeout. Any abort, sanitizer report
+   or leak is a bug; user errors and run-time errors are fine. */
+#include <string.h>
+
+#include "compiler/cpu.h"
+#include "compiler/ir.h"
+#include "compiler/kernel.h"
+#include "fuzz_common.h"
+#include "lang/arena.h"
+#include "lang/ast.h"
+#include "lang/diag.h"
+#include "lang/embedded.h"
+
+/* Elements allocated or streamed, loop iterations and calls per run: enough for every
+   test program at the sizes seeds use, small enough that a run takes milliseconds. */
+enum { WORK_LIMIT = 1 << 21, ARG_LEN = 3 };
+
+static MemFile src;
+
+/* The stdlib, parsed as cukc does (tools/cukc.c load_stdlib). */
+static Node *load_stdlib(Arena *a, Diag *d) {
+    Node *prog = NEW(a, Node);
+    prog->kind = N_PROGRAM;
+    Node **tail = &prog->body;
+    for (int i = 0; cuk_embedded[i].name; i++) {
+        const char *nm = cuk_embedded[i].name;
+        size_t n = strlen(nm);
+        if (n < 4 || strcmp(nm + n - 4, ".cuk") != 0) continue;
+        Src *s = NEW(a, Src);
+        src_from_string(a, arena_printf(a, "<stdlib>/%s", nm), cuk_embedded[i].text, s);
+        Node *p = parse_program(a, d, s);
+        if (!p) continue;
+        for (Node *f = p->body; f; f = f->next) {
+            *tail = f;
+            tail = &f->next;
+        }
+        *tail = NULL;
+    }
+    return prog;
+}
+
+/* True if a Val DAG reads a file (load); seen marks visited ids. */
+static bool val_has_io(const Val *v, char *seen) {
+    if (!v || seen[v->id]) return false;
+    seen[v->id] = 1;
+    if (v->op == OP_LOAD) return true;
+    for (int i = 0; i < v->nargs; i++)
+        if (val_has_io(v->args[i], seen)) return true;
+    return val_has_io(v->lam, seen) || val_has_io(v->init, seen);
+}
+
+static bool stmt_has_io(const Stmt *s, char *seen) {
+    for (; s; s = s->next) {
+        if (s->kind == S_SAVE) return true;
+        if (val_has_io(s->v, seen) || val_has_io(s->v2, seen) || stmt_has_io(s->body, seen) ||
+            stmt_has_io(s->els, seen))
+            return true;
+    }
+    return false;
+}
+
+/* Programs that load or save files are compiled but not run: the fuzzer must not read or
+   write arbitrary paths. */
+static bool program_has_io(Arena *a, const Program *p) {
+    for (int i = 0; i < p->nfns; i++) {
+        const Fn *fn = p->fns[i];
+        char *seen = arena_alloc(a, (size_t)fn->nvals + 1);
+        if (stmt_has_io(fn->body, seen)) return true;
+    }
+    return false;
+}
+
+/* A small argument for parameter k: scalars 3 (true), arrays ARG_LEN long on every axis
+   holding 0, 1, 2, ... */
+static Arr *make_arg(const Slot *s) {
+    int64_t shape[MAXRANK];
+    for (int k = 0; k < s->rank; k++) shape[k] = ARG_LEN;
+    Arr *a = arr_new(s->dt, s->rank, shape);
+    if (!a) abort();
+    for (int64_t i = 0; i < a->size; i++) {
+        int64_t v = s->rank ? i % 5 : 3;
+        char *p = (char *)a->data + i * dtype_info[s->dt].size;
+        switch (s->dt) {
+        case DT_BOOL: *(uint8_t *)p = (uint8_t)(v & 1); break;
+        case DT_I32: *(int32_t *)p = (int32_t)v; break;
+        case DT_I64: *(int64_t *)p = v; break;
+        case DT_U32: *(uint32_t *)p = (uint32_t)v; break;
+        case DT_U64: *(uint64_t *)p = (uint64_t)v; break;
+        case DT_F32: *(float *)p = (float)v * 0.5f; break;
+        case DT_F64: *(double *)p = (double)v * 0.5; break;
+        default: abort();
+        }
+    }
+    return a;
+}
+
+static void run_entry(Arena *a, Diag *d, const Program *p) {
+    const Fn *fn = program_find(p, "main");
+    for (int i = 0; !fn && i < p->nfns; i++)
+        if (!p->fns[i]->from_stdlib) fn = p->fns[i];
+    if (!fn || fn->nparams > 16 || program_has_io(a, p)) return;
+    Arr *args[16] = {0};
+    for (int i = 0; i < fn->nparams; i++) args[i] = make_arg(&fn->slots[i]);
+    RtErr err = {0};
+    Arr *result = NULL;
+    if (!cpu_run(p, fn, args, &result, devnull(), &err)) {
+        if (!err.set || !err.msg[0]) {
+            fprintf(stderr, "fuzz_compile: cpu_run failed without a message\n");
+            abort();
+        }
+        rt_report(&err, d);
+    } else if (result) {
+        arr_print(devnull(), result);
+    }
+    arr_release(result);
+    for (int i = 0; i < fn->nparams; i++) arr_release(args[i]);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    memfile_open(&src, "fuzz.cuk");
+    cpu_work_limit = WORK_LIMIT;
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    memfile_set(&src, data, size);
+    Arena a;
+    arena_init(&a);
+    Diag d;
+    diag_init(&d, devnull());
+    Src s;
+    if (src_load(&a, &d, src.path, &s)) {
+        Node *ast = parse_program(&a, &d, &s);
+        if (ast && !d.errors) {
+            ast_dump(devnull(), ast);
+            Node *std = load_stdlib(&a, &d);
+            if (d.errors) abort(); /* the embedded stdlib always parses */
+            Program *p = sema_program(&a, &d, ast, std);
+            if (p && !d.errors) {
+                ir_print(devnull(), p);
+                PlanSet *ps = fuse_program(&a, p);
+                planset_print(devnull(), ps);
+                const char *cuda = emit_cuda_program(&a, p, ps);
+                if (!cuda) abort();
+                run_entry(&a, &d, p);
+            } else if (!d.errors) {
+                fprintf(stderr, "fuzz_compile: sema failed without an error\n");
+                abort();
+            }
+        } else if (!d.errors) {
+            fprintf(stderr, "fuzz_compile: the parser failed without an error\n");
+            abort();
+        }
+    } else if (!d.errors) {
+        abort();
+    }
+    arena_free(&a);
+    return 0;
+}
