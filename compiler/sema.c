@@ -66,6 +66,7 @@ typedef struct Ctx {
     bool in_lambda;
     int lambda_nargs;
     int loop_depth;
+    unsigned char *decl_state; /* per decl: 0 unchecked, 1 checked ok, 2 has errors */
     Val **slot_cache; /* one OP_SLOT read per slot and statement, so a statement's DAG
                          shares its leaves (cleared at every statement) */
     int slot_cache_n;
@@ -1173,6 +1174,10 @@ static Ex lower_call(Ctx *c, Node *n) {
             return ex_bad();
         }
     }
+    if (!decl && sym_find(c, g)) {
+        diag_error(c->d, n->loc, "'%s' is a variable, not a function, so it cannot be called", g);
+        return ex_bad();
+    }
     if (!decl) {
         const char *s = suggest_name(c, g, true);
         if (s) diag_error(c->d, n->loc, "unknown function '%s'; did you mean '%s'?", g, s);
@@ -1221,7 +1226,30 @@ static bool type_dims(Node *t, int *rank) {
 
 static Fn *lower_fn(Ctx *c, Node *decl);
 
+static bool is_generic(Node *decl) {
+    for (Node *p = decl->params; p; p = p->next)
+        if (is_typevar(p->type->name)) return true;
+    return decl->type && is_typevar(decl->type->name);
+}
+
+static int decl_index(Ctx *c, Node *decl) {
+    for (int i = 0; i < c->ndecls; i++)
+        if (c->decls[i] == decl) return i;
+    die("declaration not in the table");
+}
+
+static bool is_generic(Node *decl);
+
 static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
+    /* Check the callee on its own first, so errors in its body are reported once, at
+       their place, and not again at every call that inlines it. */
+    int di = decl_index(c, decl);
+    if (!is_generic(decl) && c->decl_state[di] == 0) {
+        int before = c->d->errors;
+        lower_fn(c, decl);
+        c->decl_state[di] = c->d->errors > before ? 2 : 1;
+    }
+    if (c->decl_state[di] == 2) return ex_bad();
     int np = 0;
     for (Node *p = decl->params; p; p = p->next) np++;
     if (np != nargs) {
@@ -1584,6 +1612,10 @@ static Ex lower_expr(Ctx *c, Node *n) {
             diag_error(c->d, n->loc, "'!' needs a bool, not an %s", ex_tname(c, a));
             return ex_bad();
         }
+        if (op == OP_NEG && !a.weak && a.v->dt == DT_BOOL) {
+            diag_error(c->d, n->loc, "unary '-' needs a number, not bool; use ! for logical not");
+            return ex_bad();
+        }
         if (op == OP_NEG && !a.weak && a.v->dt < DT_COUNT && !dtype_info[a.v->dt].is_signed) {
             diag_error(c->d, n->loc, "unary '-' on unsigned %s; write 0 - x if wrapping is meant", dtype_info[a.v->dt].name);
             return ex_bad();
@@ -1898,7 +1930,7 @@ static void lower_stmt(Ctx *c, Node *s) {
             }
             st->v = v.v;
         } else if (c->ret_dt != DT_VOID) {
-            diag_error(c->d, s->loc, "%s() must return a %s value", c->cur_decl->name, tname(c->a, c->ret_dt, c->ret_rank));
+            diag_error(c->d, s->loc, "%s() must return a value of type %s", c->cur_decl->name, tname(c->a, c->ret_dt, c->ret_rank));
             return;
         }
         emit(c, st);
@@ -2099,7 +2131,7 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
         } else {
             lower_block(c, decl->body);
             if (c->ret_dt != DT_VOID && !always_returns(decl->body))
-                diag_error(c->d, decl->loc, "%s() may end without returning a %s value", decl->name,
+                diag_error(c->d, decl->loc, "%s() may end without returning a value of type %s", decl->name,
                            tname(c->a, c->ret_dt, c->ret_rank));
         }
     }
@@ -2137,12 +2169,25 @@ Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib) {
     c.prog = p;
     /* Every user function gets an IR function (they are all possible entry points);
        generic ones (type variables) are only ever inlined. */
+    c.decl_state = NEWN(a, unsigned char, n + 1);
     for (int i = 0; i < c.nuser; i++) {
-        int errs = d->errors;
-        lower_fn(&c, c.decls[i]);
+        if (c.decl_state[i] == 0 && !is_generic(c.decls[i])) {
+            int before = d->errors;
+            lower_fn(&c, c.decls[i]);
+            c.decl_state[i] = d->errors > before ? 2 : 1;
+        }
         if (d->errors >= (d->max_errors ? d->max_errors : 50)) break;
-        (void)errs;
     }
+    /* Calls can lower a callee before its turn: list functions in source order. */
+    int k = 0;
+    for (int i = 0; i < c.ndecls; i++)
+        for (int j = k; j < p->nfns; j++)
+            if (strcmp(p->fns[j]->name, c.decls[i]->name) == 0) {
+                Fn *t = p->fns[k];
+                p->fns[k++] = p->fns[j];
+                p->fns[j] = t;
+                break;
+            }
     /* Stdlib functions are type-checked when used; check the ones with fixed types too
        so a broken stdlib is caught by every test run. */
     if (d->errors) return NULL;

@@ -416,12 +416,6 @@ static cuk_status pick_backend(cuk_backend want, cuk_backend *out) {
     return CUK_OK;
 }
 
-static const Node *find_decl(const Node *ast, const char *name) {
-    for (const Node *f = ast ? ast->body : NULL; f; f = f->next)
-        if (f->kind == N_FN && f->name && strcmp(f->name, name) == 0) return f;
-    return NULL;
-}
-
 static cuk_fn *wrap_fn(cuk_program *p, Fn *fn, const Node *decl) {
     cuk_fn *f = NEW(&p->arena, cuk_fn);
     f->prog = p;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compiler/cpu.h"
+#include "compiler/gpu.h"
 #include "compiler/ir.h"
 #include "compiler/kernel.h"
 #include "runtime/cuk.h"
@@ -204,13 +205,23 @@ static int cmd_run(int argc, char **argv) {
             st = EXIT_USAGE;
         }
     if (!st) {
-        if (strcmp(device, "gpu") == 0) {
-            fprintf(stderr, "cukc: error: the GPU backend is not available in this build; use --device cpu\n");
-            st = EXIT_RUNTIME;
-        } else {
+        bool gpu = false;
+        if (strcmp(device, "cpu") != 0) {
+            int ok = 0;
+            cuk_gpu_available(&ok);
+            if (ok) gpu = true;
+            else if (strcmp(device, "gpu") == 0) {
+                fprintf(stderr, "cukc: error: --device gpu: %s\n", cuk_last_error());
+                st = EXIT_RUNTIME;
+            } else if (!getenv("CUK_QUIET")) {
+                fprintf(stderr, "cukc: note: no usable GPU (%s); running on the CPU backend\n", cuk_last_error());
+            }
+        }
+        if (!st) {
             RtErr err = {0};
             Arr *result = NULL;
-            if (!cpu_run(c.prog, fn, args, &result, stdout, &err)) {
+            bool ran = gpu ? gpu_run(c.prog, fn, args, &result, stdout, &err) : cpu_run(c.prog, fn, args, &result, stdout, &err);
+            if (!ran) {
                 fflush(stdout);
                 rt_report(&err, &c.diag);
                 st = EXIT_RUNTIME;
