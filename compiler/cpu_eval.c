@@ -1123,7 +1123,10 @@ static void red_result(RedSt *s, DType out_dt, Cell *out) {
     case RED_SUM:
     case RED_PROD:
         if (dtype_info[s->dt].is_float) {
-            double r = s->op == RED_SUM ? s->fsum + s->fcomp : s->fprod;
+            /* Once the sum is infinite the compensation is inf - inf = NaN: drop it, so
+               that sum([inf, inf]) is inf as in NumPy (a NaN input keeps fsum NaN). */
+            double r = s->op == RED_PROD ? s->fprod
+                       : isfinite(s->fsum) ? s->fsum + s->fcomp : s->fsum;
             cell_set(out, s->dt, (Scalar){.f = r});
             return;
         }

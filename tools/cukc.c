@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/bundle.h"
 #include "compiler/cpu.h"
 #include "compiler/gpu.h"
 #include "compiler/ir.h"
@@ -24,7 +25,11 @@ static const char *usage_text =
     "  emit-ir F                     print the IR (and the kernels it fuses into)\n"
     "  emit-cuda F                   print the CUDA C of every kernel\n"
     "  emit-ptx F [--arch sm_90]     compile the kernels with NVRTC and print PTX\n"
-    "  run F [--device auto|gpu|cpu] [--entry NAME] [name=value ...]\n"
+    "  build F -o B.cukb [--arch sm_80,sm_90,compute_90]\n"
+    "                                compile ahead of time into a bundle\n"
+    "  inspect B.cukb                list a bundle's kernels, archs and entry points\n"
+    "  cache stats|clear             the kernel cache on disk\n"
+    "  run F|B [--device auto|gpu|cpu] [--entry NAME] [name=value ...]\n"
     "                                run main (or NAME); values are numbers, true/false\n"
     "                                or .npy files\n"
     "  dump-ast F                    print the syntax tree (for tests)\n"
@@ -67,13 +72,28 @@ typedef struct Compiled {
     Src src;
     Node *ast;
     Program *prog;
+    Bundle *bundle; /* when the program came from a .cukb */
 } Compiled;
 
-/* Parses and type-checks path. Returns an exit status. */
+/* Parses and type-checks path (a .cuk file, or a bundle whose program is used).
+   Returns an exit status. */
 static int compile_file(Compiled *c, const char *path, bool sema) {
     arena_init(&c->arena);
     diag_init(&c->diag, stderr);
-    if (!src_load(&c->arena, &c->diag, path, &c->src)) return EXIT_COMPILE;
+    c->bundle = NULL;
+    size_t plen = strlen(path);
+    if (bundle_is(path) || (plen > 5 && strcmp(path + plen - 5, ".cukb") == 0)) {
+        char err[1024];
+        Bundle *b = NEW(&c->arena, Bundle);
+        if (!bundle_read(&c->arena, path, b, err, sizeof err)) {
+            fprintf(stderr, "cukc: error: %s\n", err);
+            return EXIT_RUNTIME;
+        }
+        c->bundle = b;
+        src_from_string(&c->arena, b->source_path, b->source, &c->src);
+    } else if (!src_load(&c->arena, &c->diag, path, &c->src)) {
+        return EXIT_COMPILE;
+    }
     c->ast = parse_program(&c->arena, &c->diag, &c->src);
     if (c->diag.errors || !c->ast) return EXIT_COMPILE;
     if (!sema) return EXIT_OK;
@@ -303,6 +323,58 @@ static int cmd_emit_ptx(int argc, char **argv) {
     return st;
 }
 
+static int cmd_build(int argc, char **argv) {
+    const char *file = NULL, *out = NULL, *archs = "sm_80,sm_90";
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--arch")) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", argv[i]);
+            if (argv[i][1] == 'o') out = argv[++i];
+            else archs = argv[++i];
+        } else if (!strncmp(argv[i], "--arch=", 7)) {
+            archs = argv[i] + 7;
+        } else if (argv[i][0] == '-') {
+            return usage_error("unknown option '%s'", argv[i]);
+        } else if (!file) {
+            file = argv[i];
+        } else {
+            return usage_error("build takes one file, not also '%s'", argv[i]);
+        }
+    }
+    if (!file || !out) return usage_error("usage: cukc build F.cuk -o B.cukb [--arch sm_80,sm_90,compute_90]%s", "");
+    Compiled c;
+    int st = compile_file(&c, file, true);
+    if (!st && c.bundle) {
+        fprintf(stderr, "cukc: error: %s is already a bundle\n", file);
+        st = EXIT_USAGE;
+    }
+    if (!st) {
+        char err[2048];
+        if (!bundle_write(out, file, c.src.text, c.prog, archs, err, sizeof err)) {
+            fprintf(stderr, "cukc: error: %s\n", err);
+            st = EXIT_RUNTIME;
+        }
+    }
+    compiled_free(&c);
+    return st;
+}
+
+static int cmd_inspect(int argc, char **argv) {
+    if (argc != 1) return usage_error("usage: cukc inspect B.cukb%s", "");
+    Arena a;
+    arena_init(&a);
+    Bundle b;
+    char err[1024];
+    int st = EXIT_OK;
+    if (!bundle_read(&a, argv[0], &b, err, sizeof err)) {
+        fprintf(stderr, "cukc: error: %s\n", err);
+        st = EXIT_RUNTIME;
+    } else {
+        bundle_print(stdout, &b);
+    }
+    arena_free(&a);
+    return st;
+}
+
 static int cmd_cache(int argc, char **argv) {
     if (argc != 1 || (strcmp(argv[0], "stats") && strcmp(argv[0], "clear")))
         return usage_error("usage: cukc cache stats|clear%s", "");
@@ -341,5 +413,7 @@ int main(int argc, char **argv) {
         return cmd_compile(cmd, argc - 2, argv + 2);
     if (!strcmp(cmd, "emit-ptx")) return cmd_emit_ptx(argc - 2, argv + 2);
     if (!strcmp(cmd, "cache")) return cmd_cache(argc - 2, argv + 2);
+    if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
+    if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd);
 }

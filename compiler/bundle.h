@@ -1,0 +1,60 @@
+/* Ahead-of-time bundles (.cukb): a checked program with its kernels compiled for a list
+   of GPU architectures, loadable without NVRTC. Format in docs/internals.md. */
+#ifndef CUK_BUNDLE_H
+#define CUK_BUNDLE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../lang/arena.h"
+#include "ir.h"
+
+#define BUNDLE_MAGIC "CUKB"
+#define BUNDLE_FORMAT 1
+
+typedef enum { BS_SOURCE = 1, BS_ENTRY = 2, BS_IMAGE = 3, BS_PLAN = 4 } BundleSectionKind;
+enum { BI_PTX = 0, BI_CUBIN = 1 };
+
+typedef struct BundleImage {
+    const char *fn;   /* the IR function whose kernels it holds */
+    const char *arch; /* "sm_90" (cubin) or "compute_90" (PTX) */
+    int kind;         /* BI_PTX or BI_CUBIN */
+    const void *data; /* PTX text is NUL-terminated */
+    size_t size;
+} BundleImage;
+
+typedef struct Bundle {
+    char cuk_version[16];
+    int nvrtc_major, nvrtc_minor;
+    const char *source_path; /* the program's path when built */
+    const char *source;      /* its text (the IR is rebuilt from it, see docs/aot.md) */
+    const char *entries;     /* one signature per line */
+    const char *plans;       /* the kernel plan, as `cukc emit-ir` prints it */
+    BundleImage *images;
+    int nimages;
+    size_t file_size;
+} Bundle;
+
+/* Writes a bundle for the program in path (already checked into prog) compiling every
+   function's kernels for each arch in archs ("sm_80,sm_90,compute_90"). A cubin per sm_XX
+   and PTX for the lowest compute capability listed (or each compute_XX given) are
+   included. Returns false with a message in err. */
+bool bundle_write(const char *out_path, const char *src_path, const char *src_text, const Program *prog,
+                  const char *archs, char *err, size_t errlen);
+
+/* Reads and verifies a bundle (magic, format version, size, checksum, cuk version,
+   section bounds). Everything the Bundle points at lives in a. */
+bool bundle_read(Arena *a, const char *path, Bundle *b, char *err, size_t errlen);
+bool bundle_read_mem(Arena *a, const void *buf, size_t len, Bundle *b, char *err, size_t errlen);
+/* True if the file starts with the bundle magic. */
+bool bundle_is(const char *path);
+
+/* The image to load on a device of compute capability major.minor for function fn: the
+   exact cubin, else the newest PTX not newer than the device. NULL (with a message in err)
+   when none can run there. */
+const BundleImage *bundle_pick(const Bundle *b, const char *fn, int major, int minor, char *err, size_t errlen);
+
+/* `cukc inspect`: kernels, archs, sizes, entry signatures. */
+void bundle_print(FILE *out, const Bundle *b);
+
+#endif
