@@ -1,10 +1,13 @@
 # Quick start: `make demo` and `make check` (see README.md). Both set up what is missing.
-.PHONY: all setup build build-asan demo check check-unit check-lit check-python clean bench-cpu
+.PHONY: all setup build build-asan demo check check-unit check-lit check-python clean bench-cpu \
+	fuzz check-fuzz check-valgrind
 
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 PYTHON ?= /usr/bin/python3
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 
 all: build
 
@@ -28,8 +31,17 @@ demo: build
 check: build build-asan
 	@bash scripts/check.sh $(BUILD) $(ASAN_BUILD)
 
+# libFuzzer targets (tests/fuzz/), FUZZ_SECONDS each, all at once; crashes land in
+# $(FUZZ_BUILD)/crashes/. check-fuzz is the same run that `make check` does.
+fuzz check-fuzz: build
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(BUILD) $(FUZZ_BUILD)
+
+# valgrind memcheck over the CPU backend running the examples (also part of `make check`).
+check-valgrind: build
+	@bash scripts/valgrind.sh $(BUILD)
+
 bench-cpu: build
 	@$(PYTHON) bench/cpu_bench.py $(BUILD)/bin/cukc
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

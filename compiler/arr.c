@@ -11,7 +11,7 @@
 
 /* Refuse sizes no machine here could hold, before asking malloc: under overcommit a
    huge malloc may "succeed" and the process die later, and sanitizers abort on it. */
-static uint64_t max_bytes(void) {
+uint64_t arr_max_bytes(void) {
     static uint64_t lim;
     if (!lim) {
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -87,14 +87,22 @@ static size_t arr_bytes(const Arr *a) {
 
 Arr *arr_new(DType dt, int rank, const int64_t *shape) {
     if (rank < 0 || rank > MAXRANK) return NULL;
+    /* Like NumPy, the product of the nonzero dims must fit as well (see shape_size in
+       cpu_eval.c): loops over the axes of an empty array then stay in range. */
     uint64_t size = 1;
+    bool empty = false;
     for (int k = 0; k < rank; k++) {
         if (shape[k] < 0) return NULL;
-        if (shape[k] && size > UINT64_MAX / (uint64_t)shape[k]) return NULL;
+        if (!shape[k]) {
+            empty = true;
+            continue;
+        }
+        if (size > UINT64_MAX / (uint64_t)shape[k]) return NULL;
         size *= (uint64_t)shape[k];
     }
     uint64_t esz = (uint64_t)dtype_info[dt].size;
-    if (size > max_bytes() / esz) return NULL;
+    if (size > arr_max_bytes() / esz) return NULL;
+    if (empty) size = 0;
     /* Round up to the alignment (aligned_alloc wants a multiple) and never ask for 0. */
     size_t bytes = (size_t)((size * esz + 63) & ~(uint64_t)63);
     if (bytes == 0) bytes = 64;

@@ -237,6 +237,10 @@ bool bundle_read_mem(Arena *a, const void *buf, size_t len, Bundle *b, char *err
     b->nvrtc_major = (int)mj;
     b->nvrtc_minor = (int)mn;
     b->file_size = len;
+    /* Every section takes at least 16 bytes: a damaged count must not size the table. */
+    if (nsec > (len - HDR_SIZE) / 16)
+        return fail(err, errlen, "bundle header lists %u sections, more than its %zu bytes can hold: damaged", nsec,
+                    len);
     b->images = NEWN(a, BundleImage, nsec + 1);
     size_t off = HDR_SIZE;
     for (uint32_t i = 0; i < nsec; i++) {
@@ -323,7 +327,10 @@ const BundleImage *bundle_pick(const Bundle *b, const char *fn, int major, int m
         const BundleImage *im = &b->images[i];
         if (strcmp(im->fn, fn) != 0) continue;
         any = true;
-        int cc = atoi(im->arch + (im->kind == BI_CUBIN ? 3 : 8));
+        /* The arch comes from the file: read its number only behind the right prefix. */
+        const char *pre = im->kind == BI_CUBIN ? "sm_" : "compute_";
+        if (strncmp(im->arch, pre, strlen(pre)) != 0) continue;
+        int cc = atoi(im->arch + strlen(pre));
         if (im->kind == BI_CUBIN && cc == dev) return im;
         if (im->kind == BI_PTX && cc <= dev && cc > best_cc) best = im, best_cc = cc;
     }

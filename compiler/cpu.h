@@ -22,6 +22,9 @@ typedef struct Arr {
 /* Returns NULL if the size overflows or memory runs out (then *err, if given, says so). */
 Arr *arr_new(DType dt, int rank, const int64_t *shape);
 Arr *arr_scalar(DType dt, Scalar v);
+/* The most bytes arr_new will try to allocate (about twice the physical memory, at
+   most 1 TiB); fused values that are never stored are held to the same limit. */
+uint64_t arr_max_bytes(void);
 Arr *arr_retain(Arr *a);
 void arr_release(Arr *a);
 /* Element i (flat index) as a Scalar of the array's own type. */

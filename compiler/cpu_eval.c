@@ -22,6 +22,7 @@
 #endif
 
 enum {
+    TILE = 256,         /* lines x elements per tile of a reduction along an axis */
     CHUNK = 2048,       /* elements per chunk: a few chunk buffers stay in L1/L2 */
     MAX_DEPTH = 1000,   /* nested calls before a run-time error */
 };
@@ -226,14 +227,21 @@ static const char *shape_str(char *buf, size_t n, int rank, const int64_t *shape
     return fmt_shape(buf, n, rank, shape);
 }
 
-/* Product of dims, or -1 if it overflows. */
+/* Product of dims, or -1 if it overflows. As in NumPy, the product of the nonzero dims
+   must fit too: an empty array of shape (2^62, 0) would otherwise send loops over its
+   outer axes round (almost) forever and overflow index arithmetic. */
 static int64_t shape_size(int rank, const int64_t *shape) {
     int64_t s = 1;
+    bool empty = false;
     for (int k = 0; k < rank; k++) {
-        if (shape[k] && s > INT64_MAX / shape[k]) return -1;
+        if (!shape[k]) {
+            empty = true;
+            continue;
+        }
+        if (s > INT64_MAX / shape[k]) return -1;
         s *= shape[k];
     }
-    return s;
+    return empty ? 0 : s;
 }
 
 /* Counts n units of work against cpu_work_limit (a no-op when there is none). */
@@ -387,6 +395,22 @@ static bool is_gen(int op) {
            op == OP_RANDN;
 }
 static bool fusable(int op) { return op_is_ew(op) || is_gen(op); }
+/* A checkdim is transparent to fusion: its check runs when the program is built
+   (sema wraps inlined calls in them, which must not stop map-reduce fusion). */
+static bool fusable_val(const Val *v) {
+    return fusable(v->op) || (v->op == OP_CHECKDIM && fusable_val(v->args[0]));
+}
+
+static __attribute__((noinline)) bool check_dims(Frame *f, const Val *v) {
+    int64_t a, b;
+    if (!get_i64(f, v->args[1], &a) || !get_i64(f, v->args[2], &b)) return false;
+    if (a != b) {
+        rt_error(f->c->err, v->loc, v->msg ? v->msg : "size mismatch: %lld != %lld",
+                 (long long)a, (long long)b);
+        return false;
+    }
+    return true;
+}
 
 enum { NK_OP, NK_CAST, NK_LEAF, NK_GEN };
 enum { LM_DIRECT, LM_SPLAT, LM_WALK };
@@ -448,6 +472,19 @@ static int prog_push(Frame *f, Prog *p, const Val *v) {
     return p->n++;
 }
 
+/* Fused values are held to the sizes an array could have, so that a program fails
+   the same way whether or not a value is stored (and sum(zeros(1 << 62)) does not
+   run for centuries). */
+static __attribute__((noinline)) bool size_ok(Frame *f, Loc loc, DType dt, int rank,
+                                              const int64_t *shape) {
+    int64_t n = shape_size(rank, shape);
+    if (n >= 0 && (uint64_t)n <= arr_max_bytes() / (uint64_t)esize(dt)) return true;
+    char b[200];
+    rt_error(f->c->err, loc, "cannot allocate an array of %s with shape %s: out of memory",
+             dtype_info[dt].name, shape_str(b, sizeof b, rank, shape));
+    return false;
+}
+
 static bool gen_dims(Frame *f, const Val *v, int first, PNode *nd) {
     nd->rank = v->nargs - first;
     ASSERT(nd->rank >= 0 && nd->rank <= MAXRANK);
@@ -459,13 +496,7 @@ static bool gen_dims(Frame *f, const Val *v, int first, PNode *nd) {
             return false;
         }
     }
-    if (shape_size(nd->rank, nd->shape) < 0) {
-        char b[200];
-        rt_error(f->c->err, v->loc, "array of shape %s is too large",
-                 shape_str(b, sizeof b, nd->rank, nd->shape));
-        return false;
-    }
-    return true;
+    return size_ok(f, v->loc, v->dt, nd->rank, nd->shape);
 }
 
 static bool gen_setup(Frame *f, const Val *v, PNode *nd) {
@@ -519,6 +550,10 @@ static __attribute__((noinline)) int prog_add_gen(Frame *f, Prog *p, const Val *
 static int prog_add(Frame *f, Prog *p, const Val *v) {
     for (int i = 0; i < p->n; i++)
         if (p->nodes[i].v == v) return i;
+    if (v->op == OP_CHECKDIM && !f->memo[v->id] && fusable_val(v)) {
+        if (!check_dims(f, v)) return -1;
+        return prog_add(f, p, v->args[0]);
+    }
     if (f->memo[v->id] || !fusable(v->op)) {
         Arr *a = eval(f, v);
         if (!a) return -1;
@@ -584,14 +619,11 @@ static bool prog_build(Frame *f, const Val *root, Prog *p) {
     const PNode *r = &p->nodes[p->n - 1];
     p->rank = r->rank;
     memcpy(p->shape, r->shape, sizeof p->shape);
-    p->size = shape_size(p->rank, p->shape);
-    if (p->size < 0) {
-        char b[200];
-        rt_error(f->c->err, root->loc, "array of shape %s is too large",
-                 shape_str(b, sizeof b, p->rank, p->shape));
+    if (!size_ok(f, root->loc, r->dt, p->rank, p->shape)) {
         prog_free(p);
         return false;
     }
+    p->size = shape_size(p->rank, p->shape);
     p->chunk = p->size < CHUNK ? (p->size ? p->size : 1) : CHUNK;
     size_t per = (size_t)((p->chunk * 8 + 63) & ~63);
     p->mem = aligned_alloc(64, per * (size_t)p->n);
@@ -747,7 +779,7 @@ typedef bool (*SinkFn)(void *ctx, const void *vals, int64_t off, int64_t len);
 
 static bool stream_open(Frame *f, const Val *x, Stream *s) {
     memset(s, 0, sizeof *s);
-    if (fusable(x->op) && !f->memo[x->id]) {
+    if (fusable_val(x) && !f->memo[x->id]) {
         if (!prog_build(f, x, &s->prog)) return false;
         s->rank = s->prog.rank;
         memcpy(s->shape, s->prog.shape, sizeof s->shape);
@@ -809,6 +841,19 @@ static Arr *stream_take(Frame *f, Stream *s, Loc loc) {
         }
     }
     prog_free(&s->prog);
+    return a;
+}
+
+/* stream_take for a reduction or scan along an axis: the values are stored anyway, so
+   they are memoised for the other consumers of x (softmax's exp(x - max) feeds both a
+   sum and a division). */
+static Arr *take_memo(Frame *f, Stream *s, const Val *x) {
+    bool fused = s->arr == NULL;
+    Arr *a = stream_take(f, s, x->loc);
+    if (a && fused && !f->memo[x->id]) {
+        f->memo[x->id] = arr_retain(a);
+        f->touched[f->ntouched++] = x->id;
+    }
     return a;
 }
 
@@ -1183,6 +1228,7 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
     Stream s;
     Arr *res = NULL;
     void *conv = NULL;
+    RedSt *sts = NULL;
     if (!stream_open(f, x, &s)) goto out;
     DType fdt = red_fold_dt(op, s.dt, v->dt);
     bool needs_value = !hasinit && (op == RED_MIN || op == RED_MAX || op == RED_ARGMIN ||
@@ -1234,8 +1280,10 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
         }
         memcpy(res->data, &r, (size_t)oesz);
     } else {
-        /* Along one axis: materialise, then fold each line (outer, inner) with stride. */
-        Arr *xa = stream_take(f, &s, x->loc);
+        /* Along one axis: materialise, then fold the lines (outer, inner) in tiles of
+           TILE lines x TILE elements, so that lines next to each other share cache
+           lines when the axis is not the last. */
+        Arr *xa = take_memo(f, &s, x);
         if (!xa) goto fail;
         s.arr = xa;
         if (conv) {
@@ -1249,26 +1297,41 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
         for (int k = 0; k < axis; k++) outer *= xa->shape[k];
         for (int k = axis + 1; k < xa->rank; k++) inner *= xa->shape[k];
         int fesz = esize(fdt);
+        sts = malloc(sizeof(RedSt) * TILE);
+        if (!sts) {
+            rt_error(f->c->err, v->loc, "out of memory");
+            goto fail;
+        }
         for (int64_t o = 0; o < outer; o++) {
-            for (int64_t i = 0; i < inner; i++) {
-                RedSt st;
-                red_init(&st, op, fdt, lp);
-                if (hasinit && op == RED_LAMBDA) {
-                    st.acc = init;
-                    st.have = true;
+            for (int64_t i0 = 0; i0 < inner; i0 += TILE) {
+                int64_t nc = inner - i0 < TILE ? inner - i0 : TILE;
+                for (int64_t c = 0; c < nc; c++) {
+                    red_init(&sts[c], op, fdt, lp);
+                    if (hasinit && op == RED_LAMBDA) {
+                        sts[c].acc = init;
+                        sts[c].have = true;
+                    }
                 }
-                const char *base = (const char *)xa->data + ((o * len) * inner + i) * fesz;
-                red_feed(&st, base, len, inner, 0);
-                Cell r;
-                red_result(&st, v->dt, &r);
-                if (hasinit && op != RED_LAMBDA && ew_of_red(op) >= 0) {
-                    Cell c = r;
-                    if (len == 0)
-                        r = init;
-                    else
-                        ew_tab[ew_of_red(op)][v->dt](&r, &init, &c, NULL, 1);
+                int64_t step = inner == 1 ? len : TILE; /* whole lines when contiguous */
+                for (int64_t j0 = 0; j0 < len; j0 += step) {
+                    int64_t nr = len - j0 < step ? len - j0 : step;
+                    for (int64_t c = 0; c < nc; c++)
+                        red_feed(&sts[c],
+                                 (const char *)xa->data + ((o * len + j0) * inner + i0 + c) * fesz,
+                                 nr, inner, j0);
                 }
-                memcpy((char *)res->data + (o * inner + i) * oesz, &r, (size_t)oesz);
+                for (int64_t c = 0; c < nc; c++) {
+                    Cell r;
+                    red_result(&sts[c], v->dt, &r);
+                    if (hasinit && op != RED_LAMBDA && ew_of_red(op) >= 0) {
+                        Cell t = r;
+                        if (len == 0)
+                            r = init;
+                        else
+                            ew_tab[ew_of_red(op)][v->dt](&r, &init, &t, NULL, 1);
+                    }
+                    memcpy((char *)res->data + (o * inner + i0 + c) * oesz, &r, (size_t)oesz);
+                }
             }
         }
     }
@@ -1277,6 +1340,7 @@ fail:
     arr_release(res);
     res = NULL;
 out:
+    free(sts);
     free(conv);
     stream_close(&s);
     if (lp) sprog_free(lp);
@@ -1436,6 +1500,7 @@ static Arr *eval_scan(Frame *f, const Val *v) {
     Stream s;
     Arr *res = NULL;
     void *conv = NULL;
+    ScanSt *sts = NULL;
     if (!stream_open(f, x, &s)) goto out;
     bool needconv = s.dt != v->dt;
     if (v->axis == AXIS_ALL || s.rank <= 1) {
@@ -1450,7 +1515,7 @@ static Arr *eval_scan(Frame *f, const Val *v) {
         scan_start(&ss.st, v, lp, hasinit, &init);
         stream_run(&s, scan_sink, &ss);
     } else {
-        Arr *xa = stream_take(f, &s, x->loc);
+        Arr *xa = take_memo(f, &s, x);
         if (!xa) goto out;
         s.arr = xa;
         if (needconv) {
@@ -1468,13 +1533,25 @@ static Arr *eval_scan(Frame *f, const Val *v) {
         for (int k = 0; k < axis; k++) outer *= xa->shape[k];
         for (int k = axis + 1; k < xa->rank; k++) inner *= xa->shape[k];
         int esz = esize(v->dt);
+        sts = malloc(sizeof(ScanSt) * TILE);
+        if (!sts) {
+            rt_error(f->c->err, v->loc, "out of memory");
+            goto fail;
+        }
+        /* Tiled like the reductions along an axis. */
         for (int64_t o = 0; o < outer; o++)
-            for (int64_t i = 0; i < inner; i++) {
-                ScanSt st;
-                scan_start(&st, v, lp, hasinit, &init);
-                int64_t at = ((o * len) * inner + i) * esz;
-                scan_feed(&st, (const char *)xa->data + at, (char *)res->data + at, len, inner,
-                          inner);
+            for (int64_t i0 = 0; i0 < inner; i0 += TILE) {
+                int64_t nc = inner - i0 < TILE ? inner - i0 : TILE;
+                for (int64_t c = 0; c < nc; c++) scan_start(&sts[c], v, lp, hasinit, &init);
+                int64_t step = inner == 1 ? len : TILE;
+                for (int64_t j0 = 0; j0 < len; j0 += step) {
+                    int64_t nr = len - j0 < step ? len - j0 : step;
+                    for (int64_t c = 0; c < nc; c++) {
+                        int64_t at = ((o * len + j0) * inner + i0 + c) * esz;
+                        scan_feed(&sts[c], (const char *)xa->data + at, (char *)res->data + at, nr,
+                                  inner, inner);
+                    }
+                }
             }
     }
     goto out;
@@ -1482,6 +1559,7 @@ fail:
     arr_release(res);
     res = NULL;
 out:
+    free(sts);
     free(conv);
     stream_close(&s);
     if (lp) sprog_free(lp);
@@ -1525,6 +1603,7 @@ static Arr *eval_slice(Frame *f, const Val *v) {
             rt_error(f->c->err, v->loc, "slice step cannot be zero");
             goto fail;
         }
+        if (step < -INT64_MAX) step = -INT64_MAX; /* as CPython does, so -step exists */
         int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? dim : dim - 1;
         if (a0) {
             if (!get_i64(f, a0, &start)) goto fail;
@@ -1554,7 +1633,9 @@ static Arr *eval_slice(Frame *f, const Val *v) {
         else
             cnt = start > stop ? (start - stop - 1) / (-step) + 1 : 0;
         oshape[orank] = cnt;
-        ostride[orank] = step * xs[k];
+        /* With one element or none the stride is never used (and step * stride may
+           overflow when the step is huge). */
+        ostride[orank] = cnt > 1 ? step * xs[k] : 0;
         orank++;
         if (cnt > 0) soff += start * xs[k];
     }
@@ -1643,6 +1724,10 @@ static Arr *eval_concat(Frame *f, const Val *v) {
                          shape_str(s2, sizeof s2, xs[i]->rank, xs[i]->shape), axis);
                 goto out;
             }
+        }
+        if (xs[i]->shape[axis] > INT64_MAX - oshape[axis]) { /* only with empty arrays */
+            rt_error(f->c->err, v->loc, "concatenated array is too large along axis %d", axis);
+            goto out;
         }
         oshape[axis] += xs[i]->shape[axis];
     }
@@ -1818,7 +1903,7 @@ static Arr *eval_dim(Frame *f, const Val *v) {
     const Val *x = v->args[0];
     int rank;
     int64_t shape[MAXRANK];
-    if (f->memo[x->id] || !fusable(x->op)) {
+    if (f->memo[x->id] || !fusable_val(x)) {
         Arr *a = eval(f, x);
         if (!a) return NULL;
         rank = a->rank;
@@ -1837,7 +1922,7 @@ static Arr *eval_dim(Frame *f, const Val *v) {
 }
 
 static Arr *eval_uncached(Frame *f, const Val *v) {
-    if (fusable(v->op)) return eval_fused(f, v);
+    if (fusable_val(v)) return eval_fused(f, v);
     switch (v->op) {
     case OP_CONST: return arr_scalar(v->dt, v->c);
     case OP_SLOT: {
@@ -1852,16 +1937,7 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     }
     case OP_ARG: die("IR: an argument of a lambda outside its body");
     case OP_DIM: return eval_dim(f, v);
-    case OP_CHECKDIM: {
-        int64_t a, b;
-        if (!get_i64(f, v->args[1], &a) || !get_i64(f, v->args[2], &b)) return NULL;
-        if (a != b) {
-            rt_error(f->c->err, v->loc, v->msg ? v->msg : "size mismatch: %lld != %lld",
-                     (long long)a, (long long)b);
-            return NULL;
-        }
-        return eval(f, v->args[0]);
-    }
+    case OP_CHECKDIM: return check_dims(f, v) ? eval(f, v->args[0]) : NULL;
     case OP_REDUCE: return eval_reduce(f, v);
     case OP_SCAN: return eval_scan(f, v);
     case OP_SLICE: return eval_slice(f, v);
@@ -1945,9 +2021,12 @@ static int exec(Frame *f, const Stmt *s, Arr **ret) {
             if (!hi) return X_ERROR;
             int64_t b = scalar_cast(arr_get(hi, 0), hi->dt, DT_I64).i;
             arr_release(hi);
+            /* The loop variable has its slot's type (i64 unless sema says otherwise). */
+            DType ldt = f->fn->slots ? f->fn->slots[s->slot].dt : DT_I64;
+            if (ldt >= DT_COUNT) ldt = DT_I64;
             for (int64_t i = a; i < b; i++) {
                 if (!charge(f->c, s->loc, 1)) return X_ERROR;
-                Arr *iv = arr_scalar(DT_I64, (Scalar){.i = i});
+                Arr *iv = arr_scalar(ldt, scalar_cast((Scalar){.i = i}, DT_I64, ldt));
                 if (!iv) {
                     rt_error(f->c->err, s->loc, "out of memory");
                     return X_ERROR;

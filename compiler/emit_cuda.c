@@ -142,6 +142,11 @@ typedef struct KE {
     bool *inval;   /* by id: in k->vals */
     bool *done;    /* by id: already has a variable in the current scope */
     int nid;
+    /* Fast paths: when set, a materialised input read at the iteration index is taken
+       from a register vector, L<id><leaf_sel> (e.g. ".x[e_]" or "[r_].x[e_]"), and
+       flatc says every leaf is known to match the iteration space (offset = i). */
+    const char *leaf_sel;
+    bool flatc;
 } KE;
 
 static int W(const KE *ke, KPKind kind, const Val *v, int a, int b) {
@@ -172,6 +177,10 @@ static void ind(Buf *b, int d) {
    every leaf matches the iteration space, else the broadcast-stride dot product. */
 static void emit_offset(KE *ke, const Val *v, int d) {
     ind(ke->b, d);
+    if (ke->flatc) {
+        bprintf(ke->b, "const long long o%d = i;\n", v->id);
+        return;
+    }
     bprintf(ke->b, "const long long o%d = flat ? i : (0", v->id);
     for (int ax = 0; ax < ke->k->rank; ax++)
         bprintf(ke->b, " + ix%d * p.w[%d]", ax, W(ke, KP_BSTRIDE, v, ax, 0));
@@ -201,6 +210,11 @@ static void emit_need(KE *ke, Val *v, int d) {
     ke->done[v->id] = true;
     if (!ke->inval[v->id]) {
         /* a materialised input read at the iteration index */
+        if (ke->leaf_sel) {
+            ind(ke->b, d);
+            bprintf(ke->b, "const %s v%d = L%d%s;\n", ctype(v->dt), v->id, v->id, ke->leaf_sel);
+            return;
+        }
         emit_offset(ke, v, d);
         ind(ke->b, d);
         bprintf(ke->b, "const %s v%d = ((const %s *)p.w[%d])[o%d];\n", ctype(v->dt), v->id, ctype(v->dt),
@@ -565,8 +579,15 @@ static void emit_scalar_params(KE *ke) {
 static void header(KE *ke) {
     const Kernel *k = ke->k;
     bprintf(ke->b, "struct %s_p { long long w[%d]; };\n", k->name, k->nparams);
-    bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const struct %s_p p) {\n", k->block, k->name,
-            k->name);
+    /* Minimum resident blocks per SM (caps registers): all of a reduction's grid at
+       once; two rows per SM for row kernels. */
+    int minb = k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1) ? 8 : k->kind == K_ROW ? 2 : 0;
+    if (minb)
+        bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(const struct %s_p p) {\n", k->block,
+                minb, k->name, k->name);
+    else
+        bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const struct %s_p p) {\n", k->block,
+                k->name, k->name);
     bprintf(ke->b, "    const long long n = p.w[%d];\n", W(ke, KP_N, NULL, 0, 0));
     bprintf(ke->b, "    const int flat = (int)p.w[%d];\n", W(ke, KP_FLAT, NULL, 0, 0));
     bputs(ke->b, "    (void)n; (void)flat;\n");
@@ -575,6 +596,89 @@ static void header(KE *ke) {
 
 static void reset_scope(KE *ke) { memset(ke->done, 0, (size_t)ke->nid); }
 
+/* ---- fast-path support: direct leaves, vector width, alignment ------------------------ */
+
+typedef struct Leaves {
+    Val **v;
+    int n;
+} Leaves;
+
+/* The materialised inputs that emit_need would load at the iteration index for
+   targets (the same recursion), skipping what `done` already marks. */
+static void collect_rec(KE *ke, Val *v, Leaves *L, bool *seen) {
+    if (v) v = kernel_canon(ke->k, v);
+    if (!v || v->op == OP_CONST || seen[v->id] || ke->done[v->id]) return;
+    if (v->rank == 0 && !ke->inval[v->id]) return;
+    seen[v->id] = true;
+    if (!ke->inval[v->id]) {
+        L->v[L->n++] = v;
+        return;
+    }
+    if (v->op == OP_REDUCE || v->op == OP_SCAN) return;
+    if (op_is_ew(v->op))
+        for (int i = 0; i < v->nargs; i++) collect_rec(ke, v->args[i], L, seen);
+    else if (v->op == OP_GATHER)
+        collect_rec(ke, v->args[1], L, seen);
+}
+
+static void collect_leaves(KE *ke, Val **targets, int n, Leaves *L) {
+    bool *seen = calloc((size_t)ke->nid, 1);
+    if (!seen) die("out of memory");
+    for (int i = 0; i < n; i++) collect_rec(ke, targets[i], L, seen);
+    free(seen);
+}
+
+static Leaves leaves_new(KE *ke) {
+    Leaves L = {NEWN(ke->e->a, Val *, ke->k->nins + 1), 0};
+    return L;
+}
+
+static void leaves_add(Leaves *L, Val *v) {
+    for (int i = 0; i < L->n; i++)
+        if (L->v[i] == v) return;
+    L->v[L->n++] = v;
+}
+
+/* Elements per 16-byte vector of the widest type moved (leaves and outputs). */
+static int vec_width(const Leaves *L, Val **outs, int nouts) {
+    int m = 1;
+    for (int i = 0; i < L->n; i++)
+        if (dtype_info[L->v[i]->dt].size > m) m = dtype_info[L->v[i]->dt].size;
+    for (int i = 0; i < nouts; i++)
+        if (dtype_info[outs[i]->dt].size > m) m = dtype_info[outs[i]->dt].size;
+    return 16 / m;
+}
+
+/* The run-time condition for the vector path: flat and every pointer 16-byte aligned. */
+static const char *vec_cond(KE *ke, const Leaves *L, Val **outs, int nouts) {
+    Buf c = {0};
+    bputs(&c, "flat");
+    for (int i = 0; i < L->n; i++) bprintf(&c, " && cuk_al16(p.w[%d])", W(ke, KP_IN, L->v[i], 0, 0));
+    for (int i = 0; i < nouts; i++)
+        if (outs[i]->rank > 0) bprintf(&c, " && cuk_al16(p.w[%d])", W(ke, KP_OUT, outs[i], 0, 0));
+    char *r = arena_strdup(ke->e->a, c.s);
+    free(c.s);
+    return r;
+}
+
+/* Declares `cuk_vec<T, V> L<id>[cnt]` (cnt 0: a single vector) for each leaf. */
+static void declare_leaf_regs(KE *ke, const Leaves *L, int V, int cnt, int d) {
+    for (int i = 0; i < L->n; i++) {
+        ind(ke->b, d);
+        if (cnt) bprintf(ke->b, "cuk_vec<%s, %d> L%d[%d];\n", ctype(L->v[i]->dt), V, L->v[i]->id, cnt);
+        else bprintf(ke->b, "cuk_vec<%s, %d> L%d;\n", ctype(L->v[i]->dt), V, L->v[i]->id);
+    }
+}
+
+/* L<id><sel> = the V elements at flat element index `at`, for each leaf. */
+static void load_leaf_regs(KE *ke, const Leaves *L, int V, const char *sel, const char *at, int d) {
+    for (int i = 0; i < L->n; i++) {
+        ind(ke->b, d);
+        bprintf(ke->b, "L%d%s = cuk_ldv<%s, %d>((const void *)p.w[%d], %s);\n", L->v[i]->id, sel,
+                ctype(L->v[i]->dt), V, W(ke, KP_IN, L->v[i], 0, 0), at);
+    }
+}
+
 static void store(KE *ke, Val *out, const char *index, int d) {
     char r[128];
     ref(ke, out, r, sizeof r);
@@ -582,15 +686,49 @@ static void store(KE *ke, Val *out, const char *index, int d) {
     bprintf(ke->b, "((%s *)p.w[%d])[%s] = %s;\n", ctype(out->dt), W(ke, KP_OUT, out, 0, 0), index, r);
 }
 
+/* Rule 1: a grid-stride loop (grid from the SM count). Fast path when every leaf is
+   laid out like the iteration space and 16-byte aligned: each thread moves whole
+   16-byte vectors; the tail and the general case take one element at a time. */
 static void emit_map(KE *ke) {
     const Kernel *k = ke->k;
     header(ke);
-    bputs(ke->b, "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-                 "         i += (long long)gridDim.x * blockDim.x) {\n");
+    Buf *b = ke->b;
+    reset_scope(ke);
+    Leaves L = leaves_new(ke);
+    collect_leaves(ke, k->outs, k->nouts, &L);
+    int V = vec_width(&L, k->outs, k->nouts);
+    bputs(b, "    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+             "    const long long gstride = (long long)gridDim.x * blockDim.x;\n"
+             "    long long start_ = 0;\n");
+    bprintf(b, "    if (%s) {\n", vec_cond(ke, &L, k->outs, k->nouts));
+    bprintf(b, "        const long long nvec = n / %d;\n", V);
+    bputs(b, "        for (long long q = gtid; q < nvec; q += gstride) {\n");
+    declare_leaf_regs(ke, &L, V, 0, 3);
+    load_leaf_regs(ke, &L, V, "", arena_printf(ke->e->a, "q * %d", V), 3);
+    for (int j = 0; j < k->nouts; j++) bprintf(b, "            cuk_vec<%s, %d> S%d;\n", ctype(k->outs[j]->dt), V, j);
+    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                const long long i = q * %d + e_;\n", V);
+    ke->leaf_sel = ".x[e_]";
+    ke->flatc = true;
+    reset_scope(ke);
+    emit_eval_at(ke, k->outs, k->nouts, 4, false);
+    ke->leaf_sel = NULL;
+    ke->flatc = false;
+    char r[128];
+    for (int j = 0; j < k->nouts; j++) {
+        ref(ke, k->outs[j], r, sizeof r);
+        bprintf(b, "                S%d.x[e_] = %s;\n", j, r);
+    }
+    bputs(b, "            }\n");
+    for (int j = 0; j < k->nouts; j++)
+        bprintf(b, "            cuk_stv<%s, %d>((void *)p.w[%d], q * %d, S%d);\n", ctype(k->outs[j]->dt), V,
+                W(ke, KP_OUT, k->outs[j], 0, 0), V, j);
+    bprintf(b, "        }\n        start_ = nvec * %d;\n    }\n", V);
+    bputs(b, "    for (long long i = start_ + gtid; i < n; i += gstride) {\n");
     reset_scope(ke);
     emit_eval(ke, k->outs, k->nouts, 2);
     for (int j = 0; j < k->nouts; j++) store(ke, k->outs[j], "i", 2);
-    bputs(ke->b, "    }\n}\n\n");
+    bputs(b, "    }\n}\n\n");
 }
 
 /* The value one reduction folds for the element at i (argmin/argmax carry `pos`). */
@@ -650,6 +788,15 @@ static bool any_lambda(const Kernel *k) {
     return false;
 }
 
+static void declare_accs_one(KE *ke, const char *type, int j, int d) {
+    Val *r = ke->k->reds[j];
+    emit_combine_instance(ke, r, type, j, d);
+    ind(ke->b, d);
+    bprintf(ke->b, "%s acc%d; int has%d = 0;\n", acc_type(ke->e, r), j, j);
+    ind(ke->b, d);
+    bprintf(ke->b, "(void)acc%d;\n", j);
+}
+
 static void declare_accs(KE *ke, const char **types, int d) {
     for (int j = 0; j < ke->k->nreds; j++) {
         Val *r = ke->k->reds[j];
@@ -673,8 +820,51 @@ static void emit_reduce(KE *ke) {
     if (k->axis == AXIS_ALL || k->rank <= 1) {
         bprintf(b, "    char *scratch = (char *)p.w[%d];\n", W(ke, KP_SCRATCH, NULL, 0, 0));
         declare_accs(ke, types, 1);
-        bputs(b, "    const long long chunk = (n + gridDim.x - 1) / gridDim.x;\n"
-                 "    const long long lo = (long long)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;\n");
+        const char *lo0 = "0";
+        if (!ordered) {
+            /* Fast path: the vector-aligned part in per-block contiguous chunks, each
+               thread with UNROLL 16-byte vectors in flight per input; the rest (a tail
+               under one vector, or everything when not flat) one element at a time. */
+            const int U = 4;
+            reset_scope(ke);
+            Leaves L = leaves_new(ke);
+            collect_leaves(ke, ins, k->nreds, &L);
+            int V = vec_width(&L, NULL, 0);
+            bprintf(b, "    const long long nvec = (%s) ? n / %d : 0;\n", vec_cond(ke, &L, NULL, 0), V);
+            bputs(b, "    {\n"
+                     "        const long long cv = (nvec + gridDim.x - 1) / gridDim.x;\n"
+                     "        const long long vlo = (long long)blockIdx.x * cv, vhi = vlo + cv < nvec ? vlo + cv : nvec;\n"
+                     "        long long q = vlo + threadIdx.x;\n");
+            declare_leaf_regs(ke, &L, V, U, 2);
+            bprintf(b, "        for (; q + %d * (long long)blockDim.x < vhi; q += %d * (long long)blockDim.x) {\n", U - 1, U);
+            bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
+            load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "(q + u_ * (long long)blockDim.x) * %d", V), 4);
+            bputs(b, "            }\n");
+            bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
+            bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
+            bprintf(b, "                    const long long i = (q + u_ * (long long)blockDim.x) * %d + e_;\n", V);
+            ke->leaf_sel = "[u_].x[e_]";
+            ke->flatc = true;
+            reset_scope(ke);
+            emit_eval_at(ke, ins, k->nreds, 5, false);
+            for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "i", 5);
+            bputs(b, "                }\n            }\n        }\n");
+            bputs(b, "        for (; q < vhi; q += blockDim.x) {\n");
+            load_leaf_regs(ke, &L, V, "[0]", arena_printf(ke->e->a, "q * %d", V), 3);
+            bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
+            bprintf(b, "                const long long i = q * %d + e_;\n", V);
+            ke->leaf_sel = "[0].x[e_]";
+            reset_scope(ke);
+            emit_eval_at(ke, ins, k->nreds, 4, false);
+            for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "i", 4);
+            bputs(b, "            }\n        }\n    }\n");
+            ke->leaf_sel = NULL;
+            ke->flatc = false;
+            lo0 = arena_printf(ke->e->a, "nvec * %d", V);
+        }
+        bprintf(b, "    const long long rs_ = %s;\n", lo0);
+        bputs(b, "    const long long chunk = (n - rs_ + gridDim.x - 1) / gridDim.x;\n"
+                 "    const long long lo = rs_ + (long long)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;\n");
         block_loop(ke, ordered, "i", "lo", "hi", 1);
         reset_scope(ke);
         emit_eval(ke, ins, k->nreds, 2);
@@ -729,8 +919,12 @@ static void emit_reduce(KE *ke) {
     bputs(b, "        __syncthreads();\n    }\n}\n\n");
 }
 
-/* Rule 5: one block per row; each in-row reduction is a phase over the row, its value
-   broadcast through shared memory; the last pass computes and stores the map. */
+/* Rule 5: one block per row. Rows of up to blockDim.x * ITEMS elements are read once
+   into registers (16-byte vectors, striped over the threads so each load instruction
+   is coalesced), every in-row reduction is a phase over the registers, its value
+   broadcast through shared memory, and the map is computed and stored from them: one
+   read and one write of the row. Longer rows, and lambda reductions (which need
+   element order inside each thread), re-read the row in each phase. */
 static void emit_row(KE *ke) {
     const Kernel *k = ke->k;
     const char **types = NEWN(ke->e->a, const char *, k->nreds);
@@ -741,6 +935,116 @@ static void emit_row(KE *ke) {
     int wl = W(ke, KP_LEN, NULL, 0, 0);
     bprintf(b, "    const long long len = p.w[%d], rows = len > 0 ? n / len : 0;\n", wl);
     for (int j = 0; j < k->nreds; j++) bprintf(b, "    __shared__ %s sh%d;\n", ctype(k->reds[j]->dt), j);
+    if (!ordered) {
+        reset_scope(ke);
+        Leaves L = leaves_new(ke);
+        Val **tg = NEWN(ke->e->a, Val *, k->nreds + k->nouts);
+        int nt = 0;
+        for (int j = 0; j < k->nreds; j++) tg[nt++] = k->reds[j]->args[0];
+        for (int j = 0; j < k->nouts; j++) tg[nt++] = k->outs[j];
+        collect_leaves(ke, tg, nt, &L);
+        int V = vec_width(&L, k->outs, k->nouts);
+        int maxsz = 16 / V;
+        /* 128 bytes of leaves per thread (32 f32 with one leaf): more would spill
+           under the 64-register cap that two resident blocks of 512 impose */
+        int items = 128 / (maxsz * (L.n > 1 ? L.n : 1));
+        if (items < V) items = V;
+        int R = items / V;
+        bprintf(b, "    const int vfast = (%s) && len %% %d == 0;\n", vec_cond(ke, &L, k->outs, k->nouts), V);
+        bprintf(b, "    if (len <= (long long)blockDim.x * %d) {\n", items);
+        /* Two copies of the row loop: `fast` (flat, aligned, whole vectors: flat is
+           known, one bounds test per vector) and the general one (per element). */
+        for (int fast = 1; fast >= 0; fast--) {
+            const char *elem = fast ? "c0 + e_" : "(r_ * (int)blockDim.x + (int)threadIdx.x) * VV_ + e_";
+            (void)elem;
+            bprintf(b, "    %s {\n", fast ? "if (vfast)" : "else");
+            bputs(b, "    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
+                     "        const long long rb = row * len;\n");
+            declare_leaf_regs(ke, &L, V, R, 2);
+            /* the loop nest over this thread's elements: opens r_ (and for the general
+               copy e_ and the test); `i` is the flat element index */
+#define ROW_OPEN(D)                                                                                              \
+    do {                                                                                                         \
+        bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);                         \
+        bprintf(b, "            const int c0 = (r_ * (int)blockDim.x + (int)threadIdx.x) * %d;\n", V);         \
+        if (fast) {                                                                                              \
+            bputs(b, "            if (c0 < len) {\n");                                                          \
+            D;                                                                                                   \
+            bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);                 \
+            bputs(b, "                const long long i = rb + c0 + e_;\n");                                    \
+        } else {                                                                                                 \
+            D;                                                                                                   \
+            bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);                 \
+            bputs(b, "                if (c0 + e_ < len) {\n                const long long i = rb + c0 + e_;\n"); \
+        }                                                                                                        \
+    } while (0)
+            if (fast) {
+                bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
+                bprintf(b, "            const int c0 = (r_ * (int)blockDim.x + (int)threadIdx.x) * %d;\n", V);
+                bputs(b, "            if (c0 < len) {\n");
+                load_leaf_regs(ke, &L, V, "[r_]", "rb + c0", 4);
+                bputs(b, "            }\n        }\n");
+            } else {
+                ROW_OPEN((void)0);
+                for (int q = 0; q < L.n; q++) {
+                    bputs(b, "                {\n");
+                    reset_scope(ke);
+                    emit_eval(ke, &L.v[q], 1, 5);
+                    bprintf(b, "                    L%d[r_].x[e_] = v%d;\n", L.v[q]->id, L.v[q]->id);
+                    bputs(b, "                }\n");
+                }
+                bputs(b, "            }}\n        }\n");
+            }
+            ke->leaf_sel = "[r_].x[e_]";
+            ke->flatc = fast;
+            for (int j = 0; j < k->nreds; j++) {
+                Val *r = k->reds[j];
+                declare_accs_one(ke, types[j], j, 2);
+                ROW_OPEN((void)0);
+                reset_scope(ke);
+                for (int q = 0; q < j; q++) ke->done[k->reds[q]->id] = true;
+                Val *in = r->args[0];
+                emit_eval_at(ke, &in, 1, 4, !fast);
+                fold_expr(ke, r, j, "(c0 + e_)", 4);
+                bputs(b, "            }}\n        }\n");
+                bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
+                bputs(b, "        if (threadIdx.x == 0) {\n");
+                finish_value(ke, r, j, arena_printf(ke->e->a, "sh%d", j), 3);
+                bputs(b, "        }\n        __syncthreads();\n");
+                bprintf(b, "        const %s v%d = sh%d;\n", ctype(r->dt), r->id, j);
+            }
+            char rr[128];
+            if (fast) {
+                ROW_OPEN(for (int j = 0; j < k->nouts; j++) bprintf(b, "            cuk_vec<%s, %d> S%d;\n",
+                                                                    ctype(k->outs[j]->dt), V, j));
+            } else {
+                ROW_OPEN((void)0);
+            }
+            reset_scope(ke);
+            for (int q = 0; q < k->nreds; q++) ke->done[k->reds[q]->id] = true;
+            emit_eval_at(ke, k->outs, k->nouts, 4, !fast);
+            for (int j = 0; j < k->nouts; j++) {
+                ref(ke, k->outs[j], rr, sizeof rr);
+                if (fast) bprintf(b, "                S%d.x[e_] = %s;\n", j, rr);
+                else store(ke, k->outs[j], "i", 4);
+            }
+            if (fast) {
+                bputs(b, "            }\n");
+                for (int j = 0; j < k->nouts; j++)
+                    bprintf(b, "            cuk_stv<%s, %d>((void *)p.w[%d], rb + c0, S%d);\n", ctype(k->outs[j]->dt),
+                            V, W(ke, KP_OUT, k->outs[j], 0, 0), j);
+                bputs(b, "            }\n        }\n");
+            } else {
+                bputs(b, "            }}\n        }\n");
+            }
+#undef ROW_OPEN
+            ke->leaf_sel = NULL;
+            ke->flatc = false;
+            bputs(b, "    }\n    }\n");
+        }
+        bputs(b, "    return;\n    }\n");
+        ke->leaf_sel = NULL;
+    }
     bputs(b, "    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n");
     declare_accs(ke, types, 2);
     for (int j = 0; j < k->nreds; j++) {
@@ -826,59 +1130,165 @@ static void emit_scan(KE *ke) {
         bputs(b, "        }\n    }\n}\n\n");
         return;
     }
-    /* flattened: single-pass decoupled look-back over tiles of block * items */
-    bprintf(b, "    char *scratch = (char *)p.w[%d];\n", W(ke, KP_SCRATCH, NULL, 0, 0));
-    bprintf(b, "    const int ITEMS = %d;\n", k->items);
-    bputs(b, "    const long long tile = cuk_next_tile(scratch);\n"
-             "    const long long base = tile * (long long)blockDim.x * ITEMS + (long long)threadIdx.x * ITEMS;\n");
-    bprintf(b, "    %s xs[%d];\n", T, k->items);
-    bputs(b, "    int nv = 0;\n");
-    bprintf(b, "    for (int it = 0; it < ITEMS; it++) {\n"
-               "        const long long i = base + it;\n"
-               "        if (i >= n) break;\n");
+    /* Flattened: single-pass decoupled look-back over tiles of blockDim.x * ITEMS.
+       Warp w owns a contiguous segment of 32 * ITEMS elements, held as R rows of V-wide
+       vectors: lane l's row r is elements seg + (r * 32 + l) * V .. + V, so each load
+       and store instruction of the warp is 512 contiguous bytes. Scan order inside a
+       row is lane-major, so each row is a within-vector scan plus a warp shuffle scan,
+       and rows chain through a running carry. */
     reset_scope(ke);
-    emit_eval(ke, &in, 1, 2);
-    char x[128];
-    ref(ke, in, x, sizeof x);
-    bprintf(b, "        xs[it] = (%s)(%s);\n        nv++;\n    }\n", T, x);
-    bputs(b, "    for (int it = 1; it < nv; it++) xs[it] = op0(xs[it - 1], xs[it]);\n");
-    bprintf(b, "    %s agg = nv ? xs[nv - 1] : xs[0];\n", T);
-    bprintf(b, "    %s texcl, ttotal; int has_texcl;\n", T);
-    bputs(b, "    (void)cuk_block_scan(agg, op0, &texcl, &has_texcl, &ttotal);\n");
-    bprintf(b, "    __shared__ %s s_prefix;\n", T);
-    bputs(b, "    if (threadIdx.x == 0) {\n"
-             "        if (tile == 0) cuk_tile_publish(scratch, 0, 2, ttotal);\n"
-             "        else s_prefix = cuk_lookback(scratch, tile, ttotal, op0);\n"
-             "    }\n"
-             "    __syncthreads();\n");
-    bprintf(b, "    %s before; int has_before = 0; (void)before;\n", T);
-    bputs(b, "    if (tile > 0) { before = s_prefix; has_before = 1; }\n"
-             "    if (has_texcl) { before = has_before ? op0(before, texcl) : texcl; has_before = 1; }\n"
-             "    for (int it = 0; it < nv; it++) {\n"
-             "        const long long i = base + it;\n");
-    /* xs[it] is the within-thread inclusive value; the element itself is needed for
-       exclusive scans and for inclusive ones with a prefix. */
-    bprintf(b, "        const %s incl_ = has_before ? op0(before, xs[it]) : xs[it];\n", T);
-    bprintf(b, "        %s v%d;\n", T, s->id);
+    Leaves L = leaves_new(ke);
+    collect_leaves(ke, &in, 1, &L);
+    ke->done[s->id] = true;
+    {
+        /* epilogue leaves the prologue did not load */
+        Leaves E = leaves_new(ke);
+        collect_leaves(ke, k->outs, k->nouts, &E);
+        for (int q = 0; q < E.n; q++) leaves_add(&L, E.v[q]);
+    }
+    reset_scope(ke);
+    int V = vec_width(&L, k->outs, k->nouts);
+    int ITEMS = k->items, R = ITEMS / V;
+    char xv[128];
+    bprintf(b, "    char *scratch = (char *)p.w[%d];\n", W(ke, KP_SCRATCH, NULL, 0, 0));
+    bprintf(b, "    const long long tile = cuk_next_tile(scratch);\n"
+               "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;\n"
+               "    const long long tbase = tile * (long long)blockDim.x * %d;\n"
+               "    const long long seg = tbase + (long long)warp * %d;\n", ITEMS, 32 * ITEMS);
+    bprintf(b, "    const int fast = (%s) && tbase + (long long)blockDim.x * %d <= n;\n", vec_cond(ke, &L, k->outs, k->nouts),
+            ITEMS);
+    declare_leaf_regs(ke, &L, V, R, 1);
+    bprintf(b, "    %s xs[%d][%d];\n", T, R, V);
+    bputs(b, "    if (fast) {\n");
+    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
+    load_leaf_regs(ke, &L, V, "[r_]", arena_printf(ke->e->a, "seg + ((long long)r_ * 32 + lane) * %d", V), 3);
+    bputs(b, "        }\n");
+    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
+    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n", V);
+    ke->leaf_sel = "[r_].x[e_]";
+    ke->flatc = true;
+    reset_scope(ke);
+    emit_eval_at(ke, &in, 1, 4, false);
+    ref(ke, in, xv, sizeof xv);
+    bprintf(b, "                xs[r_][e_] = (%s)(%s);\n", T, xv);
+    ke->leaf_sel = NULL;
+    ke->flatc = false;
+    bputs(b, "            }\n        }\n    } else {\n");
+    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
+    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n", V);
+    bputs(b, "                if (i < n) {\n");
+    reset_scope(ke);
+    emit_eval(ke, &in, 1, 5);
+    ref(ke, in, xv, sizeof xv);
+    bprintf(b, "                    xs[r_][e_] = (%s)(%s);\n", T, xv);
+    bprintf(b, "                } else {\n                    xs[r_][e_] = (%s)0;\n                }\n", T);
+    bputs(b, "            }\n        }\n    }\n");
+    /* within vectors, then each row across the warp */
+    bprintf(b, "#pragma unroll\n    for (int r_ = 0; r_ < %d; r_++) {\n", R);
+    bprintf(b, "#pragma unroll\n        for (int e_ = 1; e_ < %d; e_++) xs[r_][e_] = op0(xs[r_][e_ - 1], xs[r_][e_]);\n", V);
+    bputs(b, "    }\n");
+    bprintf(b, "    cuk_opt<%s> lex[%d];\n    %s rowtot[%d];\n", T, R, T, R);
+    bprintf(b, "#pragma unroll\n    for (int r_ = 0; r_ < %d; r_++) {\n", R);
+    bprintf(b, "        %s t_ = xs[r_][%d];\n", T, V - 1);
+    bprintf(b, "        for (int d_ = 1; d_ < 32; d_ <<= 1) {\n"
+               "            const %s o_ = cuk_shfl_up(t_, d_);\n"
+               "            if (lane >= d_) t_ = op0(o_, t_);\n"
+               "        }\n", T);
+    bputs(b, "        lex[r_].v = cuk_shfl_up(t_, 1);\n"
+             "        lex[r_].h = lane > 0;\n"
+             "        rowtot[r_] = cuk_shfl_idx(t_, 31);\n"
+             "    }\n");
+    /* warp totals, warp prefixes, then warp 0 publishes and looks back */
+    bprintf(b, "    __shared__ %s s_wt[32];\n    __shared__ %s s_prefix;\n", T, T);
+    bprintf(b, "    {\n        %s wt_ = rowtot[0];\n", T);
+    bprintf(b, "#pragma unroll\n        for (int r_ = 1; r_ < %d; r_++) wt_ = op0(wt_, rowtot[r_]);\n", R);
+    bputs(b, "        if (lane == 0) s_wt[warp] = wt_;\n    }\n    __syncthreads();\n");
+    bprintf(b, "    cuk_opt<%s> base_;\n    base_.h = 0;\n", T);
+    bprintf(b, "    if (warp == 0) {\n"
+               "        %s agg_ = s_wt[0];\n"
+               "        for (int w_ = 1; w_ < nw; w_++) agg_ = op0(agg_, s_wt[w_]);\n"
+               "        if (tile == 0) {\n"
+               "            if (lane == 0) cuk_tile_set(scratch, 0, 2, agg_);\n"
+               "        } else {\n"
+               "            if (lane == 0) cuk_tile_set(scratch, tile, 1, agg_);\n"
+               "            const %s pre_ = cuk_warp_lookback<%s>(scratch, tile, op0);\n"
+               "            if (lane == 0) {\n"
+               "                cuk_tile_set(scratch, tile, 2, op0(pre_, agg_));\n"
+               "                s_prefix = pre_;\n"
+               "            }\n"
+               "        }\n"
+               "    }\n"
+               "    __syncthreads();\n", T, T, T);
+    bputs(b, "    if (tile > 0) {\n        base_.v = s_prefix;\n        base_.h = 1;\n    }\n"
+             "    for (int w_ = 0; w_ < warp; w_++) {\n"
+             "        base_.v = base_.h ? op0(base_.v, s_wt[w_]) : s_wt[w_];\n"
+             "        base_.h = 1;\n"
+             "    }\n");
+    bprintf(b, "    cuk_opt<%s> carry_;\n    carry_.h = 0;\n", T);
     Val *init = red_init(s);
     const char *id = red_identity(s->red, s->dt);
     char iv[128];
     if (init) ref(ke, init, iv, sizeof iv);
-    if (!s->exclusive) {
-        if (init) bprintf(b, "        v%d = op0((%s)(%s), incl_);\n", s->id, T, iv);
-        else bprintf(b, "        v%d = incl_;\n", s->id);
-    } else {
-        bputs(b, "        const int hb_ = it > 0 || has_before;\n");
-        bprintf(b, "        const %s ex_ = it > 0 ? (has_before ? op0(before, xs[it - 1]) : xs[it - 1]) : before;\n", T);
-        bputs(b, "        (void)ex_;\n");
-        if (init) bprintf(b, "        v%d = hb_ ? op0((%s)(%s), ex_) : (%s)(%s);\n", s->id, T, iv, T, iv);
-        else bprintf(b, "        v%d = hb_ ? ex_ : (%s)(%s);\n", s->id, T, id ? id : "0");
+    for (int pass = 0; pass < 2; pass++) {
+        bprintf(b, "    %s {\n", pass == 0 ? "if (fast)" : "else");
+        bprintf(b, "#pragma unroll\n    for (int r_ = 0; r_ < %d; r_++) {\n", R);
+        bprintf(b, "        const cuk_opt<%s> F_ = cuk_opt_cat(cuk_opt_cat(base_, carry_, op0), lex[r_], op0);\n", T);
+        bputs(b, "        (void)F_;\n");
+        if (pass == 0)
+            for (int j = 0; j < k->nouts; j++) bprintf(b, "        cuk_vec<%s, %d> S%d;\n", ctype(k->outs[j]->dt), V, j);
+        bprintf(b, "#pragma unroll\n        for (int e_ = 0; e_ < %d; e_++) {\n", V);
+        bprintf(b, "            const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n", V);
+        int d = 3;
+        if (pass == 1) {
+            bputs(b, "            if (i < n) {\n");
+            d = 4;
+        }
+        ind(b, d);
+        bprintf(b, "%s v%d;\n", T, s->id);
+        ind(b, d);
+        if (!s->exclusive) {
+            bprintf(b, "const %s incl_ = F_.h ? op0(F_.v, xs[r_][e_]) : xs[r_][e_];\n", T);
+            ind(b, d);
+            if (init) bprintf(b, "v%d = op0((%s)(%s), incl_);\n", s->id, T, iv);
+            else bprintf(b, "v%d = incl_;\n", s->id);
+        } else {
+            bprintf(b, "const int hb_ = e_ > 0 || F_.h;\n");
+            ind(b, d);
+            bprintf(b, "const %s ex_ = e_ > 0 ? (F_.h ? op0(F_.v, xs[r_][e_ > 0 ? e_ - 1 : 0]) : xs[r_][e_ > 0 ? e_ - 1 : 0]) : F_.v;\n", T);
+            ind(b, d);
+            if (init) bprintf(b, "v%d = hb_ ? op0((%s)(%s), ex_) : (%s)(%s);\n", s->id, T, iv, T, iv);
+            else bprintf(b, "v%d = hb_ ? ex_ : (%s)(%s);\n", s->id, T, id ? id : "0");
+        }
+        reset_scope(ke);
+        ke->done[s->id] = true;
+        if (pass == 0) {
+            ke->leaf_sel = "[r_].x[e_]";
+            ke->flatc = true;
+            emit_eval_at(ke, k->outs, k->nouts, d, false);
+            ke->leaf_sel = NULL;
+            ke->flatc = false;
+            char rr[128];
+            for (int j = 0; j < k->nouts; j++) {
+                ref(ke, k->outs[j], rr, sizeof rr);
+                ind(b, d);
+                bprintf(b, "S%d.x[e_] = %s;\n", j, rr);
+            }
+            bputs(b, "        }\n");
+            for (int j = 0; j < k->nouts; j++)
+                bprintf(b, "        cuk_stv<%s, %d>((void *)p.w[%d], seg + ((long long)r_ * 32 + lane) * %d, S%d);\n",
+                        ctype(k->outs[j]->dt), V, W(ke, KP_OUT, k->outs[j], 0, 0), V, j);
+        } else {
+            emit_eval(ke, k->outs, k->nouts, d);
+            store(ke, k->outs[0], "i", d);
+            bputs(b, "            }\n        }\n");
+        }
+        bputs(b, "        carry_.v = carry_.h ? op0(carry_.v, rowtot[r_]) : rowtot[r_];\n"
+                 "        carry_.h = 1;\n"
+                 "    }\n    }\n");
     }
-    reset_scope(ke);
-    ke->done[s->id] = true;
-    emit_eval(ke, k->outs, k->nouts, 2);
-    store(ke, k->outs[0], "i", 2);
-    bputs(b, "    }\n}\n\n");
+    bputs(b, "}\n\n");
     (void)scan_value;
 }
 
@@ -932,7 +1342,7 @@ static void emit_kernel(E *e, const Kernel *k, int nid) {
 
 static void prelude(E *e) {
     bputs(&e->out, "/* Generated by cukc (compiler/emit_cuda.c). */\n");
-    static const char *const files[] = {"ops.h", "philox.h", "reduce.cuh", "scan.cuh"};
+    static const char *const files[] = {"ops.h", "philox.h", "reduce.cuh", "scan.cuh", "vec.cuh"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         const char *t = embedded_find(files[i]);
         if (!t) die("embedded file %s missing (scripts/embed.cmake)", files[i]);

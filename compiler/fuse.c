@@ -582,8 +582,12 @@ static Kernel *new_kernel(F *f, KernelKind kind, Val *space, const Stmt *st) {
     k->rank = space->rank;
     k->axis = AXIS_ALL;
     k->stmt = st;
-    k->block = 256;
-    k->items = 8;
+    /* Launch shapes the emitted kernels are tuned for (docs/performance.md): reductions
+       use 128-thread blocks so that gpu_exec's grid of up to 1024 blocks is resident at
+       once (8 per SM); row kernels hold a row of up to 512 x 32 4-byte values in
+       registers; scans take tiles of 256 x 16 elements. */
+    k->block = kind == K_REDUCE ? 128 : kind == K_ROW ? 512 : 256;
+    k->items = 16;
     return k;
 }
 

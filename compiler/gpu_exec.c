@@ -1,9 +1,12 @@
 /* The GPU executor: runs a function's host statements on the CPU and its kernels (the
    fusion plan, compiled by NVRTC through runtime/cuk.h) on the device. Arrays live on
    the device; they come back only where printed, saved, indexed on the host or
-   returned. Scalars live on the host. Same contract as cpu_run (compiler/cpu.h). */
+   returned to gpu_run. Scalars live on the host. A GpuSession fuses, emits and compiles
+   once, so that a call (gpu_call) costs little more than its kernel launches. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ops.h compares unsigned values with 0 in its shared integer helpers. */
 #pragma GCC diagnostic push
@@ -12,15 +15,19 @@
 #pragma GCC diagnostic pop
 #include "../runtime/cuk.h"
 #include "cpu.h"
+#include "bundle.h"
 #include "gpu.h"
 #include "kernel.h"
 
-/* A value: a host scalar (rank 0) or a reference-counted device array. */
+/* Device memory shared by Values. Argument memory is borrowed: never freed here. */
 typedef struct DBuf {
     cuk_devptr p;
     int refs;
+    bool borrowed;
+    struct DBuf *next; /* the session's free list */
 } DBuf;
 
+/* A value: a host scalar (rank 0) or a reference-counted device array. */
 typedef struct Value {
     DType dt;
     int rank;
@@ -30,25 +37,83 @@ typedef struct Value {
     bool set;
 } Value;
 
-typedef struct Ctx {
+typedef struct Frame Frame;
+
+/* Per kernel: its function handle and the storage a launch fills, kept between calls. */
+typedef struct KState {
+    cuk_function *fn;
+    Value *ins, *outs;
+    long long *w;
+    int *where; /* per parameter word: its index in ins (KP_IN) or outs (KP_OUT) */
+    bool busy;  /* in use by a launch further up the stack (recursion) */
+} KState;
+
+/* Per function (one per plan, same index): lookups precomputed at session creation. */
+typedef struct FnState {
+    const Fn *fn;
+    const Plan *plan;
+    int pi;
+    const Kernel **writer; /* by Val id: the first kernel that writes it */
+    Val **byid;            /* by Val id: the kernels' Vals, for error locations */
+    KState *ks;            /* by kernel id */
+    bool has_err;          /* some kernel takes a KP_ERR word */
+    Frame *spare;          /* a frame kept for the next call */
+} FnState;
+
+/* CUK_TIMING=1: start-up figures on stderr (bench/startup.py): when the context is
+   ready and when the first kernel has finished, in ms since the process's first call
+   here (cukc calls gpu_timing_start at the top of main). */
+static double timing_t0 = -1;
+static bool timing_on, timing_first_done;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void gpu_timing_start(void) {
+    timing_on = getenv("CUK_TIMING") != NULL;
+    timing_t0 = now_ms();
+}
+
+static void timing_mark(const char *what) {
+    if (timing_on) fprintf(stderr, "cuk-timing: %s at %.3f ms\n", what, now_ms() - timing_t0);
+}
+
+struct GpuSession {
     const Program *prog;
+    Arena arena; /* plans and sources */
+    PlanSet *ps;
+    int nfs;
+    FnState *fs;
+    cuk_module **mods;   /* per plan, compiled on first use */
+    const Bundle *bundle; /* when set, modules are loaded from its images, not compiled */
+    pthread_mutex_t lock; /* one call at a time */
+    DBuf *free_bufs;
+    cuk_devptr scratch;  /* reduction partials, scan tile states: stream-ordered reuse */
+    size_t scratch_size;
+    cuk_devptr errblk;   /* 4 words per plan for the kernels' bounds checks (KP_ERR) */
+    bool err_pending;    /* a kernel with a KP_ERR word ran since the block was read */
+    /* the call in progress */
     FILE *out;
     RtErr *err;
-    Arena arena; /* plans and sources, freed at the end */
-    PlanSet *ps;
-    cuk_module **mods; /* per plan, compiled on first use */
-} Ctx;
+};
 
-typedef struct Frame {
-    Ctx *c;
+struct Frame {
+    GpuSession *s;
+    FnState *st;
     const Fn *fn;
     const Plan *plan;
     Value *slots;
-    Value *memo;   /* per Val id, for the statement being run */
-    bool *shaped;  /* memo holds at least the shape */
+    Value *memo;          /* per Val id, for the statement being run */
+    bool *shaped;         /* memo holds at least the shape */
+    unsigned char *tch;   /* per Val id: listed in touched */
+    int *touched;         /* the ids whose memo or shape is set, cleared per statement */
+    int ntouched;
     Value ret;
     bool returned;
-} Frame;
+};
 
 static int64_t nelem(const Value *v) {
     int64_t n = 1;
@@ -56,10 +121,19 @@ static int64_t nelem(const Value *v) {
     return n;
 }
 
-static void vrelease(Value *v) {
-    if (v->buf && --v->buf->refs == 0) {
-        cuk_mem_free(v->buf->p);
-        free(v->buf);
+static void touch(Frame *f, int id) {
+    if (!f->tch[id]) {
+        f->tch[id] = 1;
+        f->touched[f->ntouched++] = id;
+    }
+}
+
+static void vrelease(GpuSession *s, Value *v) {
+    DBuf *b = v->buf;
+    if (b && --b->refs == 0) {
+        if (!b->borrowed) cuk_mem_free(b->p);
+        b->next = s->free_bufs;
+        s->free_bufs = b;
     }
     v->buf = NULL;
     v->set = false;
@@ -70,55 +144,81 @@ static Value vretain(const Value *v) {
     return r;
 }
 
-static bool gpu_fail(Ctx *c, Loc loc, const char *what) {
-    if (!c->err->set) rt_error(c->err, loc, "%s: %s", what, cuk_last_error());
+static DBuf *dbuf_new(GpuSession *s) {
+    DBuf *b = s->free_bufs;
+    if (b) s->free_bufs = b->next;
+    else b = malloc(sizeof *b);
+    if (b) *b = (DBuf){.refs = 1};
+    return b;
+}
+
+static bool gpu_fail(GpuSession *s, Loc loc, const char *what) {
+    if (!s->err->set) rt_error(s->err, loc, "%s: %s", what, cuk_last_error());
     return false;
 }
 
-static bool dalloc(Ctx *c, Value *v, Loc loc) {
-    v->buf = calloc(1, sizeof(DBuf));
-    if (!v->buf) return gpu_fail(c, loc, "out of host memory");
-    v->buf->refs = 1;
+static bool dalloc(GpuSession *s, Value *v, Loc loc) {
+    v->buf = dbuf_new(s);
+    if (!v->buf) return gpu_fail(s, loc, "out of host memory");
     size_t bytes = (size_t)nelem(v) * (size_t)dtype_info[v->dt].size;
     if (cuk_mem_alloc(&v->buf->p, bytes) != CUK_OK) {
-        free(v->buf);
+        v->buf->next = s->free_bufs;
+        s->free_bufs = v->buf;
         v->buf = NULL;
-        return gpu_fail(c, loc, "device allocation failed");
+        return gpu_fail(s, loc, "device allocation failed");
     }
     v->set = true;
     return true;
 }
 
-static Arr *download(Ctx *c, const Value *v, Loc loc) {
+/* ---- device-side errors ---------------------------------------------------------------- */
+
+/* Reads the kernels' error words (a synchronising copy) and reports the first error
+   found, as the CPU backend words it. Clears the block. */
+static bool check_dev_err(GpuSession *s) {
+    if (!s->err_pending || !s->errblk) return true;
+    s->err_pending = false;
+    unsigned long long stack[4 * 16], *e = stack;
+    size_t bytes = (size_t)s->nfs * 32;
+    if (s->nfs > 16 && !(e = malloc(bytes))) return gpu_fail(s, (Loc){0}, "out of host memory");
+    bool ok = cuk_memcpy_dtoh(e, s->errblk, bytes) == CUK_OK;
+    if (!ok) gpu_fail(s, (Loc){0}, "a kernel failed");
+    for (int i = 0; ok && i < s->nfs; i++) {
+        unsigned long long *w = &e[4 * i];
+        if (!w[0]) continue;
+        int id = (int)(w[0] - 1);
+        const FnState *st = &s->fs[i];
+        Loc loc = id >= 0 && id < st->fn->nvals && st->byid[id] ? st->byid[id]->loc : st->fn->loc;
+        rt_error(s->err, loc, "index %lld is out of bounds for axis 0 with size %lld", (long long)w[1],
+                 (long long)w[2]);
+        ok = false;
+        if (cuk_memset_d8(s->errblk, 0, bytes, NULL) != CUK_OK) break;
+    }
+    if (e != stack) free(e);
+    return ok;
+}
+
+static Arr *download(GpuSession *s, const Value *v, Loc loc) {
+    if (!check_dev_err(s)) return NULL;
     if (v->rank == 0) return arr_scalar(v->dt, v->s);
     Arr *a = arr_new(v->dt, v->rank, v->shape);
     if (!a) {
-        rt_error(c->err, loc, "out of host memory");
+        rt_error(s->err, loc, "out of host memory");
         return NULL;
     }
     size_t bytes = (size_t)a->size * (size_t)dtype_info[v->dt].size;
     if (bytes && cuk_memcpy_dtoh(a->data, v->buf->p, bytes) != CUK_OK) {
         arr_release(a);
-        gpu_fail(c, loc, "copy from the device failed");
+        gpu_fail(s, loc, "copy from the device failed");
         return NULL;
     }
     return a;
 }
 
-static bool upload(Ctx *c, const Arr *a, Value *v, Loc loc) {
-    memset(v, 0, sizeof *v);
-    v->dt = a->dt;
-    v->rank = a->rank;
-    memcpy(v->shape, a->shape, sizeof(int64_t) * MAXRANK);
-    if (a->rank == 0) {
-        v->s = arr_get(a, 0);
-        v->set = true;
-        return true;
-    }
-    if (!dalloc(c, v, loc)) return false;
-    size_t bytes = (size_t)a->size * (size_t)dtype_info[a->dt].size;
-    if (bytes && cuk_memcpy_htod(v->buf->p, a->data, bytes) != CUK_OK) return gpu_fail(c, loc, "copy to the device failed");
-    return true;
+/* A Scalar from the bytes of one element of dtype dt. */
+static Scalar scalar_from_bytes(DType dt, const void *p) {
+    Arr tmp = {.dt = dt, .rank = 0, .size = 1, .data = (void *)p};
+    return arr_get(&tmp, 0);
 }
 
 /* ---- host scalar arithmetic, from the same op table ---------------------------------- */
@@ -229,9 +329,10 @@ static bool slice_axis(Frame *f, Val *v, const Value *x, int k, int64_t *st, int
     Val *va = v->args[1 + 3 * k], *vb = v->args[2 + 3 * k], *vs = v->args[3 + 3 * k];
     if (va && !scalar_of(f, va, &a)) return false;
     if (v->slmode[k] == SL_INDEX) {
+        int64_t i = a;
         if (a < 0) a += n;
         if (a < 0 || a >= n) {
-            rt_error(f->c->err, v->loc, "index %lld is out of range for axis %d of size %lld", (long long)a, k,
+            rt_error(f->s->err, v->loc, "index %lld is out of bounds for axis %d with size %lld", (long long)i, k,
                      (long long)n);
             return false;
         }
@@ -241,7 +342,7 @@ static bool slice_axis(Frame *f, Val *v, const Value *x, int k, int64_t *st, int
     if (vb && !scalar_of(f, vb, &b)) return false;
     if (vs && !scalar_of(f, vs, &s)) return false;
     if (s == 0) {
-        rt_error(f->c->err, v->loc, "slice step cannot be zero");
+        rt_error(f->s->err, v->loc, "slice step cannot be zero");
         return false;
     }
     *step = s;
@@ -256,8 +357,12 @@ static bool shape_of(Frame *f, Val *v, Value *out) {
         return true;
     }
     Value r = {.dt = v->dt, .rank = v->rank};
-    bool fused = v->kernel >= 0 || op_is_ew(v->op) || v->op == OP_IOTA || v->op == OP_FULL || v->op == OP_LINSPACE ||
-                 v->op == OP_RAND || v->op == OP_RANDN;
+    /* Shapes of these follow from their operands' shapes and host scalars, whether or
+       not a kernel computes them (len(x[idx]) needs no gather); others are evaluated. */
+    bool fused = op_is_ew(v->op) || v->op == OP_IOTA || v->op == OP_FULL || v->op == OP_LINSPACE ||
+                 v->op == OP_RAND || v->op == OP_RANDN || v->op == OP_REDUCE || v->op == OP_SCAN ||
+                 v->op == OP_REVERSE || v->op == OP_TRANSPOSE || v->op == OP_RESHAPE || v->op == OP_SLICE ||
+                 v->op == OP_GATHER || v->op == OP_CONCAT || v->op == OP_MATMUL;
     if (v->rank == 0) {
         *out = r; /* a scalar has no shape to compute */
         return true;
@@ -275,7 +380,7 @@ static bool shape_of(Frame *f, Val *v, Value *out) {
             if (!shape_of(f, v->args[i], &a)) return false;
             if (!broadcast_shapes(rk, sh, a.rank, a.shape, &rk, sh)) {
                 char b1[128], b2[128];
-                rt_error(f->c->err, v->loc, "shapes %s and %s do not broadcast", fmt_shape(b1, sizeof b1, rk, sh),
+                rt_error(f->s->err, v->loc, "shapes %s and %s do not broadcast", fmt_shape(b1, sizeof b1, rk, sh),
                          fmt_shape(b2, sizeof b2, a.rank, a.shape));
                 return false;
             }
@@ -334,7 +439,7 @@ static bool shape_of(Frame *f, Val *v, Value *out) {
                 }
                 if (neg >= 0) r.shape[neg] = known ? nelem(&x) / known : 0;
                 if (nelem(&r) != nelem(&x)) {
-                    rt_error(f->c->err, v->loc, "cannot reshape %lld elements into this shape", (long long)nelem(&x));
+                    rt_error(f->s->err, v->loc, "cannot reshape %lld elements into this shape", (long long)nelem(&x));
                     return false;
                 }
             } else if (v->op == OP_SLICE) {
@@ -367,7 +472,7 @@ static bool shape_of(Frame *f, Val *v, Value *out) {
             r.shape[0] = x.shape[0];
             if (v->rank == 2) r.shape[1] = y.shape[1];
             if (x.shape[1] != y.shape[0]) {
-                rt_error(f->c->err, v->loc, "matmul: inner sizes %lld and %lld differ", (long long)x.shape[1],
+                rt_error(f->s->err, v->loc, "matmul: inner sizes %lld and %lld differ", (long long)x.shape[1],
                          (long long)y.shape[0]);
                 return false;
             }
@@ -376,6 +481,7 @@ static bool shape_of(Frame *f, Val *v, Value *out) {
         default: die("shape_of: op %s", op_name[v->op]);
         }
     }
+    touch(f, v->id);
     f->memo[v->id].dt = r.dt;
     f->memo[v->id].rank = r.rank;
     memcpy(f->memo[v->id].shape, r.shape, sizeof r.shape);
@@ -401,44 +507,113 @@ static bool same_dims(const Value *a, const Value *b) {
     return true;
 }
 
-static bool launch(Frame *f, const Kernel *k) {
-    Ctx *c = f->c;
-    int pi = -1;
-    for (int i = 0; i < c->ps->nplans; i++)
-        if (c->ps->plans[i] == f->plan) pi = i;
-    ASSERT(pi >= 0);
-    if (!c->mods[pi]) {
-        char *src = emit_cuda_plan(&c->arena, f->plan);
-        cuk_compile_opts o = {0};
-        o.program_name = arena_printf(&c->arena, "%s.cu", f->fn->name);
-        if (cuk_module_compile(&c->mods[pi], src, &o) != CUK_OK)
-            return gpu_fail(c, k->stmt ? k->stmt->loc : f->fn->loc, "compiling the kernels failed");
+/* The kernel's function handle: the plan's module is emitted and compiled on first use
+   (the kernel cache makes that cheap across sessions and processes). */
+static bool kernel_fn(Frame *f, const Kernel *k, KState *ks) {
+    GpuSession *s = f->s;
+    int pi = f->st->pi;
+    if (!s->mods[pi] && s->bundle) {
+        /* Ahead-of-time: the bundle's image for this GPU, loaded without NVRTC. */
+        int dev = 0;
+        cuk_device_props props;
+        char why[512];
+        if (cuk_device_current(&dev) != CUK_OK || cuk_device_props_get(dev, &props) != CUK_OK)
+            return gpu_fail(s, f->fn->loc, "querying the device failed");
+        const BundleImage *im = bundle_pick(s->bundle, f->fn->name, props.cc_major, props.cc_minor, why, sizeof why);
+        if (!im) {
+            rt_error(s->err, f->fn->loc, "%s", why);
+            return false;
+        }
+        if (cuk_module_load(&s->mods[pi], im->data, im->size) != CUK_OK)
+            return gpu_fail(s, f->fn->loc, "loading the bundle's kernels failed");
     }
-    cuk_function *fn;
-    Loc loc = k->outs[0]->loc;
-    if (cuk_module_function(c->mods[pi], k->name, &fn) != CUK_OK) return gpu_fail(c, loc, "kernel lookup failed");
+    if (!s->mods[pi]) {
+        char *src = emit_cuda_plan(&s->arena, f->plan);
+        cuk_compile_opts o = {0};
+        o.program_name = arena_printf(&s->arena, "%s.cu", f->fn->name);
+        if (cuk_module_compile(&s->mods[pi], src, &o) != CUK_OK)
+            return gpu_fail(s, k->stmt ? k->stmt->loc : f->fn->loc, "compiling the kernels failed");
+    }
+    if (cuk_module_function(s->mods[pi], k->name, &ks->fn) != CUK_OK)
+        return gpu_fail(s, k->outs[0]->loc, "kernel lookup failed");
+    return true;
+}
 
-    /* inputs and outputs */
+/* Makes sure the session's scratch block holds bytes, zeroed (ordered on the stream). */
+static bool scratch_get(GpuSession *s, size_t bytes, Loc loc) {
+    if (bytes > s->scratch_size) {
+        /* the old block goes back to the pool; later kernels that reuse it are queued
+           after the ones that used it, on the same stream */
+        cuk_mem_free(s->scratch);
+        s->scratch = 0;
+        size_t want = bytes < 2 * s->scratch_size ? 2 * s->scratch_size : bytes;
+        if (cuk_mem_alloc(&s->scratch, want) != CUK_OK) {
+            s->scratch_size = 0;
+            return gpu_fail(s, loc, "scratch allocation failed");
+        }
+        s->scratch_size = want;
+    }
+    if (cuk_memset_d8(s->scratch, 0, bytes, NULL) != CUK_OK) return gpu_fail(s, loc, "clearing scratch failed");
+    return true;
+}
+
+static bool errblk_get(GpuSession *s, Loc loc) {
+    if (s->errblk) return true;
+    size_t bytes = (size_t)s->nfs * 32;
+    if (cuk_mem_alloc(&s->errblk, bytes) != CUK_OK) return gpu_fail(s, loc, "device allocation failed");
+    if (cuk_memset_d8(s->errblk, 0, bytes, NULL) != CUK_OK) return gpu_fail(s, loc, "clearing memory failed");
+    return true;
+}
+
+/* Rank-0 results land in 1-element buffers; this reads one back into a host Scalar. */
+static bool fetch_scalar(GpuSession *s, const Value *dv, DType dt, Scalar *out, Loc loc) {
+    char bytes[8] = {0};
+    if (cuk_memcpy_dtoh(bytes, dv->buf->p, (size_t)dtype_info[dt].size) != CUK_OK)
+        return gpu_fail(s, loc, "copy from the device failed");
+    *out = scalar_from_bytes(dt, bytes);
+    return check_dev_err(s);
+}
+
+static bool launch(Frame *f, const Kernel *k) {
+    GpuSession *s = f->s;
+    KState *ks = &f->st->ks[k->id];
+    Loc loc = k->outs[0]->loc;
+    if (!ks->fn && !kernel_fn(f, k, ks)) return false;
+
     Value space;
     if (!shape_of(f, k->space, &space)) return false;
     int64_t n = nelem(&space);
-    Value *ins = calloc((size_t)k->nins + 1, sizeof(Value));
-    Value *outs = calloc((size_t)k->nouts + 1, sizeof(Value));
-    long long *w = calloc((size_t)k->nparams + 1, sizeof(long long));
-    cuk_devptr scratch = 0;
-    bool ok = ins && outs && w;
+    /* Launch storage: the kernel's own, unless a launch of it is already in progress
+       further up the stack (a recursive call). */
+    Value *ins = ks->ins, *outs = ks->outs;
+    long long *w = ks->w;
+    bool own = ks->busy;
+    if (own) {
+        ins = calloc((size_t)k->nins + 1, sizeof(Value));
+        outs = calloc((size_t)k->nouts + 1, sizeof(Value));
+        w = calloc((size_t)k->nparams + 1, sizeof(long long));
+        if (!ins || !outs || !w) {
+            free(ins), free(outs), free(w);
+            return gpu_fail(s, loc, "out of host memory");
+        }
+    } else {
+        memset(ins, 0, sizeof(Value) * (size_t)k->nins);
+        memset(outs, 0, sizeof(Value) * (size_t)k->nouts);
+        ks->busy = true;
+    }
+    bool ok = true;
     for (int i = 0; ok && i < k->nins; i++) ok = eval(f, k->ins[i], &ins[i]);
     for (int i = 0; ok && i < k->nouts; i++) {
-        Value s;
-        ok = shape_of(f, k->outs[i], &s);
+        Value sh;
+        ok = shape_of(f, k->outs[i], &sh);
         if (!ok) break;
-        outs[i] = s;
-        outs[i].buf = NULL;
-        Value tmp = outs[i];
+        Value tmp = sh;
+        tmp.buf = NULL;
         if (tmp.rank == 0) tmp.rank = 1, tmp.shape[0] = 1; /* rank-0 results land in a 1-element buffer */
-        ok = dalloc(c, &tmp, loc);
+        ok = dalloc(s, &tmp, loc);
+        outs[i] = sh;
         outs[i].buf = tmp.buf;
-        outs[i].set = true;
+        outs[i].set = ok;
     }
     int axis = k->axis == AXIS_ALL || space.rank <= 1 ? -1 : k->axis;
     if (k->kind == K_ROW) axis = space.rank - 1;
@@ -447,6 +622,25 @@ static bool launch(Frame *f, const Kernel *k) {
         for (int q = 0; q < axis; q++) outer *= space.shape[q];
         len = space.shape[axis];
         for (int q = axis + 1; q < space.rank; q++) inner *= space.shape[q];
+    }
+    /* min/max/argmin/argmax without an initial value over an empty axis: the CPU
+       backend's (and NumPy's) error, before any kernel runs */
+    for (int i = 0; ok && (k->kind == K_REDUCE || k->kind == K_ROW) && i < k->nreds; i++) {
+        const Val *r = k->reds[i];
+        bool needs_value = !red_init(r) && (r->red == RED_MIN || r->red == RED_MAX || r->red == RED_ARGMIN ||
+                                            r->red == RED_ARGMAX || r->red == RED_LAMBDA);
+        Value x;
+        if (!needs_value || !(ok = shape_of(f, r->args[0], &x))) continue;
+        int64_t rlen = 1, nout = 1;
+        for (int q = 0; q < x.rank; q++) {
+            if (r->axis == AXIS_ALL || q == r->axis) rlen *= x.shape[q];
+            else nout *= x.shape[q];
+        }
+        if (rlen == 0 && nout > 0) {
+            rt_error(s->err, r->loc, "zero-size array to reduction operation %s which has no identity",
+                     red_name[r->red]);
+            ok = false;
+        }
     }
     unsigned grid = 1;
     size_t scratch_bytes = 0;
@@ -474,10 +668,6 @@ static bool launch(Frame *f, const Kernel *k) {
         }
         break;
     }
-    if (ok && scratch_bytes) {
-        ok = cuk_mem_alloc(&scratch, scratch_bytes) == CUK_OK && cuk_memset_d8(scratch, 0, scratch_bytes, NULL) == CUK_OK;
-        if (!ok) gpu_fail(c, loc, "scratch allocation failed");
-    }
     bool flat = true;
     for (int i = 0; ok && i < k->nins; i++) flat = flat && same_dims(&ins[i], &space);
     /* the parameter words */
@@ -485,9 +675,10 @@ static bool launch(Frame *f, const Kernel *k) {
         const KParam *p = &k->params[i];
         Value x;
         int64_t st[MAXRANK];
+        w[i] = 0;
         switch (p->kind) {
         case KP_N: w[i] = n; break;
-        case KP_FLAT: w[i] = 0; break; /* set below, once every leaf is known */
+        case KP_FLAT: break; /* set below, once every leaf is known */
         case KP_SHAPE: w[i] = space.shape[p->a]; break;
         case KP_BSTRIDE: {
             ok = shape_of(f, p->v, &x);
@@ -526,19 +717,17 @@ static bool launch(Frame *f, const Kernel *k) {
             w[i] = off;
             break;
         }
-        case KP_IN:
-            for (int q = 0; q < k->nins; q++)
-                if (k->ins[q] == p->v) w[i] = (long long)ins[q].buf->p;
+        case KP_IN: {
+            const Value *in = &ins[ks->where[i]];
+            w[i] = in->buf ? (long long)in->buf->p : 0;
             break;
-        case KP_OUT:
-            for (int q = 0; q < k->nouts; q++)
-                if (k->outs[q] == p->v) w[i] = (long long)outs[q].buf->p;
-            break;
+        }
+        case KP_OUT: w[i] = (long long)outs[ks->where[i]].buf->p; break;
         case KP_SCALAR:
             ok = eval(f, p->v, &x);
             if (ok) memcpy(&w[i], &x.s, 8);
             break;
-        case KP_SCRATCH: w[i] = (long long)scratch; break;
+        case KP_SCRATCH: break; /* set below: a nested launch may move the block */
         case KP_OUTER: w[i] = outer; break;
         case KP_LEN: w[i] = len; break;
         case KP_INNER: w[i] = inner; break;
@@ -548,73 +737,81 @@ static bool launch(Frame *f, const Kernel *k) {
             if (ok) w[i] = p->a == 0 ? a.shape[0] : p->a == 1 ? a.shape[1] : (b.rank == 2 ? b.shape[1] : 1);
             break;
         }
+        case KP_ERR:
+            ok = errblk_get(s, loc);
+            if (ok) w[i] = (long long)(s->errblk + (cuk_devptr)f->st->pi * 32);
+            s->err_pending = true;
+            break;
+        case KP_GLEN:
+            ok = shape_of(f, p->v->args[0], &x);
+            if (ok) w[i] = x.shape[0];
+            break;
         }
     }
-    for (int i = 0; i < k->nparams; i++)
+    if (ok && scratch_bytes) ok = scratch_get(s, scratch_bytes, loc);
+    for (int i = 0; i < k->nparams; i++) {
         if (k->params[i].kind == KP_FLAT) w[i] = flat;
+        if (k->params[i].kind == KP_SCRATCH) w[i] = (long long)s->scratch;
+    }
     bool empty = (k->kind == K_MAP || k->kind == K_SCAN || k->kind == K_ROW || k->kind == K_MATMUL) && nelem(&outs[0]) == 0;
     if (ok && !empty) {
         void *args[1] = {w};
         cuk_dim3 g = {grid, 1, 1}, b = {(unsigned)k->block, 1, 1};
-        if (cuk_launch(fn, g, b, 0, NULL, args) != CUK_OK) ok = gpu_fail(c, loc, "kernel launch failed");
+        if (cuk_launch(ks->fn, g, b, 0, NULL, args) != CUK_OK) ok = gpu_fail(s, loc, "kernel launch failed");
+        if (timing_on && !timing_first_done) {
+            timing_first_done = true;
+            cuk_synchronize();
+            timing_mark("first kernel done");
+        }
     }
-    if (scratch) {
-        /* the pool does not track streams: wait before the block can be reused */
-        if (ok && cuk_synchronize() != CUK_OK) ok = gpu_fail(c, loc, "kernel failed");
-        cuk_mem_free(scratch);
-    }
-    for (int i = 0; i < k->nins; i++) vrelease(&ins[i]);
+    for (int i = 0; i < k->nins; i++) vrelease(s, &ins[i]);
     for (int i = 0; i < k->nouts; i++) {
         Val *o = k->outs[i];
         if (ok && o->rank == 0) {
             /* scalars come back to the host */
-            Value s = outs[i];
-            s.rank = 0;
-            if (cuk_memcpy_dtoh(&s.s, outs[i].buf->p, (size_t)dtype_info[o->dt].size) != CUK_OK)
-                ok = gpu_fail(c, loc, "copy from the device failed");
             Scalar v = {0};
-            switch (o->dt) {
-            case DT_F32: { float x; memcpy(&x, &s.s, 4); v.f = x; break; }
-            case DT_F64: memcpy(&v.f, &s.s, 8); break;
-            case DT_BOOL: { uint8_t x; memcpy(&x, &s.s, 1); v.i = x; break; }
-            case DT_I32: { int32_t x; memcpy(&x, &s.s, 4); v.i = x; break; }
-            case DT_U32: { uint32_t x; memcpy(&x, &s.s, 4); v.u = x; break; }
-            default: memcpy(&v.i, &s.s, 8); break;
-            }
-            vrelease(&outs[i]);
+            ok = fetch_scalar(s, &outs[i], o->dt, &v, loc);
+            vrelease(s, &outs[i]);
+            if (!ok) continue;
+            touch(f, o->id);
+            vrelease(s, &f->memo[o->id]);
             f->memo[o->id] = (Value){.dt = o->dt, .rank = 0, .s = v, .set = true};
         } else if (ok) {
-            vrelease(&f->memo[o->id]);
+            touch(f, o->id);
+            vrelease(s, &f->memo[o->id]);
             f->memo[o->id] = outs[i];
         } else {
-            vrelease(&outs[i]);
+            vrelease(s, &outs[i]);
         }
     }
-    free(ins);
-    free(outs);
-    free(w);
+    if (own) {
+        free(ins);
+        free(outs);
+        free(w);
+    } else {
+        ks->busy = false;
+    }
     return ok;
 }
 
 /* ---- evaluating values ------------------------------------------------------------------- */
 
-static bool run_fn(Ctx *c, const Fn *fn, Value *args, Value *result);
+static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result);
 
-static const Kernel *kernel_writing(const Plan *pl, const Val *v) {
-    for (int i = 0; i < pl->nkernels; i++)
-        for (int j = 0; j < pl->kernels[i]->nouts; j++)
-            if (pl->kernels[i]->outs[j] == v) return pl->kernels[i];
+static FnState *fn_state(GpuSession *s, const Fn *fn) {
+    for (int i = 0; i < s->nfs; i++)
+        if (s->fs[i].fn == fn) return &s->fs[i];
     return NULL;
 }
 
 /* *out gets a reference the caller releases. */
 static bool eval(Frame *f, Val *v, Value *out) {
-    Ctx *c = f->c;
+    GpuSession *s = f->s;
     if (f->memo[v->id].set) {
         *out = vretain(&f->memo[v->id]);
         return true;
     }
-    const Kernel *k = kernel_writing(f->plan, v);
+    const Kernel *k = f->st->writer[v->id];
     if (k) {
         if (!launch(f, k)) return false;
         *out = vretain(&f->memo[v->id]);
@@ -625,7 +822,7 @@ static bool eval(Frame *f, Val *v, Value *out) {
     case OP_CONST: r.s = v->c; break;
     case OP_SLOT:
         if (!f->slots[v->slot].set) {
-            rt_error(c->err, v->loc, "'%s' is used before it is set", f->fn->slots[v->slot].name);
+            rt_error(s->err, v->loc, "'%s' is used before it is set", f->fn->slots[v->slot].name);
             return false;
         }
         r = vretain(&f->slots[v->slot]);
@@ -640,7 +837,7 @@ static bool eval(Frame *f, Val *v, Value *out) {
         int64_t a, b;
         if (!scalar_of(f, v->args[1], &a) || !scalar_of(f, v->args[2], &b)) return false;
         if (a != b) {
-            rt_error(c->err, v->loc, v->msg ? v->msg : "sizes %lld and %lld differ", (long long)a, (long long)b);
+            rt_error(s->err, v->loc, v->msg ? v->msg : "sizes %lld and %lld differ", (long long)a, (long long)b);
             return false;
         }
         if (!eval(f, v->args[0], &r)) return false;
@@ -656,21 +853,45 @@ static bool eval(Frame *f, Val *v, Value *out) {
         char msg[512];
         Arr *a = npy_load(v->path, msg, sizeof msg);
         if (!a) {
-            rt_error(c->err, v->loc, "%s", msg);
+            rt_error(s->err, v->loc, "%s", msg);
             return false;
         }
-        bool ok = upload(c, a, &r, v->loc);
+        if (a->dt != v->dt || a->rank != v->rank) {
+            char b[200];
+            rt_error(s->err, v->loc,
+                     "%s holds a %s array of shape %s, but the program expects %s with %d dimension%s", v->path,
+                     dtype_info[a->dt].name, fmt_shape(b, sizeof b, a->rank, a->shape), dtype_info[v->dt].name,
+                     v->rank, v->rank == 1 ? "" : "s");
+            arr_release(a);
+            return false;
+        }
+        memcpy(r.shape, a->shape, sizeof r.shape);
+        bool ok = true;
+        if (a->rank == 0) {
+            r.s = arr_get(a, 0);
+        } else if ((ok = dalloc(s, &r, v->loc))) {
+            size_t bytes = (size_t)a->size * (size_t)dtype_info[a->dt].size;
+            if (bytes && cuk_memcpy_htod(r.buf->p, a->data, bytes) != CUK_OK) {
+                ok = gpu_fail(s, v->loc, "copy to the device failed");
+                vrelease(s, &r);
+            }
+        }
         arr_release(a);
         if (!ok) return false;
         break;
     }
     case OP_CALL: {
-        Value *args = calloc((size_t)v->nargs + 1, sizeof(Value));
-        bool ok = args != NULL;
-        for (int i = 0; ok && i < v->nargs; i++) ok = eval(f, v->args[i], &args[i]);
-        if (ok) ok = run_fn(c, v->fn, args, &r);
-        for (int i = 0; args && i < v->nargs; i++) vrelease(&args[i]);
-        free(args);
+        Value stack[8], *args = v->nargs <= 8 ? stack : calloc((size_t)v->nargs, sizeof(Value));
+        if (!args) return gpu_fail(s, v->loc, "out of host memory");
+        FnState *cs = fn_state(s, v->fn);
+        ASSERT(cs);
+        int got = 0;
+        bool ok = true;
+        for (; ok && got < v->nargs; got++) ok = eval(f, v->args[got], &args[got]);
+        if (!ok) got--;
+        if (ok) ok = run_fn(s, cs, args, &r);
+        for (int i = 0; i < got; i++) vrelease(s, &args[i]);
+        if (args != stack) free(args);
         if (!ok) return false;
         break;
     }
@@ -678,10 +899,8 @@ static bool eval(Frame *f, Val *v, Value *out) {
     case OP_GATHER: {
         /* an element read on the host (rank 0): one element comes back */
         Value x;
-        if (v->rank != 0 || !eval(f, v->args[0], &x)) {
-            if (v->rank != 0) die("array %s outside a kernel", op_name[v->op]);
-            return false;
-        }
+        if (v->rank != 0) die("array %s outside a kernel", op_name[v->op]);
+        if (!eval(f, v->args[0], &x)) return false;
         int64_t off = 0, st[MAXRANK];
         c_strides(&x, st);
         bool ok = true;
@@ -692,23 +911,24 @@ static bool eval(Frame *f, Val *v, Value *out) {
                 off += s0 * st[q];
             }
         } else {
-            int64_t i;
+            int64_t i = 0, t;
             ok = scalar_of(f, v->args[1], &i);
-            if (i < 0) i += x.shape[0];
-            if (ok && (i < 0 || i >= x.shape[0])) {
-                rt_error(c->err, v->loc, "index out of range");
+            t = i < 0 ? i + x.shape[0] : i;
+            if (ok && (t < 0 || t >= x.shape[0])) {
+                rt_error(s->err, v->loc, "index %lld is out of bounds for axis 0 with size %lld", (long long)i,
+                         (long long)x.shape[0]);
                 ok = false;
             }
-            off = i * st[0];
+            off = t * st[0];
         }
         char bytes[8] = {0};
         int sz = dtype_info[v->dt].size;
         if (ok && cuk_memcpy_dtoh(bytes, x.buf->p + (cuk_devptr)(off * sz), (size_t)sz) != CUK_OK)
-            ok = gpu_fail(c, v->loc, "copy from the device failed");
-        vrelease(&x);
+            ok = gpu_fail(s, v->loc, "copy from the device failed");
+        if (ok) ok = check_dev_err(s);
+        vrelease(s, &x);
         if (!ok) return false;
-        Arr tmp = {.dt = v->dt, .rank = 0, .size = 1, .data = bytes};
-        r.s = arr_get(&tmp, 0);
+        r.s = scalar_from_bytes(v->dt, bytes);
         break;
     }
     default:
@@ -722,19 +942,23 @@ static bool eval(Frame *f, Val *v, Value *out) {
             r.s = host_ew(v, x);
             break;
         }
-        rt_error(c->err, v->loc, "the GPU backend cannot evaluate '%s' here yet; use --device cpu", op_name[v->op]);
+        rt_error(s->err, v->loc, "the GPU backend cannot evaluate '%s' here yet; use --device cpu", op_name[v->op]);
         return false;
     }
+    touch(f, v->id);
     f->memo[v->id] = vretain(&r);
     *out = r;
     return true;
 }
 
 static void clear_memo(Frame *f) {
-    for (int i = 0; i < f->fn->nvals; i++) {
-        vrelease(&f->memo[i]);
-        f->shaped[i] = false;
+    for (int i = 0; i < f->ntouched; i++) {
+        int id = f->touched[i];
+        vrelease(f->s, &f->memo[id]);
+        f->shaped[id] = false;
+        f->tch[id] = 0;
     }
+    f->ntouched = 0;
 }
 
 static bool cond_true(Frame *f, Val *v, bool *out) {
@@ -744,38 +968,38 @@ static bool cond_true(Frame *f, Val *v, bool *out) {
     return true;
 }
 
-static bool run_stmts(Frame *f, const Stmt *s) {
-    Ctx *c = f->c;
-    for (; s && !f->returned; s = s->next) {
+static bool run_stmts(Frame *f, const Stmt *st) {
+    GpuSession *s = f->s;
+    for (; st && !f->returned; st = st->next) {
         bool ok = true;
         Value x = {0};
-        switch (s->kind) {
+        switch (st->kind) {
         case S_SET:
-            ok = eval(f, s->v, &x);
+            ok = eval(f, st->v, &x);
             if (ok) {
-                vrelease(&f->slots[s->slot]);
-                f->slots[s->slot] = x;
+                vrelease(s, &f->slots[st->slot]);
+                f->slots[st->slot] = x;
             }
             clear_memo(f);
             break;
         case S_EVAL:
-            ok = eval(f, s->v, &x);
-            vrelease(&x);
+            ok = eval(f, st->v, &x);
+            vrelease(s, &x);
             clear_memo(f);
             break;
         case S_PRINT:
         case S_SAVE: {
-            ok = eval(f, s->v, &x);
-            Arr *a = ok ? download(c, &x, s->loc) : NULL;
-            vrelease(&x);
+            ok = eval(f, st->v, &x);
+            Arr *a = ok ? download(s, &x, st->loc) : NULL;
+            vrelease(s, &x);
             clear_memo(f);
             if (!a) return false;
-            if (s->kind == S_PRINT) {
-                arr_print(c->out, a);
+            if (st->kind == S_PRINT) {
+                arr_print(s->out, a);
             } else {
                 char msg[512];
-                if (!npy_save(s->path, a, msg, sizeof msg)) {
-                    rt_error(c->err, s->loc, "%s", msg);
+                if (!npy_save(st->path, a, msg, sizeof msg)) {
+                    rt_error(s->err, st->loc, "%s", msg);
                     ok = false;
                 }
             }
@@ -783,88 +1007,341 @@ static bool run_stmts(Frame *f, const Stmt *s) {
             break;
         }
         case S_RETURN:
-            if (s->v) ok = eval(f, s->v, &f->ret);
+            if (st->v) ok = eval(f, st->v, &f->ret);
             clear_memo(f);
             f->returned = true;
             break;
         case S_IF: {
             bool t = false;
-            ok = cond_true(f, s->v, &t);
+            ok = cond_true(f, st->v, &t);
             clear_memo(f);
-            if (ok) ok = run_stmts(f, t ? s->body : s->els);
+            if (ok) ok = run_stmts(f, t ? st->body : st->els);
             break;
         }
         case S_WHILE:
             for (;;) {
                 bool t = false;
-                ok = cond_true(f, s->v, &t);
+                ok = cond_true(f, st->v, &t);
                 clear_memo(f);
                 if (!ok || !t) break;
-                if (!(ok = run_stmts(f, s->body)) || f->returned) break;
+                if (!(ok = run_stmts(f, st->body)) || f->returned) break;
             }
             break;
         case S_FOR: {
             int64_t a = 0, b = 0;
-            ok = scalar_of(f, s->v, &a) && scalar_of(f, s->v2, &b);
+            ok = scalar_of(f, st->v, &a) && scalar_of(f, st->v2, &b);
             clear_memo(f);
             for (int64_t i = a; ok && i < b && !f->returned; i++) {
-                vrelease(&f->slots[s->slot]);
-                f->slots[s->slot] = (Value){.dt = DT_I64, .rank = 0, .s.i = i, .set = true};
-                ok = run_stmts(f, s->body);
+                vrelease(s, &f->slots[st->slot]);
+                f->slots[st->slot] = (Value){.dt = DT_I64, .rank = 0, .s.i = i, .set = true};
+                ok = run_stmts(f, st->body);
             }
             break;
         }
         }
-        if (!ok) return false;
+        if (!ok) {
+            clear_memo(f);
+            return false;
+        }
     }
     return true;
 }
 
-static bool run_fn(Ctx *c, const Fn *fn, Value *args, Value *result) {
-    Frame fr = {.c = c, .fn = fn, .plan = planset_find(c->ps, fn)};
-    ASSERT(fr.plan);
-    int ns = fn->nslots > 0 ? fn->nslots : 1, nv = fn->nvals > 0 ? fn->nvals : 1;
-    fr.slots = calloc((size_t)ns, sizeof(Value));
-    fr.memo = calloc((size_t)nv, sizeof(Value));
-    fr.shaped = calloc((size_t)nv, sizeof(bool));
-    bool ok = fr.slots && fr.memo && fr.shaped;
-    for (int i = 0; ok && i < fn->nparams; i++) fr.slots[i] = vretain(&args[i]);
-    if (ok) ok = run_stmts(&fr, fn->body);
-    if (ok) *result = fr.ret;
-    else vrelease(&fr.ret);
-    for (int i = 0; fr.slots && i < fn->nslots; i++) vrelease(&fr.slots[i]);
-    if (fr.memo) clear_memo(&fr);
-    free(fr.slots);
-    free(fr.memo);
-    free(fr.shaped);
+/* ---- frames ---------------------------------------------------------------------------- */
+
+static void frame_free(Frame *f) {
+    if (!f) return;
+    free(f->slots);
+    free(f->memo);
+    free(f->shaped);
+    free(f->tch);
+    free(f->touched);
+    free(f);
+}
+
+/* A clean frame for st: the one kept from an earlier call, or a new one (recursion). */
+static Frame *frame_get(GpuSession *s, FnState *st) {
+    Frame *f = st->spare;
+    if (f) {
+        st->spare = NULL;
+        return f;
+    }
+    const Fn *fn = st->fn;
+    size_t ns = fn->nslots > 0 ? (size_t)fn->nslots : 1, nv = fn->nvals > 0 ? (size_t)fn->nvals : 1;
+    f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->s = s;
+    f->st = st;
+    f->fn = fn;
+    f->plan = st->plan;
+    f->slots = calloc(ns, sizeof(Value));
+    f->memo = calloc(nv, sizeof(Value));
+    f->shaped = calloc(nv, sizeof(bool));
+    f->tch = calloc(nv, 1);
+    f->touched = calloc(nv, sizeof(int));
+    if (!f->slots || !f->memo || !f->shaped || !f->tch || !f->touched) {
+        frame_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+static void frame_put(FnState *st, Frame *f) {
+    if (!st->spare) st->spare = f;
+    else frame_free(f);
+}
+
+static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result) {
+    Frame *f = frame_get(s, st);
+    if (!f) return gpu_fail(s, st->fn->loc, "out of host memory");
+    const Fn *fn = st->fn;
+    f->ret = (Value){0};
+    f->returned = false;
+    for (int i = 0; i < fn->nparams; i++) f->slots[i] = vretain(&args[i]);
+    bool ok = run_stmts(f, fn->body);
+    if (ok) *result = f->ret;
+    else vrelease(s, &f->ret);
+    f->ret = (Value){0};
+    for (int i = 0; i < fn->nslots; i++) vrelease(s, &f->slots[i]);
+    clear_memo(f);
+    frame_put(st, f);
     return ok;
 }
 
-bool gpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
-    Ctx c = {.prog = p, .out = out, .err = err};
-    if (result) *result = NULL;
+/* ---- sessions ---------------------------------------------------------------------------- */
+
+/* The fusion pass writes v->kernel into the Program: sessions fuse one at a time. */
+static pthread_mutex_t fuse_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void fnstate_init(GpuSession *s, FnState *st, int pi) {
+    Arena *a = &s->arena;
+    const Plan *pl = s->ps->plans[pi];
+    const Fn *fn = pl->fn;
+    int nv = fn->nvals > 0 ? fn->nvals : 1;
+    st->fn = fn;
+    st->plan = pl;
+    st->pi = pi;
+    st->writer = NEWN(a, const Kernel *, nv);
+    st->byid = NEWN(a, Val *, nv);
+    st->ks = NEWN(a, KState, pl->nkernels + 1);
+    for (int i = 0; i < pl->nkernels; i++) {
+        const Kernel *k = pl->kernels[i];
+        ASSERT(k->id == i);
+        for (int j = 0; j < k->nvals; j++) {
+            Val *v = k->vals[j];
+            if (v->id < 0 || v->id >= nv) continue; /* not one of fn's own Vals */
+            st->byid[v->id] = v;
+        }
+        for (int j = 0; j < k->nouts; j++) {
+            Val *v = k->outs[j];
+            ASSERT(v->id >= 0 && v->id < nv); /* eval memoises outputs by id */
+            if (!st->writer[v->id]) st->writer[v->id] = k;
+            st->byid[v->id] = v;
+        }
+        KState *ks = &st->ks[i];
+        ks->ins = NEWN(a, Value, k->nins + 1);
+        ks->outs = NEWN(a, Value, k->nouts + 1);
+        ks->w = NEWN(a, long long, k->nparams + 1);
+        ks->where = NEWN(a, int, k->nparams + 1);
+        for (int p = 0; p < k->nparams; p++) {
+            const KParam *kp = &k->params[p];
+            if (kp->kind == KP_IN)
+                for (int q = 0; q < k->nins; q++)
+                    if (k->ins[q] == kp->v) ks->where[p] = q;
+            if (kp->kind == KP_OUT)
+                for (int q = 0; q < k->nouts; q++)
+                    if (k->outs[q] == kp->v) ks->where[p] = q;
+            if (kp->kind == KP_ERR) st->has_err = true;
+        }
+    }
+}
+
+GpuSession *gpu_session_new(const Program *p, RtErr *err) {
     if (cuk_init() != CUK_OK) {
-        rt_error(err, fn->loc, "%s", cuk_last_error());
+        rt_error(err, (Loc){0}, "%s", cuk_last_error());
+        return NULL;
+    }
+    if (timing_on && !timing_first_done) {
+        int dev;
+        cuk_device_current(&dev); /* retains the primary context and makes it current */
+        cuk_synchronize();
+        timing_mark("context ready");
+    }
+    GpuSession *s = calloc(1, sizeof *s);
+    if (!s) {
+        rt_error(err, (Loc){0}, "out of host memory");
+        return NULL;
+    }
+    s->prog = p;
+    arena_init(&s->arena);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_lock(&fuse_lock);
+    s->ps = fuse_program(&s->arena, p);
+    s->nfs = s->ps->nplans;
+    s->fs = NEWN(&s->arena, FnState, s->nfs + 1);
+    s->mods = NEWN(&s->arena, cuk_module *, s->nfs + 1);
+    for (int i = 0; i < s->nfs; i++) fnstate_init(s, &s->fs[i], i);
+    pthread_mutex_unlock(&fuse_lock);
+    return s;
+}
+
+void gpu_session_free(GpuSession *s) {
+    if (!s) return;
+    for (int i = 0; i < s->nfs; i++) frame_free(s->fs[i].spare);
+    cuk_mem_free(s->scratch);
+    cuk_mem_free(s->errblk);
+    while (s->free_bufs) {
+        DBuf *b = s->free_bufs;
+        s->free_bufs = b->next;
+        free(b);
+    }
+    pthread_mutex_destroy(&s->lock);
+    arena_free(&s->arena); /* modules belong to the runtime's cache */
+    free(s);
+}
+
+static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *result) {
+    const Fn *fn = st->fn;
+    Value stack[8], *va = fn->nparams <= 8 ? stack : calloc((size_t)fn->nparams, sizeof(Value));
+    if (!va) return gpu_fail(s, fn->loc, "out of host memory");
+    int made = 0;
+    bool ok = true;
+    for (; ok && made < fn->nparams; made++) {
+        const GpuVal *a = &args[made];
+        Value *v = &va[made];
+        *v = (Value){.dt = a->dt, .rank = a->rank, .set = true};
+        if (a->dt != fn->slots[made].dt || a->rank != fn->slots[made].rank) {
+            rt_error(s->err, fn->loc, "%s(): argument %d is a %d-D %s value, but parameter '%s' is %d-D %s", fn->name,
+                     made, a->rank, a->dt < DT_COUNT ? dtype_info[a->dt].name : "void", fn->slots[made].name,
+                     fn->slots[made].rank, dtype_info[fn->slots[made].dt].name);
+            ok = false;
+            break;
+        }
+        if (a->rank == 0) {
+            v->s = a->s;
+            continue;
+        }
+        memcpy(v->shape, a->shape, sizeof v->shape);
+        if (!(v->buf = dbuf_new(s))) {
+            ok = gpu_fail(s, fn->loc, "out of host memory");
+            break;
+        }
+        v->buf->p = a->p;
+        v->buf->borrowed = true;
+    }
+    Value r = {0};
+    if (ok) ok = run_fn(s, st, va, &r);
+    if (ok) ok = check_dev_err(s);
+    if (ok && r.set) {
+        result->dt = r.dt;
+        result->rank = r.rank;
+        memcpy(result->shape, r.shape, sizeof r.shape);
+        result->s = r.s;
+        if (r.rank > 0 && r.buf->borrowed) {
+            /* an argument passed through: the caller gets its own copy */
+            size_t bytes = (size_t)nelem(&r) * (size_t)dtype_info[r.dt].size;
+            ok = cuk_mem_alloc(&result->p, bytes) == CUK_OK;
+            if (!ok) gpu_fail(s, fn->loc, "device allocation failed");
+            else if (bytes && cuk_memcpy_dtod(result->p, r.buf->p, bytes) != CUK_OK) {
+                ok = gpu_fail(s, fn->loc, "device copy failed");
+                cuk_mem_free(result->p);
+                result->p = 0;
+            }
+        } else if (r.rank > 0) {
+            /* hand the block over: the DBuf goes, the memory stays */
+            result->p = r.buf->p;
+            r.buf->borrowed = true;
+        }
+        if (!ok) *result = (GpuVal){.dt = DT_VOID};
+    }
+    vrelease(s, &r);
+    for (int i = 0; i < made && i < fn->nparams; i++) vrelease(s, &va[i]);
+    if (va != stack) free(va);
+    return ok;
+}
+
+bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err) {
+    *result = (GpuVal){.dt = DT_VOID};
+    FnState *st = fn_state(s, fn);
+    if (!st) {
+        rt_error(err, fn->loc, "%s() is not a function of this session's program", fn->name);
         return false;
     }
-    arena_init(&c.arena);
-    /* Plans for every function (the fusion pass also numbers v->kernel). */
-    c.ps = fuse_program(&c.arena, p);
-    c.mods = calloc((size_t)c.ps->nplans + 1, sizeof(cuk_module *));
-    Value *vargs = calloc((size_t)fn->nparams + 1, sizeof(Value));
-    bool ok = c.mods && vargs;
-    for (int i = 0; ok && i < fn->nparams; i++) ok = upload(&c, args[i], &vargs[i], fn->loc);
-    Value r = {0};
-    if (ok) ok = run_fn(&c, fn, vargs, &r);
-    if (ok && r.set && result) {
-        *result = download(&c, &r, fn->loc);
-        ok = *result != NULL;
+    pthread_mutex_lock(&s->lock);
+    s->out = out;
+    s->err = err;
+    bool ok = call_locked(s, st, args, result);
+    s->out = NULL;
+    s->err = NULL;
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+void gpu_session_use_bundle(GpuSession *s, const Bundle *b) { s->bundle = b; }
+
+bool gpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
+    return gpu_run_bundle(p, NULL, fn, args, result, out, err);
+}
+
+bool gpu_run_bundle(const Program *p, const Bundle *b, const Fn *fn, Arr **args, Arr **result, FILE *out,
+                    RtErr *err) {
+    if (result) *result = NULL;
+    GpuSession *s = gpu_session_new(p, err);
+    if (!s) return false;
+    s->bundle = b;
+    int np = fn->nparams;
+    GpuVal *va = calloc((size_t)np + 1, sizeof(GpuVal));
+    bool ok = va != NULL;
+    if (!ok) rt_error(err, fn->loc, "out of host memory");
+    for (int i = 0; ok && i < np; i++) {
+        const Arr *a = args[i];
+        GpuVal *v = &va[i];
+        v->dt = a->dt;
+        v->rank = a->rank;
+        memcpy(v->shape, a->shape, sizeof v->shape);
+        if (a->rank == 0) {
+            v->s = arr_get(a, 0);
+            continue;
+        }
+        size_t bytes = (size_t)a->size * (size_t)dtype_info[a->dt].size;
+        if (cuk_mem_alloc(&v->p, bytes) != CUK_OK || (bytes && cuk_memcpy_htod(v->p, a->data, bytes) != CUK_OK)) {
+            rt_error(err, fn->loc, "copying argument '%s' to the device failed: %s", fn->slots[i].name,
+                     cuk_last_error());
+            ok = false;
+        }
     }
-    vrelease(&r);
-    for (int i = 0; vargs && i < fn->nparams; i++) vrelease(&vargs[i]);
-    if (ok && cuk_synchronize() != CUK_OK) ok = gpu_fail(&c, fn->loc, "the device reported an error");
-    free(vargs);
-    free(c.mods);
-    arena_free(&c.arena);
+    GpuVal r = {.dt = DT_VOID};
+    if (ok) ok = gpu_call(s, fn, va, &r, out, err);
+    if (ok && r.dt != DT_VOID && result) {
+        if (r.rank == 0) {
+            *result = arr_scalar(r.dt, r.s);
+        } else {
+            Arr *a = arr_new(r.dt, r.rank, r.shape);
+            size_t bytes = a ? (size_t)a->size * (size_t)dtype_info[r.dt].size : 0;
+            if (!a) {
+                rt_error(err, fn->loc, "out of host memory");
+                ok = false;
+            } else if (bytes && cuk_memcpy_dtoh(a->data, r.p, bytes) != CUK_OK) {
+                rt_error(err, fn->loc, "copying the result from the device failed: %s", cuk_last_error());
+                arr_release(a);
+                ok = false;
+            } else {
+                *result = a;
+            }
+        }
+    }
+    cuk_mem_free(r.p);
+    for (int i = 0; va && i < np; i++) cuk_mem_free(va[i].p);
+    /* report a fault in the last kernels here, not in the caller's next GPU call */
+    if (ok && cuk_synchronize() != CUK_OK) {
+        rt_error(err, fn->loc, "the device reported an error: %s", cuk_last_error());
+        ok = false;
+    }
+    if (!ok && result && *result) {
+        arr_release(*result);
+        *result = NULL;
+    }
+    free(va);
+    gpu_session_free(s);
     return ok;
 }

@@ -38,6 +38,12 @@ typedef enum {
     KP_LEN,      /* axis kernels: length of the reduced/scanned axis (rows: row length) */
     KP_INNER,    /* axis kernels: product of the axes after it */
     KP_MM,       /* matmul: a = 0, 1, 2 for m, k, n */
+    /* Added for gather bounds checks (gpu_exec.c reads them; fuse.c/emit_cuda.c to use): */
+    KP_ERR,      /* device pointer of this plan's error block, 4 zeroed 64-bit words: a
+                    kernel finding gather v's index out of bounds does
+                    if (atomicCAS(&e[0], 0, v->id + 1) == 0) { e[1] = index; e[2] = size; }
+                    and reads no element; gpu_exec reports it as the CPU backend does */
+    KP_GLEN,     /* gather v: size of axis 0 of its source (negative indices add it) */
 } KPKind;
 
 typedef struct KParam {

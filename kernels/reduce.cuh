@@ -26,6 +26,14 @@ CUK_FN uint8_t cuk_shfl_up(uint8_t v, int d) {
     return (uint8_t)__shfl_up_sync(CUK_FULL_MASK, (int)v, d);
 }
 
+CUK_FN float cuk_shfl_idx(float v, int l) { return __shfl_sync(CUK_FULL_MASK, v, l); }
+CUK_FN double cuk_shfl_idx(double v, int l) { return __shfl_sync(CUK_FULL_MASK, v, l); }
+CUK_FN int32_t cuk_shfl_idx(int32_t v, int l) { return __shfl_sync(CUK_FULL_MASK, v, l); }
+CUK_FN uint32_t cuk_shfl_idx(uint32_t v, int l) { return __shfl_sync(CUK_FULL_MASK, v, l); }
+CUK_FN int64_t cuk_shfl_idx(int64_t v, int l) { return __shfl_sync(CUK_FULL_MASK, v, l); }
+CUK_FN uint64_t cuk_shfl_idx(uint64_t v, int l) { return __shfl_sync(CUK_FULL_MASK, v, l); }
+CUK_FN uint8_t cuk_shfl_idx(uint8_t v, int l) { return (uint8_t)__shfl_sync(CUK_FULL_MASK, (int)v, l); }
+
 /* argmin/argmax carry the value and its index; ties and NaNs go to the lower index, NaN
    wins (NumPy's rules). */
 template <class T> struct cuk_arg {

@@ -1,74 +1,99 @@
-/* Block scans and the single-pass decoupled look-back (Merrill and Garland, 2016) the
-   emitted scan kernels use for any associative combine, user lambdas included. */
+/* The single-pass decoupled look-back scan (Merrill and Garland, 2016) the emitted scan
+   kernels use for any associative combine, user lambdas included: tile status words,
+   a warp-parallel look-back, and the dynamic tile ticket. */
 #ifndef CUK_SCAN_CUH
 #define CUK_SCAN_CUH
 
-/* Inclusive scan of one value per thread across the block, in thread order. Threads at
-   the end may hold garbage: no result before them depends on it. Returns this thread's
-   inclusive value; *excl gets the previous thread's (has_excl = 0 for thread 0) and
-   *total the last thread's. */
-template <class T, class Op>
-CUK_FN T cuk_block_scan(T v, Op op, T *excl, int *has_excl, T *total) {
-    __shared__ T s_w[32];
-    __shared__ T s_prev[1024];
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    for (int d = 1; d < 32; d <<= 1) {
-        T o = cuk_shfl_up(v, d);
-        if (lane >= d) v = op(o, v);
-    }
-    __syncthreads();
-    if (lane == 31) s_w[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        T w = s_w[lane < nw ? lane : 0];
-        for (int d = 1; d < 32; d <<= 1) {
-            T o = cuk_shfl_up(w, d);
-            if (lane >= d) w = op(o, w);
-        }
-        if (lane < nw) s_w[lane] = w;
-    }
-    __syncthreads();
-    if (warp > 0) v = op(s_w[warp - 1], v);
-    s_prev[threadIdx.x] = v;
-    __syncthreads();
-    *has_excl = threadIdx.x > 0;
-    if (threadIdx.x > 0) *excl = s_prev[threadIdx.x - 1];
-    *total = s_prev[blockDim.x - 1];
-    __syncthreads();
-    return v;
-}
-
-/* Tile states in scratch, after a 16-byte ticket: per tile a flag (0 none, 1 aggregate,
-   2 inclusive prefix) and two 8-byte values. */
+/* Tile states in scratch, after a 16-byte ticket: 24 bytes per tile. Values of at most
+   4 bytes share one 64-bit word with their flag (0 none, 1 aggregate, 2 inclusive
+   prefix), so one store publishes both and no fence is needed; wider values use a flag
+   word and two value words, ordered by fences. */
 #define CUK_TILE_BYTES 24
-template <class T> CUK_FN void cuk_tile_publish(char *scratch, long long tile, int flag, T v) {
+
+template <class T> CUK_FN void cuk_tile_set(char *scratch, long long tile, int flag, T v) {
     char *st = scratch + 16 + tile * CUK_TILE_BYTES;
-    *(volatile T *)(st + (flag == 2 ? 16 : 8)) = v;
-    __threadfence();
-    *(volatile long long *)st = flag;
+    if (sizeof(T) <= 4) {
+        union {
+            T t;
+            unsigned int u;
+        } c;
+        c.u = 0;
+        c.t = v;
+        *(volatile unsigned long long *)st = ((unsigned long long)flag << 32) | c.u;
+    } else {
+        *(volatile T *)(st + (flag == 2 ? 16 : 8)) = v;
+        __threadfence();
+        *(volatile long long *)st = flag;
+    }
 }
 
-/* Run by one thread: publishes the tile's aggregate, walks back over predecessors until
-   one has its inclusive prefix, publishes this tile's inclusive prefix and returns the
-   exclusive prefix (tile > 0). */
-template <class T, class Op>
-CUK_FN T cuk_lookback(char *scratch, long long tile, T aggregate, Op op) {
-    cuk_tile_publish(scratch, tile, 1, aggregate);
-    T prefix;
-    int have = 0;
-    for (long long p = tile - 1; p >= 0; p--) {
-        char *st = scratch + 16 + p * CUK_TILE_BYTES;
-        long long f;
-        while ((f = *(volatile long long *)st) == 0) {
-        }
-        __threadfence();
-        T x = *(volatile T *)(st + (f == 2 ? 16 : 8));
-        prefix = have ? op(x, prefix) : x;
-        have = 1;
-        if (f == 2) break;
+/* Reads tile's state: returns its flag (0 while unpublished) and sets *v when nonzero. */
+template <class T> CUK_FN int cuk_tile_get(const char *scratch, long long tile, T *v) {
+    const char *st = scratch + 16 + tile * CUK_TILE_BYTES;
+    if (sizeof(T) <= 4) {
+        unsigned long long w = *(const volatile unsigned long long *)st;
+        union {
+            T t;
+            unsigned int u;
+        } c;
+        c.u = (unsigned int)w;
+        *v = c.t;
+        return (int)(w >> 32);
     }
-    cuk_tile_publish(scratch, tile, 2, op(prefix, aggregate));
-    return prefix;
+    long long f = *(const volatile long long *)st;
+    if (f == 0) return 0;
+    __threadfence();
+    *v = *(const volatile T *)(st + (f == 2 ? 16 : 8));
+    return (int)f;
+}
+
+/* Run by a whole warp for tile > 0 (after the tile published its aggregate): returns,
+   in every lane, the combine of all earlier tiles, oldest first (so only associativity
+   is assumed). Lane l watches tile base - l for a window of 32 predecessors: once every
+   lane has a value, the lanes up to the nearest inclusive prefix (or all 32) are
+   combined by a shuffle tree and the walk moves 32 tiles further back if no inclusive
+   prefix was seen. Integer scans give the same result on every run; floating-point
+   ones can differ in the last bits between runs, as the tree's shape depends on where
+   the walk found an inclusive prefix (as with CUB). */
+template <class T, class Op> CUK_FN T cuk_warp_lookback(const char *scratch, long long tile, Op op) {
+    const int lane = threadIdx.x & 31;
+    T run;
+    int have = 0;
+    for (long long base = tile - 1;; base -= 32) {
+        const long long p = base - lane;
+        T v;
+        int f = 0;
+        if (p < 0) f = 3; /* before tile 0: never combined (tile 0 is inclusive) */
+        unsigned incl;
+        for (;;) {
+            if (f == 0) f = cuk_tile_get(scratch, p, &v);
+            incl = __ballot_sync(CUK_FULL_MASK, f >= 2);
+            unsigned ready = __ballot_sync(CUK_FULL_MASK, f != 0);
+            if (incl) {
+                int stop = __ffs(incl) - 1;
+                unsigned need = stop == 31 ? 0xffffffffu : (1u << (stop + 1)) - 1u;
+                if ((ready & need) == need) break;
+            } else if (ready == 0xffffffffu) {
+                break;
+            }
+        }
+        const int stop = incl ? __ffs(incl) - 1 : 31;
+        /* lanes 0..stop, combined older (higher lane) first */
+        int h = lane <= stop;
+        for (int d = 1; d < 32; d <<= 1) {
+            T o = cuk_shfl_down(v, d);
+            int oh = __shfl_down_sync(CUK_FULL_MASK, h, d);
+            if ((lane & (2 * d - 1)) == 0 && lane + d < 32 && oh) {
+                v = h ? op(o, v) : o;
+                h = 1;
+            }
+        }
+        const T win = cuk_shfl_idx(v, 0);
+        run = have ? op(win, run) : win;
+        have = 1;
+        if (incl) break;
+    }
+    return run;
 }
 
 /* Dynamic tile numbering keeps the look-back free of deadlock: a tile only waits for
@@ -80,6 +105,20 @@ CUK_FN long long cuk_next_tile(char *scratch) {
     long long t = s_tile;
     __syncthreads();
     return t;
+}
+
+/* An optional value (no identity needed, so lambdas work): combine keeps order. */
+template <class T> struct cuk_opt {
+    T v;
+    int h;
+};
+template <class T, class Op> CUK_FN cuk_opt<T> cuk_opt_cat(cuk_opt<T> a, cuk_opt<T> b, Op op) {
+    if (!a.h) return b;
+    if (!b.h) return a;
+    cuk_opt<T> r;
+    r.v = op(a.v, b.v);
+    r.h = 1;
+    return r;
 }
 
 #endif

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "internal.h"
 
 #ifndef CUK_VERSION
@@ -317,8 +318,8 @@ static void disk_write(const char *dir, const char *path, Key k, const cuk_image
     h.image_len = im->size;
     h.payload_sum = fnv1a(im->data, im->size, fnv1a(im->names, im->names_len, FNV_BASIS));
     h.header_sum = fnv1a(&h, offsetof(Hdr, header_sum), FNV_BASIS);
-    bool ok = write_all(fd, &h, sizeof h) && write_all(fd, im->names, im->names_len) &&
-              write_all(fd, im->data, im->size);
+    bool ok = write_all(fd, &h, sizeof h) && !fault_hit(FAULT_CACHE_WRITE) &&
+              write_all(fd, im->names, im->names_len) && write_all(fd, im->data, im->size);
     ok = close(fd) == 0 && ok;
     if (ok && rename(tmp, path) == 0) {
         atomic_fetch_add(&n_writes, 1);
@@ -354,7 +355,7 @@ static cuk_status nvrtc_compile(const Nvrtc *n, const char *source, const cuk_co
                         n->nvrtcGetErrorString(r));
             goto done;
         }
-    r = n->nvrtcCompileProgram(prog, nopt + 1, opts);
+    r = fault_hit(FAULT_NVRTC) ? 1 /* NVRTC_ERROR_OUT_OF_MEMORY */ : n->nvrtcCompileProgram(prog, nopt + 1, opts);
     size_t loglen = 0;
     n->nvrtcGetProgramLogSize(prog, &loglen);
     log = malloc(loglen + 1);

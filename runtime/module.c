@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "internal.h"
 
 struct cuk_function_s {
@@ -41,7 +42,8 @@ static cuk_status load_image(Device *d, const void *data, cuk_module **out) {
                    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *vals[4] = {info, (void *)(uintptr_t)sizeof info, error, (void *)(uintptr_t)sizeof error};
     CUmodule mod;
-    CUresult r = cu.cuModuleLoadDataEx(&mod, data, 4, opts, vals);
+    CUresult r = fault_hit(FAULT_MODULE_LOAD) ? CUDA_ERROR_OUT_OF_MEMORY
+                                               : cu.cuModuleLoadDataEx(&mod, data, 4, opts, vals);
     if (r) {
         cu_fail(r, "cuModuleLoadDataEx");
         if (error[0]) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "internal.h"
 
 /* Size classes: 512 bytes, then powers of two to 1 MiB (classes 0..11), then four
@@ -180,7 +181,7 @@ cuk_status cuk_mem_alloc(cuk_devptr *out, size_t bytes) {
     b = malloc(sizeof *b);
     if (!b) return err_set(CUK_ERR_OUT_OF_MEMORY, "cuk_mem_alloc: out of host memory");
     CUdeviceptr p = 0;
-    CUresult r = cu.cuMemAlloc(&p, size);
+    CUresult r = fault_hit(FAULT_ALLOC) ? CUDA_ERROR_OUT_OF_MEMORY : cu.cuMemAlloc(&p, size);
     bool retried = false;
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
         /* Cached blocks of other classes may be what stands in the way. */
@@ -190,7 +191,7 @@ cuk_status cuk_mem_alloc(cuk_devptr *out, size_t bytes) {
         pthread_mutex_unlock(&pool_lock);
         free_blocks(all);
         ctx_make_current(d);
-        r = cu.cuMemAlloc(&p, size);
+        r = fault_hit(FAULT_ALLOC) ? CUDA_ERROR_OUT_OF_MEMORY : cu.cuMemAlloc(&p, size);
         retried = true;
     }
     if (r) {

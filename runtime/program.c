@@ -24,10 +24,17 @@ _Static_assert((int)CUK_BOOL == DT_BOOL && (int)CUK_I32 == DT_I32 && (int)CUK_I6
                    (int)CUK_F64 == DT_F64 && CUK_DTYPE_COUNT == DT_COUNT && CUK_MAX_RANK == MAXRANK,
                "cuk_dtype must mirror DType");
 
-/* The GPU executor (compiler/gpu_exec.c) runs a function with cpu_run's contract. It is
-   declared weak so that the library links, and the program API falls back to the CPU
-   backend, in a build that does not have it yet. */
+#include "../compiler/gpu.h"
+
+/* The GPU executor (compiler/gpu_exec.c, compiler/gpu.h). Declared weak so that the
+   library links, and programs fall back to the CPU backend, in a build without it, and
+   so that the session API (device arrays in and out, no copies) is used once it is
+   there, with gpu_run (host arrays, copies) as the fallback. */
 extern bool gpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err)
+    __attribute__((weak));
+extern GpuSession *gpu_session_new(const Program *p, RtErr *err) __attribute__((weak));
+extern void gpu_session_free(GpuSession *s) __attribute__((weak));
+extern bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err)
     __attribute__((weak));
 
 /* ---- errors ------------------------------------------------------------------------------ */
@@ -349,7 +356,10 @@ struct cuk_program_s {
     int nall;       /* every function of prog, lazily wrapped */
     cuk_fn **all;
     pthread_mutex_t lock; /* wrapping functions; GPU runs */
+    GpuSession *session;  /* GPU backend with the session API */
 };
+
+static cuk_status run_error(const RtErr *e);
 
 /* The stdlib: every embedded *.cuk file, parsed into one program node. */
 static Node *load_stdlib(Arena *a, Diag *d) {
@@ -443,7 +453,7 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
     last_info_set = false;
     if (!out || !src_or_path) return err_set(CUK_ERR_INVALID, "cuk_program_compile: NULL argument");
     *out = NULL;
-    cuk_backend backend;
+    cuk_backend backend = CUK_BACKEND_CPU;
     cuk_status s = pick_backend(o ? o->backend : CUK_BACKEND_DEFAULT, &backend);
     if (s) return s;
     cuk_program *p = calloc(1, sizeof *p);
@@ -490,12 +500,22 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
     }
     p->nall = p->prog->nfns;
     p->all = NEWN(&p->arena, cuk_fn *, p->nall + 1);
+    if (p->backend == CUK_BACKEND_GPU && gpu_session_new && gpu_call && gpu_session_free) {
+        RtErr err = {0};
+        p->session = gpu_session_new(p->prog, &err);
+        if (!p->session) {
+            s = err.set ? run_error(&err) : err_set(CUK_ERR_NO_DEVICE, "could not start the GPU backend");
+            cuk_program_free(p);
+            return s;
+        }
+    }
     *out = p;
     return CUK_OK;
 }
 
 void cuk_program_free(cuk_program *p) {
     if (!p) return;
+    if (p->session) gpu_session_free(p->session);
     pthread_mutex_destroy(&p->lock);
     arena_free(&p->arena);
     free(p);
@@ -553,8 +573,13 @@ cuk_status cuk_fn_result(const cuk_fn *f, int *has_result, cuk_dtype *dt, int *r
     return CUK_OK;
 }
 
+/* NumPy's spelling of a shape: (), (5,), (2, 3). */
 static const char *shape_str(char *buf, size_t n, const cuk_array *a) {
-    return fmt_shape(buf, n, a->rank, a->shape);
+    size_t k = (size_t)snprintf(buf, n, "(");
+    for (int i = 0; i < a->rank && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)a->shape[i]);
+    if (k < n) snprintf(buf + k, n - k, "%s)", a->rank == 1 ? "," : "");
+    return buf;
 }
 
 /* Checks the arguments against the parameters: count, dtype, rank, and that every use
@@ -628,12 +653,130 @@ static cuk_status run_error(const RtErr *e) {
     return s;
 }
 
+/* The GPU backend's session: device arrays go in as they are, host arrays are uploaded
+   for the call, a scalar is passed by value; the result stays on the device if any
+   argument was there. */
+static cuk_status session_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
+    GpuVal stack[16], *gv = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *gv);
+    cuk_devptr tstack[16], *tmp = nargs <= 16 ? tstack : calloc((size_t)nargs, sizeof *tmp);
+    if (!gv || !tmp) {
+        if (gv != stack) free(gv);
+        if (tmp != tstack) free(tmp);
+        return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    cuk_status s = CUK_OK;
+    bool on_device = false;
+    for (int i = 0; i < nargs; i++) tmp[i] = 0;
+    for (int i = 0; i < nargs && !s; i++) {
+        const cuk_array *a = args[i];
+        GpuVal *g = &gv[i];
+        memset(g, 0, sizeof *g);
+        g->dt = (DType)a->dt;
+        g->rank = a->rank;
+        for (int k = 0; k < a->rank; k++) g->shape[k] = a->shape[k];
+        g->borrowed = true;
+        if (a->rank == 0) {
+            union {
+                uint8_t b;
+                int32_t i32;
+                int64_t i64;
+                uint32_t u32;
+                uint64_t u64;
+                float f32;
+                double f64;
+            } v = {0};
+            if (a->place == CUK_ON_DEVICE) s = cuk_memcpy_dtoh(&v, a->dev, cuk_dtype_size(a->dt)), on_device = true;
+            else memcpy(&v, a->arr->data, cuk_dtype_size(a->dt));
+            /* widen to Scalar's representation: i for bool and signed, u, f for floats */
+            switch (a->dt) {
+            case CUK_BOOL: g->s.i = v.b != 0; break;
+            case CUK_I32: g->s.i = v.i32; break;
+            case CUK_I64: g->s.i = v.i64; break;
+            case CUK_U32: g->s.u = v.u32; break;
+            case CUK_U64: g->s.u = v.u64; break;
+            case CUK_F32: g->s.f = v.f32; break;
+            case CUK_F64: g->s.f = v.f64; break;
+            }
+        } else if (a->place == CUK_ON_DEVICE) {
+            on_device = true;
+            g->p = a->dev;
+        } else if (cuk_array_nbytes(a)) {
+            if (!(s = cuk_mem_alloc(&tmp[i], cuk_array_nbytes(a))))
+                s = cuk_memcpy_htod(tmp[i], a->arr->data, cuk_array_nbytes(a));
+            g->p = tmp[i];
+            g->borrowed = false;
+        }
+    }
+    GpuVal r;
+    memset(&r, 0, sizeof r);
+    r.dt = DT_VOID;
+    if (!s) {
+        RtErr err = {0};
+        fflush(stdout);
+        bool ok = gpu_call(f->prog->session, f->fn, gv, &r, stdout, &err);
+        fflush(stdout);
+        if (!ok) s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
+    }
+    /* Uploaded inputs go back to the pool; their last use is queued on the default
+       stream, which orders any reuse after it. */
+    for (int i = 0; i < nargs; i++)
+        if (tmp[i]) cuk_mem_free(tmp[i]);
+    if (gv != stack) free(gv);
+    if (tmp != tstack) free(tmp);
+    if (s || r.dt == DT_VOID) return s;
+    cuk_array *out;
+    if (r.rank == 0) {
+        /* a scalar result comes back on the host; on the device if inputs were there */
+        union {
+            uint8_t b;
+            int32_t i32;
+            int64_t i64;
+            uint32_t u32;
+            uint64_t u64;
+            float f32;
+            double f64;
+        } v;
+        switch ((cuk_dtype)r.dt) {
+        case CUK_BOOL: v.b = r.s.i != 0; break;
+        case CUK_I32: v.i32 = (int32_t)r.s.i; break;
+        case CUK_I64: v.i64 = r.s.i; break;
+        case CUK_U32: v.u32 = (uint32_t)r.s.u; break;
+        case CUK_U64: v.u64 = r.s.u; break;
+        case CUK_F32: v.f32 = (float)r.s.f; break;
+        case CUK_F64: v.f64 = r.s.f; break;
+        }
+        s = cuk_array_from_host(&out, (cuk_dtype)r.dt, 0, NULL, &v, on_device ? CUK_ON_DEVICE : CUK_ON_HOST);
+    } else if (on_device) {
+        s = array_head(&out, (cuk_dtype)r.dt, r.rank, r.shape);
+        if (s) cuk_mem_free(r.p);
+        else {
+            out->place = CUK_ON_DEVICE;
+            out->dev = r.p;
+            out->owns_dev = r.p != 0;
+        }
+    } else {
+        s = array_head(&out, (cuk_dtype)r.dt, r.rank, r.shape);
+        if (!s) s = host_storage(out);
+        if (!s && cuk_array_nbytes(out)) s = cuk_memcpy_dtoh(out->arr->data, r.p, cuk_array_nbytes(out));
+        if (r.p) cuk_mem_free(r.p);
+        if (s && out) {
+            cuk_array_free(out);
+            out = NULL;
+        }
+    }
+    if (s) return s;
+    if (result) *result = out;
+    else cuk_array_free(out);
+    return CUK_OK;
+}
+
 cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
     last_info_set = false;
     if (!f || (nargs && !args)) return err_set(CUK_ERR_INVALID, "cuk_fn_call: NULL argument");
     if (result) *result = NULL;
     cuk_status s = check_args(f, args, nargs);
     if (s) return s;
+    if (f->prog->session) return session_call(f, args, nargs, result);
     /* The backends take host Arrs; device arguments are copied in (and the result out
        to the device) until the GPU executor takes device arrays directly. */
     Arr *stack[16], **in = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *in);

@@ -170,6 +170,52 @@ for ex in examples/*.py examples/python/*.py; do
 done
 record "examples" "$p" "$f"
 
+# --- (f) fuzzing and valgrind (tests/fuzz/run.sh, scripts/valgrind.sh) ------------------
+# Each fuzz target runs FUZZ_SECONDS (default 60) and counts as one test; each valgrind
+# run (an example under memcheck) counts as one. CUK_CHECK_FUZZ=0 / CUK_CHECK_VALGRIND=0
+# skip them for a quick local run.
+run_counted() { # run_counted STAGE LOG CMD...: a script that ends with "N passed, N failed"
+    local stage=$1 log=$2
+    shift 2
+    banner "$stage"
+    "$@" 2>&1 | tee "$log"
+    local line
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
+    if [ -n "$line" ]; then
+        record "$stage" "$(cut -d' ' -f1 <<<"$line")" "$(cut -d' ' -f3 <<<"$line")"
+    else
+        echo "check: $stage printed no summary"
+        record "$stage" 0 1
+    fi
+}
+# The C units again, built with ASan+UBSan (leaks included): test_fault and test_limits
+# drive failure paths whose "leaks nothing" only the sanitizers can show.
+banner "unit tests (ctest, ASan+UBSan, $ASAN_BUILD)"
+if [ -f "$ASAN_BUILD/CTestTestfile.cmake" ]; then
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
+        ctest --test-dir "$ASAN_BUILD" --output-on-failure --timeout 600 -j"$(nproc)" 2>&1 | tee "$LOGS/ctest-asan.log"
+    line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$LOGS/ctest-asan.log" | tail -1)
+    if [ -n "$line" ]; then
+        nfail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+        ntot=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")
+        record "unit (ASan+UBSan)" $((ntot - nfail)) "$nfail"
+    else
+        echo "check: could not read ctest's summary"
+        record "unit (ASan+UBSan)" 0 1
+    fi
+else
+    echo "check: $ASAN_BUILD is not a configured build directory"
+    record "unit (ASan+UBSan)" 0 1
+fi
+
+if [ "${CUK_CHECK_FUZZ:-1}" != 0 ]; then
+    run_counted "fuzz (${FUZZ_SECONDS:-60} s each)" "$LOGS/fuzz.log" \
+        bash tests/fuzz/run.sh "$BUILD" "${FUZZ_BUILD:-$ROOT/build-fuzz}"
+fi
+if [ "${CUK_CHECK_VALGRIND:-1}" != 0 ]; then
+    run_counted "valgrind (memcheck)" "$LOGS/valgrind.log" bash scripts/valgrind.sh "$BUILD"
+fi
+
 # --- summary ---------------------------------------------------------------------------
 banner "summary (logs in $LOGS)"
 printf '%s\n' "${summary[@]}"

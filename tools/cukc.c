@@ -240,7 +240,8 @@ static int cmd_run(int argc, char **argv) {
         if (!st) {
             RtErr err = {0};
             Arr *result = NULL;
-            bool ran = gpu ? gpu_run(c.prog, fn, args, &result, stdout, &err) : cpu_run(c.prog, fn, args, &result, stdout, &err);
+            bool ran = gpu ? gpu_run_bundle(c.prog, c.bundle, fn, args, &result, stdout, &err)
+                           : cpu_run(c.prog, fn, args, &result, stdout, &err);
             if (!ran) {
                 fflush(stdout);
                 rt_report(&err, &c.diag);
@@ -395,6 +396,7 @@ static int cmd_cache(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    gpu_timing_start();
     if (argc < 2) {
         fputs(usage_text, stderr);
         return EXIT_USAGE;

@@ -20,6 +20,7 @@
 enum { WORK_LIMIT = 1 << 21, ARG_LEN = 3 };
 
 static MemFile src;
+static FILE *diag_out; /* /dev/null, or stderr with CUK_FUZZ_VERBOSE=1 (reproducing) */
 
 /* The stdlib, parsed as cukc does (tools/cukc.c load_stdlib). */
 static Node *load_stdlib(Arena *a, Diag *d) {
@@ -107,7 +108,7 @@ static void run_entry(Arena *a, Diag *d, const Program *p) {
     for (int i = 0; i < fn->nparams; i++) args[i] = make_arg(&fn->slots[i]);
     RtErr err = {0};
     Arr *result = NULL;
-    if (!cpu_run(p, fn, args, &result, devnull(), &err)) {
+    if (!cpu_run(p, fn, args, &result, diag_out, &err)) {
         if (!err.set || !err.msg[0]) {
             fprintf(stderr, "fuzz_compile: cpu_run failed without a message\n");
             abort();
@@ -125,6 +126,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argv;
     memfile_open(&src, "fuzz.cuk");
     cpu_work_limit = WORK_LIMIT;
+    diag_out = getenv("CUK_FUZZ_VERBOSE") ? stderr : devnull();
     return 0;
 }
 
@@ -133,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Arena a;
     arena_init(&a);
     Diag d;
-    diag_init(&d, devnull());
+    diag_init(&d, diag_out);
     Src s;
     if (src_load(&a, &d, src.path, &s)) {
         Node *ast = parse_program(&a, &d, &s);

@@ -44,7 +44,10 @@ static Fn *fn_new(const char *name, int nparams, int nslots) {
     f->nparams = nparams;
     f->nslots = nslots;
     f->slots = NEWN(&ar, Slot, nslots > 0 ? nslots : 1);
-    for (int i = 0; i < nslots; i++) f->slots[i].name = arena_printf(&ar, "s%d", i);
+    for (int i = 0; i < nslots; i++) {
+        f->slots[i].name = arena_printf(&ar, "s%d", i);
+        f->slots[i].dt = DT_I64;
+    }
     f->ret_dt = DT_VOID;
     return f;
 }
@@ -413,6 +416,21 @@ static void test_reduce(void) {
     Val *g3 = red(f, RED_SUM, DT_F32, m, AXIS_ALL, false);
     g3->init = cf(f, 100);
     EXPECT(g3, "166");
+    /* along axis 0 of a (300, 600) array: tiles of 256 lines x 256 elements */
+    Val *big = reshape2(f, iota(f, DT_I64, 180000), 300, 600);
+    EXPECT(red(f, RED_SUM, DT_I64, red(f, RED_SUM, DT_I64, big, 0, false), AXIS_ALL, false),
+           "16199910000");
+    Val *cols = red(f, RED_SUM, DT_I64, big, 0, false);
+    Val *c599 = mk(f, OP_SLICE, DT_I64, 0, 4, cols, ci(f, 599), NULL, NULL);
+    c599->slmode[0] = SL_INDEX;
+    EXPECT(c599, "27089700");
+    EXPECT(red(f, RED_SUM, DT_I64, red(f, RED_ARGMAX, DT_I64, big, 0, false), AXIS_ALL, false),
+           "179400");
+    EXPECT(red(f, RED_SUM, DT_I64, red(f, RED_ARGMIN, DT_I64, big, 1, false), AXIS_ALL, false),
+           "0");
+    Val *g4 = red(f, RED_LAMBDA, DT_I64, big, 0, false);
+    g4->lam = bin(f, OP_MAXIMUM, arg(f, 0, DT_I64), arg(f, 1, DT_I64));
+    EXPECT(red(f, RED_SUM, DT_I64, g4, AXIS_ALL, false), "107819700");
     /* accuracy: 0.1 summed 10^6 times in f64 */
     Val *tenth = mk(f, OP_FULL, DT_F64, 1, 2, cd(f, 0.1), ci(f, 1000000));
     EXPECT(red(f, RED_SUM, DT_F64, tenth, AXIS_ALL, false), "100000.00000000001");
@@ -431,6 +449,13 @@ static void test_scan(void) {
     EXPECT(scan(f, RED_SUM, m, 1, false), "[[0 1 3]\n [3 7 12]]");
     EXPECT(scan(f, RED_SUM, m, 0, false), "[[0 1 2]\n [3 5 7]]");
     EXPECT(scan(f, RED_SUM, m, AXIS_ALL, false), "[0 1 3 6 10 15]");
+    Val *bs = scan(f, RED_SUM, reshape2(f, iota(f, DT_I64, 180000), 300, 600), 0, false);
+    Val *corner = mk(f, OP_SLICE, DT_I64, 0, 7, bs, ci(f, 299), NULL, NULL, ci(f, 599), NULL, NULL);
+    corner->slmode[0] = corner->slmode[1] = SL_INDEX;
+    EXPECT(corner, "27089700");
+    Val *mid = mk(f, OP_SLICE, DT_I64, 0, 7, bs, ci(f, 257), NULL, NULL, ci(f, 300), NULL, NULL);
+    mid->slmode[0] = mid->slmode[1] = SL_INDEX;
+    EXPECT(mid, "19969200"); /* sum over r <= 257 of 600 r + 300 */
     /* generic scan with init: |a, b| a * 2 + b from 1 */
     Val *lam = bin(f, OP_ADD, bin(f, OP_MUL, arg(f, 0, DT_I64), ci(f, 2)), arg(f, 1, DT_I64));
     Val *g = scan(f, RED_LAMBDA, iota(f, DT_I64, 3), AXIS_ALL, false);
@@ -511,6 +536,12 @@ static void test_struct(void) {
     Val *cd = mk(f, OP_CHECKDIM, DT_I64, 1, 3, x, ci(f, 10), ci(f, 12));
     cd->msg = "size n is %lld here but %lld there";
     EXPECT_ERR(cd, "size n is 10 here but 12 there");
+    /* inside a fused reduction the check still runs (and fusion goes through it) */
+    EXPECT_ERR(red(f, RED_SUM, DT_I64, bin(f, OP_ADD, cd, ci(f, 1)), AXIS_ALL, false),
+               "size n is 10 here but 12 there");
+    Val *okd = mk(f, OP_CHECKDIM, DT_I64, 1, 3, bin(f, OP_MUL, x, ci(f, 2)), ci(f, 10), ci(f, 10));
+    EXPECT(red(f, RED_SUM, DT_I64, okd, AXIS_ALL, false), "90");
+    EXPECT(okd, "[0 2 4 6 8 10 12 14 16 18]");
 }
 
 static void test_stmts(void) {

@@ -1,0 +1,453 @@
+/* Times cuk's own kernels for the issue-4 benchmark (bench/gpu_bench.py runs it): each
+   case is a small .cuk program (bench/cases/) taken through the normal pipeline (parse,
+   stdlib, sema, fuse, emit, NVRTC), its inputs allocated on the device once, and only
+   the function body's launches timed with CUDA events (median of 20 after warm-up).
+   Launch shapes and parameter words follow compiler/gpu_exec.c. It also checks each
+   result against a float64 host reference and that two runs give identical bits.
+   Prints one `CASE name ms bytes ok det err` line per case. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ir.h"
+#include "compiler/kernel.h"
+#include "lang/arena.h"
+#include "lang/ast.h"
+#include "lang/diag.h"
+#include "lang/embedded.h"
+#include "runtime/cuk.h"
+
+#define CHECK(x)                                                                         \
+    do {                                                                                 \
+        if ((x) != CUK_OK) {                                                             \
+            fprintf(stderr, "bench_kernels: %s failed: %s\n", #x, cuk_last_error());     \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+static Node *load_stdlib(Arena *a, Diag *d) {
+    Node *prog = NEW(a, Node);
+    prog->kind = N_PROGRAM;
+    Node **tail = &prog->body;
+    for (int i = 0; cuk_embedded[i].name; i++) {
+        const char *nm = cuk_embedded[i].name;
+        size_t n = strlen(nm);
+        if (n < 4 || strcmp(nm + n - 4, ".cuk") != 0) continue;
+        Src *src = NEW(a, Src);
+        src_from_string(a, arena_printf(a, "<stdlib>/%s", nm), cuk_embedded[i].text, src);
+        Node *p = parse_program(a, d, src);
+        if (!p) continue;
+        for (Node *f = p->body; f; f = f->next) {
+            *tail = f;
+            tail = &f->next;
+        }
+        *tail = NULL;
+    }
+    return prog;
+}
+
+/* ---- inputs ---------------------------------------------------------------------------- */
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t next_u64(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static float uniform(float lo, float hi) { return lo + (hi - lo) * (float)((next_u64() >> 40) * (1.0 / 16777216.0)); }
+
+typedef struct Case {
+    const char *name, *file, *fn;
+    int rank;
+    int64_t shape[2];
+    int nin;            /* array inputs: x (and y) */
+    DType dt;           /* of the inputs */
+    double bytes_per_elem;
+} Case;
+
+static int64_t N, R, C;
+static float *hx, *hy, *hout;
+static int32_t *hxi;
+static cuk_devptr dx, dy, dxi, dout_, dscratch;
+static size_t scratch_cap;
+
+/* ---- one case ---------------------------------------------------------------------------- */
+
+typedef struct Launch {
+    cuk_function *f;
+    cuk_dim3 grid, block;
+    long long *w;
+    size_t scratch_bytes; /* memset before the launch (scans) */
+    bool memset_each;
+} Launch;
+
+static void c_strides(int rank, const int64_t *shape, int64_t *st) {
+    int64_t s = 1;
+    for (int k = rank - 1; k >= 0; k--) {
+        st[k] = s;
+        s *= shape[k];
+    }
+}
+
+static cuk_devptr input_ptr(const Case *c, const Fn *fn, const Val *v) {
+    if (v->op != OP_SLOT) {
+        fprintf(stderr, "bench_kernels: %s: kernel input %%%d is not a parameter\n", c->name, v->id);
+        exit(1);
+    }
+    const char *nm = fn->slots[v->slot].name;
+    if (strcmp(nm, "y") == 0) return dy;
+    return c->dt == DT_I32 ? dxi : dx;
+}
+
+static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *f, Launch *L, cuk_devptr *outs,
+                    int *nouts) {
+    int64_t n = 1;
+    for (int i = 0; i < c->rank; i++) n *= c->shape[i];
+    int64_t st[2];
+    c_strides(c->rank, c->shape, st);
+    L->f = f;
+    L->w = calloc((size_t)k->nparams + 1, sizeof(long long));
+    int axis = k->axis == AXIS_ALL || c->rank <= 1 ? -1 : k->axis;
+    if (k->kind == K_ROW) axis = c->rank - 1;
+    int64_t outer = 1, len = 1, inner = 1;
+    if (axis >= 0 && axis < 2) {
+        for (int q = 0; q < axis; q++) outer *= c->shape[q];
+        len = c->shape[axis];
+        for (int q = axis + 1; q < c->rank && q < 2; q++) inner *= c->shape[q];
+    }
+    unsigned grid = 1;
+    size_t scratch = 0;
+    switch (k->kind) {
+    case K_MAP:
+    case K_MATMUL: grid = 0; break;
+    case K_ROW: grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
+    case K_REDUCE:
+        if (axis < 0) {
+            int64_t nb = (n + k->block - 1) / k->block;
+            grid = (unsigned)(nb < 1 ? 1 : nb > 1024 ? 1024 : nb);
+            scratch = 16 + (size_t)k->nreds * grid * 24;
+        } else {
+            int64_t no = outer * inner;
+            grid = (unsigned)(no < 1 ? 1 : no > 65535 ? 65535 : no);
+        }
+        break;
+    case K_SCAN: {
+        int64_t tile = (int64_t)k->block * k->items, nt = (n + tile - 1) / tile;
+        grid = (unsigned)(nt < 1 ? 1 : nt);
+        scratch = 16 + (size_t)grid * 24;
+        L->memset_each = true;
+        break;
+    }
+    }
+    if (scratch > scratch_cap) {
+        fprintf(stderr, "bench_kernels: scratch too small\n");
+        exit(1);
+    }
+    L->scratch_bytes = scratch;
+    L->grid = (cuk_dim3){grid, 1, 1};
+    L->block = (cuk_dim3){(unsigned)k->block, 1, 1};
+    for (int i = 0; i < k->nparams; i++) {
+        const KParam *p = &k->params[i];
+        switch (p->kind) {
+        case KP_N: L->w[i] = n; break;
+        case KP_FLAT: L->w[i] = 1; break;
+        case KP_SHAPE: L->w[i] = c->shape[p->a]; break;
+        case KP_BSTRIDE: L->w[i] = st[p->a]; break;
+        case KP_IN: L->w[i] = (long long)input_ptr(c, fn, p->v); break;
+        case KP_OUT: {
+            /* rank-0 results go to small slots after the array output */
+            int j = 0;
+            for (; j < k->nouts; j++)
+                if (k->outs[j] == p->v) break;
+            cuk_devptr o = p->v->rank > 0 ? dout_ : dscratch + scratch_cap + 64 * (size_t)(*nouts);
+            L->w[i] = (long long)o;
+            outs[(*nouts)++] = o;
+            break;
+        }
+        case KP_SCALAR: {
+            if (p->v->op != OP_SLOT) {
+                fprintf(stderr, "bench_kernels: %s: host scalar %%%d\n", c->name, p->v->id);
+                exit(1);
+            }
+            double a = 2.5;
+            memcpy(&L->w[i], &a, 8);
+            break;
+        }
+        case KP_SCRATCH: L->w[i] = (long long)dscratch; break;
+        case KP_OUTER: L->w[i] = outer; break;
+        case KP_LEN: L->w[i] = len; break;
+        case KP_INNER: L->w[i] = inner; break;
+        default:
+            fprintf(stderr, "bench_kernels: %s: parameter kind %d not supported here\n", c->name, (int)p->kind);
+            exit(1);
+        }
+    }
+}
+
+static void run_launches(Launch *L, int nl) {
+    for (int i = 0; i < nl; i++) {
+        if (L[i].memset_each) CHECK(cuk_memset_d8(dscratch, 0, L[i].scratch_bytes, NULL));
+        void *args[1] = {L[i].w};
+        CHECK(cuk_launch(L[i].f, L[i].grid, L[i].block, 0, NULL, args));
+    }
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Host float64 reference for one output element or scalar, and its error scale. */
+static double checks(const Case *c, float *scal, double *err_out) {
+    double err = 0;
+    int64_t n = N;
+    const char *nm = c->name;
+    if (!strcmp(nm, "saxpy") || !strcmp(nm, "chain")) {
+        for (int64_t i = 0; i < n; i += (i < 4096 || i > n - 4096) ? 1 : 997) {
+            double x = hx[i], y = hy[i];
+            double r = !strcmp(nm, "saxpy") ? 2.5 * x + y : sin(x) * cos(y) + exp(-x * x) * 0.5 - sqrt(fabs(y));
+            double e = fabs(hout[i] - r) / (fabs(r) + 1.0);
+            if (e > err) err = e;
+        }
+        *err_out = err;
+        return err < 1e-5;
+    }
+    if (!strcmp(nm, "sum") || !strcmp(nm, "sumsq") || !strcmp(nm, "maxmin") || !strcmp(nm, "meanvar")) {
+        double s = 0, s2 = 0, sa = 0, mx = -INFINITY, mn = INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            double x = hx[i];
+            s += x, s2 += x * x, sa += fabs(x);
+            if (x > mx) mx = x;
+            if (x < mn) mn = x;
+        }
+        double got, ref, scale;
+        if (!strcmp(nm, "sum")) got = scal[0], ref = s, scale = sa;
+        else if (!strcmp(nm, "sumsq")) got = scal[0], ref = s2, scale = s2;
+        else if (!strcmp(nm, "maxmin")) got = (double)scal[0] - (double)scal[1], ref = mx - mn, scale = 1;
+        else {
+            /* outs: sum(x*x), sum(x) */
+            double m = scal[1] / (double)n;
+            got = scal[0] / (double)n - m * m, ref = s2 / n - (s / n) * (s / n), scale = s2 / n;
+        }
+        err = fabs(got - ref) / scale;
+        *err_out = err;
+        return err < 1e-5;
+    }
+    if (!strcmp(nm, "cumsum_f32") || !strcmp(nm, "mapscanmap")) {
+        double run = 0, runa = 0;
+        bool msm = !strcmp(nm, "mapscanmap");
+        for (int64_t i = 0; i < n; i++) {
+            double t = msm ? (double)hx[i] * hy[i] + 1.0 : hx[i];
+            run += t, runa += fabs(t);
+            double r = msm ? run * 0.5 - hy[i] : run;
+            double e = fabs(hout[i] - r) / (runa + 1.0);
+            if (e > err) err = e;
+        }
+        *err_out = err;
+        return err < 1e-5;
+    }
+    if (!strcmp(nm, "cumsum_i32")) {
+        const int32_t *o = (const int32_t *)hout;
+        uint32_t run = 0;
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            run += (uint32_t)hxi[i];
+            if ((int32_t)run != o[i]) bad++;
+        }
+        *err_out = (double)bad;
+        return bad == 0;
+    }
+    if (!strcmp(nm, "softmax")) {
+        for (int64_t r = 0; r < R; r += (r < 4 || r > R - 4) ? 1 : 61) {
+            const float *x = hx + r * C;
+            double m = -INFINITY, s = 0;
+            for (int64_t j = 0; j < C; j++) m = x[j] > m ? x[j] : m;
+            for (int64_t j = 0; j < C; j++) s += exp(x[j] - m);
+            for (int64_t j = 0; j < C; j++) {
+                double ref = exp(x[j] - m) / s;
+                double e = fabs(hout[r * C + j] - ref) / ref;
+                if (e > err) err = e;
+            }
+        }
+        *err_out = err;
+        return err < 1e-5;
+    }
+    *err_out = -1;
+    return false;
+}
+
+static void run_case(const Case *c, const char *root, int iters) {
+    Arena a;
+    arena_init(&a);
+    Diag d;
+    diag_init(&d, stderr);
+    Src src;
+    char *path = arena_printf(&a, "%s/bench/cases/%s", root, c->file);
+    if (!src_load(&a, &d, path, &src)) exit(1);
+    Node *ast = parse_program(&a, &d, &src);
+    Node *std = ast ? load_stdlib(&a, &d) : NULL;
+    Program *prog = ast && !d.errors ? sema_program(&a, &d, ast, std) : NULL;
+    if (!prog || d.errors) {
+        fprintf(stderr, "bench_kernels: %s does not compile\n", path);
+        exit(1);
+    }
+    Fn *fn = program_find(prog, c->fn);
+    PlanSet *ps = fuse_program(&a, prog);
+    const Plan *pl = planset_find(ps, fn);
+    char *cu = emit_cuda_plan(&a, pl);
+    cuk_module *m;
+    cuk_compile_opts o = {0};
+    o.program_name = arena_printf(&a, "%s.cu", c->fn);
+    CHECK(cuk_module_compile(&m, cu, &o));
+    Launch *L = calloc((size_t)pl->nkernels + 1, sizeof(Launch));
+    cuk_devptr outs[16];
+    int nouts = 0;
+    for (int i = 0; i < pl->nkernels; i++) {
+        cuk_function *f;
+        CHECK(cuk_module_function(m, pl->kernels[i]->name, &f));
+        prepare(c, fn, pl->kernels[i], f, &L[i], outs, &nouts);
+    }
+    /* result, twice, for the determinism check */
+    size_t out_bytes = (size_t)N * 4;
+    float scal[2][8] = {{0}};
+    CHECK(cuk_memset_d8(dout_, 0xff, out_bytes, NULL));
+    run_launches(L, pl->nkernels);
+    CHECK(cuk_synchronize());
+    bool det = true;
+    for (int j = 0; j < nouts && j < 8; j++)
+        if (outs[j] != dout_) CHECK(cuk_memcpy_dtoh(&scal[0][j], outs[j], 4));
+    bool has_array = false;
+    for (int j = 0; j < nouts; j++) has_array |= outs[j] == dout_;
+    if (has_array) CHECK(cuk_memcpy_dtoh(hout, dout_, out_bytes));
+    double err = 0;
+    bool ok = checks(c, scal[0], &err);
+    /* second run: same bits? (arrays: a checksum of the words) */
+    uint64_t h1 = 0, h2 = 0;
+    if (has_array)
+        for (size_t i = 0; i < (size_t)N; i++) h1 = h1 * 1000003u + ((uint32_t *)hout)[i];
+    run_launches(L, pl->nkernels);
+    CHECK(cuk_synchronize());
+    for (int j = 0; j < nouts && j < 8; j++)
+        if (outs[j] != dout_) CHECK(cuk_memcpy_dtoh(&scal[1][j], outs[j], 4));
+    if (has_array) {
+        CHECK(cuk_memcpy_dtoh(hout, dout_, out_bytes));
+        for (size_t i = 0; i < (size_t)N; i++) h2 = h2 * 1000003u + ((uint32_t *)hout)[i];
+    }
+    det = h1 == h2 && memcmp(scal[0], scal[1], sizeof scal[0]) == 0;
+    /* timing */
+    cuk_event *e0, *e1;
+    CHECK(cuk_event_create(&e0));
+    CHECK(cuk_event_create(&e1));
+    for (int i = 0; i < 3; i++) run_launches(L, pl->nkernels);
+    float *ms = calloc((size_t)iters, sizeof(float));
+    for (int it = 0; it < iters; it++) {
+        CHECK(cuk_event_record(e0, NULL));
+        run_launches(L, pl->nkernels);
+        CHECK(cuk_event_record(e1, NULL));
+        CHECK(cuk_event_synchronize(e1));
+        CHECK(cuk_event_elapsed(&ms[it], e0, e1));
+    }
+    qsort(ms, (size_t)iters, sizeof(float), cmp_float);
+    double med = iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
+    double bytes = c->bytes_per_elem * (double)N;
+    printf("CASE %s %.5f %.0f %d %d %.3g  kernels=%d  GB/s=%.0f\n", c->name, med, bytes, ok, det, err, pl->nkernels,
+           bytes / (med * 1e-3) / 1e9);
+    fflush(stdout);
+    cuk_event_destroy(e0);
+    cuk_event_destroy(e1);
+    free(ms);
+    for (int i = 0; i < pl->nkernels; i++) free(L[i].w);
+    free(L);
+    arena_free(&a);
+}
+
+int main(int argc, char **argv) {
+    const char *root = argc > 1 ? argv[1] : ".";
+    int logn = argc > 2 ? atoi(argv[2]) : 28;
+    int iters = argc > 3 ? atoi(argv[3]) : 20;
+    const char *only = argc > 4 ? argv[4] : NULL;
+    N = (int64_t)1 << logn;
+    R = (int64_t)1 << (logn / 2);
+    C = N / R;
+    CHECK(cuk_init());
+    CHECK(cuk_device_select(-1));
+    cuk_device_props p;
+    int cur;
+    CHECK(cuk_device_current(&cur));
+    CHECK(cuk_device_props_get(cur, &p));
+    printf("DEVICE %s %s sms=%d\n", p.name, p.arch, p.sm_count);
+    hx = malloc((size_t)N * 4);
+    hy = malloc((size_t)N * 4);
+    hxi = malloc((size_t)N * 4);
+    hout = malloc((size_t)N * 4);
+    if (!hx || !hy || !hxi || !hout) return 1;
+    for (int64_t i = 0; i < N; i++) {
+        hx[i] = uniform(-1.0f, 1.0f);
+        hy[i] = uniform(0.0f, 2.0f);
+        hxi[i] = (int32_t)(next_u64() % 201) - 100;
+    }
+    size_t b = (size_t)N * 4;
+    scratch_cap = 16 + 24 * ((size_t)N / 256 + 4096) + 16 + 24 * 1024 * 8;
+    CHECK(cuk_mem_alloc(&dx, b));
+    CHECK(cuk_mem_alloc(&dy, b));
+    CHECK(cuk_mem_alloc(&dxi, b));
+    CHECK(cuk_mem_alloc(&dout_, b));
+    CHECK(cuk_mem_alloc(&dscratch, scratch_cap + 64 * 16));
+    CHECK(cuk_memset_d8(dscratch, 0, scratch_cap + 64 * 16, NULL));
+    CHECK(cuk_memcpy_htod(dx, hx, b));
+    CHECK(cuk_memcpy_htod(dy, hy, b));
+    CHECK(cuk_memcpy_htod(dxi, hxi, b));
+    /* device-to-device copy of N f32, the bandwidth ceiling (read + write counted) */
+    {
+        cuk_event *e0, *e1;
+        CHECK(cuk_event_create(&e0));
+        CHECK(cuk_event_create(&e1));
+        float ms[32];
+        for (int it = 0; it < 3; it++) CHECK(cuk_memcpy_dtod_async(dout_, dx, b, NULL));
+        for (int it = 0; it < iters && it < 32; it++) {
+            CHECK(cuk_event_record(e0, NULL));
+            CHECK(cuk_memcpy_dtod_async(dout_, dx, b, NULL));
+            CHECK(cuk_event_record(e1, NULL));
+            CHECK(cuk_event_synchronize(e1));
+            CHECK(cuk_event_elapsed(&ms[it], e0, e1));
+        }
+        int k = iters < 32 ? iters : 32;
+        qsort(ms, (size_t)k, sizeof(float), cmp_float);
+        double med = ms[k / 2];
+        printf("CASE copy %.5f %.0f 1 1 0  kernels=0  GB/s=%.0f\n", med, 8.0 * N, 8.0 * N / (med * 1e-3) / 1e9);
+        cuk_event_destroy(e0);
+        cuk_event_destroy(e1);
+    }
+    static const Case cases[] = {
+        {"saxpy", "saxpy.cuk", "saxpy", 1, {0}, 2, DT_F32, 12},
+        {"chain", "chain.cuk", "chain", 1, {0}, 2, DT_F32, 12},
+        {"sum", "sum.cuk", "total", 1, {0}, 1, DT_F32, 4},
+        {"sumsq", "sumsq.cuk", "sumsq", 1, {0}, 1, DT_F32, 4},
+        {"maxmin", "maxmin.cuk", "maxmin", 1, {0}, 1, DT_F32, 4},
+        {"meanvar", "meanvar.cuk", "meanvar", 1, {0}, 1, DT_F32, 4},
+        {"cumsum_f32", "cumsum_f32.cuk", "cumsum_f32", 1, {0}, 1, DT_F32, 8},
+        {"cumsum_i32", "cumsum_i32.cuk", "cumsum_i32", 1, {0}, 1, DT_I32, 8},
+        {"mapscanmap", "mapscanmap.cuk", "mapscanmap", 1, {0}, 2, DT_F32, 12},
+        {"softmax", "softmax.cuk", "softmax", 2, {0}, 1, DT_F32, 8},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Case c = cases[i];
+        if (only && !strstr(only, c.name)) continue;
+        if (c.rank == 1) c.shape[0] = N;
+        else c.shape[0] = R, c.shape[1] = C;
+        run_case(&c, root, iters);
+    }
+    free(hx);
+    free(hy);
+    free(hxi);
+    free(hout);
+    cuk_mem_free(dx);
+    cuk_mem_free(dy);
+    cuk_mem_free(dxi);
+    cuk_mem_free(dout_);
+    cuk_mem_free(dscratch);
+    return 0;
+}

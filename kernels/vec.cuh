@@ -1,0 +1,47 @@
+/* 16-byte vectorised loads and stores for the emitted fast paths (compiler/emit_cuda.c):
+   V consecutive elements of one array moved by one instruction (LDG.128/STG.128 when
+   V * sizeof(T) is 16), so a warp's access is 512 contiguous bytes. */
+#ifndef CUK_VEC_CUH
+#define CUK_VEC_CUH
+
+typedef struct __align__(16) cuk_u32x4_raw { unsigned int a, b, c, d; } cuk_u32x4_raw;
+typedef struct __align__(8) cuk_u32x2_raw { unsigned int a, b; } cuk_u32x2_raw;
+
+/* The raw word type of B bytes. */
+template <int B> struct cuk_raw_t;
+template <> struct cuk_raw_t<16> { typedef cuk_u32x4_raw t; };
+template <> struct cuk_raw_t<8> { typedef cuk_u32x2_raw t; };
+template <> struct cuk_raw_t<4> { typedef unsigned int t; };
+template <> struct cuk_raw_t<2> { typedef unsigned short t; };
+template <> struct cuk_raw_t<1> { typedef unsigned char t; };
+
+template <class T, int V> struct alignas(sizeof(T) * V) cuk_vec {
+    T x[V];
+};
+
+/* p + i must be aligned to V elements (the kernels check the base pointers at run time
+   and only take the vector path when i is a multiple of V). */
+template <class T, int V> static __device__ __forceinline__ cuk_vec<T, V> cuk_ldv(const void *p, long long i) {
+    typedef typename cuk_raw_t<sizeof(T) * V>::t R;
+    union {
+        R r;
+        cuk_vec<T, V> v;
+    } u;
+    u.r = *((const R *)((const T *)p + i));
+    return u.v;
+}
+
+template <class T, int V> static __device__ __forceinline__ void cuk_stv(void *p, long long i, const cuk_vec<T, V> &v) {
+    typedef typename cuk_raw_t<sizeof(T) * V>::t R;
+    union {
+        R r;
+        cuk_vec<T, V> v;
+    } u;
+    u.v = v;
+    *((R *)((T *)p + i)) = u.r;
+}
+
+/* Whether a device address is 16-byte aligned (so every vector width divides it). */
+static __device__ __forceinline__ int cuk_al16(long long p) { return (p & 15) == 0; }
+
+#endif

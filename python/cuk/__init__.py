@@ -1,0 +1,150 @@
+"""cuk: a GPU array language and runtime.
+
+``cuk.compile(src_or_path)`` compiles a .cuk program; its functions take NumPy arrays,
+cuk device arrays and CUDA arrays of other libraries (``__cuda_array_interface__`` or
+DLPack) and give results back as the same kind. Beside it, PyCUDA's layout:
+``cuk.driver``, ``cuk.autoinit``, ``cuk.compiler``, ``cuk.gpuarray``,
+``cuk.elementwise``, ``cuk.reduction``, ``cuk.scan``, ``cuk.cumath``,
+``cuk.curandom``, ``cuk.tools``.
+"""
+import os as _os
+import pkgutil as _pkgutil
+
+# The extension is built into <build>/python/cuk/ and the Python sources live in
+# python/cuk/: with both directories on sys.path the package spans them.
+__path__ = _pkgutil.extend_path(__path__, __name__)
+if _os.environ.get("CUK_BUILD_DIR"):
+    _d = _os.path.join(_os.environ["CUK_BUILD_DIR"], "python", "cuk")
+    if _os.path.isdir(_d) and _d not in __path__:
+        __path__.append(_d)
+
+from . import _cuk  # noqa: E402
+from ._cuk import (  # noqa: E402,F401
+    ArgumentError,
+    CompileError,
+    DeviceArray,
+    Error,
+    LaunchError,
+    LogicError,
+    NoDeviceError,
+    RunError,
+)
+
+__version__ = _cuk.version()
+
+_BACKENDS = {"auto": _cuk.BACKEND_AUTO, "gpu": _cuk.BACKEND_GPU, "cpu": _cuk.BACKEND_CPU}
+
+
+class Module:
+    """A compiled program. Its functions are attributes (``m.saxpy(a, x, y)``) and
+    ``m[name]``; ``m.backend`` is ``"gpu"`` or ``"cpu"``."""
+
+    def __init__(self, program, source_name):
+        self._program = program
+        self.backend = program.backend
+        self.name = source_name
+        self.functions = program.functions()
+        for name in self.functions:
+            setattr(self, name, program.function(name))
+
+    def __getitem__(self, name):
+        try:
+            return getattr(self, name) if name in self.functions else self._program.function(name)
+        except LogicError as e:
+            raise KeyError(name) from e
+
+    def __getattr__(self, name):
+        # stdlib functions (mean, softmax, ...) on first use
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            f = self._program.function(name)
+        except LogicError:
+            raise AttributeError(f"the program has no function '{name}'") from None
+        setattr(self, name, f)
+        return f
+
+    def __repr__(self):
+        return f"<cuk.Module {self.name} ({self.backend}): {', '.join(self.functions)}>"
+
+
+def compile(src_or_path, device=None, name=None):
+    """Compiles a .cuk program (a path, or source text) and returns a :class:`Module`.
+
+    ``device`` is ``"auto"`` (the GPU if one is usable, else the CPU backend), ``"gpu"``
+    or ``"cpu"``; ``None`` reads ``$CUK_BACKEND`` and defaults to ``"auto"``. ``name``
+    is the file name diagnostics show for source text. Raises :class:`CompileError`
+    (with ``file``, ``line``, ``column``, ``message``) for errors in the program.
+    """
+    if isinstance(src_or_path, _os.PathLike):
+        src_or_path = _os.fspath(src_or_path)
+    if device is None:
+        backend = _cuk.BACKEND_DEFAULT
+    else:
+        try:
+            backend = _BACKENDS[device]
+        except KeyError:
+            raise ValueError(f"device must be 'auto', 'gpu' or 'cpu', not {device!r}") from None
+    prog = _cuk.compile(src_or_path, backend, name)
+    shown = name or (src_or_path if "\n" not in src_or_path else "<string>")
+    return Module(prog, shown)
+
+
+def gpu_available():
+    """True if a CUDA driver and a GPU are usable."""
+    return _cuk.gpu_available()[0]
+
+
+def to_device(a):
+    """A :class:`DeviceArray` copy of a NumPy array."""
+    return _cuk.to_device(a)
+
+
+def empty(shape, dtype="float32"):
+    return _cuk.device_empty(shape, _dtype_name(dtype), False)
+
+
+def zeros(shape, dtype="float32"):
+    return _cuk.device_empty(shape, _dtype_name(dtype), True)
+
+
+def asnumpy(a):
+    """A NumPy array from a DeviceArray, any object with ``.get()``, or array-like."""
+    import numpy as np
+
+    if hasattr(a, "get") and not isinstance(a, np.ndarray):
+        return a.get()
+    return np.asarray(a)
+
+
+def _dtype_name(dtype):
+    import numpy as np
+
+    return np.dtype(dtype).name
+
+
+def _convert_result(template, result):
+    """Gives a device result back as the kind of the foreign array the caller passed."""
+    mod = type(template).__module__.split(".")[0]
+    if mod == "cupy":
+        import cupy
+
+        return cupy.asarray(result)
+    if mod == "torch":
+        import torch
+
+        return torch.as_tensor(result, device=template.device)
+    if mod == "numba":
+        from numba import cuda
+
+        return cuda.as_cuda_array(result)
+    return result
+
+
+def _install_hooks():
+    from . import driver
+
+    _cuk._set_hooks(_convert_result, (driver.In, driver.Out, driver.InOut))
+
+
+_install_hooks()

@@ -1,0 +1,88 @@
+"""``pycuda.cumath`` on cuk: elementwise math on GPUArrays. Each function is lazy like
+GPUArray arithmetic, so ``cumath.exp(a * 2) + 1`` is one fused kernel. Integer inputs
+give float64, as in NumPy."""
+import numpy as np
+
+from .gpuarray import GPUArray, _binary, _unary
+
+
+def _f(op):
+    def fn(a, stream=None, out=None):
+        r = _unary(op, a, float_only=True)
+        if out is not None:
+            out._assign(r)
+            return out
+        return r
+
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise {op}, like numpy.{op}."
+    return fn
+
+
+fabs = _f("abs")
+ceil = _f("ceil")
+floor = _f("floor")
+exp = _f("exp")
+log = _f("log")
+log10 = _f("log10")
+sqrt = _f("sqrt")
+sin = _f("sin")
+cos = _f("cos")
+tan = _f("tan")
+asin = _f("asin")
+acos = _f("acos")
+atan = _f("atan")
+sinh = _f("sinh")
+cosh = _f("cosh")
+tanh = _f("tanh")
+# beyond PyCUDA's list
+exp2 = _f("exp2")
+log2 = _f("log2")
+trunc = _f("trunc")
+erf = _f("erf")
+rint = _f("round")
+
+
+def _float(a):
+    if isinstance(a, GPUArray):
+        return a if a.dtype.kind == "f" else a.astype(np.float64)
+    return float(a)
+
+
+def fmod(arg, mod, stream=None):
+    """The remainder with the sign of arg (C's fmod)."""
+    return _binary("fmod", _float(arg), _float(mod))
+
+
+def ldexp(significand, exponent, stream=None):
+    """significand * 2**exponent."""
+    s = _float(significand)
+    e = exponent.astype(s.dtype) if isinstance(exponent, GPUArray) else float(exponent)
+    return s * exp2(e)
+
+
+def modf(arg, stream=None):
+    """(fractional part, integral part), both with arg's sign."""
+    a = _float(arg)
+    i = trunc(a)
+    return a - i, i
+
+
+def frexp(arg, stream=None):
+    """(mantissa, exponent) with arg = mantissa * 2**exponent, 0.5 <= |mantissa| < 1
+    (mantissa 0 and exponent 0 for 0)."""
+    a = _float(arg).copy()
+    mag = fabs(a)
+    nz = mag > 0
+    e = (floor(log2(mag + (~nz).astype(a.dtype))) + 1).copy()  # log2(1) = 0 where a == 0
+    m = (a / exp2(e)).copy()
+    # log2 rounds near powers of two: fix the mantissa into [0.5, 1)
+    lo = fabs(m) < 0.5
+    hi = fabs(m) >= 1
+    from .gpuarray import if_positive
+
+    m2 = if_positive(lo.astype(np.int32), m * 2, if_positive(hi.astype(np.int32), m / 2, m))
+    e2 = if_positive(lo.astype(np.int32), e - 1, if_positive(hi.astype(np.int32), e + 1, e))
+    m2 = if_positive(nz.astype(np.int32), m2, 0.0)
+    e2 = if_positive(nz.astype(np.int32), e2, 0.0)
+    return m2.copy(), e2.copy()

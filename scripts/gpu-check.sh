@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Runs the GPU checks ON the GPU machine, from the repo root, with the build that
+# scripts/gpu-pack.sh put in .carry/. Each stage logs to $OUT/<stage>.log (OUT defaults
+# to /tmp/out) and has its own time limit; a summary line per stage goes to stdout.
+#
+#   scripts/gpu-check.sh [stage...]      default: info runtime lit tests sanitize bench
+#
+# Stages: info (nvidia-smi, ldd, sizes) · runtime (tests/gpu/test_runtime_gpu) · lit
+# (the whole lit suite; run tests go to the GPU through --device auto) · tests
+# (tests/gpu/test_programs.py and test_sizes.py) · programs / sizes (one of the two) ·
+# sanitize (compute-sanitizer memcheck on a few programs) · sanitize-all (on every
+# example and lit run program) · bench (bench_call, bench_runtime).
+# Time limits (seconds) can be changed with T_<stage>=N, e.g. T_lit=120.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+C=$REPO/.carry
+CUKC=$C/build/bin/cukc
+WORK=$(mktemp -d /tmp/cukgpu.XXXXXX)
+export CUKC CUK_GPU_REQUIRED=1 CUK_QUIET=1
+export CUK_CACHE_DIR=${CUK_CACHE_DIR:-$WORK/cache}
+export PATH=$C/tools:$PATH LD_LIBRARY_PATH=$C/tools/lib:${LD_LIBRARY_PATH:-}
+PY=${PYTHON:-$(command -v python3)}
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1 || true)
+
+stages=("$@")
+[[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
+
+declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
+              [sanitize-all]=480 [bench]=90)
+summary=()
+fails=0
+
+# stage NAME CMD...: runs CMD with NAME's time limit, output to $OUT/NAME.log.
+stage() {
+  local name=$1
+  shift
+  local var="T_${name//-/_}" lim=${T[$name]:-120}
+  lim=${!var:-$lim}
+  local t0=$SECONDS
+  # the stage functions are exported, so that timeout can run them in a child bash
+  timeout --kill-after=10 "$lim" bash -c '"$@"' _ "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  local dt=$((SECONDS - t0)) st=PASS
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then st="TIMEOUT(${lim}s)"; elif [[ $rc -ne 0 ]]; then st="FAIL(rc=$rc)"; fi
+  [[ $st != PASS ]] && fails=$((fails + 1))
+  local tail
+  tail=$(grep -E "$TAILRE" "$OUT/$name.log" | tail -n 3 | tr '\n' ' ' | cut -c1-300)
+  summary+=("$(printf '%-13s %-14s %4ss  %s' "$name" "$st" "$dt" "$tail")")
+  echo "${summary[-1]}"
+}
+TAILRE='passed|failed|Passed|Failed|PASS |FAIL|error|ERROR|us/call|us/launch|ratio|Testing Time|Total|=='
+
+s_info() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+  echo "== ldd $CUKC"
+  ldd "$CUKC"
+  if ldd "$CUKC" | grep -q "not found"; then echo "ERROR: missing libraries"; return 1; fi
+  "$CUKC" --version
+  du -sh "$C"
+  "$PY" -c "import sys, numpy; print('python', sys.version.split()[0], 'numpy', numpy.__version__)"
+  "$PY" -c "import pytest; print('pytest', pytest.__version__)" || echo "ERROR: no pytest"
+  echo "compute-sanitizer: ${SAN:-none}"
+}
+
+s_runtime() {
+  local ok=0
+  for t in "$C"/build/tests/gpu/*; do
+    [[ -x $t && -f $t ]] || continue
+    echo "== $t"
+    "$t" || ok=1
+  done
+  return $ok
+}
+
+# lit.cfg.py names FileCheck and not under /usr/lib/llvm-14/bin and python as
+# /usr/bin/python3; where those are missing, run a copy of tests/lit whose config points
+# at the carried tools and this repo.
+s_lit() {
+  local dir=$REPO/tests/lit
+  if [[ ! -x /usr/lib/llvm-14/bin/FileCheck || ${CUK_LIT_COPY:-0} == 1 ]]; then
+    rm -rf "$WORK/lit" && cp -r "$dir" "$WORK/lit"
+    sed -i -e "s|^repo = .*|repo = \"$REPO\"|" -e "s|^llvm_bin = .*|llvm_bin = \"$C/tools\"|" \
+      -e "s|^python = .*|python = \"$PY\"|" "$WORK/lit/lit.cfg.py"
+    dir=$WORK/lit
+  fi
+  "$PY" "$C/tools/lit/lit.py" -sv -j "$(nproc)" "$dir" -Dcukc="$CUKC" -Dbuild="$WORK/litbuild"
+}
+
+s_pytest() {
+  "$PY" -m pytest -q -p no:cacheprovider "$@"
+}
+
+# A few programs that cover maps, reductions, scans, row kernels and gathers.
+SAN_SUBSET=(examples/saxpy.cuk examples/softmax.cuk examples/prefix_sums.cuk examples/statistics.cuk
+            tests/lit/run/gather.cuk tests/lit/fusion/horizontal_meanvar.cuk tests/lit/fusion/scan_lambda.cuk)
+
+s_sanitize() {
+  [[ -n $SAN ]] || { echo "ERROR: compute-sanitizer not found"; return 1; }
+  local bad=0 files=("$@")
+  for f in "${files[@]}"; do
+    [[ -f $f ]] || continue
+    # only programs that run without arguments
+    if [[ $f == tests/lit/* ]] && ! grep -qE "RUN: %cukc run %s( \||$)" "$f"; then continue; fi
+    local d
+    d=$(mktemp -d "$WORK/san.XXXX")
+    echo "== $f"
+    (cd "$d" && "$SAN" --tool memcheck --error-exitcode 99 --print-limit 20 "$CUKC" run --device gpu "$REPO/$f" >out.txt 2>&1)
+    local rc=$?
+    tail -n 4 "$d/out.txt"
+    # 3 is a run-time error the program expects; 99 is memcheck finding something
+    if [[ $rc -eq 99 ]] || grep -q "ERROR SUMMARY: [1-9]" "$d/out.txt"; then
+      echo "FAIL memcheck: $f"
+      cat "$d/out.txt" | head -60
+      bad=1
+    fi
+  done
+  return $bad
+}
+
+s_bench() {
+  local ok=0
+  if [[ -x $C/build/bench/bench_call ]]; then
+    "$C/build/bench/bench_call" 4096 20000 || ok=1
+    "$C/build/bench/bench_call" 1048576 5000 || ok=1
+  else
+    echo "ERROR: no bench_call in the carried build"
+    ok=1
+  fi
+  [[ -x $C/build/bench/bench_runtime ]] && "$C/build/bench/bench_runtime"
+  return $ok
+}
+
+export REPO OUT C WORK PY SAN
+export -f s_info s_runtime s_lit s_pytest s_sanitize s_bench
+echo "gpu-check: stages ${stages[*]}; logs in $OUT"
+for s in "${stages[@]}"; do
+  case $s in
+    info) stage info s_info ;;
+    runtime) stage runtime s_runtime ;;
+    lit) stage lit s_lit ;;
+    tests) stage tests s_pytest tests/gpu/test_programs.py tests/gpu/test_sizes.py ;;
+    programs) stage programs s_pytest tests/gpu/test_programs.py ;;
+    sizes) stage sizes s_pytest tests/gpu/test_sizes.py ;;
+    sanitize) stage sanitize s_sanitize "${SAN_SUBSET[@]}" ;;
+    sanitize-all) stage sanitize-all s_sanitize examples/*.cuk tests/lit/run/*.cuk tests/lit/fusion/*.cuk ;;
+    bench) stage bench s_bench ;;
+    *) echo "gpu-check: unknown stage '$s'"; fails=$((fails + 1)) ;;
+  esac
+done
+echo "== summary"
+printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+rm -rf "$WORK"
+exit $((fails > 0))

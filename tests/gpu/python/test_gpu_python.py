@@ -1,0 +1,260 @@
+"""GPU tests of the Python package (run on a GPU machine:
+PYTHONPATH=build/python:python python3 -m pytest tests/gpu/python). They port PyCUDA's
+test behaviours: compiled functions on device arrays, ElementwiseKernel with range= and
+slice=, ReductionKernel dot at 17 sizes, scans up to 2**24, cumath, pool, streams with
+pinned memory, prepared calls, constant memory, CuPy and PyTorch arrays without copies."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BUILD = os.environ.get("CUK_BUILD_DIR") or os.path.join(ROOT, "build")
+sys.path[:0] = [os.path.join(BUILD, "python"), os.path.join(ROOT, "python")]
+
+import cuk  # noqa: E402
+
+if not cuk.gpu_available():
+    pytest.skip("needs a GPU", allow_module_level=True)
+
+import cuk.autoinit  # noqa: E402,F401
+import cuk.cumath as cumath  # noqa: E402
+import cuk.driver as drv  # noqa: E402
+import cuk.gpuarray as ga  # noqa: E402
+from cuk.compiler import SourceModule  # noqa: E402
+from cuk.elementwise import ElementwiseKernel  # noqa: E402
+from cuk.reduction import ReductionKernel  # noqa: E402
+from cuk.scan import ExclusiveScanKernel, InclusiveScanKernel  # noqa: E402
+
+SAXPY = "fn saxpy(a: f32, x: f32[n], y: f32[n]) -> f32[n] = a * x + y;\nfn total(x: f32[n]) -> f32 = sum(x);\n"
+
+
+def test_device_info():
+    d = drv.Device(0)
+    assert d.name() and d.compute_capability()[0] >= 7 and d.total_memory() > 1 << 30
+    free, total = drv.mem_get_info()
+    assert 0 < free <= total
+
+
+def test_compile_gpu_numpy_and_device_arrays():
+    m = cuk.compile(SAXPY, device="gpu")
+    assert m.backend == "gpu"
+    x = np.arange(1 << 20, dtype=np.float32)
+    y = np.ones(1 << 20, np.float32)
+    np.testing.assert_allclose(m.saxpy(2.0, x, y), 2 * x + y)
+    dx, dy = cuk.to_device(x), cuk.to_device(y)
+    z = m.saxpy(2.0, dx, dy)
+    assert isinstance(z, cuk.DeviceArray) and z.shape == x.shape
+    np.testing.assert_allclose(z.get(), 2 * x + y)
+    t = m.total(dx)
+    assert abs(float(np.asarray(t.get())) - x.sum()) / x.sum() < 1e-5
+
+
+def test_gpu_matches_cpu_backend():
+    g = cuk.compile(SAXPY, device="gpu")
+    c = cuk.compile(SAXPY, device="cpu")
+    for n in (0, 1, 31, 32, 33, 1023, 1025, (1 << 20) + 7):
+        x = np.random.rand(n).astype(np.float32)
+        y = np.random.rand(n).astype(np.float32)
+        np.testing.assert_allclose(g.saxpy(1.5, x, y), c.saxpy(1.5, x, y), rtol=1e-6)
+
+
+def test_cupy_arrays_without_copies():
+    cp = pytest.importorskip("cupy")
+    m = cuk.compile(SAXPY, device="gpu")
+    x = cp.arange(1000, dtype=cp.float32)
+    y = cp.ones(1000, dtype=cp.float32)
+    z = m.saxpy(3.0, x, y)
+    assert isinstance(z, cp.ndarray)
+    cp.testing.assert_allclose(z, 3 * x + y)
+    # no copy: a compiled function sees writes to the CuPy buffer
+    d = ga.GPUArray((1000,), np.float32, gpudata=x.data.ptr, base=x)
+    x[0] = 42
+    assert d[0:1].get()[0] == 42
+
+
+def test_torch_tensors_without_copies():
+    torch = pytest.importorskip("torch")
+    m = cuk.compile(SAXPY, device="gpu")
+    x = torch.arange(1000, dtype=torch.float32, device="cuda")
+    y = torch.ones(1000, dtype=torch.float32, device="cuda")
+    z = m.saxpy(3.0, x, y)
+    assert isinstance(z, torch.Tensor) and z.is_cuda
+    assert torch.allclose(z, 3 * x + y)
+
+
+def test_hello_gpu_sourcemodule():
+    mod = SourceModule("""
+    __global__ void multiply_them(float *dest, float *a, float *b) {
+      const int i = threadIdx.x;
+      dest[i] = a[i] * b[i];
+    }""")
+    multiply_them = mod.get_function("multiply_them")
+    a = np.random.randn(400).astype(np.float32)
+    b = np.random.randn(400).astype(np.float32)
+    dest = np.zeros_like(a)
+    multiply_them(drv.Out(dest), drv.In(a), drv.In(b), block=(400, 1, 1), grid=(1, 1))
+    np.testing.assert_array_equal(dest, a * b)
+    t = multiply_them(drv.Out(dest), drv.In(a), drv.In(b), block=(400, 1, 1), time_kernel=True)
+    assert t > 0
+
+
+def test_prepared_call_and_inout():
+    mod = SourceModule("""
+    __global__ void scale(float *a, float f, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) a[i] *= f;
+    }""")
+    f = mod.get_function("scale")
+    f.prepare("Pfi")
+    a = ga.to_gpu(np.arange(1000, dtype=np.float32))
+    f.prepared_call((4, 1), (256, 1, 1), a.gpudata, 2.0, 1000)
+    np.testing.assert_array_equal(a.get(), np.arange(1000) * 2)
+    f.prepare([np.intp, np.float32, np.int32])
+    s = drv.Stream()
+    f.prepared_async_call((4, 1), (256, 1, 1), s, a.gpudata, 0.5, 1000)
+    s.synchronize()
+    np.testing.assert_array_equal(a.get(), np.arange(1000))
+    h = np.ones(10, np.float32)
+    f(drv.InOut(h), np.float32(3), np.int32(10), block=(32, 1, 1))
+    np.testing.assert_array_equal(h, 3)
+    assert f.num_regs > 0
+
+
+def test_constant_memory_get_global():
+    mod = SourceModule("""
+    __constant__ float coef[4];
+    __global__ void apply(float *out) { out[threadIdx.x] = coef[threadIdx.x] * 2.0f; }""")
+    ptr, size = mod.get_global("coef")
+    assert size == 16
+    drv.memcpy_htod(ptr, np.array([1, 2, 3, 4], np.float32))
+    out = ga.empty(4, np.float32)
+    mod.get_function("apply")(out, block=(4, 1, 1))
+    np.testing.assert_array_equal(out.get(), [2, 4, 6, 8])
+
+
+def test_streams_pinned_events():
+    n = 1 << 22
+    h = drv.pagelocked_empty(n, np.float32)
+    h[:] = np.arange(n, dtype=np.float32)
+    back = drv.pagelocked_zeros_like(h)
+    d = drv.mem_alloc(h.nbytes)
+    s = drv.Stream()
+    e0, e1 = drv.Event(), drv.Event()
+    e0.record(s)
+    drv.memcpy_htod_async(d, h, s)
+    drv.memcpy_dtoh_async(back, d, s)
+    e1.record(s)
+    e1.synchronize()
+    assert s.is_done() and e1.query()
+    np.testing.assert_array_equal(back, h)
+    assert e1.time_since(e0) > 0
+    d2 = drv.mem_alloc(h.nbytes)
+    drv.memcpy_dtod(d2, d, h.nbytes)
+    out = np.empty_like(h)
+    drv.memcpy_dtoh(out, d2)
+    np.testing.assert_array_equal(out, h)
+
+
+def test_elementwise_range_and_slice():
+    lin = ElementwiseKernel("float a, float *x, float b, float *y, float *z", "z[i] = a*x[i] + b*y[i]", "linear")
+    n = 10000
+    x = ga.to_gpu(np.random.rand(n).astype(np.float32))
+    y = ga.to_gpu(np.random.rand(n).astype(np.float32))
+    z = ga.zeros(n, np.float32)
+    lin(2, x, 3, y, z)
+    np.testing.assert_allclose(z.get(), 2 * x.get() + 3 * y.get(), rtol=1e-6)
+    z.fill(0)
+    lin(2, x, 3, y, z, range=slice(100, 5000, 3))
+    want = np.zeros(n, np.float32)
+    want[100:5000:3] = (2 * x.get() + 3 * y.get())[100:5000:3]
+    np.testing.assert_allclose(z.get(), want, rtol=1e-6)
+    z.fill(0)
+    lin(2, x, 3, y, z, slice=slice(-200, None, 1))
+    want = np.zeros(n, np.float32)
+    want[-200:] = (2 * x.get() + 3 * y.get())[-200:]
+    np.testing.assert_allclose(z.get(), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 31, 32, 33, 100, 511, 512, 513, 1000, 2047, 2049, 5000, 10000, 16384, 20000])
+def test_reduction_dot(n):
+    dot = ReductionKernel(np.float32, neutral="0", reduce_expr="a+b", map_expr="x[i]*y[i]",
+                          arguments="const float *x, const float *y")
+    a = np.random.rand(n).astype(np.float32)
+    b = np.random.rand(n).astype(np.float32)
+    got = dot(ga.to_gpu(a), ga.to_gpu(b)).get()
+    assert abs(got - np.dot(a.astype(np.float64), b)) / max(1, abs(np.dot(a, b))) < 1e-5
+
+
+@pytest.mark.parametrize("n", [1, 10, 2047, 2048, 2049, 100000, 1 << 20, (1 << 24)])
+def test_scans(n):
+    x = (np.random.rand(n) * 10).astype(np.int64)
+    inc = InclusiveScanKernel(np.int64, "a+b")
+    exc = ExclusiveScanKernel(np.int64, "a+b", "0")
+    g = ga.to_gpu(x)
+    np.testing.assert_array_equal(inc(g, ga.empty_like(g)).get(), np.cumsum(x))
+    ex = np.concatenate([[0], np.cumsum(x)[:-1]])
+    np.testing.assert_array_equal(exc(g, ga.empty_like(g)).get(), ex)
+    mx = InclusiveScanKernel(np.int64, "a > b ? a : b")
+    np.testing.assert_array_equal(mx(g).get(), np.maximum.accumulate(x))  # in place
+
+
+FUNCS = ["fabs", "ceil", "floor", "exp", "log", "log10", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+         "cosh", "tanh"]
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_cumath(name):
+    x = np.linspace(0.05, 0.95, 1000).astype(np.float32)
+    npf = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan}.get(name, getattr(np, name, None))
+    np.testing.assert_allclose(getattr(cumath, name)(ga.to_gpu(x)).get(), npf(x), rtol=4e-6, atol=1e-7)
+
+
+def test_gpuarray_fused_and_reductions():
+    a = np.random.rand(100000).astype(np.float32)
+    A = ga.to_gpu(a)
+    r = (A * 2 + 1) ** 2
+    assert ga.is_lazy(r)
+    np.testing.assert_allclose(r.get(), (a * 2 + 1) ** 2, rtol=1e-6)
+    assert abs(float(ga.sum(A).get()) - a.sum()) / a.sum() < 1e-5
+    assert float(ga.max(A).get()) == a.max()
+
+
+def test_pool_allocations():
+    from cuk.tools import DeviceMemoryPool
+
+    pool = DeviceMemoryPool()
+    a = pool.allocate(1 << 20)
+    int(a)
+    a.free()
+    x = ga.to_gpu(np.arange(10, dtype=np.float32), allocator=pool.allocate)
+    np.testing.assert_array_equal(x.get(), np.arange(10))
+    assert pool.stats()["allocs"] > 0
+
+
+def test_curandom_same_on_gpu_and_cpu():
+    import cuk.curandom as cr
+
+    m = cuk.compile("fn r(s: i64, n: i64) -> f32[n] = rand(n, seed=s);", device="cpu")
+    np.testing.assert_array_equal(cr.rand(100000, seed=11).get(), m.r(11, 100000))
+
+
+def test_threads_share_device():
+    import threading
+
+    m = cuk.compile(SAXPY, device="gpu")
+    x = cuk.to_device(np.ones(1000, np.float32))
+    errs = []
+
+    def work():
+        try:
+            for _ in range(50):
+                assert float(np.asarray(m.total(x).get())) == 1000
+        except Exception as e:
+            errs.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    assert not errs

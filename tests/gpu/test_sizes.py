@@ -1,0 +1,319 @@
+"""Fused kernels at awkward sizes, GPU against the CPU backend: elementwise chains,
+sum/min/max/argmax/mean, cumsum (f32, i32), a scan with a lambda, exclusive scans, row
+softmax, gathers (also negative indices) and slices, Philox rand, casts at the edges of
+the integer ranges; one size above 2^31 elements checked against closed forms.
+
+Integers, bools, Philox rand and min/max/argmax must be equal; floats match to rtol
+1e-5 (elementwise, softmax, mean), 1e-4 for f32 sums and cumsums of up to 2^20 elements
+(the CPU and GPU add in different orders), with atol 1e-6 (1e-5 for randn: Box-Muller's
+log/sin/cos); f32 scans to 1e-3 (the CPU backend adds 2^20 values one after another
+in f32, which drifts by ~1e-4; the GPU's tree is closer to the exact sum). Every
+reduction result is bit-identical across 3 GPU runs; float scans are checked for that
+separately (test_scan_bits_repeat, expected to fail while the decoupled look-back folds
+predecessors in a timing-dependent order).
+
+Run on a GPU machine: python3 -m pytest -q tests/gpu/test_sizes.py"""
+import concurrent.futures
+import os
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpucommon as gc  # noqa: E402
+
+pytestmark = gc.require_gpu()
+
+SIZES = [0, 1, 31, 32, 33, 1023, 1025, (1 << 20) + 7]
+
+# name -> (program, {saved file: (rtol, atol)}, deterministic files). Each takes n.
+PROGS = {
+    "elementwise": ("""
+fn main(n: i64) {
+    let x = rand(n, seed=7);
+    let y = randn(n, seed=9);
+    save("rand.npy", x);
+    save("randn.npy", y);
+    save("saxpy.npy", 2.5 * x + y);
+    save("chain.npy", sin(x) * cos(y) + exp(-x * x) * 0.5 - sqrt(abs(y)));
+    save("int.npy", (iota(n) * 7 + 3) % 10 - i64(x > 0.5));
+    save("i32.npy", i32(iota(n)) * 3 - 7);
+    save("bool.npy", x > 0.25 && y < 0.5);
+    save("where.npy", where(x > 0.5, x, -y));
+}
+""", {"rand.npy": (0, 0), "randn.npy": (1e-5, 1e-5), "saxpy.npy": (1e-5, 1e-5),
+      "chain.npy": (1e-5, 1e-5), "int.npy": (0, 0), "i32.npy": (0, 0), "bool.npy": (0, 0),
+      "where.npy": (1e-5, 1e-5)}, []),
+    "reductions": ("""
+fn main(n: i64) {
+    let x = rand(n, seed=11) - 0.25;
+    save("sum.npy", sum(x));
+    save("sumsq.npy", sum(x * x));
+    save("isum.npy", sum(iota(n) % 13 - 6));
+    save("any.npy", any(x > 0.74));
+    save("all.npy", all(x < 0.75));
+    if n > 0 {
+        save("min.npy", min(x));
+        save("max.npy", max(x));
+        save("ptp.npy", max(x) - min(x));
+        save("argmax.npy", argmax(x));
+        save("argmin.npy", argmin(x));
+        save("mean.npy", mean(x));
+        save("imax.npy", max((iota(n) * 7919) % 1000003));
+    }
+}
+""", {"sum.npy": (1e-4, 1e-5), "sumsq.npy": (1e-4, 1e-5), "isum.npy": (0, 0), "any.npy": (0, 0),
+      "all.npy": (0, 0), "min.npy": (0, 0), "max.npy": (0, 0), "ptp.npy": (0, 0), "argmax.npy": (0, 0),
+      "argmin.npy": (0, 0), "mean.npy": (1e-4, 1e-6), "imax.npy": (0, 0)},
+        ["sum.npy", "sumsq.npy", "isum.npy", "min.npy", "max.npy", "argmax.npy", "mean.npy"]),
+    "scans": ("""
+fn main(n: i64) {
+    let x = rand(n, seed=5);
+    save("cumsum.npy", cumsum(x));
+    save("cumsum_i32.npy", cumsum(i32(iota(n) % 7) - 3));
+    save("cumsum_i64.npy", cumsum(iota(n)));
+    save("excl.npy", cumsum(iota(n) % 3, exclusive=true));
+    save("excl_f.npy", cumsum(x, exclusive=true));
+    save("cummax.npy", cummax(x));
+    save("lam_max.npy", scan(|a, b| maximum(a, b), 0.0, x));
+    save("lam_add.npy", scan(|a, b| a + b, 0, iota(n) % 5));
+    save("mapscanmap.npy", cumsum(x * x + 1.0) * 0.5 - x);
+}
+""", {"cumsum.npy": (1e-3, 1e-5), "cumsum_i32.npy": (0, 0), "cumsum_i64.npy": (0, 0), "excl.npy": (0, 0),
+      "excl_f.npy": (1e-3, 1e-5), "cummax.npy": (0, 0), "lam_max.npy": (0, 0), "lam_add.npy": (0, 0),
+      "mapscanmap.npy": (1e-3, 1e-4)},
+        ["cumsum_i32.npy", "lam_add.npy"]),
+    "index": ("""
+fn main(n: i64) {
+    let x = rand(n, seed=3);
+    save("slice.npy", x[1:n:2]);
+    save("rev.npy", x[::-1]);
+    save("tail.npy", x[n / 2:]);
+    if n > 0 {
+        save("gather.npy", x[(iota(n) * 7919) % n]);
+        save("gather_rev.npy", x[reverse(iota(n))] * 2.0);
+    }
+}
+""", {"slice.npy": (0, 0), "rev.npy": (0, 0), "tail.npy": (0, 0), "gather.npy": (0, 0),
+      "gather_rev.npy": (0, 0)}, []),
+    "gather_negative": ("""
+fn main(n: i64) {
+    let x = rand(n, seed=3);
+    if n > 0 {
+        save("neg.npy", x[iota(n) - n]);
+    }
+}
+""", {"neg.npy": (0, 0)}, []),
+    "softmax": ("""
+fn main(n: i64) {
+    let r = 3;
+    let x = reshape(rand(r * n, seed=21), r, n) * 10.0;
+    let e = exp(x - max(x, axis=1, keepdims=true));
+    save("softmax.npy", e / sum(e, axis=1, keepdims=true));
+    save("rowsum.npy", sum(x, axis=1));
+    save("colmax.npy", max(x, axis=0));
+}
+""", {"softmax.npy": (1e-5, 1e-7), "rowsum.npy": (1e-4, 1e-5), "colmax.npy": (0, 0)},
+        ["softmax.npy", "rowsum.npy"]),
+}
+
+
+def run_prog(name, n, device, rep=0):
+    src, files, _ = PROGS[name]
+    d = tempfile.mkdtemp(prefix="cuks-%s-%d-%s-%d-" % (name, n, device, rep))
+    p = os.path.join(d, "p.cuk")
+    with open(p, "w") as f:
+        f.write(src)
+    r = gc.run(p, device, ["n=%d" % n], cwd=d, timeout=300)
+    r.files = {k: np.load(os.path.join(d, k)) for k in files if os.path.exists(os.path.join(d, k))}
+    return r
+
+
+_res = {}
+
+
+def results():
+    if not _res:
+        jobs = []
+        for name in PROGS:
+            for n in SIZES:
+                jobs.append((name, n, "cpu", 0))
+                for rep in range(3 if PROGS[name][2] else 1):
+                    jobs.append((name, n, "gpu", rep))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 4)) as ex:
+            futs = {j: ex.submit(run_prog, *j) for j in jobs}
+            for j, f in futs.items():
+                _res[j] = f.result()
+    return _res
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("name", list(PROGS))
+def test_size(name, n):
+    res = results()
+    cpu, gpu = res[(name, n, "cpu", 0)], res[(name, n, "gpu", 0)]
+    assert cpu.rc == gpu.rc, "exit codes differ: cpu %d, gpu %d\n%s\n%s" % (cpu.rc, gpu.rc, cpu.err, gpu.err)
+    if cpu.rc != 0:
+        # e.g. max of an empty row: the same error at the same place
+        ec, eg = cpu.first_error(), gpu.first_error()
+        assert ec and eg and ec[0].split(":")[-2:] == eg[0].split(":")[-2:], "%s\n%s" % (cpu.err, gpu.err)
+    assert sorted(cpu.files) == sorted(gpu.files)
+    bad = []
+    for k, (rtol, atol) in PROGS[name][1].items():
+        if k not in cpu.files:
+            continue
+        a, b = cpu.files[k], gpu.files[k]
+        if a.dtype != b.dtype or a.shape != b.shape:
+            bad.append("%s: %s%s vs %s%s" % (k, a.dtype, a.shape, b.dtype, b.shape))
+        elif rtol == 0 and atol == 0:
+            if not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+                i = np.argwhere(a != b)[:3].tolist() if a.ndim else []
+                bad.append("%s: not equal (first at %s: cpu %s gpu %s)" % (
+                    k, i, a[tuple(i[0])] if i else a, b[tuple(i[0])] if i else b))
+        else:
+            ok = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+            if not ok.all():
+                i = np.argwhere(~ok)[:3].tolist() if a.ndim else []
+                bad.append("%s: not within rtol %g atol %g (first at %s: cpu %s gpu %s)" % (
+                    k, rtol, atol, i, a[tuple(i[0])] if i else a, b[tuple(i[0])] if i else b))
+    for rep in (1, 2):
+        g = res.get((name, n, "gpu", rep))
+        if g is None:
+            continue
+        assert g.rc == gpu.rc, g.err
+        for k in PROGS[name][2]:
+            if k in gpu.files and gpu.files[k].tobytes() != g.files[k].tobytes():
+                bad.append("%s: GPU run %d gave different bits from run 0" % (k, rep))
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.xfail(reason="decoupled look-back: a tile adds its predecessors' aggregates or their inclusive "
+                          "prefix depending on timing, so float scans are not bit-reproducible", strict=False)
+def test_scan_bits_repeat():
+    n = (1 << 20) + 7
+    runs = [run_prog("scans", n, "gpu", 10 + i) for i in range(3)]
+    for r in runs:
+        assert r.rc == 0, r.err
+    for k in ("cumsum.npy", "excl_f.npy", "mapscanmap.npy"):
+        for r in runs[1:]:
+            assert r.files[k].tobytes() == runs[0].files[k].tobytes(), "%s differs between GPU runs" % k
+
+
+CAST_PROG = """
+fn main() {
+    // values the compiler cannot fold: NaN, +-inf, out of range, negative, fractions
+    let x = (f32(iota(12)) - 6.0) * 1.0e9;
+    let s = where(iota(12) == 0, sqrt(f32(iota(12)) - 1.0), where(iota(12) == 1, exp(f32(iota(12)) * 1000.0), -exp(f32(iota(12)) * 1000.0)));
+    let y = where(iota(12) < 3, s, x);
+    let z = where(iota(12) > 9, f32(iota(12)) * -0.75, y);
+    save("f.npy", z);
+    save("i32.npy", i32(z));
+    save("i64.npy", i64(z));
+    save("u32.npy", u32(z));
+    save("u64.npy", u64(z));
+    save("d_i32.npy", i32(f64(z) * 3.0));
+    save("b.npy", bool(z));
+}
+"""
+
+
+def test_casts():
+    """Float to integer: truncate, saturate at the range, NaN -> 0, as the CPU backend."""
+    out = {}
+    for dev in ("cpu", "gpu"):
+        d = tempfile.mkdtemp(prefix="cukcast-%s-" % dev)
+        p = os.path.join(d, "c.cuk")
+        with open(p, "w") as f:
+            f.write(CAST_PROG)
+        r = gc.run(p, dev, [], cwd=d)
+        assert r.rc == 0, r.err
+        out[dev] = {k: np.load(os.path.join(d, k)) for k in sorted(os.listdir(d)) if k.endswith(".npy")}
+    assert sorted(out["cpu"]) == sorted(out["gpu"])
+    bad = ["%s: cpu %s gpu %s" % (k, out["cpu"][k], out["gpu"][k]) for k in out["cpu"]
+           if not np.array_equal(out["cpu"][k], out["gpu"][k], equal_nan=out["cpu"][k].dtype.kind == "f")]
+    assert not bad, "\n".join(bad)
+
+
+def test_linspace():
+    src = """
+fn main() {
+    save("a.npy", linspace(0.0, 1.0, 7));
+    save("b.npy", linspace(-3.0, 1.0e-30, 1025));
+    save("c.npy", linspace(1.0, 1.0, 5));
+    save("d.npy", linspace(0.0, 1.0, 1));
+    save("e.npy", linspace(0.0, 1.0, (1 << 20) + 7) * 3.0);
+    save("f.npy", linspace(0.1, 0.7, 33, dtype=f64));
+}
+"""
+    out = {}
+    for dev in ("cpu", "gpu"):
+        d = tempfile.mkdtemp(prefix="cuklin-%s-" % dev)
+        p = os.path.join(d, "l.cuk")
+        with open(p, "w") as f:
+            f.write(src)
+        r = gc.run(p, dev, [], cwd=d)
+        assert r.rc == 0, r.err
+        out[dev] = {k: np.load(os.path.join(d, k)) for k in sorted(os.listdir(d)) if k.endswith(".npy")}
+    bad = [k for k in out["cpu"] if not np.array_equal(out["cpu"][k], out["gpu"][k])]
+    assert not bad, "linspace differs from the CPU backend in %s: %s" % (
+        bad, [(out["cpu"][k][:4], out["gpu"][k][:4]) for k in bad])
+
+
+@pytest.mark.parametrize("idx,msg", [("iota(5)", "index 3 is out of bounds for axis 0 with size 3"),
+                                     ("iota(5) - 8", "index -8 is out of bounds for axis 0 with size 3")])
+def test_gather_out_of_bounds(idx, msg):
+    src = "fn main() {\n    let x = iota(3) * 10;\n    print(x[%s]);\n}\n" % idx
+    d = tempfile.mkdtemp(prefix="cukoob-")
+    p = os.path.join(d, "g.cuk")
+    with open(p, "w") as f:
+        f.write(src)
+    cpu, gpu = gc.run(p, "cpu", [], cwd=d), gc.run(p, "gpu", [], cwd=d)
+    assert cpu.rc == 3 and msg in cpu.err, cpu.err
+    assert gpu.rc == 3, "gpu: exit %d, stdout %r, stderr %r" % (gpu.rc, gpu.out, gpu.err)
+    assert gpu.first_error()[0] == cpu.first_error()[0], gpu.err
+    assert "out of bounds for axis 0 with size 3" in gpu.err, gpu.err
+
+
+BIG = (1 << 31) + 5
+
+BIG_PROG = """
+fn main(n: i64) {
+    let b = iota(n) % 3 == 1;
+    print(sum(i64(b)));
+    print(sum(ones(n)));
+    print(max((iota(n) * 7) % 1000003));
+    print(argmax(f32(iota(n) % 1000)));
+    let x = rand(n, seed=1);
+    let y = x * 2.0;
+    print(y[n - 1] == 2.0 * x[n - 1]);
+    print(sum(i64(x >= 0.0 && x < 1.0)));
+    print(x[iota(3) + (n - 3)] == x[n - 3:n]);
+    print(cumsum(iota(n) % 2)[n - 1]);
+    print(cumsum(iota(n) % 2)[1 << 31]);
+}
+"""
+
+
+@pytest.mark.skipif(gc.GPU_DEVICE != "gpu", reason="the CPU backend would take minutes at this size")
+def test_above_2_31():
+    """2^31 + 5 elements (f32 and i64 arrays of 8.6 and 17 GB), against closed forms."""
+    n = BIG
+    d = tempfile.mkdtemp(prefix="cukbig-")
+    p = os.path.join(d, "big.cuk")
+    with open(p, "w") as f:
+        f.write(BIG_PROG)
+    r = gc.run(p, "gpu", ["n=%d" % n], cwd=d, timeout=600)
+    assert r.rc == 0, r.err
+    lines = r.out.split("\n")
+    want_count = (n - 2) // 3 + 1
+    assert lines[0] == str(want_count), lines
+    assert abs(float(lines[1]) - n) <= 1e-6 * n, lines[1]
+    assert lines[2] == "1000002", lines
+    assert lines[3] == "999", lines
+    assert lines[4] == "true", lines
+    assert lines[5] == str(n), lines
+    assert lines[6] == "[true true true]", lines
+    assert lines[7] == str(n // 2), lines
+    assert lines[8] == str(((1 << 31) + 1) // 2), lines

@@ -1,0 +1,10 @@
+"""Puts the cuk package (python/) and its built extension (<build>/python) on sys.path
+for the test_api_* tests: $CUK_BUILD_DIR (set by scripts/check.sh) or build/."""
+import os
+import sys
+
+ROOT = os.environ.get("CUK_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("CUK_BUILD_DIR") or os.path.join(ROOT, "build")
+for p in (os.path.join(ROOT, "python"), os.path.join(BUILD, "python")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
