@@ -13,7 +13,6 @@
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/diag.h"
-#include "lang/embedded.h"
 
 enum { EXIT_OK = 0, EXIT_COMPILE = 1, EXIT_USAGE = 2, EXIT_RUNTIME = 3 };
 
@@ -44,28 +43,6 @@ static int usage_error(const char *fmt, const char *arg) {
     return EXIT_USAGE;
 }
 
-/* The stdlib: every embedded *.cuk file, parsed into one program. */
-static Node *load_stdlib(Arena *a, Diag *d) {
-    Node *prog = NEW(a, Node);
-    prog->kind = N_PROGRAM;
-    Node **tail = &prog->body;
-    for (int i = 0; cuk_embedded[i].name; i++) {
-        const char *nm = cuk_embedded[i].name;
-        size_t n = strlen(nm);
-        if (n < 4 || strcmp(nm + n - 4, ".cuk") != 0) continue;
-        Src *src = NEW(a, Src);
-        src_from_string(a, arena_printf(a, "<stdlib>/%s", nm), cuk_embedded[i].text, src);
-        Node *p = parse_program(a, d, src);
-        if (!p) continue;
-        for (Node *f = p->body; f; f = f->next) {
-            *tail = f;
-            tail = &f->next;
-        }
-        *tail = NULL;
-    }
-    return prog;
-}
-
 typedef struct Compiled {
     Arena arena;
     Diag diag;
@@ -94,14 +71,12 @@ static int compile_file(Compiled *c, const char *path, bool sema) {
     } else if (!src_load(&c->arena, &c->diag, path, &c->src)) {
         return EXIT_COMPILE;
     }
-    c->ast = parse_program(&c->arena, &c->diag, &c->src);
-    if (c->diag.errors || !c->ast) return EXIT_COMPILE;
-    if (!sema) return EXIT_OK;
-    Node *std = load_stdlib(&c->arena, &c->diag);
-    if (c->diag.errors) return EXIT_COMPILE;
-    c->prog = sema_program(&c->arena, &c->diag, c->ast, std);
-    if (c->diag.errors || !c->prog) return EXIT_COMPILE;
-    return EXIT_OK;
+    if (!sema) {
+        c->ast = parse_program(&c->arena, &c->diag, &c->src);
+        return c->diag.errors ? EXIT_COMPILE : EXIT_OK;
+    }
+    c->prog = compile_src(&c->arena, &c->diag, &c->src, &c->ast);
+    return c->prog ? EXIT_OK : EXIT_COMPILE;
 }
 
 static void compiled_free(Compiled *c) { arena_free(&c->arena); }
