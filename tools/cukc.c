@@ -28,7 +28,7 @@ static const char *usage_text =
     "                                compile ahead of time into a bundle\n"
     "  inspect B.cukb                list a bundle's kernels, archs and entry points\n"
     "  cache stats|clear             the kernel cache on disk\n"
-    "  run F|B [--device auto|gpu|cpu] [--entry NAME] [name=value ...]\n"
+    "  run F|B [--device auto|gpu|cpu] [--gpu N] [--entry NAME] [name=value ...]\n"
     "                                run main (or NAME); values are numbers, true/false\n"
     "                                or .npy files\n"
     "  dump-ast F                    print the syntax tree (for tests)\n"
@@ -136,11 +136,17 @@ static Arr *parse_arg(const Fn *fn, int k, const char *text, int *status) {
 
 static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *entry = "main", *device = "auto";
+    int gpu_index = -1; /* -1: $CUK_DEVICE, else 0 */
     const char *kv[64];
     int nkv = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--device") == 0 || strcmp(a, "--entry") == 0) {
+        if (strcmp(a, "--gpu") == 0) {
+            char *end;
+            if (i + 1 >= argc) return usage_error("%s needs a device index", a);
+            gpu_index = (int)strtol(argv[++i], &end, 10);
+            if (*end || gpu_index < 0) return usage_error("--gpu takes a device index such as 0, not '%s'", argv[i]);
+        } else if (strcmp(a, "--device") == 0 || strcmp(a, "--entry") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             if (a[2] == 'd') device = argv[++i];
             else entry = argv[++i];
@@ -204,8 +210,12 @@ static int cmd_run(int argc, char **argv) {
         if (strcmp(device, "cpu") != 0) {
             int ok = 0;
             cuk_gpu_available(&ok);
-            if (ok) gpu = true;
-            else if (strcmp(device, "gpu") == 0) {
+            if (ok && cuk_device_select(gpu_index) != CUK_OK) {
+                fprintf(stderr, "cukc: error: %s\n", cuk_last_error());
+                st = EXIT_RUNTIME;
+            } else if (ok) {
+                gpu = true;
+            } else if (strcmp(device, "gpu") == 0) {
                 fprintf(stderr, "cukc: error: --device gpu: %s\n", cuk_last_error());
                 st = EXIT_RUNTIME;
             } else if (!getenv("CUK_QUIET")) {
