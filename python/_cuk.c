@@ -17,6 +17,16 @@
 #include "runtime/cuk.h"
 #include "runtime/cuk_program.h"
 
+/* Py_TPFLAGS_HAVE_VECTORCALL and its calling convention are in the limited API from
+   3.12 on, but the ABI (a tp_vectorcall_offset member, "__vectorcalloffset__" in the
+   spec's members, the flag bit) has been the same since 3.8 and 3.11 honours it for heap
+   types: spelled out here so that one abi3 build gets the fast call on 3.11 too. */
+#ifndef Py_TPFLAGS_HAVE_VECTORCALL
+#define Py_TPFLAGS_HAVE_VECTORCALL (1UL << 11)
+#endif
+#define CUK_VECTORCALL_ARGUMENTS_OFFSET ((size_t)1 << (8 * sizeof(size_t) - 1))
+typedef PyObject *(*cuk_vectorcallfunc)(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
 /* ---- exceptions ----------------------------------------------------------------------------- */
 
 static PyObject *Error, *CompileError, *RunError, *ArgumentError, *DevMemoryError, *LogicError,
@@ -228,21 +238,35 @@ static PyObject *numpy_from_host(cuk_array *a, bool scalar_for_rank0) {
 
 /* ---- DeviceArray: a dense array in device memory ------------------------------------------- */
 
+/* The array is described inline by a cuk_view, so that a call passes a pointer to it
+   (no copy, no allocation) and a result is one Python object. */
 typedef struct {
     PyObject_HEAD
-    cuk_array *arr;  /* owning (pool memory) or wrapping base's memory */
+    cuk_view v;      /* place is CUK_ON_DEVICE; v.dev is 0 for an array with no elements */
+    bool owns;       /* v.dev is a pool block, freed with the object */
     PyObject *base;  /* what keeps wrapped memory alive, or NULL */
     PyObject *weakrefs;
 } DeviceArray;
 static PyTypeObject *DeviceArray_Type;
 
-static PyObject *devarray_new_from(cuk_array *a, PyObject *base) {
+static int64_t view_size(const cuk_view *v) {
+    int64_t n = 1;
+    for (int k = 0; k < v->rank; k++) n *= v->shape[k];
+    return n;
+}
+static size_t view_nbytes(const cuk_view *v) { return (size_t)view_size(v) * cuk_dtype_size(v->dtype); }
+
+/* A DeviceArray for v; with owns, it takes over v->dev (freed here if that fails). */
+static PyObject *devarray_new(const cuk_view *v, bool owns, PyObject *base) {
     DeviceArray *d = PyObject_New(DeviceArray, DeviceArray_Type);
     if (!d) {
-        cuk_array_free(a);
+        if (owns && v->dev) cuk_mem_free(v->dev);
         return NULL;
     }
-    d->arr = a;
+    d->v = *v;
+    d->v.place = CUK_ON_DEVICE;
+    d->v.data = NULL;
+    d->owns = owns && v->dev;
     d->base = Py_XNewRef(base);
     d->weakrefs = NULL;
     return (PyObject *)d;
@@ -251,19 +275,18 @@ static PyObject *devarray_new_from(cuk_array *a, PyObject *base) {
 static void devarray_dealloc(PyObject *self) {
     DeviceArray *d = (DeviceArray *)self;
     if (d->weakrefs) PyObject_ClearWeakRefs(self);
-    cuk_array_free(d->arr);
+    if (d->owns) cuk_mem_free(d->v.dev);
     Py_XDECREF(d->base);
     PyTypeObject *tp = Py_TYPE(self);
     ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
     Py_DECREF(tp);
 }
 
-static PyObject *shape_tuple(const cuk_array *a) {
-    int r = cuk_array_rank(a);
+static PyObject *shape_tuple(int r, const int64_t *shape) {
     PyObject *t = PyTuple_New(r);
     if (!t) return NULL;
     for (int k = 0; k < r; k++) {
-        PyObject *v = PyLong_FromLongLong(cuk_array_shape(a)[k]);
+        PyObject *v = PyLong_FromLongLong(shape[k]);
         if (!v) {
             Py_DECREF(t);
             return NULL;
@@ -273,25 +296,27 @@ static PyObject *shape_tuple(const cuk_array *a) {
     return t;
 }
 
+#define DA(self) (&((DeviceArray *)(self))->v)
+
 static PyObject *devarray_shape(PyObject *self, void *c) {
     (void)c;
-    return shape_tuple(((DeviceArray *)self)->arr);
+    return shape_tuple(DA(self)->rank, DA(self)->shape);
 }
 static PyObject *devarray_dtype(PyObject *self, void *c) {
     (void)c;
-    return PyUnicode_FromString(np_name[cuk_array_dtype(((DeviceArray *)self)->arr)]);
+    return PyUnicode_FromString(np_name[DA(self)->dtype]);
 }
 static PyObject *devarray_ptr(PyObject *self, void *c) {
     (void)c;
-    return PyLong_FromUnsignedLongLong(cuk_array_device_ptr(((DeviceArray *)self)->arr));
+    return PyLong_FromUnsignedLongLong(DA(self)->dev);
 }
 static PyObject *devarray_nbytes(PyObject *self, void *c) {
     (void)c;
-    return PyLong_FromSize_t(cuk_array_nbytes(((DeviceArray *)self)->arr));
+    return PyLong_FromSize_t(view_nbytes(DA(self)));
 }
 static PyObject *devarray_size(PyObject *self, void *c) {
     (void)c;
-    return PyLong_FromLongLong(cuk_array_size(((DeviceArray *)self)->arr));
+    return PyLong_FromLongLong(view_size(DA(self)));
 }
 static PyObject *devarray_base(PyObject *self, void *c) {
     (void)c;
@@ -300,35 +325,26 @@ static PyObject *devarray_base(PyObject *self, void *c) {
 }
 static PyObject *devarray_cai(PyObject *self, void *c) {
     (void)c;
-    DeviceArray *d = (DeviceArray *)self;
-    PyObject *shape = shape_tuple(d->arr);
+    const cuk_view *v = DA(self);
+    PyObject *shape = shape_tuple(v->rank, v->shape);
     if (!shape) return NULL;
-    unsigned long long p = cuk_array_device_ptr(d->arr);
-    /* version 3: strides None (C order); stream None (no synchronisation needed: the
+    /* version 3: strides None (C order); no stream key (no synchronisation needed: the
        legacy default stream orders cuk's work before the consumer's). */
-    PyObject *r = Py_BuildValue("{s:N,s:s,s:(K,O),s:i,s:O,s:O}", "shape", shape, "typestr",
-                                typestr[cuk_array_dtype(d->arr)], "data", cuk_array_size(d->arr) ? p : 0ULL, Py_False,
-                                "version", 3, "strides", Py_None, "descr", Py_None);
-    if (r) {
-        /* descr must be a list of (name, typestr); rebuild it properly. */
-        PyObject *descr = Py_BuildValue("[(s,s)]", "", typestr[cuk_array_dtype(d->arr)]);
-        if (!descr || PyDict_SetItemString(r, "descr", descr) < 0) Py_CLEAR(r);
-        Py_XDECREF(descr);
-    }
-    return r;
+    return Py_BuildValue("{s:N,s:s,s:(K,O),s:i,s:O,s:[(s,s)]}", "shape", shape, "typestr", typestr[v->dtype], "data",
+                         view_size(v) ? (unsigned long long)v->dev : 0ULL, Py_False, "version", 3, "strides", Py_None,
+                         "descr", "", typestr[v->dtype]);
 }
 
-static PyObject *devarray_int(PyObject *self) {
-    return PyLong_FromUnsignedLongLong(cuk_array_device_ptr(((DeviceArray *)self)->arr));
-}
+static PyObject *devarray_int(PyObject *self) { return PyLong_FromUnsignedLongLong(DA(self)->dev); }
 
 /* get(out=None): a NumPy copy (into out if given, which must match). */
 static PyObject *devarray_get(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwl[] = {"out", NULL};
     PyObject *out = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwl, &out)) return NULL;
-    DeviceArray *d = (DeviceArray *)self;
-    size_t nb = cuk_array_nbytes(d->arr);
+    const cuk_view *v = DA(self);
+    size_t nb = view_nbytes(v);
+    cuk_status s = CUK_OK;
     if (out != Py_None) {
         Py_buffer b;
         if (PyObject_GetBuffer(out, &b, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
@@ -336,32 +352,40 @@ static PyObject *devarray_get(PyObject *self, PyObject *args, PyObject *kw) {
             PyBuffer_Release(&b);
             return PyErr_Format(PyExc_ValueError, "get(out=...): out has %zd bytes, the array %zu", b.len, nb);
         }
-        cuk_status s;
-        Py_BEGIN_ALLOW_THREADS s = cuk_array_to_host(d->arr, b.buf, nb);
-        Py_END_ALLOW_THREADS PyBuffer_Release(&b);
+        if (nb) {
+            Py_BEGIN_ALLOW_THREADS s = cuk_memcpy_dtoh(b.buf, v->dev, nb);
+            Py_END_ALLOW_THREADS
+        }
+        PyBuffer_Release(&b);
         if (s) return raise_status(s);
         return Py_NewRef(out);
     }
     cuk_array *h;
-    cuk_status s;
-    Py_BEGIN_ALLOW_THREADS s = cuk_array_copy(&h, d->arr, CUK_ON_HOST);
-    Py_END_ALLOW_THREADS if (s) return raise_status(s);
+    CHECK(cuk_array_new(&h, v->dtype, v->rank, v->shape, CUK_ON_HOST));
+    if (nb) {
+        Py_BEGIN_ALLOW_THREADS s = cuk_memcpy_dtoh(cuk_array_host_data(h), v->dev, nb);
+        Py_END_ALLOW_THREADS
+    }
+    if (s) {
+        cuk_array_free(h);
+        return raise_status(s);
+    }
     return numpy_from_host(h, false);
 }
 
 /* set(host): copies a C-contiguous buffer of the same byte size in. */
 static PyObject *devarray_set(PyObject *self, PyObject *src) {
-    DeviceArray *d = (DeviceArray *)self;
+    const cuk_view *v = DA(self);
     Py_buffer b;
     if (PyObject_GetBuffer(src, &b, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    size_t nb = cuk_array_nbytes(d->arr);
+    size_t nb = view_nbytes(v);
     if ((size_t)b.len != nb) {
         PyBuffer_Release(&b);
         return PyErr_Format(PyExc_ValueError, "set(): the array has %zu bytes but the source %zd", nb, b.len);
     }
     cuk_status s = CUK_OK;
     if (nb) {
-        Py_BEGIN_ALLOW_THREADS s = cuk_memcpy_htod(cuk_array_device_ptr(d->arr), b.buf, nb);
+        Py_BEGIN_ALLOW_THREADS s = cuk_memcpy_htod(v->dev, b.buf, nb);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&b);
@@ -370,15 +394,113 @@ static PyObject *devarray_set(PyObject *self, PyObject *src) {
 }
 
 static PyObject *devarray_repr(PyObject *self) {
-    DeviceArray *d = (DeviceArray *)self;
-    PyObject *sh = shape_tuple(d->arr);
+    const cuk_view *v = DA(self);
+    PyObject *sh = shape_tuple(v->rank, v->shape);
     if (!sh) return NULL;
-    PyObject *r = PyUnicode_FromFormat("<cuk.DeviceArray shape=%R dtype=%s at 0x%llx>", sh,
-                                       np_name[cuk_array_dtype(d->arr)], cuk_array_device_ptr(d->arr));
+    char at[32]; /* PyUnicode_FromFormat has no %llx before 3.12 */
+    snprintf(at, sizeof at, "0x%llx", (unsigned long long)v->dev);
+    PyObject *r = PyUnicode_FromFormat("<cuk.DeviceArray shape=%R dtype=%s at %s>", sh, np_name[v->dtype], at);
     Py_DECREF(sh);
     return r;
 }
 
+/* ---- DLPack (dlpack.h v0.8, ABI-stable), both directions ------------------------------------ */
+
+typedef struct {
+    int32_t device_type, device_id;
+} DLDevice;
+typedef struct {
+    uint8_t code, bits;
+    uint16_t lanes;
+} DLDataType;
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
+static const DLDataType dl_dtype[CUK_DTYPE_COUNT] = {{6, 8, 1}, {0, 32, 1}, {0, 64, 1}, {1, 32, 1},
+                                                      {1, 64, 1}, {2, 32, 1}, {2, 64, 1}};
+
+/* An exported tensor: the DLManagedTensor, its shape, and the DeviceArray it keeps alive. */
+typedef struct {
+    DLManagedTensor t;
+    int64_t shape[CUK_MAX_RANK];
+} DLExport;
+
+/* The consumer is done with the tensor; it may call this from any thread. */
+static void dl_deleter(DLManagedTensor *t) {
+    PyObject *owner = t->manager_ctx;
+    if (owner && Py_IsInitialized()) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        Py_DECREF(owner);
+        PyGILState_Release(g);
+    }
+    free(t);
+}
+/* A capsule nobody consumed still owns its tensor. */
+static void dl_capsule_destructor(PyObject *cap) {
+    if (!PyCapsule_IsValid(cap, "dltensor")) return; /* consumed: renamed "used_dltensor" */
+    DLManagedTensor *t = PyCapsule_GetPointer(cap, "dltensor");
+    if (t && t->deleter) t->deleter(t);
+}
+
+/* __dlpack__(stream=None, ...): a DLPack capsule sharing the memory. cuk's work is on
+   the legacy default stream, which orders it before any consumer's stream work, so the
+   stream argument needs nothing. */
+static PyObject *devarray_dlpack_capsule(PyObject *self) {
+    const cuk_view *v = DA(self);
+    int dev = 0;
+    if (cuk_device_current(&dev) != CUK_OK) dev = 0;
+    DLExport *e = calloc(1, sizeof *e);
+    if (!e) return PyErr_NoMemory();
+    for (int k = 0; k < v->rank; k++) e->shape[k] = v->shape[k];
+    e->t.dl_tensor.data = (void *)(uintptr_t)v->dev;
+    e->t.dl_tensor.device.device_type = kDLCUDA;
+    e->t.dl_tensor.device.device_id = dev;
+    e->t.dl_tensor.ndim = v->rank;
+    e->t.dl_tensor.dtype = dl_dtype[v->dtype];
+    e->t.dl_tensor.shape = e->shape;
+    e->t.dl_tensor.strides = NULL; /* C order */
+    e->t.manager_ctx = Py_NewRef(self);
+    e->t.deleter = dl_deleter;
+    PyObject *cap = PyCapsule_New(&e->t, "dltensor", dl_capsule_destructor);
+    if (!cap) {
+        Py_DECREF(self);
+        free(e);
+    }
+    return cap;
+}
+static PyObject *devarray_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)args;
+    (void)kw; /* stream, max_version, dl_device, copy: nothing to do for any of them */
+    return devarray_dlpack_capsule(self);
+}
+static PyObject *devarray_dlpack_device(PyObject *self, PyObject *u) {
+    (void)self;
+    (void)u;
+    int dev = 0;
+    if (cuk_device_current(&dev) != CUK_OK) dev = 0;
+    return Py_BuildValue("(ii)", kDLCUDA, dev);
+}
+
+static PyMethodDef devarray_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))devarray_get, METH_VARARGS | METH_KEYWORDS, "copy to a NumPy array"},
+    {"set", devarray_set, METH_O, "copy from a host buffer of the same size"},
+    {"__dlpack__", (PyCFunction)(void (*)(void))devarray_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "a DLPack capsule sharing the memory"},
+    {"__dlpack_device__", devarray_dlpack_device, METH_NOARGS, "(kDLCUDA, device index)"},
+    {NULL, NULL, 0, NULL}};
+static PyMemberDef devarray_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(DeviceArray, weakrefs), READONLY, NULL}, {NULL, 0, 0, 0, NULL}};
 static PyGetSetDef devarray_getset[] = {
     {"shape", devarray_shape, NULL, "the shape (a tuple)", NULL},
     {"dtype", devarray_dtype, NULL, "the NumPy dtype name", NULL},
@@ -389,12 +511,6 @@ static PyGetSetDef devarray_getset[] = {
     {"base", devarray_base, NULL, "the object owning the memory, for views and wrapped memory", NULL},
     {"__cuda_array_interface__", devarray_cai, NULL, "CUDA array interface, version 3", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
-static PyMethodDef devarray_methods[] = {
-    {"get", (PyCFunction)(void (*)(void))devarray_get, METH_VARARGS | METH_KEYWORDS, "copy to a NumPy array"},
-    {"set", devarray_set, METH_O, "copy from a host buffer of the same size"},
-    {NULL, NULL, 0, NULL}};
-static PyMemberDef devarray_members[] = {
-    {"__weaklistoffset__", T_PYSSIZET, offsetof(DeviceArray, weakrefs), READONLY, NULL}, {NULL, 0, 0, 0, NULL}};
 static PyType_Slot devarray_slots[] = {{Py_tp_dealloc, devarray_dealloc},
                                        {Py_tp_getset, devarray_getset},
                                        {Py_tp_methods, devarray_methods},
@@ -432,6 +548,36 @@ static int shape_arg(PyObject *o, int *rank, int64_t *shape) {
     return 0;
 }
 
+/* A new DeviceArray with a pool block of its own: zeroed (zero), a copy of host data
+   (data), or uninitialised. */
+static PyObject *devarray_alloc(cuk_dtype dt, int rank, const int64_t *shape, const void *data, bool zero) {
+    cuk_view v;
+    v.dtype = dt;
+    v.rank = rank;
+    v.place = CUK_ON_DEVICE;
+    v.data = NULL;
+    v.dev = 0;
+    uint64_t n = 1;
+    for (int k = 0; k < rank; k++) {
+        if (shape[k] < 0) return PyErr_Format(PyExc_ValueError, "axis %d has negative size %lld", k, (long long)shape[k]);
+        if (shape[k] && n > (UINT64_MAX >> 8) / (uint64_t)shape[k]) return PyErr_Format(PyExc_ValueError, "the shape is too large");
+        n *= (uint64_t)shape[k];
+        v.shape[k] = shape[k];
+    }
+    size_t nb = (size_t)n * cuk_dtype_size(dt);
+    if (nb) {
+        cuk_status s;
+        Py_BEGIN_ALLOW_THREADS
+        s = cuk_mem_alloc(&v.dev, nb);
+        if (!s && data) s = cuk_memcpy_htod(v.dev, data, nb);
+        else if (!s && zero) s = cuk_memset_d8(v.dev, 0, nb, NULL);
+        if (s && v.dev) cuk_mem_free(v.dev);
+        Py_END_ALLOW_THREADS
+        if (s) return raise_status(s);
+    }
+    return devarray_new(&v, true, NULL);
+}
+
 /* device_empty(shape, dtype, zero=False) */
 static PyObject *py_device_empty(PyObject *m, PyObject *args) {
     (void)m;
@@ -442,13 +588,7 @@ static PyObject *py_device_empty(PyObject *m, PyObject *args) {
     int64_t shape[CUK_MAX_RANK];
     cuk_dtype dt;
     if (shape_arg(sh, &rank, shape) < 0 || dtype_arg(dto, &dt) < 0) return NULL;
-    cuk_array *a;
-    if (zero) CHECK(cuk_array_new(&a, dt, rank, shape, CUK_ON_DEVICE));
-    else {
-        /* uninitialised: cuk_array_new zeroes; wrap a pool block instead */
-        CHECK(cuk_array_new(&a, dt, rank, shape, CUK_ON_DEVICE));
-    }
-    return devarray_new_from(a, NULL);
+    return devarray_alloc(dt, rank, shape, NULL, zero); /* empty() is uninitialised, as in PyCUDA */
 }
 
 /* device_wrap(ptr, shape, dtype, base): a view of memory someone else owns. */
@@ -461,9 +601,18 @@ static PyObject *py_device_wrap(PyObject *m, PyObject *args) {
     int64_t shape[CUK_MAX_RANK];
     cuk_dtype dt;
     if (shape_arg(sh, &rank, shape) < 0 || dtype_arg(dto, &dt) < 0) return NULL;
-    cuk_array *a;
-    CHECK(cuk_array_wrap_device(&a, dt, rank, shape, ptr));
-    return devarray_new_from(a, base == Py_None ? NULL : base);
+    cuk_view v;
+    v.dtype = dt;
+    v.rank = rank;
+    v.place = CUK_ON_DEVICE;
+    for (int k = 0; k < rank; k++) {
+        if (shape[k] < 0) return PyErr_Format(PyExc_ValueError, "axis %d has negative size %lld", k, (long long)shape[k]);
+        v.shape[k] = shape[k];
+    }
+    v.data = NULL;
+    v.dev = ptr;
+    if (!ptr && view_size(&v)) return PyErr_Format(ArgumentError, "device_wrap: NULL device pointer");
+    return devarray_new(&v, false, base == Py_None ? NULL : base);
 }
 
 /* The cuk dtype of a buffer, or an error naming what. */
@@ -501,11 +650,7 @@ static PyObject *py_to_device(PyObject *m, PyObject *o) {
     if (b.ndim > CUK_MAX_RANK) PyErr_Format(PyExc_ValueError, "at most %d dimensions", CUK_MAX_RANK);
     else if (buffer_dtype(&b, "to_device", &dt) == 0) {
         for (int k = 0; k < b.ndim; k++) shape[k] = b.shape ? b.shape[k] : b.len / b.itemsize;
-        cuk_array *a;
-        cuk_status s;
-        Py_BEGIN_ALLOW_THREADS s = cuk_array_from_host(&a, dt, b.ndim, shape, b.buf, CUK_ON_DEVICE);
-        Py_END_ALLOW_THREADS if (s) raise_status(s);
-        else r = devarray_new_from(a, NULL);
+        r = devarray_alloc(dt, b.ndim, shape, b.buf, false);
     }
     PyBuffer_Release(&b);
     Py_XDECREF(c);
@@ -526,7 +671,9 @@ typedef struct {
     cuk_fn *f;
     int nparams;
     cuk_param_info *params;
+    cuk_vectorcallfunc vectorcall; /* function_vectorcall (tp_vectorcall_offset points here) */
 } Function;
+static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 static PyTypeObject *Function_Type;
 
 static void program_dealloc(PyObject *self) {
@@ -574,6 +721,7 @@ static PyObject *program_function(PyObject *self, PyObject *arg) {
     if (!r) return NULL;
     r->prog = Py_NewRef(self);
     r->f = f;
+    r->vectorcall = NULL;
     r->nparams = cuk_fn_nparams(f);
     r->params = PyMem_Calloc((size_t)(r->nparams ? r->nparams : 1), sizeof *r->params);
     if (!r->params) {
@@ -581,6 +729,7 @@ static PyObject *program_function(PyObject *self, PyObject *arg) {
         return PyErr_NoMemory();
     }
     for (int i = 0; i < r->nparams; i++) cuk_fn_param(f, i, &r->params[i]);
+    r->vectorcall = function_vectorcall;
     return (PyObject *)r;
 }
 
@@ -610,11 +759,13 @@ static void function_dealloc(PyObject *self) {
 
 /* What kind of object the caller passed, to give the result back as the same kind. */
 enum { KIND_NONE, KIND_NUMPY, KIND_FOREIGN, KIND_DEVICE };
-static PyObject *foreign_hook; /* cuk._convert_result(template, DeviceArray) */
+static PyObject *foreign_hook;  /* cuk._convert_result(template, DeviceArray): the general way back */
+static PyObject *maker_lookup;  /* cuk._result_maker(type) -> callable or None */
+static PyObject *maker_cache;   /* {type: maker or None} */
 
-/* The bookkeeping of one argument during a call. */
+/* The bookkeeping of one argument that needed more than a view: a buffer we hold, a
+   contiguous copy, a DLPack tensor we consumed. */
 typedef struct Held {
-    cuk_array *arr;
     Py_buffer buf;
     bool has_buf;
     PyObject *keep;      /* a temporary (contiguous copy) */
@@ -622,32 +773,7 @@ typedef struct Held {
     void *dlm;           /* its DLManagedTensor */
 } Held;
 
-/* DLPack (dlpack.h v0.8, ABI-stable). */
-typedef struct {
-    int32_t device_type, device_id;
-} DLDevice;
-typedef struct {
-    uint8_t code, bits;
-    uint16_t lanes;
-} DLDataType;
-typedef struct {
-    void *data;
-    DLDevice device;
-    int32_t ndim;
-    DLDataType dtype;
-    int64_t *shape, *strides;
-    uint64_t byte_offset;
-} DLTensor;
-typedef struct DLManagedTensor {
-    DLTensor dl_tensor;
-    void *manager_ctx;
-    void (*deleter)(struct DLManagedTensor *self);
-} DLManagedTensor;
-enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
-
 static void held_release(Held *h) {
-    cuk_array_free(h->arr);
-    h->arr = NULL;
     if (h->has_buf) PyBuffer_Release(&h->buf);
     h->has_buf = false;
     Py_CLEAR(h->keep);
@@ -668,27 +794,30 @@ static int wrong_dtype(Function *f, const cuk_param_info *pi, cuk_dtype got) {
     return -1;
 }
 
-/* A Python scalar for a scalar parameter, converted to the parameter's dtype. */
-static int scalar_arg(Function *f, const cuk_param_info *pi, PyObject *o, Held *h) {
-    union {
-        uint8_t b;
-        int32_t i32;
-        int64_t i64;
-        uint32_t u32;
-        uint64_t u64;
-        float f32;
-        double f64;
-    } v;
+/* A scalar's bytes, as many as its dtype has. */
+typedef union {
+    uint8_t b;
+    int32_t i32;
+    int64_t i64;
+    uint32_t u32;
+    uint64_t u64;
+    float f32;
+    double f64;
+} ScalarBytes;
+
+/* A Python scalar for a scalar parameter, converted to the parameter's dtype: the view
+   v points at *val. */
+static int scalar_arg(Function *f, const cuk_param_info *pi, PyObject *o, ScalarBytes *val, cuk_view *v) {
     cuk_dtype dt = pi->dtype;
     if (dt == CUK_F32 || dt == CUK_F64) {
         double d = PyFloat_AsDouble(o);
         if (d == -1.0 && PyErr_Occurred()) goto bad;
-        if (dt == CUK_F32) v.f32 = (float)d;
-        else v.f64 = d;
+        if (dt == CUK_F32) val->f32 = (float)d;
+        else val->f64 = d;
     } else if (dt == CUK_BOOL) {
         int t = PyObject_IsTrue(o);
         if (t < 0) goto bad;
-        v.b = (uint8_t)t;
+        val->b = (uint8_t)t;
     } else {
         if (PyFloat_Check(o)) {
             PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, but the argument is a float", fn_name(f), pi->name, np_name[dt]);
@@ -700,21 +829,21 @@ static int scalar_arg(Function *f, const cuk_param_info *pi, PyObject *o, Held *
             unsigned long long x = PyLong_AsUnsignedLongLong(ix);
             Py_DECREF(ix);
             if (PyErr_Occurred() || (dt == CUK_U32 && x > UINT32_MAX)) goto range;
-            if (dt == CUK_U32) v.u32 = (uint32_t)x;
-            else v.u64 = x;
+            if (dt == CUK_U32) val->u32 = (uint32_t)x;
+            else val->u64 = x;
         } else {
             long long x = PyLong_AsLongLong(ix);
             Py_DECREF(ix);
             if (PyErr_Occurred() || (dt == CUK_I32 && (x < INT32_MIN || x > INT32_MAX))) goto range;
-            if (dt == CUK_I32) v.i32 = (int32_t)x;
-            else v.i64 = x;
+            if (dt == CUK_I32) val->i32 = (int32_t)x;
+            else val->i64 = x;
         }
     }
-    cuk_status s = cuk_array_scalar(&h->arr, dt, &v);
-    if (s) {
-        raise_status(s);
-        return -1;
-    }
+    v->dtype = dt;
+    v->rank = 0;
+    v->place = CUK_ON_HOST;
+    v->data = val;
+    v->dev = 0;
     return 0;
 range:
     PyErr_Clear();
@@ -727,25 +856,30 @@ bad:
     return -1;
 }
 
-/* Parses a __cuda_array_interface__ dict into a wrapped device array. */
-static int cai_arg(Function *f, const cuk_param_info *pi, PyObject *cai, Held *h) {
-    const char *who = pi ? pi->name : "argument";
+/* Parses a __cuda_array_interface__ dict into a device view. */
+static int cai_arg(Function *f, const cuk_param_info *pi, PyObject *cai, cuk_view *v) {
+    const char *who = pi->name;
+    if (!PyDict_Check(cai)) {
+        PyErr_Format(ArgumentError, "%s(): parameter '%s': __cuda_array_interface__ is not a dict", fn_name(f), who);
+        return -1;
+    }
     PyObject *shape = PyDict_GetItemString(cai, "shape");
     PyObject *ts = PyDict_GetItemString(cai, "typestr");
     PyObject *data = PyDict_GetItemString(cai, "data");
     PyObject *strides = PyDict_GetItemString(cai, "strides");
-    if (!shape || !ts || !data || !PyTuple_Check(data)) {
+    if (!shape || !ts || !data || !PyTuple_Check(data) || PyTuple_Size(data) < 1) {
         PyErr_Format(ArgumentError, "%s(): parameter '%s': malformed __cuda_array_interface__", fn_name(f), who);
         return -1;
     }
-    int d = dtype_of_typestr(PyUnicode_AsUTF8AndSize(ts, NULL) ? PyUnicode_AsUTF8AndSize(ts, NULL) : "");
+    const char *tss = PyUnicode_Check(ts) ? PyUnicode_AsUTF8AndSize(ts, NULL) : NULL;
+    int d = dtype_of_typestr(tss ? tss : "");
     if (d < 0) {
+        PyErr_Clear();
         PyErr_Format(ArgumentError, "%s(): parameter '%s': dtype %S is not supported by cuk", fn_name(f), who, ts);
         return -1;
     }
     int rank;
-    int64_t sh[CUK_MAX_RANK];
-    if (shape_arg(shape, &rank, sh) < 0) return -1;
+    if (shape_arg(shape, &rank, v->shape) < 0) return -1;
     if (strides && strides != Py_None) {
         /* C-contiguous strides are allowed spelled out. */
         int64_t want = (int64_t)cuk_dtype_size((cuk_dtype)d);
@@ -753,10 +887,11 @@ static int cai_arg(Function *f, const cuk_param_info *pi, PyObject *cai, Held *h
         if (!t) return -1;
         bool ok = PyTuple_Size(t) == rank;
         for (int k = rank - 1; ok && k >= 0; k--) {
-            if (sh[k] > 1 && PyLong_AsLongLong(PyTuple_GetItem(t, k)) != want) ok = false;
-            want *= sh[k];
+            if (v->shape[k] > 1 && PyLong_AsLongLong(PyTuple_GetItem(t, k)) != want) ok = false;
+            want *= v->shape[k];
         }
         Py_DECREF(t);
+        if (PyErr_Occurred()) return -1;
         if (!ok) {
             PyErr_Format(ArgumentError, "%s(): parameter '%s' is not C-contiguous; pass a contiguous copy", fn_name(f), who);
             return -1;
@@ -764,18 +899,16 @@ static int cai_arg(Function *f, const cuk_param_info *pi, PyObject *cai, Held *h
     }
     unsigned long long ptr = PyLong_AsUnsignedLongLong(PyTuple_GetItem(data, 0));
     if (PyErr_Occurred()) return -1;
-    if (pi && (d != (int)pi->dtype)) return wrong_dtype(f, pi, (cuk_dtype)d);
-    int64_t n = 1;
-    for (int k = 0; k < rank; k++) n *= sh[k];
-    cuk_status s = cuk_array_wrap_device(&h->arr, (cuk_dtype)d, rank, sh, n ? ptr : 1);
-    if (s) {
-        raise_status(s);
-        return -1;
-    }
+    if (d != (int)pi->dtype) return wrong_dtype(f, pi, (cuk_dtype)d);
+    v->dtype = (cuk_dtype)d;
+    v->rank = rank;
+    v->place = CUK_ON_DEVICE;
+    v->data = NULL;
+    v->dev = ptr;
     return 0;
 }
 
-static int dlpack_arg(Function *f, const cuk_param_info *pi, PyObject *o, Held *h, bool *on_device) {
+static int dlpack_arg(Function *f, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
     PyObject *meth = PyObject_GetAttrString(o, "__dlpack__");
     if (!meth) return -1;
     PyObject *cap = PyObject_CallNoArgs(meth);
@@ -792,16 +925,9 @@ static int dlpack_arg(Function *f, const cuk_param_info *pi, PyObject *o, Held *
     h->dlm = t;
     DLTensor *x = &t->dl_tensor;
     int d = -1;
-    if (x->dtype.lanes == 1) {
-        if (x->dtype.code == 2 && x->dtype.bits == 32) d = CUK_F32;
-        else if (x->dtype.code == 2 && x->dtype.bits == 64) d = CUK_F64;
-        else if (x->dtype.code == 0 && x->dtype.bits == 32) d = CUK_I32;
-        else if (x->dtype.code == 0 && x->dtype.bits == 64) d = CUK_I64;
-        else if (x->dtype.code == 1 && x->dtype.bits == 32) d = CUK_U32;
-        else if (x->dtype.code == 1 && x->dtype.bits == 64) d = CUK_U64;
-        else if (x->dtype.code == 6 && x->dtype.bits == 8) d = CUK_BOOL;
-    }
-    if (d < 0 || x->ndim > CUK_MAX_RANK) {
+    for (int i = 0; i < CUK_DTYPE_COUNT && d < 0; i++)
+        if (x->dtype.code == dl_dtype[i].code && x->dtype.bits == dl_dtype[i].bits && x->dtype.lanes == 1) d = i;
+    if (d < 0 || x->ndim < 0 || x->ndim > CUK_MAX_RANK) {
         PyErr_Format(ArgumentError, "%s(): parameter '%s': this DLPack dtype/rank is not supported by cuk", fn_name(f), pi->name);
         return -1;
     }
@@ -815,26 +941,27 @@ static int dlpack_arg(Function *f, const cuk_param_info *pi, PyObject *o, Held *
         want *= x->shape[k];
     }
     char *base = (char *)x->data + x->byte_offset;
-    cuk_status s;
+    v->dtype = (cuk_dtype)d;
+    v->rank = x->ndim;
+    for (int k = 0; k < x->ndim; k++) v->shape[k] = x->shape[k];
     if (x->device.device_type == kDLCUDA || x->device.device_type == kDLCUDAManaged) {
-        *on_device = true;
-        s = cuk_array_wrap_device(&h->arr, (cuk_dtype)d, x->ndim, x->shape, (cuk_devptr)(uintptr_t)base ? (cuk_devptr)(uintptr_t)base : 1);
+        v->place = CUK_ON_DEVICE;
+        v->data = NULL;
+        v->dev = (cuk_devptr)(uintptr_t)base;
     } else if (x->device.device_type == kDLCPU || x->device.device_type == kDLCUDAHost) {
-        s = cuk_array_wrap_host(&h->arr, (cuk_dtype)d, x->ndim, x->shape, base);
+        v->place = CUK_ON_HOST;
+        v->data = base;
+        v->dev = 0;
     } else {
         PyErr_Format(ArgumentError, "%s(): parameter '%s': DLPack device type %d is not supported", fn_name(f), pi->name,
                      (int)x->device.device_type);
         return -1;
     }
-    if (s) {
-        raise_status(s);
-        return -1;
-    }
     return 0;
 }
 
-/* A host buffer (NumPy array, array.array, ...), wrapped without a copy. */
-static int buffer_arg(Function *f, const cuk_param_info *pi, PyObject *o, Held *h) {
+/* A host buffer (NumPy array, array.array, ...), viewed without a copy. */
+static int buffer_arg(Function *f, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
     if (PyObject_GetBuffer(o, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         /* Not a contiguous buffer: let NumPy make one (lists, strided views). */
         PyErr_Clear();
@@ -865,106 +992,229 @@ static int buffer_arg(Function *f, const cuk_param_info *pi, PyObject *o, Held *
         PyErr_Format(ArgumentError, "%s: at most %d dimensions", what, CUK_MAX_RANK);
         return -1;
     }
-    int64_t shape[CUK_MAX_RANK];
-    for (int k = 0; k < h->buf.ndim; k++) shape[k] = h->buf.shape ? h->buf.shape[k] : h->buf.len / h->buf.itemsize;
-    cuk_status s = cuk_array_wrap_host(&h->arr, dt, h->buf.ndim, shape, h->buf.buf);
-    if (s) {
-        raise_status(s);
-        return -1;
-    }
+    v->dtype = dt;
+    v->rank = h->buf.ndim;
+    for (int k = 0; k < h->buf.ndim; k++) v->shape[k] = h->buf.shape ? h->buf.shape[k] : h->buf.len / h->buf.itemsize;
+    v->place = CUK_ON_HOST;
+    v->data = h->buf.buf;
+    v->dev = 0;
     return 0;
 }
 
 static PyObject *s_cai, *s_dlpack; /* interned attribute names */
 
-static PyObject *function_call(PyObject *self, PyObject *args, PyObject *kw) {
+/* What an object's type speaks, found once per type (the hot path must not look up
+   attributes that are not there: a failed lookup raises and clears an exception). */
+enum { TP_UNKNOWN = 0, TP_CAI, TP_DLPACK, TP_BUFFER, TP_OTHER };
+#define TYPE_CACHE 32
+static struct {
+    PyTypeObject *tp; /* a strong reference */
+    int kind;
+} type_cache[TYPE_CACHE];
+static int ntype_cache;
+
+static int type_kind(PyObject *o) {
+    PyTypeObject *tp = Py_TYPE(o);
+    for (int i = 0; i < ntype_cache; i++)
+        if (type_cache[i].tp == tp) return type_cache[i].kind;
+    int kind;
+    if (PyObject_HasAttr((PyObject *)tp, s_cai)) kind = TP_CAI;
+    else if (PyObject_CheckBuffer(o)) kind = TP_BUFFER;
+    else if (PyObject_HasAttr((PyObject *)tp, s_dlpack)) kind = TP_DLPACK;
+    else kind = TP_OTHER;
+    if (ntype_cache < TYPE_CACHE) {
+        type_cache[ntype_cache].tp = (PyTypeObject *)Py_NewRef((PyObject *)tp);
+        type_cache[ntype_cache].kind = kind;
+        ntype_cache++;
+    }
+    return kind;
+}
+
+/* The device id results are made for (cuk's current device). */
+static int current_device(void) {
+    int dev = 0;
+    if (cuk_device_current(&dev) != CUK_OK) dev = 0;
+    return dev;
+}
+
+/* A device result as the kind of the foreign array the caller passed (template): through
+   a maker cuk/__init__.py provides per type (CuPy: an ndarray over our memory, PyTorch:
+   from DLPack), found once per type, else through the general hook. Takes d. */
+static PyObject *foreign_result(PyObject *template, PyObject *d) {
+    PyObject *tp = (PyObject *)Py_TYPE(template);
+    PyObject *maker = NULL;
+    if (maker_cache && maker_lookup) {
+        maker = PyDict_GetItem(maker_cache, tp); /* borrowed */
+        if (!maker) {
+            maker = PyObject_CallFunctionObjArgs(maker_lookup, tp, NULL);
+            if (!maker || PyDict_SetItem(maker_cache, tp, maker) < 0) {
+                Py_XDECREF(maker);
+                Py_DECREF(d);
+                return NULL;
+            }
+            Py_DECREF(maker); /* the cache holds it */
+        }
+    }
+    PyObject *r;
+    if (maker && maker != Py_None) {
+        const cuk_view *v = DA(d);
+        PyObject *shape = shape_tuple(v->rank, v->shape);
+        r = shape ? PyObject_CallFunction(maker, "OKnNii", d, (unsigned long long)v->dev, (Py_ssize_t)view_nbytes(v), shape,
+                                          (int)v->dtype, current_device())
+                  : NULL;
+    } else if (foreign_hook) {
+        r = PyObject_CallFunctionObjArgs(foreign_hook, template, d, NULL);
+    } else {
+        return d;
+    }
+    Py_DECREF(d);
+    return r;
+}
+
+/* The call of a compiled function: arguments become views (a DeviceArray's own view,
+   a Python number's value on the stack: no allocation, no Python objects), one call
+   into libcuk with the GIL released, one Python object for the result. */
+static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Function *f = (Function *)self;
-    if (kw && PyDict_Size(kw)) {
+    Py_ssize_t n = (Py_ssize_t)(nargsf & ~CUK_VECTORCALL_ARGUMENTS_OFFSET);
+    if (kwnames && PyTuple_Size(kwnames)) {
         PyErr_Format(PyExc_TypeError, "%s() takes positional arguments only", fn_name(f));
         return NULL;
     }
-    Py_ssize_t n = PyTuple_Size(args);
     if (n != f->nparams) {
         PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s (%zd given)", fn_name(f), f->nparams, f->nparams == 1 ? "" : "s", n);
         return NULL;
     }
-    Held stack[8], *held = n <= 8 ? stack : PyMem_Calloc((size_t)n, sizeof(Held));
-    cuk_array *astack[8], **arrs = n <= 8 ? astack : PyMem_Calloc((size_t)n, sizeof(cuk_array *));
-    if (!held || !arrs) return PyErr_NoMemory();
-    memset(held, 0, sizeof(Held) * (size_t)(n <= 8 ? 8 : n));
     int kind = KIND_NONE;
     PyObject *foreign = NULL; /* borrowed: the first foreign array, a template for the result */
     PyObject *result = NULL;
+    cuk_view vstack[8], *v = vstack;
+    const cuk_view *pstack[8], **vp = pstack;
+    ScalarBytes sstack[8], *sv = sstack;
+    Held hstack[8], *held = NULL; /* only for arguments that need more than a view */
+    if (n > 8) {
+        v = PyMem_Malloc(sizeof *v * (size_t)n);
+        vp = PyMem_Malloc(sizeof *vp * (size_t)n);
+        sv = PyMem_Malloc(sizeof *sv * (size_t)n);
+        if (!v || !vp || !sv) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *o = PyTuple_GetItem(args, i);
+        PyObject *o = args[i];
         const cuk_param_info *pi = &f->params[i];
-        int rc;
-        if (Py_IS_TYPE(o, DeviceArray_Type) || PyObject_TypeCheck(o, DeviceArray_Type)) {
-            /* The hot path: our own device array, wrapped without a copy. */
-            cuk_array *a = ((DeviceArray *)o)->arr;
-            if (cuk_array_dtype(a) != pi->dtype) {
-                wrong_dtype(f, pi, cuk_array_dtype(a));
-                goto done;
-            }
-            cuk_devptr p = cuk_array_device_ptr(a);
-            cuk_status s = cuk_array_wrap_device(&held[i].arr, pi->dtype, cuk_array_rank(a), cuk_array_shape(a), p ? p : 1);
-            if (s) {
-                raise_status(s);
-                goto done;
-            }
+        PyTypeObject *tp = Py_TYPE(o);
+        if (tp == DeviceArray_Type) {
+            /* The hot path: our own device array, passed by its view. */
+            vp[i] = DA(o);
             kind = KIND_DEVICE;
             continue;
         }
-        if (pi->rank == 0 && (PyFloat_Check(o) || PyLong_Check(o) || PyBool_Check(o))) {
-            rc = scalar_arg(f, pi, o, &held[i]);
-        } else if (pi->rank == 0 && PyObject_CheckBuffer(o)) {
+        vp[i] = &v[i];
+        if (pi->rank == 0 && (tp == &PyFloat_Type || tp == &PyLong_Type || tp == &PyBool_Type)) {
+            if (scalar_arg(f, pi, o, &sv[i], &v[i]) < 0) goto done;
+            continue;
+        }
+        if (PyObject_TypeCheck(o, DeviceArray_Type)) {
+            vp[i] = DA(o);
+            kind = KIND_DEVICE;
+            continue;
+        }
+        if (!held) {
+            held = n <= 8 ? hstack : PyMem_Malloc(sizeof *held * (size_t)n);
+            if (!held) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            memset(held, 0, sizeof *held * (size_t)n);
+        }
+        int rc, tk = type_kind(o);
+        if (tk == TP_OTHER) {
+            /* the protocols may be instance attributes (a plain class setting them in
+               __init__): look on the object itself, as for any unusual type */
+            if (PyObject_HasAttr(o, s_cai)) tk = TP_CAI;
+            else if (PyObject_HasAttr(o, s_dlpack)) tk = TP_DLPACK;
+        }
+        if (pi->rank == 0 && tk == TP_BUFFER) {
             /* a NumPy scalar or 0-d array: by value, converted like a Python number */
-            rc = scalar_arg(f, pi, o, &held[i]);
+            rc = scalar_arg(f, pi, o, &sv[i], &v[i]);
             if (kind < KIND_NUMPY) kind = KIND_NUMPY;
-        } else if (PyObject_HasAttr(o, s_cai)) {
+        } else if (tk == TP_CAI) {
             PyObject *cai = PyObject_GetAttr(o, s_cai);
-            rc = cai ? cai_arg(f, pi, cai, &held[i]) : -1;
-            Py_XDECREF(cai);
-            if (kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
-        } else if (!PyObject_CheckBuffer(o) && PyObject_HasAttr(o, s_dlpack)) {
-            bool dev = false;
-            rc = dlpack_arg(f, pi, o, &held[i], &dev);
-            if (dev && kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
-        } else if (pi->rank == 0 && !PyObject_CheckBuffer(o)) {
-            rc = scalar_arg(f, pi, o, &held[i]);
+            if (cai) {
+                rc = cai_arg(f, pi, cai, &v[i]);
+                Py_DECREF(cai);
+                if (kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
+            } else if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                /* the type has the property but this object has no device memory (a CPU
+                   tensor): take it as DLPack or a buffer */
+                PyErr_Clear();
+                if (PyObject_CheckBuffer(o)) {
+                    rc = buffer_arg(f, pi, o, &held[i], &v[i]);
+                    if (kind < KIND_NUMPY) kind = KIND_NUMPY;
+                } else if (PyObject_HasAttr(o, s_dlpack)) {
+                    rc = dlpack_arg(f, pi, o, &held[i], &v[i]);
+                    if (v[i].place == CUK_ON_DEVICE && kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
+                } else {
+                    rc = pi->rank == 0 ? scalar_arg(f, pi, o, &sv[i], &v[i]) : buffer_arg(f, pi, o, &held[i], &v[i]);
+                }
+            } else {
+                rc = -1;
+            }
+        } else if (tk == TP_DLPACK) {
+            rc = dlpack_arg(f, pi, o, &held[i], &v[i]);
+            if (!rc && v[i].place == CUK_ON_DEVICE && kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
+        } else if (pi->rank == 0 && tk != TP_BUFFER) {
+            rc = scalar_arg(f, pi, o, &sv[i], &v[i]);
         } else {
-            rc = buffer_arg(f, pi, o, &held[i]);
+            rc = buffer_arg(f, pi, o, &held[i], &v[i]);
             if (kind < KIND_NUMPY) kind = KIND_NUMPY;
             /* A 0-d NumPy array (or a NumPy scalar) for a scalar parameter is fine; for an
-               array parameter the rank check below reports it. */
+               array parameter the rank check reports it. */
         }
         if (rc < 0) goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) arrs[i] = held[i].arr;
-    cuk_array *res = NULL;
+    cuk_view dres;
+    cuk_array *hres = NULL;
     cuk_status s;
-    Py_BEGIN_ALLOW_THREADS s = cuk_fn_call(f->f, arrs, (int)n, &res);
+    Py_BEGIN_ALLOW_THREADS s = cuk_fn_call_views(f->f, vp, (int)n, &dres, &hres);
     Py_END_ALLOW_THREADS if (s) {
         raise_status(s);
         goto done;
     }
-    if (!res) {
-        result = Py_NewRef(Py_None);
-    } else if (cuk_array_place(res) == CUK_ON_HOST) {
-        result = numpy_from_host(res, true);
+    if (dres.rank >= 0) {
+        result = devarray_new(&dres, true, NULL);
+        if (result && kind == KIND_FOREIGN) result = foreign_result(foreign, result);
+    } else if (hres) {
+        result = numpy_from_host(hres, true);
     } else {
-        result = devarray_new_from(res, NULL);
-        if (result && kind == KIND_FOREIGN && foreign_hook) {
-            PyObject *conv = PyObject_CallFunctionObjArgs(foreign_hook, foreign, result, NULL);
-            Py_DECREF(result);
-            result = conv;
-        }
+        result = Py_NewRef(Py_None);
     }
 done:
-    for (Py_ssize_t i = 0; i < n; i++) held_release(&held[i]);
-    if (held != stack) PyMem_Free(held);
-    if (arrs != astack) PyMem_Free(arrs);
+    if (held) {
+        for (Py_ssize_t i = 0; i < n; i++) held_release(&held[i]);
+        if (held != hstack) PyMem_Free(held);
+    }
+    if (v != vstack) PyMem_Free(v);
+    if (vp != pstack) PyMem_Free((void *)vp);
+    if (sv != sstack) PyMem_Free(sv);
     return result;
+}
+
+/* tp_call, for callers that do not use vectorcall. */
+static PyObject *function_call(PyObject *self, PyObject *args, PyObject *kw) {
+    if (kw && PyDict_Size(kw)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes positional arguments only", fn_name((Function *)self));
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_Size(args);
+    PyObject *stack[8], **a = n <= 8 ? stack : PyMem_Malloc(sizeof *a * (size_t)(n ? n : 1));
+    if (!a) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) a[i] = PyTuple_GetItem(args, i);
+    PyObject *r = function_vectorcall(self, a, (size_t)n, NULL);
+    if (a != stack) PyMem_Free(a);
+    return r;
 }
 
 static PyObject *function_params(PyObject *self, void *c) {
@@ -991,12 +1241,16 @@ static PyGetSetDef function_getset[] = {
     {"params", function_params, NULL, "[(name, dtype, dims)]: dims holds size names or literal sizes", NULL},
     {"__name__", function_name, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL}};
+static PyMemberDef function_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Function, vectorcall), READONLY, NULL}, {NULL, 0, 0, 0, NULL}};
 static PyType_Slot function_slots[] = {{Py_tp_dealloc, function_dealloc},
                                        {Py_tp_call, function_call},
+                                       {Py_tp_members, function_members},
                                        {Py_tp_getset, function_getset},
                                        {Py_tp_repr, function_repr},
                                        {0, 0}};
-static PyType_Spec function_spec = {"cuk.Function", sizeof(Function), 0, Py_TPFLAGS_DEFAULT, function_slots};
+static PyType_Spec function_spec = {"cuk.Function", sizeof(Function), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+                                     function_slots};
 
 /* ---- pinned host memory ----------------------------------------------------------------------- */
 
@@ -1076,7 +1330,9 @@ static PyObject *alloc_size(PyObject *self, void *c) {
     return PyLong_FromSize_t(((Alloc *)self)->n);
 }
 static PyObject *alloc_repr(PyObject *self) {
-    return PyUnicode_FromFormat("<cuk.driver.DeviceAllocation 0x%llx, %zu bytes>", ((Alloc *)self)->p, ((Alloc *)self)->n);
+    char at[32]; /* PyUnicode_FromFormat has no %llx before 3.12 */
+    snprintf(at, sizeof at, "0x%llx", (unsigned long long)((Alloc *)self)->p);
+    return PyUnicode_FromFormat("<cuk.driver.DeviceAllocation %s, %zu bytes>", at, ((Alloc *)self)->n);
 }
 static PyMethodDef alloc_methods[] = {{"free", alloc_free, METH_NOARGS, "return the memory to the pool now"},
                                       {NULL, NULL, 0, NULL}};
@@ -1113,22 +1369,29 @@ static PyObject *s_gpudata;
 /* A device pointer from an int, an allocation, a DeviceArray, a GPUArray (.gpudata) or
    anything with __cuda_array_interface__. */
 static int devptr_of(PyObject *o, cuk_devptr *p) {
+    if (Py_IS_TYPE(o, DeviceArray_Type)) {
+        *p = DA(o)->dev;
+        return 0;
+    }
     if (PyLong_Check(o)) {
         *p = PyLong_AsUnsignedLongLong(o);
         return PyErr_Occurred() ? -1 : 0;
     }
     if (PyObject_TypeCheck(o, DeviceArray_Type)) {
-        *p = cuk_array_device_ptr(((DeviceArray *)o)->arr);
+        *p = DA(o)->dev;
         return 0;
     }
     if (PyObject_TypeCheck(o, Alloc_Type)) {
         *p = ((Alloc *)o)->p;
         return 0;
     }
-    if (PyObject_HasAttr(o, s_cai)) {
-        PyObject *cai = PyObject_GetAttr(o, s_cai);
-        PyObject *data = cai ? PyDict_GetItemString(cai, "data") : NULL;
-        if (!data || !PyTuple_Check(data)) {
+    PyObject *cai = PyObject_GetAttr(o, s_cai); /* once: it is often a property that builds a dict */
+    if (!cai) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+    } else {
+        PyObject *data = PyDict_Check(cai) ? PyDict_GetItemString(cai, "data") : NULL;
+        if (!data || !PyTuple_Check(data) || PyTuple_Size(data) < 1) {
             Py_XDECREF(cai);
             if (!PyErr_Occurred()) PyErr_SetString(ArgumentError, "malformed __cuda_array_interface__");
             return -1;
@@ -1345,7 +1608,28 @@ typedef struct {
     char *fmt;          /* prepared argument formats (struct-module letters) or NULL */
     int nfmt;
     PyObject *handlers; /* (In, Out, InOut) classes, from cuk.driver */
+    cuk_vectorcallfunc vectorcall; /* kernel_vectorcall */
+    /* The last block and grid objects and their values: launches in a loop pass the same
+       tuples, so they are parsed once (the references keep the objects, so the pointers
+       cannot be reused for others). */
+    PyObject *last_obj[2];
+    cuk_dim3 last_dim[2];
 } Kernel;
+static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+/* A new Kernel object for f of module mo. */
+static PyObject *kernel_make(PyTypeObject *tp, cuk_function *f, PyObject *mo) {
+    Kernel *k = (Kernel *)((allocfunc)PyType_GetSlot(tp, Py_tp_alloc))(tp, 0);
+    if (!k) return NULL;
+    k->f = f;
+    k->module = Py_NewRef(mo);
+    k->fmt = NULL;
+    k->nfmt = 0;
+    k->handlers = NULL;
+    k->vectorcall = kernel_vectorcall;
+    k->last_obj[0] = k->last_obj[1] = NULL;
+    return (PyObject *)k;
+}
 static PyTypeObject *Kernel_Type;
 static PyObject *arg_handler_types; /* tuple (In, Out, InOut), registered by cuk.driver */
 
@@ -1407,14 +1691,7 @@ static PyObject *module_get_function(PyObject *self, PyObject *arg) {
     if (!name) return NULL;
     cuk_function *f;
     CHECK(cuk_module_function(((Module *)self)->m, name, &f));
-    Kernel *k = PyObject_New(Kernel, Kernel_Type);
-    if (!k) return NULL;
-    k->f = f;
-    k->module = Py_NewRef(self);
-    k->fmt = NULL;
-    k->nfmt = 0;
-    k->handlers = NULL;
-    return (PyObject *)k;
+    return kernel_make(Kernel_Type, f, self);
 }
 
 /* get_global(name) -> (device pointer, bytes) */
@@ -1443,6 +1720,8 @@ static void kernel_dealloc(PyObject *self) {
     PyMem_Free(k->fmt);
     Py_XDECREF(k->module);
     Py_XDECREF(k->handlers);
+    Py_XDECREF(k->last_obj[0]);
+    Py_XDECREF(k->last_obj[1]);
     PyTypeObject *tp = Py_TYPE(self);
     ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
     Py_DECREF(tp);
@@ -1515,6 +1794,41 @@ static int stage_arg(Pack *p, PyObject *h, int which, cuk_devptr *out) {
     return 0;
 }
 
+/* How an unprepared launch passes an object, by its type (found once per type, so that
+   a NumPy scalar is not asked for attributes it lacks on every launch). */
+enum { LK_POINTER = 1, LK_HANDLER, LK_VALUE, LK_BAD };
+#define LAUNCH_CACHE 32
+static struct {
+    PyTypeObject *tp; /* a strong reference */
+    int kind;
+} launch_cache[LAUNCH_CACHE];
+static int nlaunch_cache;
+
+static int launch_kind(PyObject *o) {
+    PyTypeObject *tp = Py_TYPE(o);
+    if (tp == DeviceArray_Type) return LK_POINTER;
+    for (int i = 0; i < nlaunch_cache; i++)
+        if (launch_cache[i].tp == tp) return launch_cache[i].kind;
+    int kind, h = arg_handler_types ? PyObject_IsInstance(o, arg_handler_types) : 0;
+    if (h < 0) return -1;
+    if (h) kind = LK_HANDLER;
+    else if (PyObject_TypeCheck(o, DeviceArray_Type) || PyObject_TypeCheck(o, Alloc_Type) || PyObject_HasAttr(o, s_cai) ||
+             PyObject_HasAttr(o, s_gpudata))
+        kind = LK_POINTER;
+    else if (PyObject_CheckBuffer(o) && !PyLong_Check(o) && !PyFloat_Check(o))
+        kind = LK_VALUE;
+    else
+        kind = LK_BAD;
+    /* A type whose instances may or may not have the attributes (instance dicts) is
+       still decided per type: kernels take one kind of object per type in practice. */
+    if (nlaunch_cache < LAUNCH_CACHE) {
+        launch_cache[nlaunch_cache].tp = (PyTypeObject *)Py_NewRef((PyObject *)tp);
+        launch_cache[nlaunch_cache].kind = kind;
+        nlaunch_cache++;
+    }
+    return kind;
+}
+
 /* Packs one argument by PyCUDA's rules: NumPy scalars by value, device memory (allocations,
    arrays, __cuda_array_interface__, .gpudata) as pointers, In/Out/InOut staged. */
 static int pack_arg(Pack *p, int i, PyObject *o, char fmt) {
@@ -1565,34 +1879,47 @@ static int pack_arg(Pack *p, int i, PyObject *o, char fmt) {
         }
         return PyErr_Occurred() ? -1 : 0;
     }
-    if (arg_handler_types && PyObject_IsInstance(o, arg_handler_types) == 1) {
-        PyObject *w = PyObject_GetAttrString(o, "_which"); /* 0 In, 1 Out, 2 InOut */
-        if (!w) return -1;
-        int which = (int)PyLong_AsLong(w);
-        Py_DECREF(w);
-        cuk_devptr d;
-        if (stage_arg(p, o, which, &d) < 0) return -1;
-        memcpy(dst, &d, 8);
-        return 0;
-    }
-    if (PyObject_TypeCheck(o, DeviceArray_Type) || PyObject_TypeCheck(o, Alloc_Type) || PyObject_HasAttr(o, s_cai) ||
-        PyObject_HasAttr(o, s_gpudata)) {
+    int lk = launch_kind(o);
+    if (lk < 0) return -1;
+    if (lk == LK_POINTER) {
         cuk_devptr d;
         if (devptr_of(o, &d) < 0) return -1;
         memcpy(dst, &d, 8);
         return 0;
     }
-    if (PyObject_CheckBuffer(o) && !PyLong_Check(o) && !PyFloat_Check(o)) {
+    if (lk == LK_HANDLER) {
+        PyObject *w = PyObject_GetAttrString(o, "_which"); /* 0 In, 1 Out, 2 InOut */
+        if (!w) return -1;
+        int which = (int)PyLong_AsLong(w);
+        Py_DECREF(w);
+        if (!p->stage && !(p->stage = PyMem_Calloc((size_t)p->n, sizeof *p->stage))) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cuk_devptr d;
+        if (stage_arg(p, o, which, &d) < 0) return -1;
+        memcpy(dst, &d, 8);
+        return 0;
+    }
+    if (lk == LK_VALUE) {
         /* NumPy scalars (np.float32(2), np.int32(n)) and structs by value. */
         Py_buffer b;
         if (PyObject_GetBuffer(o, &b, PyBUF_SIMPLE) < 0) return -1;
         if (b.len <= 16) {
             memcpy(dst, b.buf, (size_t)b.len);
         } else {
-            if (p->nbig + (size_t)b.len + 16 > p->capbig) {
+            if (!p->big) {
                 /* Pointers into big must stay valid: size it once for everything. */
+                p->capbig = 4096;
+                if (!(p->big = PyMem_Malloc(p->capbig))) {
+                    PyBuffer_Release(&b);
+                    PyErr_NoMemory();
+                    return -1;
+                }
+            }
+            if (p->nbig + (size_t)b.len + 16 > p->capbig) {
                 PyBuffer_Release(&b);
-                PyErr_SetString(PyExc_ValueError, "kernel argument larger than 4 KiB");
+                PyErr_SetString(PyExc_ValueError, "kernel arguments passed by value larger than 4 KiB in all");
                 return -1;
             }
             size_t off = (p->nbig + 15) & ~(size_t)15;
@@ -1638,40 +1965,45 @@ static int dim3_arg(PyObject *o, cuk_dim3 *d, const char *what) {
     return 0;
 }
 
+/* dim3_arg through the kernel's one-entry cache (which = 0 block, 1 grid). */
+static int kdim3(Kernel *k, int which, PyObject *o, cuk_dim3 *d) {
+    if (o && o == k->last_obj[which]) {
+        *d = k->last_dim[which];
+        return 0;
+    }
+    if (dim3_arg(o, d, which ? "grid" : "block") < 0) return -1;
+    if (o && PyTuple_Check(o)) { /* immutable: safe to remember */
+        PyObject *old = k->last_obj[which];
+        k->last_obj[which] = Py_NewRef(o);
+        Py_XDECREF(old);
+        k->last_dim[which] = *d;
+    }
+    return 0;
+}
+
 /* The launch shared by __call__ and the prepared calls. Returns seconds if timed. */
-static PyObject *do_launch(Kernel *k, PyObject *args, Py_ssize_t first, cuk_dim3 grid, cuk_dim3 block, cuk_stream *s,
-                           unsigned shared, bool timed) {
-    Py_ssize_t n = PyTuple_Size(args) - first;
-    if (k->fmt && n != k->nfmt)
+static PyObject *do_launch(Kernel *k, const char *fmt, PyObject *const *argv, Py_ssize_t n, cuk_dim3 grid, cuk_dim3 block,
+                           cuk_stream *s, unsigned shared, bool timed) {
+    if (fmt && n != k->nfmt)
         return PyErr_Format(PyExc_TypeError, "prepared call: %d arguments were prepared, %zd given", k->nfmt, n);
-    Pack p = {0};
+    Pack p;
     p.n = (int)n;
     p.vals = n <= 16 ? p.vstack : PyMem_Calloc((size_t)n, sizeof(Slot16));
     p.ptrs = n <= 16 ? p.pstack : PyMem_Calloc((size_t)n, sizeof(void *));
+    p.big = NULL; /* both made on first need */
+    p.nbig = p.capbig = 0;
     p.stage = NULL;
-    if (!p.vals || !p.ptrs) return PyErr_NoMemory();
+    p.nstage = 0;
+    if (!p.vals || !p.ptrs) {
+        if (p.vals != p.vstack) PyMem_Free(p.vals);
+        if (p.ptrs != p.pstack) PyMem_Free((void *)p.ptrs);
+        return PyErr_NoMemory();
+    }
     PyObject *r = NULL;
     bool launched = false;
     cuk_event *e0 = NULL, *e1 = NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *o = PyTuple_GetItem(args, first + i);
-        if (!k->fmt && !p.stage && arg_handler_types && PyObject_IsInstance(o, arg_handler_types) == 1) {
-            p.stage = PyMem_Calloc((size_t)n, sizeof *p.stage);
-            if (!p.stage) {
-                PyErr_NoMemory();
-                goto out;
-            }
-        }
-        if (!p.big && PyObject_CheckBuffer(o) && !PyObject_TypeCheck(o, DeviceArray_Type)) {
-            p.capbig = 4096;
-            p.big = PyMem_Malloc(p.capbig);
-            if (!p.big) {
-                PyErr_NoMemory();
-                goto out;
-            }
-        }
-        if (pack_arg(&p, (int)i, o, k->fmt ? k->fmt[i] : 0) < 0) goto out;
-    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (pack_arg(&p, (int)i, argv[i], fmt ? fmt[i] : 0) < 0) goto out;
     cuk_status st;
     if (timed) {
         if ((st = cuk_event_create(&e0)) || (st = cuk_event_create(&e1)) || (st = cuk_event_record(e0, s))) {
@@ -1717,38 +2049,107 @@ out:
 
 static PyObject *s_block, *s_grid, *s_stream, *s_shared, *s_time_kernel, *s_texrefs;
 
-/* f(*args, block=(x,y,z), grid=(x,y), stream=None, shared=0, time_kernel=False) */
-static PyObject *kernel_call(PyObject *self, PyObject *args, PyObject *kw) {
-    Kernel *k = (Kernel *)self;
-    PyObject *bo = NULL, *go = NULL, *so = NULL, *sho = NULL, *to = NULL;
-    if (kw) {
-        bo = PyDict_GetItem(kw, s_block);
-        go = PyDict_GetItem(kw, s_grid);
-        so = PyDict_GetItem(kw, s_stream);
-        sho = PyDict_GetItem(kw, s_shared);
-        to = PyDict_GetItem(kw, s_time_kernel);
-        Py_ssize_t known = (bo != NULL) + (go != NULL) + (so != NULL) + (sho != NULL) + (to != NULL) +
-                           (PyDict_GetItem(kw, s_texrefs) != NULL);
-        if (known != PyDict_Size(kw)) {
-            PyErr_SetString(PyExc_TypeError, "unknown keyword argument: a launch takes block, grid, stream, shared, texrefs, time_kernel");
-            return NULL;
-        }
-    }
-    if (!bo) {
+/* Which launch keyword a name is: 0 block, 1 grid, 2 stream, 3 shared, 4 time_kernel,
+   5 texrefs, -1 none. Names at call sites are interned, so pointers nearly always decide. */
+static int launch_keyword(PyObject *key) {
+    PyObject *names[6] = {s_block, s_grid, s_stream, s_shared, s_time_kernel, s_texrefs};
+    for (int j = 0; j < 6; j++)
+        if (key == names[j]) return j;
+    for (int j = 0; j < 6; j++)
+        if (PyUnicode_Check(key) && PyUnicode_Compare(key, names[j]) == 0) return j;
+    return -1;
+}
+
+/* A PyCUDA-style launch: kw[] holds block, grid, stream, shared, time_kernel (or NULL). */
+static PyObject *kernel_launch(Kernel *k, PyObject *const *argv, Py_ssize_t n, PyObject *const *kw) {
+    if (!kw[0]) {
         PyErr_SetString(PyExc_ValueError, "must specify block size");
         return NULL;
     }
     cuk_dim3 grid, block;
     cuk_stream *s;
-    if (dim3_arg(bo, &block, "block") < 0 || dim3_arg(go, &grid, "grid") < 0 || stream_of(so, &s) < 0) return NULL;
-    unsigned shared = sho ? (unsigned)PyLong_AsUnsignedLong(sho) : 0;
+    if (kdim3(k, 0, kw[0], &block) < 0 || kdim3(k, 1, kw[1], &grid) < 0 || stream_of(kw[2], &s) < 0) return NULL;
+    unsigned shared = kw[3] ? (unsigned)PyLong_AsUnsignedLong(kw[3]) : 0;
     if (PyErr_Occurred()) return NULL;
-    int timed = to ? PyObject_IsTrue(to) : 0;
-    char *saved = k->fmt;
-    k->fmt = NULL; /* __call__ infers types even on a prepared function */
-    PyObject *r = do_launch(k, args, 0, grid, block, s, shared, timed > 0);
-    k->fmt = saved;
+    int timed = kw[4] ? PyObject_IsTrue(kw[4]) : 0;
+    if (timed < 0) return NULL;
+    /* __call__ infers types even on a prepared function: no format */
+    return do_launch(k, NULL, argv, n, grid, block, s, shared, timed > 0);
+}
+
+static PyObject *bad_launch_keyword(void) {
+    PyErr_SetString(PyExc_TypeError, "unknown keyword argument: a launch takes block, grid, stream, shared, texrefs, time_kernel");
+    return NULL;
+}
+
+/* f(*args, block=(x,y,z), grid=(x,y), stream=None, shared=0, time_kernel=False), called
+   without tuples or dicts. */
+static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t n = (Py_ssize_t)(nargsf & ~CUK_VECTORCALL_ARGUMENTS_OFFSET);
+    PyObject *kw[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        int w = launch_keyword(PyTuple_GetItem(kwnames, j));
+        if (w < 0) return bad_launch_keyword();
+        kw[w] = args[n + j];
+    }
+    return kernel_launch((Kernel *)self, args, n, kw);
+}
+
+/* tp_call: the same for callers without vectorcall (and Python subclasses). */
+static PyObject *kernel_call(PyObject *self, PyObject *args, PyObject *kwd) {
+    PyObject *kw[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    if (kwd) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *val;
+        while (PyDict_Next(kwd, &pos, &key, &val)) {
+            int w = launch_keyword(key);
+            if (w < 0) return bad_launch_keyword();
+            kw[w] = val;
+        }
+    }
+    Py_ssize_t n = PyTuple_Size(args);
+    PyObject *stack[16], **argv = n <= 16 ? stack : PyMem_Malloc(sizeof *argv * (size_t)n);
+    if (!argv) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) argv[i] = PyTuple_GetItem(args, i);
+    PyObject *r = kernel_launch((Kernel *)self, argv, n, kw);
+    if (argv != stack) PyMem_Free(argv);
     return r;
+}
+
+/* The prepared calls, PyCUDA's signatures, called without building tuples or dicts:
+   prepared_call(grid, block, *args, shared_size=0)
+   prepared_async_call(grid, block, stream, *args, shared_size=0) */
+static PyObject *prepared(Kernel *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int fixed, bool timed) {
+    if (!k->fmt) return PyErr_Format(LogicError, "call prepare() before a prepared call");
+    if (nargs < fixed)
+        return PyErr_Format(PyExc_TypeError, "a prepared call takes grid, block%s and the kernel's arguments",
+                            fixed == 3 ? ", stream" : "");
+    unsigned shared = 0;
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *key = PyTuple_GetItem(kwnames, j);
+        if (PyUnicode_CompareWithASCIIString(key, "shared_size") != 0)
+            return PyErr_Format(PyExc_TypeError, "a prepared call takes no keyword argument '%U'", key);
+        shared = (unsigned)PyLong_AsUnsignedLong(args[nargs + j]);
+        if (PyErr_Occurred()) return NULL;
+    }
+    cuk_dim3 grid, block;
+    cuk_stream *s = NULL;
+    if (kdim3(k, 1, args[0], &grid) < 0 || kdim3(k, 0, args[1], &block) < 0 ||
+        (fixed == 3 && stream_of(args[2], &s) < 0))
+        return NULL;
+    return do_launch(k, k->fmt, args + fixed, nargs - fixed, grid, block, s, shared, timed);
+}
+static PyObject *kernel_prepared_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    return prepared((Kernel *)self, args, nargs, kwnames, 2, false);
+}
+static PyObject *kernel_prepared_async_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    return prepared((Kernel *)self, args, nargs, kwnames, 3, false);
+}
+/* _prepared_timed(grid, block, *args, shared_size=0): seconds */
+static PyObject *kernel_prepared_timed(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    return prepared((Kernel *)self, args, nargs, kwnames, 2, true);
 }
 
 /* _prepare(format): the argument formats, struct-module letters ('P' pointer, 'i', 'f', ...). */
@@ -1769,22 +2170,6 @@ static PyObject *kernel_prepare(PyObject *self, PyObject *arg) {
     return Py_NewRef(self);
 }
 
-/* _prepared(grid, block, stream, shared, timed, *args) */
-static PyObject *kernel_prepared(PyObject *self, PyObject *args) {
-    Kernel *k = (Kernel *)self;
-    if (!k->fmt) return PyErr_Format(LogicError, "call prepare() before a prepared call");
-    if (PyTuple_Size(args) < 5) return PyErr_Format(PyExc_TypeError, "_prepared needs grid, block, stream, shared, timed");
-    cuk_dim3 grid, block;
-    cuk_stream *s;
-    if (dim3_arg(PyTuple_GetItem(args, 0), &grid, "grid") < 0 || dim3_arg(PyTuple_GetItem(args, 1), &block, "block") < 0 ||
-        stream_of(PyTuple_GetItem(args, 2), &s) < 0)
-        return NULL;
-    unsigned shared = (unsigned)PyLong_AsUnsignedLong(PyTuple_GetItem(args, 3));
-    int timed = PyObject_IsTrue(PyTuple_GetItem(args, 4));
-    if (PyErr_Occurred()) return NULL;
-    return do_launch(k, args, 5, grid, block, s, shared, timed > 0);
-}
-
 static PyObject *kernel_attrs(PyObject *self, PyObject *u) {
     (void)u;
     cuk_function_info fi;
@@ -1802,26 +2187,101 @@ static PyObject *kernel_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     if (!PyObject_TypeCheck(mo, Module_Type)) return PyErr_Format(PyExc_TypeError, "Kernel needs a compiled module");
     cuk_function *f;
     CHECK(cuk_module_function(((Module *)mo)->m, name, &f));
-    Kernel *k = (Kernel *)((allocfunc)PyType_GetSlot(tp, Py_tp_alloc))(tp, 0);
-    if (!k) return NULL;
-    k->f = f;
-    k->module = Py_NewRef(mo);
-    k->fmt = NULL;
-    k->nfmt = 0;
-    k->handlers = NULL;
-    return (PyObject *)k;
+    return kernel_make(tp, f, mo);
 }
 
+#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+/* prepare(arg_types, block=None, shared=None, texrefs=()): arg_types is a struct-module
+   format ("PiP") or a list of NumPy types (cuk.driver._format_of turns it into one). */
+static PyObject *kernel_prepare_api(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwl[] = {"arg_types", "block", "shared", "texrefs", NULL};
+    PyObject *at, *block = NULL, *shared = NULL, *tex = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO", kwl, &at, &block, &shared, &tex)) return NULL;
+    PyObject *fmt = NULL;
+    if (PyUnicode_Check(at)) {
+        fmt = Py_NewRef(at);
+    } else {
+        PyObject *mod = PyImport_ImportModule("cuk.driver");
+        PyObject *fn = mod ? PyObject_GetAttrString(mod, "_format_of") : NULL;
+        fmt = fn ? PyObject_CallFunctionObjArgs(fn, at, NULL) : NULL;
+        Py_XDECREF(fn);
+        Py_XDECREF(mod);
+    }
+    if (!fmt) return NULL;
+    PyObject *r = kernel_prepare(self, fmt);
+    Py_DECREF(fmt);
+    return r;
+}
+/* prepared_timed_call(grid, block, *args, shared_size=0): as PyCUDA, a callable that
+   gives the kernel's run time in seconds. */
+static PyObject *kernel_prepared_timed_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *t = prepared((Kernel *)self, args, nargs, kwnames, 2, true);
+    if (!t) return NULL;
+    PyObject *r = PyObject_GetAttrString(t, "__float__"); /* called, it returns t */
+    Py_DECREF(t);
+    return r;
+}
+static PyObject *kernel_get_attribute(PyObject *self, PyObject *attr) {
+    PyObject *d = kernel_attrs(self, NULL);
+    if (!d) return NULL;
+    PyObject *r = PyObject_GetItem(d, attr);
+    Py_DECREF(d);
+    return r;
+}
+static PyObject *kernel_attr_get(PyObject *self, void *name) {
+    PyObject *d = kernel_attrs(self, NULL);
+    if (!d) return NULL;
+    PyObject *r = PyDict_GetItemString(d, (const char *)name);
+    Py_XINCREF(r);
+    Py_DECREF(d);
+    if (!r && !PyErr_Occurred()) PyErr_SetString(PyExc_AttributeError, (const char *)name);
+    return r;
+}
+static PyObject *kernel_zero(PyObject *self, void *c) {
+    (void)self;
+    (void)c;
+    return PyLong_FromLong(0);
+}
+static PyObject *kernel_noop(PyObject *self, PyObject *arg) {
+    (void)self;
+    (void)arg;
+    Py_RETURN_NONE;
+}
+static PyGetSetDef kernel_getset[] = {
+    {"num_regs", kernel_attr_get, NULL, "registers per thread", "num_regs"},
+    {"shared_size_bytes", kernel_attr_get, NULL, "static shared memory", "shared_size_bytes"},
+    {"max_threads_per_block", kernel_attr_get, NULL, NULL, "max_threads_per_block"},
+    {"local_size_bytes", kernel_zero, NULL, NULL, NULL},
+    {"const_size_bytes", kernel_zero, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+static PyMemberDef kernel_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Kernel, vectorcall), READONLY, NULL}, {NULL, 0, 0, 0, NULL}};
+
 static PyMethodDef kernel_methods[] = {{"_prepare", kernel_prepare, METH_O, NULL},
-                                       {"_prepared", kernel_prepared, METH_VARARGS, NULL},
+                                       {"prepare", (PyCFunction)(void (*)(void))kernel_prepare_api, METH_VARARGS | METH_KEYWORDS,
+                                        "prepare(arg_types, block=None, shared=None, texrefs=())"},
+                                       {"prepared_timed_call", FASTKW(kernel_prepared_timed_call),
+                                        "prepared_timed_call(grid, block, *args, shared_size=0) -> callable giving seconds"},
+                                       {"get_attribute", kernel_get_attribute, METH_O, NULL},
+                                       {"set_cache_config", kernel_noop, METH_O, "accepted; the driver decides"},
+                                       {"set_shared_size", kernel_noop, METH_O, "accepted; the driver decides"},
+                                       {"prepared_call", FASTKW(kernel_prepared_call), "prepared_call(grid, block, *args, shared_size=0)"},
+                                       {"prepared_async_call", FASTKW(kernel_prepared_async_call),
+                                        "prepared_async_call(grid, block, stream, *args, shared_size=0)"},
+                                       {"_prepared_timed", FASTKW(kernel_prepared_timed), NULL},
                                        {"_attributes", kernel_attrs, METH_NOARGS, NULL},
                                        {NULL, NULL, 0, NULL}};
 static PyType_Slot kernel_slots[] = {{Py_tp_dealloc, kernel_dealloc},
                                      {Py_tp_new, kernel_new},
                                      {Py_tp_call, kernel_call},
                                      {Py_tp_methods, kernel_methods},
+                                     {Py_tp_getset, kernel_getset},
+                                     {Py_tp_members, kernel_members},
+                                     {Py_tp_doc, "A kernel of a SourceModule. Call it with block=, grid=, stream=, shared= "
+                                                 "(and time_kernel=True for its run time in seconds), or prepare it."},
                                      {0, 0}};
-static PyType_Spec kernel_spec = {"cuk._cuk.Kernel", sizeof(Kernel), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, kernel_slots};
+static PyType_Spec kernel_spec = {"cuk.driver.Function", sizeof(Kernel), 0,
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_VECTORCALL, kernel_slots};
 
 /* ---- driver-level functions ------------------------------------------------------------------ */
 
@@ -2017,8 +2477,14 @@ static PyObject *py_cache_stats(PyObject *m, PyObject *u) {
 
 static PyObject *py_set_hooks(PyObject *m, PyObject *args) {
     (void)m;
-    PyObject *conv, *handlers;
-    if (!PyArg_ParseTuple(args, "OO", &conv, &handlers)) return NULL;
+    PyObject *conv, *handlers, *maker = NULL;
+    if (!PyArg_ParseTuple(args, "OO|O", &conv, &handlers, &maker)) return NULL;
+    if (maker) {
+        Py_XDECREF(maker_lookup);
+        maker_lookup = Py_NewRef(maker);
+        Py_XDECREF(maker_cache);
+        if (!(maker_cache = PyDict_New())) return NULL;
+    }
     Py_XDECREF(foreign_hook);
     foreign_hook = Py_NewRef(conv);
     Py_XDECREF(arg_handler_types);

@@ -137,6 +137,29 @@ cuk_status cuk_fn_result(const cuk_fn *f, int *has_result, cuk_dtype *dt, int *r
    else on the host. Arguments are only read. print() inside the function writes to
    stdout. Several threads may call functions of one program at once. */
 cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result);
+/* A borrowed description of an argument or a result for cuk_fn_call_views: dtype, rank,
+   shape and where the elements are. The view owns nothing. For a rank-0 value on the
+   host, data points at the value (a float for CUK_F32, ...). */
+typedef struct cuk_view {
+    cuk_dtype dtype;
+    int rank;
+    cuk_place place;
+    int64_t shape[CUK_MAX_RANK]; /* rank entries are used */
+    void *data;                  /* CUK_ON_HOST: the elements, C order */
+    cuk_devptr dev;              /* CUK_ON_DEVICE: the elements, C order (0 if there are none) */
+} cuk_view;
+
+/* The view of an array (valid while a lives and is not changed). */
+void cuk_array_view(const cuk_array *a, cuk_view *v);
+
+/* cuk_fn_call for callers that keep their own array objects (the Python extension):
+   the same checks, errors and semantics, but the arguments are views and nothing is
+   allocated for them. On success, a result on the device comes back in *dev_result (a
+   view of a new pool block the caller owns: cuk_mem_free it after its last use is
+   queued; dev 0 for an empty array), else dev_result->rank is -1 and *host_result is a
+   host array (as from cuk_fn_call; NULL when the function returns nothing). */
+cuk_status cuk_fn_call_views(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dev_result,
+                             cuk_array **host_result);
 /* cuk_program_function + cuk_fn_call. */
 cuk_status cuk_program_call(cuk_program *p, const char *name, cuk_array *const *args, int nargs,
                             cuk_array **result);

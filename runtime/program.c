@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -339,12 +340,19 @@ cuk_devptr cuk_array_device_ptr(const cuk_array *a) { return a->place == CUK_ON_
 
 /* ---- programs ------------------------------------------------------------------------------ */
 
+typedef int DimIds[CUK_MAX_RANK];
+
 struct cuk_fn_s {
     cuk_program *prog;
     Fn *fn;
     const Node *decl; /* the declaration in the user's AST (NULL for stdlib functions) */
     int nparams;
     cuk_param_info *params;
+    /* Size variables numbered once, so that calls check shapes by index: dimid[i][k]
+       is the variable of parameter i's axis k, -1 for a literal size. */
+    DimIds *dimid;
+    int ndims;
+    int *dimfrom; /* per variable: the first parameter that names it */
 };
 
 struct cuk_program_s {
@@ -444,6 +452,25 @@ static cuk_fn *wrap_fn(cuk_program *p, Fn *fn, const Node *decl) {
             if (d && d->kind == N_INT) pi->sizes[k] = d->ival;
             else if (d && d->kind == N_IDENT) pi->dims[k] = d->name;
             else pi->dims[k] = arena_printf(&p->arena, "%s.shape[%d]", pi->name, k); /* unconstrained */
+        }
+    }
+    f->dimid = NEWN(&p->arena, DimIds, fn->nparams ? fn->nparams : 1);
+    f->dimfrom = NEWN(&p->arena, int, (size_t)fn->nparams * CUK_MAX_RANK + 1);
+    for (int i = 0; i < fn->nparams; i++) {
+        const cuk_param_info *pi = &f->params[i];
+        for (int k = 0; k < pi->rank; k++) {
+            int id = -1;
+            if (pi->dims[k]) {
+                /* look the name up among the variables numbered so far */
+                for (int j = 0; j <= i && id < 0; j++)
+                    for (int q = 0; q < (j == i ? k : f->params[j].rank) && id < 0; q++)
+                        if (f->params[j].dims[q] && strcmp(f->params[j].dims[q], pi->dims[k]) == 0) id = f->dimid[j][q];
+                if (id < 0) {
+                    id = f->ndims++;
+                    f->dimfrom[id] = i;
+                }
+            }
+            f->dimid[i][k] = id;
         }
     }
     return f;
@@ -574,69 +601,79 @@ cuk_status cuk_fn_result(const cuk_fn *f, int *has_result, cuk_dtype *dt, int *r
 }
 
 /* NumPy's spelling of a shape: (), (5,), (2, 3). */
-static const char *shape_str(char *buf, size_t n, const cuk_array *a) {
+static const char *shape_str(char *buf, size_t n, int rank, const int64_t *shape) {
     size_t k = (size_t)snprintf(buf, n, "(");
-    for (int i = 0; i < a->rank && k < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)a->shape[i]);
-    if (k < n) snprintf(buf + k, n - k, "%s)", a->rank == 1 ? "," : "");
+    for (int i = 0; i < rank && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < n) snprintf(buf + k, n - k, "%s)", rank == 1 ? "," : "");
     return buf;
 }
 
+void cuk_array_view(const cuk_array *a, cuk_view *v) {
+    v->dtype = a->dt;
+    v->rank = a->rank;
+    v->place = a->place;
+    for (int k = 0; k < a->rank; k++) v->shape[k] = a->shape[k];
+    v->data = a->place == CUK_ON_HOST ? a->arr->data : NULL;
+    v->dev = a->place == CUK_ON_DEVICE ? a->dev : 0;
+}
+
 /* Checks the arguments against the parameters: count, dtype, rank, and that every use
-   of a size variable (or literal size) agrees. */
-static cuk_status check_args(const cuk_fn *f, cuk_array *const *args, int nargs) {
+   of a size variable (or literal size) agrees. Size variables were numbered when the
+   function was wrapped, so this is integer work only (it runs on every call). */
+static cuk_status check_views(const cuk_fn *f, const cuk_view *const *args, int nargs) {
     const char *fname = f->fn->name;
     if (nargs != f->nparams)
         return err_set(CUK_ERR_INVALID, "%s() takes %d argument%s but %d %s given", fname, f->nparams,
                        f->nparams == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
-    /* size variables bound so far: name, value, and the parameter that bound it */
-    const char *vname[64];
-    int64_t vval[64];
-    int vfrom[64];
-    int nv = 0;
+    int64_t vstack[64], *vval = f->ndims <= 64 ? vstack : malloc(sizeof(int64_t) * (size_t)f->ndims);
+    if (!vval) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (int j = 0; j < f->ndims; j++) vval[j] = -1;
+    cuk_status s = CUK_OK;
     char sh[128];
-    for (int i = 0; i < nargs; i++) {
+    for (int i = 0; i < nargs && !s; i++) {
         const cuk_param_info *pi = &f->params[i];
-        const cuk_array *a = args[i];
-        if (!a) return err_set(CUK_ERR_INVALID, "%s(): argument '%s' is NULL", fname, pi->name);
-        if (a->dt != pi->dtype || a->rank != pi->rank) {
+        const cuk_view *a = args[i];
+        if (!a) {
+            s = err_set(CUK_ERR_INVALID, "%s(): argument '%s' is NULL", fname, pi->name);
+            break;
+        }
+        if (a->dtype != pi->dtype || a->rank != pi->rank) {
             char want[64];
             if (pi->rank) snprintf(want, sizeof want, "a %d-D %s array", pi->rank, dtype_info[pi->dtype].name);
             else snprintf(want, sizeof want, "a %s scalar", dtype_info[pi->dtype].name);
+            const char *got = (unsigned)a->dtype < CUK_DTYPE_COUNT ? dtype_info[a->dtype].name : "?";
             if (a->rank)
-                return err_set(CUK_ERR_INVALID, "%s(): parameter '%s' is %s, but the argument is a %d-D %s array of shape %s",
-                               fname, pi->name, want, a->rank, dtype_info[a->dt].name, shape_str(sh, sizeof sh, a));
-            return err_set(CUK_ERR_INVALID, "%s(): parameter '%s' is %s, but the argument is a %s scalar", fname, pi->name,
-                           want, dtype_info[a->dt].name);
+                s = err_set(CUK_ERR_INVALID, "%s(): parameter '%s' is %s, but the argument is a %d-D %s array of shape %s",
+                            fname, pi->name, want, a->rank, got, shape_str(sh, sizeof sh, a->rank, a->shape));
+            else
+                s = err_set(CUK_ERR_INVALID, "%s(): parameter '%s' is %s, but the argument is a %s scalar", fname,
+                            pi->name, want, got);
+            break;
         }
-        for (int k = 0; k < pi->rank; k++) {
-            if (!pi->dims[k]) {
+        for (int k = 0; k < pi->rank && !s; k++) {
+            int id = f->dimid[i][k];
+            if (id < 0) {
                 if (a->shape[k] != pi->sizes[k])
-                    return err_set(CUK_ERR_INVALID, "%s(): parameter '%s' needs size %lld on axis %d, but the argument has shape %s",
-                                   fname, pi->name, (long long)pi->sizes[k], k, shape_str(sh, sizeof sh, a));
-                continue;
-            }
-            int j = 0;
-            while (j < nv && strcmp(vname[j], pi->dims[k]) != 0) j++;
-            if (j == nv) {
-                if (nv < 64) {
-                    vname[nv] = pi->dims[k];
-                    vval[nv] = a->shape[k];
-                    vfrom[nv] = i;
-                    nv++;
-                }
-            } else if (vval[j] != a->shape[k]) {
-                if (vfrom[j] == i)
-                    return err_set(CUK_ERR_INVALID, "%s(): parameter '%s' has shape %s, but its axes named '%s' must agree",
-                                   fname, pi->name, shape_str(sh, sizeof sh, a), pi->dims[k]);
-                return err_set(CUK_ERR_INVALID,
-                               "%s(): parameter '%s' has shape %s, so size '%s' is %lld there, but it is %lld from parameter '%s'",
-                               fname, pi->name, shape_str(sh, sizeof sh, a), pi->dims[k], (long long)a->shape[k],
-                               (long long)vval[j], f->params[vfrom[j]].name);
+                    s = err_set(CUK_ERR_INVALID, "%s(): parameter '%s' needs size %lld on axis %d, but the argument has shape %s",
+                                fname, pi->name, (long long)pi->sizes[k], k, shape_str(sh, sizeof sh, a->rank, a->shape));
+            } else if (vval[id] < 0) {
+                vval[id] = a->shape[k];
+            } else if (vval[id] != a->shape[k]) {
+                int from = f->dimfrom[id];
+                if (from == i)
+                    s = err_set(CUK_ERR_INVALID, "%s(): parameter '%s' has shape %s, but its axes named '%s' must agree",
+                                fname, pi->name, shape_str(sh, sizeof sh, a->rank, a->shape), pi->dims[k]);
+                else
+                    s = err_set(CUK_ERR_INVALID,
+                                "%s(): parameter '%s' has shape %s, so size '%s' is %lld there, but it is %lld from parameter '%s'",
+                                fname, pi->name, shape_str(sh, sizeof sh, a->rank, a->shape), pi->dims[k],
+                                (long long)a->shape[k], (long long)vval[id], f->params[from].name);
             }
         }
     }
-    return CUK_OK;
+    if (vval != vstack) free(vval);
+    return s;
 }
 
 /* Reports a run-time error with its location, like cukc does. */
@@ -653,10 +690,30 @@ static cuk_status run_error(const RtErr *e) {
     return s;
 }
 
+/* print() in a function writes to C's stdout, which Python (and other callers) do not
+   share a buffer with: flush what is pending before and after a call, so that output
+   keeps its order. Checking first keeps calls without output off stdout's lock. */
+static void flush_stdout(void) {
+    if (__fpending(stdout)) fflush(stdout);
+}
+
+/* A scalar's bytes, as many as its dtype has. */
+typedef union ScalarBytes {
+    uint8_t b;
+    int32_t i32;
+    int64_t i64;
+    uint32_t u32;
+    uint64_t u64;
+    float f32;
+    double f64;
+} ScalarBytes;
+
 /* The GPU backend's session: device arrays go in as they are, host arrays are uploaded
-   for the call, a scalar is passed by value; the result stays on the device if any
-   argument was there. */
-static cuk_status session_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
+   for the call, a scalar is passed by value. A result stays on the device (a view in
+   *dres whose pool block the caller owns) if any argument was there, else it comes to
+   the host (*hres). This is the per-call path of compiled functions: no host memory is
+   allocated here for up to 16 arguments. */
+static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, cuk_array **hres) {
     GpuVal stack[16], *gv = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *gv);
     cuk_devptr tstack[16], *tmp = nargs <= 16 ? tstack : calloc((size_t)nargs, sizeof *tmp);
     if (!gv || !tmp) {
@@ -668,27 +725,20 @@ static cuk_status session_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
     bool on_device = false;
     for (int i = 0; i < nargs; i++) tmp[i] = 0;
     for (int i = 0; i < nargs && !s; i++) {
-        const cuk_array *a = args[i];
+        const cuk_view *a = args[i];
         GpuVal *g = &gv[i];
-        memset(g, 0, sizeof *g);
-        g->dt = (DType)a->dt;
+        g->dt = (DType)a->dtype;
         g->rank = a->rank;
-        for (int k = 0; k < a->rank; k++) g->shape[k] = a->shape[k];
         g->borrowed = true;
+        if (a->rank == 0) memset(g->shape, 0, sizeof g->shape);
+        g->p = 0;
+        g->s.u = 0;
         if (a->rank == 0) {
-            union {
-                uint8_t b;
-                int32_t i32;
-                int64_t i64;
-                uint32_t u32;
-                uint64_t u64;
-                float f32;
-                double f64;
-            } v = {0};
-            if (a->place == CUK_ON_DEVICE) s = cuk_memcpy_dtoh(&v, a->dev, cuk_dtype_size(a->dt)), on_device = true;
-            else memcpy(&v, a->arr->data, cuk_dtype_size(a->dt));
+            ScalarBytes v = {0};
+            if (a->place == CUK_ON_DEVICE) s = cuk_memcpy_dtoh(&v, a->dev, cuk_dtype_size(a->dtype)), on_device = true;
+            else memcpy(&v, a->data, cuk_dtype_size(a->dtype));
             /* widen to Scalar's representation: i for bool and signed, u, f for floats */
-            switch (a->dt) {
+            switch (a->dtype) {
             case CUK_BOOL: g->s.i = v.b != 0; break;
             case CUK_I32: g->s.i = v.i32; break;
             case CUK_I64: g->s.i = v.i64; break;
@@ -697,24 +747,31 @@ static cuk_status session_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
             case CUK_F32: g->s.f = v.f32; break;
             case CUK_F64: g->s.f = v.f64; break;
             }
-        } else if (a->place == CUK_ON_DEVICE) {
+            continue;
+        }
+        int64_t n = 1;
+        for (int k = 0; k < CUK_MAX_RANK; k++) g->shape[k] = k < a->rank ? a->shape[k] : 0;
+        for (int k = 0; k < a->rank; k++) n *= a->shape[k];
+        if (a->place == CUK_ON_DEVICE) {
             on_device = true;
             g->p = a->dev;
-        } else if (cuk_array_nbytes(a)) {
-            if (!(s = cuk_mem_alloc(&tmp[i], cuk_array_nbytes(a))))
-                s = cuk_memcpy_htod(tmp[i], a->arr->data, cuk_array_nbytes(a));
+        } else if (n) {
+            size_t nb = (size_t)n * cuk_dtype_size(a->dtype);
+            if (!(s = cuk_mem_alloc(&tmp[i], nb))) s = cuk_memcpy_htod(tmp[i], a->data, nb);
             g->p = tmp[i];
             g->borrowed = false;
         }
     }
     GpuVal r;
-    memset(&r, 0, sizeof r);
     r.dt = DT_VOID;
     if (!s) {
-        RtErr err = {0};
-        fflush(stdout);
+        RtErr err; /* not = {0}: that clears its 1 KiB message buffer on every call */
+        err.set = false;
+        err.loc = (Loc){0};
+        err.msg[0] = 0;
+        flush_stdout();
         bool ok = gpu_call(f->prog->session, f->fn, gv, &r, stdout, &err);
-        fflush(stdout);
+        flush_stdout();
         if (!ok) s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
     }
     /* Uploaded inputs go back to the pool; their last use is queued on the default
@@ -724,18 +781,9 @@ static cuk_status session_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
     if (gv != stack) free(gv);
     if (tmp != tstack) free(tmp);
     if (s || r.dt == DT_VOID) return s;
-    cuk_array *out;
     if (r.rank == 0) {
         /* a scalar result comes back on the host; on the device if inputs were there */
-        union {
-            uint8_t b;
-            int32_t i32;
-            int64_t i64;
-            uint32_t u32;
-            uint64_t u64;
-            float f32;
-            double f64;
-        } v;
+        ScalarBytes v;
         switch ((cuk_dtype)r.dt) {
         case CUK_BOOL: v.b = r.s.i != 0; break;
         case CUK_I32: v.i32 = (int32_t)r.s.i; break;
@@ -745,40 +793,47 @@ static cuk_status session_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
         case CUK_F32: v.f32 = (float)r.s.f; break;
         case CUK_F64: v.f64 = r.s.f; break;
         }
-        s = cuk_array_from_host(&out, (cuk_dtype)r.dt, 0, NULL, &v, on_device ? CUK_ON_DEVICE : CUK_ON_HOST);
-    } else if (on_device) {
-        s = array_head(&out, (cuk_dtype)r.dt, r.rank, r.shape);
-        if (s) cuk_mem_free(r.p);
-        else {
-            out->place = CUK_ON_DEVICE;
-            out->dev = r.p;
-            out->owns_dev = r.p != 0;
+        if (!on_device) return cuk_array_from_host(hres, (cuk_dtype)r.dt, 0, NULL, &v, CUK_ON_HOST);
+        cuk_devptr p;
+        size_t nb = cuk_dtype_size((cuk_dtype)r.dt);
+        if ((s = cuk_mem_alloc(&p, nb))) return s;
+        if ((s = cuk_memcpy_htod(p, &v, nb))) {
+            cuk_mem_free(p);
+            return s;
         }
-    } else {
-        s = array_head(&out, (cuk_dtype)r.dt, r.rank, r.shape);
-        if (!s) s = host_storage(out);
-        if (!s && cuk_array_nbytes(out)) s = cuk_memcpy_dtoh(out->arr->data, r.p, cuk_array_nbytes(out));
-        if (r.p) cuk_mem_free(r.p);
-        if (s && out) {
-            cuk_array_free(out);
-            out = NULL;
-        }
+        dres->dtype = (cuk_dtype)r.dt;
+        dres->rank = 0;
+        dres->place = CUK_ON_DEVICE;
+        dres->data = NULL;
+        dres->dev = p;
+        return CUK_OK;
     }
-    if (s) return s;
-    if (result) *result = out;
-    else cuk_array_free(out);
+    if (on_device) {
+        dres->dtype = (cuk_dtype)r.dt;
+        dres->rank = r.rank;
+        dres->place = CUK_ON_DEVICE;
+        for (int k = 0; k < r.rank; k++) dres->shape[k] = r.shape[k];
+        dres->data = NULL;
+        dres->dev = r.p;
+        return CUK_OK;
+    }
+    cuk_array *out;
+    s = array_head(&out, (cuk_dtype)r.dt, r.rank, r.shape);
+    if (!s) s = host_storage(out);
+    if (!s && cuk_array_nbytes(out)) s = cuk_memcpy_dtoh(out->arr->data, r.p, cuk_array_nbytes(out));
+    if (r.p) cuk_mem_free(r.p);
+    if (s) {
+        cuk_array_free(out);
+        return s;
+    }
+    *hres = out;
     return CUK_OK;
 }
 
-cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
-    last_info_set = false;
-    if (!f || (nargs && !args)) return err_set(CUK_ERR_INVALID, "cuk_fn_call: NULL argument");
-    if (result) *result = NULL;
-    cuk_status s = check_args(f, args, nargs);
-    if (s) return s;
-    if (f->prog->session) return session_call(f, args, nargs, result);
-    /* The backends take host Arrs; device arguments are copied in (and the result out
-       to the device) until the GPU executor takes device arrays directly. */
+/* The backends without the session API: host Arrs in; device arguments are copied in
+   (and the result out to the device). Arguments are already checked. */
+static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
+    cuk_status s = CUK_OK;
     Arr *stack[16], **in = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *in);
     cuk_array *stage[16], **tmp = nargs <= 16 ? stage : calloc((size_t)nargs, sizeof *tmp);
     if (!in || !tmp) {
@@ -804,7 +859,7 @@ cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array *
     if (!s) {
         RtErr err = {0};
         bool ok;
-        fflush(stdout); /* print() output keeps its order with the caller's */
+        flush_stdout(); /* print() output keeps its order with the caller's */
         if (f->prog->backend == CUK_BACKEND_GPU && gpu_run) {
             pthread_mutex_lock(&f->prog->lock);
             ok = gpu_run(f->prog->prog, f->fn, in, &res, stdout, &err);
@@ -812,7 +867,7 @@ cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array *
         } else {
             ok = cpu_run(f->prog->prog, f->fn, in, &res, stdout, &err);
         }
-        fflush(stdout);
+        flush_stdout();
         if (!ok) {
             s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
             if (res) arr_release(res);
@@ -847,8 +902,89 @@ cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array *
         if (s) return s;
         r = d;
     }
-    if (result) *result = r;
-    else cuk_array_free(r);
+    *result = r;
+    return CUK_OK;
+}
+
+cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
+    last_info_set = false;
+    if (!f || nargs < 0 || (nargs && !args)) return err_set(CUK_ERR_INVALID, "cuk_fn_call: NULL argument");
+    if (result) *result = NULL;
+    cuk_view vstack[16], *v = nargs <= 16 ? vstack : calloc((size_t)nargs, sizeof *v);
+    const cuk_view *pstack[16], **vp = nargs <= 16 ? pstack : calloc((size_t)nargs, sizeof *vp);
+    cuk_status s = CUK_OK;
+    if (!v || !vp) {
+        s = err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+        goto out;
+    }
+    for (int i = 0; i < nargs; i++) {
+        if (args[i]) cuk_array_view(args[i], &v[i]);
+        vp[i] = args[i] ? &v[i] : NULL;
+    }
+    if ((s = check_views(f, vp, nargs))) goto out;
+    cuk_array *r = NULL;
+    if (f->prog->session) {
+        cuk_view d;
+        d.rank = -1;
+        s = session_call(f, vp, nargs, &d, &r);
+        if (!s && d.rank >= 0) {
+            /* a device result: an array that owns the pool block */
+            if ((s = array_head(&r, d.dtype, d.rank, d.shape))) cuk_mem_free(d.dev);
+            else {
+                r->place = CUK_ON_DEVICE;
+                r->dev = d.dev;
+                r->owns_dev = d.dev != 0;
+            }
+        }
+    } else {
+        s = backend_call(f, args, nargs, &r);
+    }
+    if (!s) {
+        if (result) *result = r;
+        else cuk_array_free(r);
+    }
+out:
+    if (v != vstack) free(v);
+    if (vp != pstack) free(vp);
+    return s;
+}
+
+cuk_status cuk_fn_call_views(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, cuk_array **hres) {
+    last_info_set = false;
+    if (!f || !dres || !hres || nargs < 0 || (nargs && !args))
+        return err_set(CUK_ERR_INVALID, "cuk_fn_call_views: NULL argument");
+    dres->rank = -1;
+    *hres = NULL;
+    cuk_status s = check_views(f, args, nargs);
+    if (s) return s;
+    if (f->prog->session) return session_call(f, args, nargs, dres, hres);
+    /* The CPU backend (or the GPU without sessions) takes arrays: wrap the views. */
+    cuk_array *stack[16], **a = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *a);
+    if (!a) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (int i = 0; i < nargs; i++) a[i] = NULL;
+    for (int i = 0; i < nargs && !s; i++) {
+        const cuk_view *v = args[i];
+        if (v->place == CUK_ON_DEVICE) s = cuk_array_wrap_device(&a[i], v->dtype, v->rank, v->shape, v->dev ? v->dev : 1);
+        else s = cuk_array_wrap_host(&a[i], v->dtype, v->rank, v->shape, v->data);
+    }
+    cuk_array *r = NULL;
+    if (!s) s = backend_call(f, a, nargs, &r);
+    for (int i = 0; i < nargs; i++) cuk_array_free(a[i]);
+    if (a != stack) free(a);
+    if (s || !r) return s;
+    if (r->place == CUK_ON_DEVICE) {
+        /* hand the pool block over as a view */
+        dres->dtype = r->dt;
+        dres->rank = r->rank;
+        dres->place = CUK_ON_DEVICE;
+        for (int k = 0; k < r->rank; k++) dres->shape[k] = r->shape[k];
+        dres->data = NULL;
+        dres->dev = r->dev;
+        r->owns_dev = false;
+        cuk_array_free(r);
+        return CUK_OK;
+    }
+    *hres = r;
     return CUK_OK;
 }
 

@@ -141,10 +141,46 @@ def _convert_result(template, result):
     return result
 
 
+_DTYPE_NAMES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64")
+
+
+def _result_maker(tp):
+    """How a device result becomes an array of the foreign type ``tp`` the caller passed,
+    without going through ``cupy.asarray``/``torch.as_tensor`` (which read
+    ``__cuda_array_interface__`` and, for CuPy, ask the driver which device the pointer
+    is on). The extension asks once per type and calls the maker with
+    ``(owner, ptr, nbytes, shape, dtype_index, device_id)``; ``None`` means the general
+    path (:func:`_convert_result`)."""
+    mod = tp.__module__.split(".")[0]
+    try:
+        if mod == "cupy":
+            import cupy
+            import numpy as np
+
+            unowned, memptr, ndarray = cupy.cuda.UnownedMemory, cupy.cuda.MemoryPointer, cupy.ndarray
+            dts = [np.dtype(n) for n in _DTYPE_NAMES]
+
+            def make_cupy(owner, ptr, nbytes, shape, dt, dev):
+                # the memory stays owned by the DeviceArray `owner`, which CuPy keeps alive
+                return ndarray(shape, dts[dt], memptr(unowned(ptr, nbytes, owner, dev), 0))
+
+            return make_cupy
+        if mod == "torch":
+            from torch.utils.dlpack import from_dlpack
+
+            def make_torch(owner, ptr, nbytes, shape, dt, dev):
+                return from_dlpack(owner.__dlpack__())
+
+            return make_torch
+    except (ImportError, AttributeError):
+        pass
+    return None
+
+
 def _install_hooks():
     from . import driver
 
-    _cuk._set_hooks(_convert_result, (driver.In, driver.Out, driver.InOut))
+    _cuk._set_hooks(_convert_result, (driver.In, driver.Out, driver.InOut), _result_maker)
 
 
 _install_hooks()

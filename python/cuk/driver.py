@@ -338,45 +338,11 @@ def _format_of(arg_types):
     return "".join(out)
 
 
-class Function(_cuk.Kernel):
-    """A kernel of a SourceModule. Call it with ``block=``, ``grid=``, ``stream=``,
-    ``shared=`` (and ``time_kernel=True`` for its run time in seconds), or prepare it."""
-
-    def prepare(self, arg_types, block=None, shared=None, texrefs=()):
-        self._prepare(_format_of(arg_types))
-        self._block = block
-        return self
-
-    def prepared_call(self, grid, block, *args, shared_size=0):
-        return self._prepared(grid, block, None, shared_size, False, *args)
-
-    def prepared_async_call(self, grid, block, stream, *args, shared_size=0):
-        return self._prepared(grid, block, stream, shared_size, False, *args)
-
-    def prepared_timed_call(self, grid, block, *args, shared_size=0):
-        t = self._prepared(grid, block, None, shared_size, True, *args)
-        return lambda: t
-
-    def get_attribute(self, attr):
-        return self._attributes()[attr]
-
-    @property
-    def num_regs(self):
-        return self._attributes()["num_regs"]
-
-    @property
-    def shared_size_bytes(self):
-        return self._attributes()["shared_size_bytes"]
-
-    @property
-    def max_threads_per_block(self):
-        return self._attributes()["max_threads_per_block"]
-
-    local_size_bytes = 0
-    const_size_bytes = 0
-
-    def set_cache_config(self, config):
-        pass
-
-    def set_shared_size(self, nbytes):
-        pass
+# A kernel of a SourceModule, the extension's own type (called through vectorcall: no
+# tuples, dicts or Python frames per launch). Call it with ``block=``, ``grid=``,
+# ``stream=``, ``shared=`` (and ``time_kernel=True`` for its run time in seconds), or
+# ``prepare`` it and use ``prepared_call``, ``prepared_async_call``,
+# ``prepared_timed_call``; ``get_attribute``, ``num_regs``, ``shared_size_bytes``,
+# ``max_threads_per_block``, ``local_size_bytes``, ``const_size_bytes``,
+# ``set_cache_config`` and ``set_shared_size`` as in PyCUDA.
+Function = _cuk.Kernel

@@ -258,3 +258,113 @@ def test_threads_share_device():
     [t.start() for t in ts]
     [t.join() for t in ts]
     assert not errs
+
+
+# ---- the fast call paths (issue 5's call-overhead work) ----------------------------------------
+
+
+def test_results_share_memory_with_cupy_and_torch():
+    """Results come back as the caller's kind over cuk's own memory (no copies), and stay
+    valid after cuk's DeviceArray is gone (the foreign array keeps it alive)."""
+    m = cuk.compile(SAXPY, device="gpu")
+    cp = pytest.importorskip("cupy") if _has("cupy") else None
+    if cp is not None:
+        x = cp.arange(4096, dtype=cp.float32)
+        zs = [m.saxpy(2.0, x, x) for _ in range(50)]  # pool blocks are reused only after release
+        for z in zs:
+            assert isinstance(z, cp.ndarray) and z.dtype == cp.float32 and z.shape == (4096,)
+            cp.testing.assert_allclose(z, 3 * x)
+        assert zs[0].data.ptr != zs[1].data.ptr
+        assert float(m.total(x)) == pytest.approx(float(x.sum()))
+    if _has("torch"):
+        import torch
+
+        t = torch.arange(4096, dtype=torch.float32, device="cuda")
+        zs = [m.saxpy(2.0, t, t) for _ in range(50)]
+        for z in zs:
+            assert isinstance(z, torch.Tensor) and z.is_cuda and z.dtype == torch.float32
+            assert torch.allclose(z, 3 * t)
+
+
+def _has(mod):
+    try:
+        __import__(mod)
+        return True
+    except ImportError:
+        return False
+
+
+def test_device_array_dlpack_export():
+    torch = pytest.importorskip("torch")
+    a = cuk.to_device(np.arange(12, dtype=np.float32).reshape(3, 4))
+    t = torch.from_dlpack(a)
+    assert t.is_cuda and t.shape == (3, 4)
+    assert torch.equal(t.cpu(), torch.arange(12, dtype=torch.float32).reshape(3, 4))
+    t += 1  # shares memory
+    np.testing.assert_array_equal(a.get(), np.arange(12).reshape(3, 4) + 1)
+    del a
+    assert float(t.sum()) == 78.0 + 12  # the capsule keeps the memory alive
+
+
+def test_compiled_function_device_paths():
+    m = cuk.compile("fn inc(x: f32[n]) -> f32[n] = x + 1.0;\n"
+                    "fn axpb(x: f64[n], a: f64, b: i32, c: bool) -> f64[n] = c ? x * a + f64(b) : x;\n"
+                    "fn s(x: f32[n]) -> f32 = sum(x);\n"
+                    "fn nothing(x: f32[n]) { }\n", device="gpu")
+    x = cuk.to_device(np.arange(1000, dtype=np.float32))
+    y = m.inc(x)
+    assert isinstance(y, cuk.DeviceArray) and y.ptr != x.ptr
+    np.testing.assert_array_equal(y.get(), np.arange(1000) + 1)
+    for _ in range(1000):  # a result per call, freed to the pool as it goes
+        y = m.inc(y)
+    np.testing.assert_array_equal(y.get(), np.arange(1000) + 1001)
+    d = cuk.to_device(np.ones(5))
+    np.testing.assert_array_equal(m.axpb(d, 2.0, 3, True).get(), np.full(5, 5.0))
+    np.testing.assert_array_equal(m.axpb(d, np.float64(2), np.int32(3), np.bool_(False)).get(), np.ones(5))
+    r = m.s(x)
+    assert isinstance(r, cuk.DeviceArray) and r.shape == () and r.get() == np.float32(499500)
+    assert m.nothing(x) is None
+    e = cuk.to_device(np.zeros(0, np.float32))
+    assert m.inc(e).shape == (0,)
+    with pytest.raises(cuk.ArgumentError, match="dtype"):
+        m.inc(cuk.to_device(np.ones(3)))
+    with pytest.raises(TypeError):
+        m.inc(x, x)
+    with pytest.raises(TypeError):
+        m.inc(x=x)
+
+
+def test_kernel_call_forms():
+    mod = SourceModule("""
+    __global__ void add(float *a, float v, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) a[i] += v;
+    }""")
+    f = mod.get_function("add")
+    assert isinstance(f, drv.Function)
+    a = cuk.to_device(np.zeros(1000, np.float32))
+    block, grid = (256, 1, 1), (4, 1)
+    for _ in range(10):  # the same block/grid tuples: parsed once
+        f(a, np.float32(1), np.int32(1000), block=block, grid=grid)
+    f(a, np.float32(1), np.int32(1000), grid=(8, 1), block=(128, 1, 1))
+    np.testing.assert_array_equal(a.get(), 11)
+    with pytest.raises(TypeError):
+        f(a, np.float32(1), np.int32(1000), block=block, grdi=grid)
+    with pytest.raises(ValueError):
+        f(a, np.float32(1), np.int32(1000))
+    f.prepare("Pfi")
+    f.prepared_call(grid, block, a, 1.0, 1000)
+    f.prepared_call(grid, block, a, 1.0, 1000, shared_size=0)
+    t = f.prepared_timed_call(grid, block, a, 1.0, 1000)
+    assert t() > 0
+    np.testing.assert_array_equal(a.get(), 14)
+    with pytest.raises(TypeError):
+        f.prepared_call(grid, block, a, 1.0)
+    assert f.get_attribute(drv.function_attribute.NUM_REGS) == f.num_regs > 0
+    assert f.max_threads_per_block > 0 and f.local_size_bytes == 0
+    f.set_cache_config(drv.func_cache.PREFER_L1)
+
+
+def test_empty_is_uninitialised_zeros_is_zero():
+    assert cuk.empty((3, 4)).shape == (3, 4)
+    np.testing.assert_array_equal(cuk.zeros(1000).get(), 0)
