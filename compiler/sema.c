@@ -9,6 +9,9 @@
 #include "ir.h"
 
 #define MAX_INLINE_DEPTH 64
+/* Calls inlined per program: each call inlines its callee's body, so two calls per body
+   nested 64 deep would be 2^64 inlines; stop (with an error) long before. */
+#define MAX_INLINED 100000
 
 typedef enum { SYM_SLOT, SYM_VAL } SymKind;
 
@@ -58,6 +61,8 @@ typedef struct Ctx {
     Stmt **tail;     /* where statements are appended */
     Scope *scope;
     int inline_depth;
+    long inlined;     /* calls inlined so far (MAX_INLINED) */
+    bool inline_stop; /* an inline limit was hit: the calls being unwound give no more errors */
     const char *map_fn; /* non-NULL while inlining a scalar function applied elementwise */
     TypeVars *tv;       /* type variables of the function being inlined */
     Node *cur_decl;     /* the AST function being lowered (for returns) */
@@ -1258,9 +1263,18 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
         diag_note(c->d, decl->loc, "'%s' is defined here", decl->name);
         return ex_bad();
     }
+    if (c->inline_stop) return ex_bad();
     if (c->inline_depth >= MAX_INLINE_DEPTH) {
         diag_error(c->d, call->loc, "calls nest too deeply here (is '%s' recursive? straight-line functions are inlined, so they cannot recurse)",
                    decl->name);
+        c->inline_stop = true; /* else every sibling call down the chain reports it again */
+        return ex_bad();
+    }
+    if (++c->inlined > MAX_INLINED) {
+        diag_error(c->d, call->loc, "too many calls to inline (more than %d): functions without control flow are "
+                   "inlined at every call, and these call each other too often; add an 'if' to '%s' to make it "
+                   "a host function", MAX_INLINED, decl->name);
+        c->inline_stop = c->inline_depth > 0; /* cleared when the outermost call returns */
         return ex_bad();
     }
     /* Type variables and elementwise application. */
@@ -1451,6 +1465,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
         }
     }
     c->inline_depth--;
+    if (c->inline_depth == 0) c->inline_stop = false;
     c->scope = saved;
     c->tv = saved_tv;
     c->cur_decl = saved_decl;

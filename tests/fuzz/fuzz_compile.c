@@ -13,7 +13,6 @@
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/diag.h"
-#include "lang/embedded.h"
 
 /* Elements allocated or streamed, loop iterations and calls per run: enough for every
    test program at the sizes seeds use, small enough that a run takes milliseconds. */
@@ -21,28 +20,6 @@ enum { WORK_LIMIT = 1 << 21, ARG_LEN = 3 };
 
 static MemFile src;
 static FILE *diag_out; /* /dev/null, or stderr with CUK_FUZZ_VERBOSE=1 (reproducing) */
-
-/* The stdlib, parsed as cukc does (tools/cukc.c load_stdlib). */
-static Node *load_stdlib(Arena *a, Diag *d) {
-    Node *prog = NEW(a, Node);
-    prog->kind = N_PROGRAM;
-    Node **tail = &prog->body;
-    for (int i = 0; cuk_embedded[i].name; i++) {
-        const char *nm = cuk_embedded[i].name;
-        size_t n = strlen(nm);
-        if (n < 4 || strcmp(nm + n - 4, ".cuk") != 0) continue;
-        Src *s = NEW(a, Src);
-        src_from_string(a, arena_printf(a, "<stdlib>/%s", nm), cuk_embedded[i].text, s);
-        Node *p = parse_program(a, d, s);
-        if (!p) continue;
-        for (Node *f = p->body; f; f = f->next) {
-            *tail = f;
-            tail = &f->next;
-        }
-        *tail = NULL;
-    }
-    return prog;
-}
 
 /* True if a Val DAG reads a file (load); seen marks visited ids. */
 static bool val_has_io(const Val *v, char *seen) {
@@ -141,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Node *ast = parse_program(&a, &d, &s);
         if (ast && !d.errors) {
             ast_dump(devnull(), ast);
-            Node *std = load_stdlib(&a, &d);
+            Node *std = stdlib_parse(&a, &d); /* compiler/frontend.c, as cukc */
             if (d.errors) abort(); /* the embedded stdlib always parses */
             Program *p = sema_program(&a, &d, ast, std);
             if (p && !d.errors) {
