@@ -68,6 +68,12 @@ static const char *unsigned_twin(DType dt) {
     }
 }
 
+/* A float to integer conversion: emitted as cuk_f2i (vec.cuh), NaN -> 0 as the CPU
+   backend (a bare C cast of NaN is undefined; the H200 gave INT_MIN). */
+static bool float_to_int(DType from, DType to) {
+    return dtype_info[from].is_float && !dtype_info[to].is_float && to != DT_BOOL;
+}
+
 /* The dtype whose column and operand types an ew op uses. */
 static DType ew_operand_dt(const Val *v) {
     if (v->op == OP_SELECT) return v->args[1]->dt;
@@ -201,6 +207,7 @@ static void emit_own_index(KE *ke, const Val *v, int d) {
 }
 
 static void emit_node(KE *ke, Val *v, int d);
+static bool row_divisor(const Kernel *k, const Val *r);
 
 /* Emits what v needs, then v, once per scope. */
 static void emit_need(KE *ke, Val *v, int d) {
@@ -290,15 +297,35 @@ static void emit_index_load(KE *ke, Val *v, int d) {
             ind(b, d + 1);
             bprintf(b, "io = io * p.w[%d] + j%d_[%d];\n", W(ke, KP_OWNSHAPE, v, ax, 0), v->id, ax);
         }
+        /* NumPy's rules, as the CPU backend: a negative index counts from the end; one
+           out of range reads nothing and records (value id + 1, index, size) in the
+           plan's error block, first writer wins; gpu_exec reports it at its next sync. */
         ind(b, d + 1);
-        bprintf(b, "long long g = (long long)((const %s *)p.w[%d])[io];\n", ctype(idx->dt), W(ke, KP_IN, idx, 0, 0));
+        bprintf(b, "const %s graw_ = ((const %s *)p.w[%d])[io];\n", ctype(idx->dt), ctype(idx->dt),
+                W(ke, KP_IN, idx, 0, 0));
+        ind(b, d + 1);
+        if (idx->dt == DT_U64)
+            bputs(b, "const long long g0_ = graw_ > 9223372036854775807ull ? 9223372036854775807LL : (long long)graw_;\n");
+        else
+            bputs(b, "const long long g0_ = (long long)graw_;\n");
+        ind(b, d + 1);
+        bprintf(b, "const long long gn_ = p.w[%d], g = g0_ < 0 ? g0_ + gn_ : g0_;\n", W(ke, KP_GLEN, v, 0, 0));
+        ind(b, d + 1);
+        bputs(b, "const bool gin_ = (unsigned long long)g < (unsigned long long)gn_;\n");
+        ind(b, d + 1);
+        bprintf(b,
+                "if (!gin_) { unsigned long long *e_ = (unsigned long long *)p.w[%d]; "
+                "if (atomicCAS(e_, 0ull, %dull) == 0ull) { e_[1] = (unsigned long long)g0_; e_[2] = "
+                "(unsigned long long)gn_; } }\n",
+                W(ke, KP_ERR, NULL, 0, 0), v->id + 1);
         ind(b, d + 1);
         bprintf(b, "long long src = g * p.w[%d]", W(ke, KP_SRCSTRIDE, v, 0, 0));
         for (int ax = 1; ax < x->rank; ax++)
             bprintf(b, " + j%d_[%d] * p.w[%d]", v->id, ri - 1 + ax, W(ke, KP_SRCSTRIDE, v, ax, 0));
         bputs(b, ";\n");
         ind(b, d + 1);
-        bprintf(b, "v%d = ((const %s *)p.w[%d])[src];\n", v->id, ctype(v->dt), W(ke, KP_IN, x, 0, 0));
+        bprintf(b, "v%d = gin_ ? ((const %s *)p.w[%d])[src] : (%s)0;\n", v->id, ctype(v->dt), W(ke, KP_IN, x, 0, 0),
+                ctype(v->dt));
         break;
     }
     case OP_CONCAT: {
@@ -336,6 +363,12 @@ static void emit_node(KE *ke, Val *v, int d) {
     Buf *b = ke->b;
     char r0[128], r1[128], r2[128];
     const char *T = ctype(v->dt);
+    if (v->op == OP_DIV && row_divisor(ke->k, v->args[1]) && v->args[0]->dt == v->dt && v->dt == v->args[1]->dt) {
+        ref(ke, v->args[0], r0, sizeof r0);
+        ind(b, d);
+        bprintf(b, "const %s v%d = (%s) * rcp%d;\n", T, v->id, r0, v->args[1]->id);
+        return;
+    }
     if (v->op < OP_EW_END) {
         need_helper(ke->e, v);
         char hn[64];
@@ -354,6 +387,8 @@ static void emit_node(KE *ke, Val *v, int d) {
         ref(ke, v->args[0], r0, sizeof r0);
         ind(b, d);
         if (v->dt == DT_BOOL) bprintf(b, "const uint8_t v%d = (uint8_t)((%s) != 0);\n", v->id, r0);
+        else if (float_to_int(v->args[0]->dt, v->dt))
+            bprintf(b, "const %s v%d = cuk_f2i<%s>(%s);\n", T, v->id, T, r0);
         else bprintf(b, "const %s v%d = (%s)(%s);\n", T, v->id, T, r0);
         return;
     case OP_IOTA:
@@ -367,16 +402,30 @@ static void emit_node(KE *ke, Val *v, int d) {
         bprintf(b, "const %s v%d = (%s)(%s);\n", T, v->id, T, r0);
         return;
     case OP_LINSPACE: {
-        /* NumPy's formula: start + i * ((stop - start) / (n - 1)), the last one exact. */
+        /* In double exactly as the CPU backend (cpu_eval.c): y = j * step + start with
+           step = (stop - start) / (n - 1); j / (n - 1) * delta + start when the step
+           underflows; the last element exactly stop; then converted. The __d*_rn forms
+           keep NVRTC from contracting a multiply and an add into an FMA. */
         emit_offset(ke, v, d);
         ref(ke, v->args[0], r0, sizeof r0);
         ref(ke, v->args[1], r1, sizeof r1);
-        int nw = W(ke, KP_OWNSHAPE, v, 0, 0);
+        int nw = W(ke, KP_OWNSHAPE, v, 0, 0), id = v->id;
+        ind(b, d);
+        bprintf(b, "double y%d;\n", id);
         ind(b, d);
         bprintf(b,
-                "const %s v%d = (p.w[%d] > 1 && o%d == p.w[%d] - 1) ? (%s)(%s) : (%s)(%s) + (%s)o%d * "
-                "(p.w[%d] > 1 ? ((%s)(%s) - (%s)(%s)) / (%s)(p.w[%d] - 1) : (%s)0);\n",
-                T, v->id, nw, v->id, nw, T, r1, T, r0, T, v->id, nw, T, r1, T, r0, T, nw, T);
+                "{ const double a_ = (double)(%s), b_ = (double)(%s), dl_ = __dsub_rn(b_, a_); "
+                "const long long n_ = p.w[%d], dv_ = n_ - 1; const double j_ = (double)o%d; "
+                "const double st_ = dv_ > 0 ? __ddiv_rn(dl_, (double)dv_) : 0.0; "
+                "if (dv_ <= 0) y%d = __dadd_rn(__dmul_rn(j_, dl_), a_); "
+                "else if (st_ == 0.0) y%d = __dadd_rn(__dmul_rn(__ddiv_rn(j_, (double)dv_), dl_), a_); "
+                "else y%d = __dadd_rn(__dmul_rn(j_, st_), a_); "
+                "if (dv_ > 0 && o%d == n_ - 1) y%d = b_; }\n",
+                r0, r1, nw, id, id, id, id, id, id);
+        ind(b, d);
+        if (v->dt == DT_BOOL) bprintf(b, "const uint8_t v%d = (uint8_t)(y%d != 0.0);\n", id, id);
+        else if (float_to_int(DT_F64, v->dt)) bprintf(b, "const %s v%d = cuk_f2i<%s>(y%d);\n", T, id, T, id);
+        else bprintf(b, "const %s v%d = (%s)y%d;\n", T, id, T, id);
         return;
     }
     case OP_RAND:
@@ -442,6 +491,8 @@ static void emit_lam_val(E *e, Buf *b, Val *v, bool *seen, int base) {
         if (x->op == OP_CONST) literal(r, sizeof r, x->dt, x->c);
         else snprintf(r, sizeof r, "%s%d", x->op == OP_ARG ? "x" : "t", x->op == OP_ARG ? x->slot : x->id);
         if (v->dt == DT_BOOL) bprintf(b, "        const uint8_t t%d = (uint8_t)((%s) != 0);\n", v->id, r);
+        else if (float_to_int(x->dt, v->dt))
+            bprintf(b, "        const %s t%d = cuk_f2i<%s>(%s);\n", ctype(v->dt), v->id, ctype(v->dt), r);
         else bprintf(b, "        const %s t%d = (%s)(%s);\n", ctype(v->dt), v->id, ctype(v->dt), r);
         return;
     }
@@ -702,27 +753,37 @@ static void emit_map(KE *ke) {
              "    long long start_ = 0;\n");
     bprintf(b, "    if (%s) {\n", vec_cond(ke, &L, k->outs, k->nouts));
     bprintf(b, "        const long long nvec = n / %d;\n", V);
-    bputs(b, "        for (long long q = gtid; q < nvec; q += gstride) {\n");
-    declare_leaf_regs(ke, &L, V, 0, 3);
-    load_leaf_regs(ke, &L, V, "", arena_printf(ke->e->a, "q * %d", V), 3);
-    for (int j = 0; j < k->nouts; j++) bprintf(b, "            cuk_vec<%s, %d> S%d;\n", ctype(k->outs[j]->dt), V, j);
-    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                const long long i = q * %d + e_;\n", V);
-    ke->leaf_sel = ".x[e_]";
+    /* U vectors per thread per iteration, all loads issued before any use, so that
+       costly expressions (full-precision sin/cos/exp) overlap the next loads (measured
+       neutral on the chain and saxpy, docs/performance.md run 3) */
+    const int U = 2;
+    bprintf(b, "        for (long long q0 = gtid; q0 < nvec; q0 += %d * gstride) {\n", U);
+    declare_leaf_regs(ke, &L, V, U, 3);
+    bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
+    bputs(b, "                const long long q = q0 + u_ * gstride;\n                if (q < nvec) {\n");
+    load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "q * %d", V), 5);
+    bputs(b, "                }\n            }\n");
+    bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
+    bputs(b, "                const long long q = q0 + u_ * gstride;\n                if (q < nvec) {\n");
+    for (int j = 0; j < k->nouts; j++) bprintf(b, "                cuk_vec<%s, %d> S%d;\n", ctype(k->outs[j]->dt), V, j);
+    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                    const long long i = q * %d + e_;\n                    (void)i;\n", V);
+    ke->leaf_sel = "[u_].x[e_]";
     ke->flatc = true;
     reset_scope(ke);
-    emit_eval_at(ke, k->outs, k->nouts, 4, false);
+    emit_eval_at(ke, k->outs, k->nouts, 5, false);
     ke->leaf_sel = NULL;
     ke->flatc = false;
     char r[128];
     for (int j = 0; j < k->nouts; j++) {
         ref(ke, k->outs[j], r, sizeof r);
-        bprintf(b, "                S%d.x[e_] = %s;\n", j, r);
+        bprintf(b, "                    S%d.x[e_] = %s;\n", j, r);
     }
-    bputs(b, "            }\n");
+    bputs(b, "                }\n");
     for (int j = 0; j < k->nouts; j++)
-        bprintf(b, "            cuk_stv<%s, %d>((void *)p.w[%d], q * %d, S%d);\n", ctype(k->outs[j]->dt), V,
+        bprintf(b, "                cuk_stv<%s, %d>((void *)p.w[%d], q * %d, S%d);\n", ctype(k->outs[j]->dt), V,
                 W(ke, KP_OUT, k->outs[j], 0, 0), V, j);
+    bputs(b, "                }\n            }\n");
     bprintf(b, "        }\n        start_ = nvec * %d;\n    }\n", V);
     bputs(b, "    for (long long i = start_ + gtid; i < n; i += gstride) {\n");
     reset_scope(ke);
@@ -919,6 +980,31 @@ static void emit_reduce(KE *ke) {
     bputs(b, "        __syncthreads();\n    }\n}\n\n");
 }
 
+/* A row reduction r divides some element of the kernel (softmax's e / sum(e)): the
+   division becomes a multiply by the row's reciprocal, computed once per row. That
+   can differ from e / s by an ulp (the CPU backend divides; the GPU tests compare
+   floats with a tolerance), and it keeps IEEE division's slow path out of the
+   per-element loop (softmax: 0.96x -> 1.07x torch.softmax together with the
+   one-barrier reductions, docs/performance.md run 3). */
+static bool row_divisor(const Kernel *k, const Val *r) {
+    if (k->kind != K_ROW || !dtype_info[r->dt].is_float) return false;
+    bool red = false;
+    for (int j = 0; j < k->nreds; j++) red = red || k->reds[j] == r;
+    if (!red) return false;
+    for (int i = 0; i < k->nvals; i++) {
+        const Val *v = k->vals[i];
+        if (v->op == OP_DIV && v->args[1] == r && v->args[0]->dt == r->dt && v->dt == r->dt) return true;
+    }
+    return false;
+}
+
+/* The in-row value of reduction j, broadcast from shared memory (and its reciprocal). */
+static void row_red_value(KE *ke, Val *r, int j, const char *src) {
+    const char *T = ctype(r->dt);
+    bprintf(ke->b, "        const %s v%d = %s%d;\n", T, r->id, src, j);
+    if (row_divisor(ke->k, r)) bprintf(ke->b, "        const %s rcp%d = (%s)1 / v%d;\n", T, r->id, T, r->id);
+}
+
 /* Rule 5: one block per row. Rows of up to blockDim.x * ITEMS elements are read once
    into registers (16-byte vectors, striped over the threads so each load instruction
    is coalesced), every in-row reduction is a phase over the registers, its value
@@ -958,7 +1044,8 @@ static void emit_row(KE *ke) {
             const char *elem = fast ? "c0 + e_" : "(r_ * (int)blockDim.x + (int)threadIdx.x) * VV_ + e_";
             (void)elem;
             bprintf(b, "    %s {\n", fast ? "if (vfast)" : "else");
-            bputs(b, "    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
+            bputs(b, "    int par_ = 0;\n"
+                     "    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
                      "        const long long rb = row * len;\n");
             declare_leaf_regs(ke, &L, V, R, 2);
             /* the loop nest over this thread's elements: opens r_ (and for the general
@@ -1007,11 +1094,11 @@ static void emit_row(KE *ke) {
                 emit_eval_at(ke, &in, 1, 4, !fast);
                 fold_expr(ke, r, j, "(c0 + e_)", 4);
                 bputs(b, "            }}\n        }\n");
-                bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
-                bputs(b, "        if (threadIdx.x == 0) {\n");
-                finish_value(ke, r, j, arena_printf(ke->e->a, "sh%d", j), 3);
-                bputs(b, "        }\n        __syncthreads();\n");
-                bprintf(b, "        const %s v%d = sh%d;\n", ctype(r->dt), r->id, j);
+                /* every thread gets the row's value: one barrier per reduction */
+                bprintf(b, "        cuk_block_allreduce(acc%d, has%d, op%d, par_);\n", j, j, j);
+                bprintf(b, "        %s rv%d;\n", ctype(r->dt), j);
+                finish_value(ke, r, j, arena_printf(ke->e->a, "rv%d", j), 2);
+                row_red_value(ke, r, j, "rv");
             }
             char rr[128];
             if (fast) {
@@ -1061,7 +1148,7 @@ static void emit_row(KE *ke) {
         bputs(b, "        if (threadIdx.x == 0) {\n");
         finish_value(ke, r, j, arena_printf(ke->e->a, "sh%d", j), 3);
         bputs(b, "        }\n        __syncthreads();\n");
-        bprintf(b, "        const %s v%d = sh%d;\n", ctype(r->dt), r->id, j);
+        row_red_value(ke, r, j, "sh");
     }
     bputs(b, "        for (long long c = threadIdx.x; c < len; c += blockDim.x) {\n"
              "            const long long i = row * len + c;\n");

@@ -554,11 +554,18 @@ static void layout_params(Arena *a, Kernel *k) {
             }
         if (v->op == OP_CONCAT)
             for (int j = 0; j <= v->nargs; j++) add_param(a, k, &cap, KP_CATOFF, v, 0, j);
+        if (v->op == OP_GATHER) add_param(a, k, &cap, KP_GLEN, v, 0, 0);
     }
     for (int i = 0; i < k->nins; i++) add_param(a, k, &cap, KP_IN, k->ins[i], 0, 0);
     for (int i = 0; i < k->nscalars; i++) add_param(a, k, &cap, KP_SCALAR, k->scalars[i], 0, 0);
     for (int i = 0; i < k->nouts; i++) add_param(a, k, &cap, KP_OUT, k->outs[i], 0, 0);
     if (k->kind == K_REDUCE || k->kind == K_SCAN) add_param(a, k, &cap, KP_SCRATCH, NULL, 0, 0);
+    /* Gathers check their indices on the device and report the first bad one here. */
+    for (int i = 0; i < k->nvals; i++)
+        if (k->vals[i]->op == OP_GATHER) {
+            add_param(a, k, &cap, KP_ERR, NULL, 0, 0);
+            break;
+        }
 }
 
 Val *kernel_canon(const Kernel *k, Val *v) {

@@ -57,6 +57,8 @@ typedef struct FnState {
     Val **byid;            /* by Val id: the kernels' Vals, for error locations */
     KState *ks;            /* by kernel id */
     bool has_err;          /* some kernel takes a KP_ERR word */
+    const Kernel *direct;  /* the function is one elementwise kernel of its parameters: see
+                              call_direct */
     Frame *spare;          /* a frame kept for the next call */
 } FnState;
 
@@ -314,11 +316,12 @@ static void norm_slice(int64_t n, bool hs, int64_t start, bool he, int64_t stop,
     if (step > 0) {
         start = !hs ? 0 : start < 0 ? (start + n < 0 ? 0 : start + n) : (start > n ? n : start);
         stop = !he ? n : stop < 0 ? (stop + n < 0 ? 0 : stop + n) : (stop > n ? n : stop);
-        *len = stop > start ? (stop - start + step - 1) / step : 0;
+        /* Not (stop - start + step - 1) / step: that overflows for steps near 2^63. */
+        *len = stop > start ? (stop - start - 1) / step + 1 : 0;
     } else {
         start = !hs ? n - 1 : start < 0 ? (start + n < 0 ? -1 : start + n) : (start >= n ? n - 1 : start);
         stop = !he ? -1 : stop < 0 ? (stop + n < 0 ? -1 : stop + n) : (stop >= n ? n - 1 : stop);
-        *len = start > stop ? (start - stop - step - 1) / (-step) : 0;
+        *len = start > stop ? (start - stop - 1) / (-step) + 1 : 0; /* step > INT64_MIN: see slice_axis */
     }
     *st = start;
 }
@@ -345,6 +348,7 @@ static bool slice_axis(Frame *f, Val *v, const Value *x, int k, int64_t *st, int
         rt_error(f->s->err, v->loc, "slice step cannot be zero");
         return false;
     }
+    if (s < -INT64_MAX) s = -INT64_MAX; /* as CPython (and cpu_eval.c) do, so that -s exists */
     *step = s;
     norm_slice(n, va != NULL, a, vb != NULL, b, s, st, len);
     return true;
@@ -369,12 +373,15 @@ static bool shape_of(Frame *f, Val *v, Value *out) {
     }
     if (!fused) {
         if (!eval(f, v, &r)) return false;
+        /* *out is a view: the memo keeps the reference eval took (callers of shape_of
+           release nothing; keeping this one leaked a DBuf per call) */
         *out = r;
+        vrelease(f->s, &r);
         return true;
     }
     if (op_is_ew(v->op)) {
         int rk = 0;
-        int64_t sh[MAXRANK];
+        int64_t sh[MAXRANK] = {0};
         for (int i = 0; i < v->nargs; i++) {
             Value a;
             if (!shape_of(f, v->args[i], &a)) return false;
@@ -430,16 +437,26 @@ static bool shape_of(Frame *f, Val *v, Value *out) {
             else if (v->op == OP_TRANSPOSE)
                 for (int k = 0; k < v->rank; k++) r.shape[k] = x.shape[v->perm[k]];
             else if (v->op == OP_RESHAPE) {
+                /* NumPy's rules, as the CPU backend applies them (cpu_eval.c eval_reshape):
+                   one -1 at most, no other negative dim, and -1 cannot stand beside a 0. */
                 int64_t known = 1;
                 int neg = -1;
+                bool bad = false;
                 for (int k = 0; k < v->rank; k++) {
                     if (!scalar_of(f, v->args[1 + k], &r.shape[k])) return false;
-                    if (r.shape[k] < 0) neg = k;
+                    if (r.shape[k] == -1 && neg < 0) neg = k;
+                    else if (r.shape[k] < 0) bad = true;
+                    else if (r.shape[k] && known > INT64_MAX / r.shape[k]) bad = true;
                     else known *= r.shape[k];
                 }
-                if (neg >= 0) r.shape[neg] = known ? nelem(&x) / known : 0;
-                if (nelem(&r) != nelem(&x)) {
-                    rt_error(f->s->err, v->loc, "cannot reshape %lld elements into this shape", (long long)nelem(&x));
+                if (!bad && neg >= 0) {
+                    bad = known == 0 || nelem(&x) % known != 0;
+                    if (!bad) r.shape[neg] = nelem(&x) / known;
+                }
+                if (bad || nelem(&r) != nelem(&x)) {
+                    char b[200];
+                    rt_error(f->s->err, v->loc, "cannot reshape array of size %lld into shape %s", (long long)nelem(&x),
+                             fmt_shape(b, sizeof b, v->rank, r.shape));
                     return false;
                 }
             } else if (v->op == OP_SLICE) {
@@ -1110,6 +1127,46 @@ static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result) {
 
 /* ---- sessions ---------------------------------------------------------------------------- */
 
+/* A parameter of fn read as it is (no checkdim around it). */
+static bool is_param(const Fn *fn, const Val *v) {
+    return v && v->op == OP_SLOT && v->slot >= 0 && v->slot < fn->nparams;
+}
+
+/* fn's whole body is `checkdims between parameter dims; return <one map kernel>` and that
+   kernel reads only parameters, all of the iteration shape, and host scalars that are
+   parameters (saxpy, the chain, most small functions called from Python): then a call
+   whose array arguments all have one shape can skip the interpreter (call_direct). */
+static const Kernel *direct_kernel(const Fn *fn, const Plan *pl) {
+    if (pl->nkernels != 1) return NULL;
+    const Kernel *k = pl->kernels[0];
+    if (k->kind != K_MAP || k->nouts != 1 || k->space != k->outs[0] || k->rank < 1 || k->nparams > 64) return NULL;
+    const Stmt *st = fn->body;
+    for (; st && st->kind == S_EVAL; st = st->next) {
+        const Val *c = st->v;
+        for (; c && c->op == OP_CHECKDIM; c = c->args[0]) {
+            /* the same axis of two parameters: equal shapes pass it */
+            for (int i = 1; i <= 2; i++)
+                if (!c->args[i] || c->args[i]->op != OP_DIM || !is_param(fn, c->args[i]->args[0])) return NULL;
+            if (c->args[1]->axis != c->args[2]->axis) return NULL;
+        }
+        if (!is_param(fn, c)) return NULL;
+    }
+    if (!st || st->kind != S_RETURN || st->next || st->v != k->outs[0]) return NULL;
+    for (int i = 0; i < k->nvals; i++)
+        if (!op_is_ew(k->vals[i]->op) && k->vals[i]->op != OP_CAST) return NULL;
+    for (int i = 0; i < k->nins; i++)
+        if (!is_param(fn, k->ins[i]) || k->ins[i]->rank != k->rank) return NULL;
+    for (int i = 0; i < k->nscalars; i++)
+        if (!is_param(fn, k->scalars[i]) || k->scalars[i]->rank != 0) return NULL;
+    for (int i = 0; i < k->nparams; i++) {
+        KPKind kind = k->params[i].kind;
+        if (kind != KP_N && kind != KP_FLAT && kind != KP_SHAPE && kind != KP_BSTRIDE && kind != KP_IN &&
+            kind != KP_SCALAR && kind != KP_OUT)
+            return NULL;
+    }
+    return k;
+}
+
 /* The fusion pass writes v->kernel into the Program: sessions fuse one at a time. */
 static pthread_mutex_t fuse_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -1154,6 +1211,9 @@ static void fnstate_init(GpuSession *s, FnState *st, int pi) {
             if (kp->kind == KP_ERR) st->has_err = true;
         }
     }
+    /* CUK_NO_DIRECT=1 sends every call through the interpreter (to compare the two) */
+    const char *nd = getenv("CUK_NO_DIRECT");
+    st->direct = nd && *nd && strcmp(nd, "0") != 0 ? NULL : direct_kernel(fn, pl);
 }
 
 GpuSession *gpu_session_new(const Program *p, RtErr *err) {
@@ -1200,8 +1260,72 @@ void gpu_session_free(GpuSession *s) {
     free(s);
 }
 
+/* The fast path for a direct function (direct_kernel): the parameter words straight
+   from the arguments, one allocation, one launch; the interpreter's answer exactly, as
+   every checkdim compares parameter dims that are equal here. *handled is false (and
+   nothing done) when the call does not fit: the caller then takes the general path,
+   which also words any error. */
+static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *result, bool *handled) {
+    const Fn *fn = st->fn;
+    const Kernel *k = st->direct;
+    KState *ks = &st->ks[k->id];
+    *handled = false;
+    if (!ks->fn || ks->busy || timing_on) return true;
+    const GpuVal *shape = NULL;
+    for (int i = 0; i < fn->nparams; i++) {
+        const GpuVal *a = &args[i];
+        if (a->dt != fn->slots[i].dt || a->rank != fn->slots[i].rank) return true;
+        if (a->rank == 0) continue;
+        if (!shape) shape = a;
+        if (a->rank != shape->rank || memcmp(a->shape, shape->shape, sizeof(int64_t) * (size_t)a->rank) != 0)
+            return true;
+    }
+    if (!shape || shape->rank != k->rank) return true;
+    int64_t n = 1, cs[MAXRANK];
+    for (int a = k->rank - 1; a >= 0; a--) {
+        cs[a] = n;
+        n *= shape->shape[a];
+    }
+    const Val *o = k->outs[0];
+    cuk_devptr out = 0;
+    if (cuk_mem_alloc(&out, (size_t)n * (size_t)dtype_info[o->dt].size) != CUK_OK)
+        return true; /* the general path reports it */
+    long long w[64];
+    for (int i = 0; i < k->nparams; i++) {
+        const KParam *p = &k->params[i];
+        w[i] = 0;
+        switch (p->kind) {
+        case KP_N: w[i] = n; break;
+        case KP_FLAT: w[i] = 1; break;
+        case KP_SHAPE: w[i] = shape->shape[p->a]; break;
+        case KP_BSTRIDE: w[i] = shape->shape[p->a] == 1 ? 0 : cs[p->a]; break;
+        case KP_IN: w[i] = (long long)args[p->v->slot].p; break;
+        case KP_SCALAR: memcpy(&w[i], &args[p->v->slot].s, 8); break;
+        case KP_OUT: w[i] = (long long)out; break;
+        default: die("call_direct: parameter kind %d", (int)p->kind);
+        }
+    }
+    *handled = true;
+    if (n > 0) {
+        void *kargs[1] = {w};
+        cuk_dim3 g = {0, 1, 1}, b = {(unsigned)k->block, 1, 1};
+        if (cuk_launch(ks->fn, g, b, 0, NULL, kargs) != CUK_OK) {
+            cuk_mem_free(out);
+            return gpu_fail(s, o->loc, "kernel launch failed");
+        }
+    }
+    *result = (GpuVal){.dt = o->dt, .rank = k->rank, .p = out};
+    memcpy(result->shape, shape->shape, sizeof(int64_t) * (size_t)k->rank);
+    return true;
+}
+
 static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *result) {
     const Fn *fn = st->fn;
+    if (st->direct && !s->err_pending) {
+        bool handled;
+        bool ok = call_direct(s, st, args, result, &handled);
+        if (handled || !ok) return ok;
+    }
     Value stack[8], *va = fn->nparams <= 8 ? stack : calloc((size_t)fn->nparams, sizeof(Value));
     if (!va) return gpu_fail(s, fn->loc, "out of host memory");
     int made = 0;

@@ -44,13 +44,104 @@ CUK_FN double cuk_rand_f64(uint64_t i, uint64_t seed) {
     uint64_t m = ((uint64_t)r.x[0] << 21) ^ (uint64_t)(r.x[1] >> 11);
     return (double)m * (1.0 / 9007199254740992.0);
 }
-/* Standard normal by Box-Muller on two independent words; computed in double so the CPU
-   and GPU agree to the last bits of an f32. */
+/* Standard normal by Box-Muller on two independent words, bit-identical on the CPU and
+   the GPU (and in tests/python/philox.py): only IEEE-exact operations (+ - * / sqrt,
+   integer and bit manipulation), with log and cos written out here rather than taken
+   from libm or CUDA's math library (which differ by an ulp). In CUDA the __d*_rn
+   intrinsics keep NVRTC from contracting a multiply and an add into an FMA; C11 (gcc
+   -std=c11 on x86-64) does not contract. Accuracy: a few ulp of the exact transform. */
+#ifdef __CUDACC_RTC__
+#define CUK_DMUL(a, b) __dmul_rn(a, b)
+#define CUK_DADD(a, b) __dadd_rn(a, b)
+#define CUK_DSUB(a, b) __dsub_rn(a, b)
+#define CUK_DDIV(a, b) __ddiv_rn(a, b)
+#define CUK_DSQRT(a) __dsqrt_rn(a)
+#else
+#define CUK_DMUL(a, b) ((a) * (b))
+#define CUK_DADD(a, b) ((a) + (b))
+#define CUK_DSUB(a, b) ((a) - (b))
+#define CUK_DDIV(a, b) ((a) / (b))
+#define CUK_DSQRT(a) sqrt(a)
+#endif
+
+/* -2 * log(k / 2^32) for an integer k in [1, 2^32]: k = m * 2^e with m in [sqrt(1/2),
+   sqrt(2)), log(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series to
+   s^25; e * ln 2 with ln 2 split so that e * LN2_HI is exact. */
+CUK_FN double cuk_m2log_u32(uint64_t k) {
+    int e = 63;
+    while (!(k >> e)) e--; /* k >= 1: e = floor(log2(k)), 0..32 */
+    /* m = k / 2^e, exact: k < 2^53 and a power-of-two scale */
+    double m = CUK_DDIV((double)k, (double)(1ull << e));
+    if (m > 1.4142135623730951) {
+        m = CUK_DMUL(m, 0.5);
+        e++;
+    }
+    const double s = CUK_DDIV(CUK_DSUB(m, 1.0), CUK_DADD(m, 1.0)), z = CUK_DMUL(s, s);
+    double p = 0.08;
+    p = CUK_DADD(CUK_DMUL(p, z), 0.08695652173913043);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.09523809523809523);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.10526315789473684);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.11764705882352941);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.13333333333333333);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.15384615384615385);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.18181818181818182);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.2222222222222222);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.2857142857142857);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.4);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.6666666666666666);
+    /* log(m) = 2 s + s z p: the leading term kept apart for accuracy */
+    const double lm = CUK_DADD(CUK_DMUL(2.0, s), CUK_DMUL(CUK_DMUL(s, z), p));
+    const double ef = (double)(e - 32);
+    /* log(k / 2^32) = ef * ln2 + log(m) */
+    const double l = CUK_DADD(CUK_DMUL(ef, 6.93147180369123816490e-01), CUK_DADD(CUK_DMUL(ef, 1.90821492927058770002e-10), lm));
+    return CUK_DMUL(l, -2.0);
+}
+
+/* sin(x) and cos(x) for x in [0, pi/4], Taylor series (the truncation is below 1e-19). */
+CUK_FN double cuk_sin_q(double x) {
+    const double z = CUK_DMUL(x, x);
+    double p = -8.22063524662433e-18;
+    p = CUK_DADD(CUK_DMUL(p, z), 2.8114572543455206e-15);
+    p = CUK_DADD(CUK_DMUL(p, z), -7.647163731819816e-13);
+    p = CUK_DADD(CUK_DMUL(p, z), 1.6059043836821613e-10);
+    p = CUK_DADD(CUK_DMUL(p, z), -2.505210838544172e-08);
+    p = CUK_DADD(CUK_DMUL(p, z), 2.7557319223985893e-06);
+    p = CUK_DADD(CUK_DMUL(p, z), -0.0001984126984126984);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.008333333333333333);
+    p = CUK_DADD(CUK_DMUL(p, z), -0.16666666666666666);
+    return CUK_DADD(x, CUK_DMUL(CUK_DMUL(x, z), p));
+}
+CUK_FN double cuk_cos_q(double x) {
+    const double z = CUK_DMUL(x, x);
+    double p = 4.110317623312165e-19;
+    p = CUK_DADD(CUK_DMUL(p, z), -1.5619206968586225e-16);
+    p = CUK_DADD(CUK_DMUL(p, z), 4.779477332387385e-14);
+    p = CUK_DADD(CUK_DMUL(p, z), -1.1470745597729725e-11);
+    p = CUK_DADD(CUK_DMUL(p, z), 2.08767569878681e-09);
+    p = CUK_DADD(CUK_DMUL(p, z), -2.755731922398589e-07);
+    p = CUK_DADD(CUK_DMUL(p, z), 2.48015873015873e-05);
+    p = CUK_DADD(CUK_DMUL(p, z), -0.001388888888888889);
+    p = CUK_DADD(CUK_DMUL(p, z), 0.041666666666666664);
+    p = CUK_DADD(CUK_DMUL(p, z), -0.5);
+    return CUK_DADD(1.0, CUK_DMUL(z, p));
+}
+
+/* cos(2 pi w / 2^32) for a 32-bit w: the quadrant from the top two bits, then the
+   angle folded into [0, pi/4] exactly (integer arithmetic on the low 30 bits). */
+CUK_FN double cuk_cos2pi_u32(uint32_t w) {
+    const uint32_t q = w >> 30, f = w & 0x3FFFFFFFu;
+    const int hi = f > (1u << 27);          /* past pi/4 in the quadrant: fold */
+    const uint32_t h = hi ? (1u << 30) - f : f;
+    const double x = CUK_DMUL((double)h, 1.4629180792671596e-09); /* 2 pi / 2^32 */
+    /* q even wants cos(2 pi f), odd sin(2 pi f); folding swaps sin and cos */
+    const double r = ((q & 1) == 0) != (hi != 0) ? cuk_cos_q(x) : cuk_sin_q(x);
+    return (q == 1 || q == 2) ? -r : r;
+}
+
 CUK_FN double cuk_randn_f64(uint64_t i, uint64_t seed) {
     cuk_u32x4 r = cuk_philox(i, seed);
-    double u1 = ((double)r.x[0] + 1.0) * (1.0 / 4294967296.0); /* (0, 1] */
-    double u2 = (double)r.x[1] * (1.0 / 4294967296.0);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    const double rad = CUK_DSQRT(cuk_m2log_u32((uint64_t)r.x[0] + 1)); /* u1 = (x0 + 1) / 2^32 in (0, 1] */
+    return CUK_DMUL(rad, cuk_cos2pi_u32(r.x[1]));                      /* u2 = x1 / 2^32 in [0, 1) */
 }
 CUK_FN float cuk_randn_f32(uint64_t i, uint64_t seed) { return (float)cuk_randn_f64(i, seed); }
 

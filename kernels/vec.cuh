@@ -41,6 +41,20 @@ template <class T, int V> static __device__ __forceinline__ void cuk_stv(void *p
     *((R *)((T *)p + i)) = u.r;
 }
 
+/* Float to integer as the CPU backend converts (compiler/cpu_eval.c, sat_s/sat_u):
+   truncate toward zero, saturate at the type's range, NaN -> 0. A bare cast leaves
+   NaN and out-of-range values to the hardware's conversion, which differs. */
+template <class T> static __device__ __forceinline__ T cuk_f2i(double x) {
+    const bool sgn = (T)-1 < (T)0;
+    const double hi = sizeof(T) == 4 ? (sgn ? 2147483648.0 : 4294967296.0)
+                                     : (sgn ? 9223372036854775808.0 : 18446744073709551616.0);
+    if (x != x) return (T)0;
+    if (!sgn && x <= 0.0) return (T)0;
+    if (x >= hi) return (T)~(T)0 > (T)0 ? (T)~(T)0 : (T)((~0ull) >> (65 - 8 * sizeof(T)));
+    if (sgn && x <= -hi) return (T)(1ull << (8 * sizeof(T) - 1));
+    return (T)x;
+}
+
 /* Whether a device address is 16-byte aligned (so every vector width divides it). */
 static __device__ __forceinline__ int cuk_al16(long long p) { return (p & 15) == 0; }
 

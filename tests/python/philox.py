@@ -48,12 +48,61 @@ def rand(n, seed, dtype=np.float32):
     return r.reshape(n)
 
 
+LOG_C = [0.08, 0.08695652173913043, 0.09523809523809523, 0.10526315789473684, 0.11764705882352941,
+         0.13333333333333333, 0.15384615384615385, 0.18181818181818182, 0.2222222222222222,
+         0.2857142857142857, 0.4, 0.6666666666666666]
+SIN_C = [-8.22063524662433e-18, 2.8114572543455206e-15, -7.647163731819816e-13, 1.6059043836821613e-10,
+         -2.505210838544172e-08, 2.7557319223985893e-06, -0.0001984126984126984, 0.008333333333333333,
+         -0.16666666666666666]
+COS_C = [4.110317623312165e-19, -1.5619206968586225e-16, 4.779477332387385e-14, -1.1470745597729725e-11,
+         2.08767569878681e-09, -2.755731922398589e-07, 2.48015873015873e-05, -0.001388888888888889,
+         0.041666666666666664, -0.5]
+
+
+def _horner(c, z):
+    p = np.full_like(z, c[0])
+    for x in c[1:]:
+        p = p * z + x
+    return p
+
+
+def m2log_u32(k):
+    """-2 log(k / 2^32) for uint64 k in [1, 2^32], as cuk_m2log_u32 (same operations)."""
+    kf = k.astype(np.float64)
+    e = np.frexp(kf)[1].astype(np.int64) - 1  # floor(log2 k)
+    m = kf / np.ldexp(1.0, e)
+    big = m > 1.4142135623730951
+    m = np.where(big, m * 0.5, m)
+    e = e + big
+    s = (m - 1.0) / (m + 1.0)
+    z = s * s
+    lm = 2.0 * s + (s * z) * _horner(LOG_C, z)
+    ef = (e - 32).astype(np.float64)
+    l = ef * 6.93147180369123816490e-01 + (ef * 1.90821492927058770002e-10 + lm)
+    return l * -2.0
+
+
+def cos2pi_u32(w):
+    """cos(2 pi w / 2^32) for uint32 w, as cuk_cos2pi_u32."""
+    w = w.astype(np.uint64)
+    q = w >> np.uint64(30)
+    f = w & np.uint64(0x3FFFFFFF)
+    hi = f > np.uint64(1 << 27)
+    h = np.where(hi, np.uint64(1 << 30) - f, f)
+    x = h.astype(np.float64) * 1.4629180792671596e-09
+    z = x * x
+    sn = x + (x * z) * _horner(SIN_C, z)
+    cs = 1.0 + z * _horner(COS_C, z)
+    r = np.where(((q & np.uint64(1)) == 0) != hi, cs, sn)
+    return np.where((q == 1) | (q == 2), -r, r)
+
+
 def randn(n, seed, dtype=np.float32):
-    """cuk's randn(n, seed=seed): Box-Muller in double, then rounded to dtype."""
+    """cuk's randn(n, seed=seed): Box-Muller in double with kernels/philox.h's own log
+    and cos (bit for bit), then rounded to dtype."""
     x0, x1, _, _ = philox4x32(np.arange(int(np.prod(n)), dtype=np.uint64), seed)
-    u1 = (x0.astype(np.float64) + 1.0) * (1.0 / 4294967296.0)
-    u2 = x1.astype(np.float64) * (1.0 / 4294967296.0)
-    r = np.sqrt(-2.0 * np.log(u1)) * np.cos(6.283185307179586 * u2)
+    rad = np.sqrt(m2log_u32(x0.astype(np.uint64) + np.uint64(1)))
+    r = rad * cos2pi_u32(x1)
     return r.astype(dtype).reshape(n)
 
 
