@@ -32,8 +32,12 @@ def once(target, env_extra):
     return marks["context ready"], marks["first kernel done"], wall, r.stdout.strip()
 
 
+outputs = {}
+
+
 def measure(name, target, env_fn):
     rows = [once(target, env_fn(i)) for i in range(runs)]
+    outputs[name] = rows[0][3]
     ctx = statistics.median(r[0] for r in rows)
     first = statistics.median(r[1] for r in rows)
     wall = statistics.median(r[2] for r in rows)
@@ -46,3 +50,8 @@ once(prog, {"CUK_CACHE_DIR": warm_dir})  # fill the warm cache
 measure("bundle, no NVRTC", bundle, lambda i: {"CUK_NVRTC": "/nonexistent/libnvrtc.so", "CUK_CACHE_DIR": os.path.join(tmp, "none")})
 measure("source, cold cache", prog, lambda i: {"CUK_CACHE_DIR": os.path.join(tmp, "cold%d" % i)})
 measure("source, warm disk cache", prog, lambda i: {"CUK_CACHE_DIR": warm_dir})
+reference = subprocess.run([cukc, "run", prog, "--device", "cpu"], capture_output=True, text=True).stdout.strip()
+print("outputs: %s; CPU backend: %s" % (sorted(set(outputs.values())), reference))
+if len(set(outputs.values())) != 1:
+    sys.exit("FAIL: the bundle and the source gave different results")
+print("PASS: the bundle ran with NVRTC unloadable and printed what the source run printed")

@@ -9,7 +9,9 @@
 # (the whole lit suite; run tests go to the GPU through --device auto) · tests
 # (tests/gpu/test_programs.py and test_sizes.py) · programs / sizes (one of the two) ·
 # sanitize (compute-sanitizer memcheck on a few programs) · sanitize-all (on every
-# example and lit run program) · bench (bench_call, bench_runtime).
+# example and lit run program) · bench (bench_call, bench_runtime) · python
+# (tests/gpu/python) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
+# · startup (bench/startup.py).
 # Time limits (seconds) can be changed with T_<stage>=N, e.g. T_lit=120.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +31,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90)
+              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [startup]=60)
 summary=()
 fails=0
 
@@ -70,9 +72,31 @@ s_runtime() {
   for t in "$C"/build/tests/gpu/*; do
     [[ -x $t && -f $t ]] || continue
     echo "== $t"
-    "$t" || ok=1
+    # each program on its own clock, so one that hangs does not hide the others
+    timeout --kill-after=5 "${T_each:-40}" "$t" || { echo "FAIL: $t (rc=$?)"; ok=1; }
   done
   return $ok
+}
+
+# The Python package on the GPU (tests/gpu/python), with the carried extension.
+s_python() {
+  PYTHONPATH=$C/build/python:$REPO/python "$PY" -m pytest -q -p no:cacheprovider tests/gpu/python
+}
+
+# Call overhead from Python against a bare launch loop, CuPy and PyTorch.
+s_pybench() {
+  PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/python_overhead.py
+}
+
+# cuk against CuPy and PyTorch on the issue-4 cases (torch.compile left out for time
+# unless KBENCH_ARGS says otherwise).
+s_kbench() {
+  "$PY" bench/gpu_bench.py "$C/build" ${KBENCH_ARGS:---no-compile}
+}
+
+# Start-up: bundle without NVRTC, source with a cold and a warm cache.
+s_startup() {
+  "$PY" bench/startup.py "$CUKC" 5
 }
 
 # lit.cfg.py names FileCheck and not under /usr/lib/llvm-14/bin and python as
@@ -134,7 +158,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN
-export -f s_info s_runtime s_lit s_pytest s_sanitize s_bench
+export -f s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -147,6 +171,10 @@ for s in "${stages[@]}"; do
     sanitize) stage sanitize s_sanitize "${SAN_SUBSET[@]}" ;;
     sanitize-all) stage sanitize-all s_sanitize examples/*.cuk tests/lit/run/*.cuk tests/lit/fusion/*.cuk ;;
     bench) stage bench s_bench ;;
+    python) stage python s_python ;;
+    pybench) stage pybench s_pybench ;;
+    kbench) stage kbench s_kbench ;;
+    startup) stage startup s_startup ;;
     *) echo "gpu-check: unknown stage '$s'"; fails=$((fails + 1)) ;;
   esac
 done
