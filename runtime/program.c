@@ -643,7 +643,10 @@ static cuk_status check_views(const cuk_fn *f, const cuk_view *const *args, int 
             if (pi->rank) snprintf(want, sizeof want, "a %d-D %s array", pi->rank, dtype_info[pi->dtype].name);
             else snprintf(want, sizeof want, "a %s scalar", dtype_info[pi->dtype].name);
             const char *got = (unsigned)a->dtype < CUK_DTYPE_COUNT ? dtype_info[a->dtype].name : "?";
-            if (a->rank)
+            if (a->dtype != pi->dtype)
+                s = err_set(CUK_ERR_INVALID, "%s(): parameter '%s' is %s, but the argument has dtype %s; convert it first",
+                            fname, pi->name, want, got);
+            else if (a->rank)
                 s = err_set(CUK_ERR_INVALID, "%s(): parameter '%s' is %s, but the argument is a %d-D %s array of shape %s",
                             fname, pi->name, want, a->rank, got, shape_str(sh, sizeof sh, a->rank, a->shape));
             else

@@ -85,7 +85,7 @@ s_python() {
 
 # Call overhead from Python against a bare launch loop, CuPy and PyTorch.
 s_pybench() {
-  PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/python_overhead.py
+  CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/python_overhead.py
 }
 
 # cuk against CuPy and PyTorch on the issue-4 cases (torch.compile left out for time
