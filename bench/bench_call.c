@@ -11,7 +11,6 @@
 #include "compiler/gpu.h"
 #include "compiler/kernel.h"
 #include "lang/ast.h"
-#include "lang/embedded.h"
 #include "runtime/cuk.h"
 
 static const char *prog_src =
@@ -41,28 +40,6 @@ static double now_us(void) {
         }                                                                               \
     } while (0)
 
-/* The stdlib, as cukc loads it: every embedded *.cuk file in one program node. */
-static Node *load_stdlib(Arena *a, Diag *d) {
-    Node *prog = NEW(a, Node);
-    prog->kind = N_PROGRAM;
-    Node **tail = &prog->body;
-    for (int i = 0; cuk_embedded[i].name; i++) {
-        const char *nm = cuk_embedded[i].name;
-        size_t n = strlen(nm);
-        if (n < 4 || strcmp(nm + n - 4, ".cuk") != 0) continue;
-        Src *src = NEW(a, Src);
-        src_from_string(a, arena_printf(a, "<stdlib>/%s", nm), cuk_embedded[i].text, src);
-        Node *p = parse_program(a, d, src);
-        if (!p) continue;
-        for (Node *f = p->body; f; f = f->next) {
-            *tail = f;
-            tail = &f->next;
-        }
-        *tail = NULL;
-    }
-    return prog;
-}
-
 /* The driver's own launch, for the barest loop (types as in cuda.h). */
 typedef int (*PFN_launch)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                           unsigned shared, void *stream, void **params, void **extra);
@@ -84,7 +61,7 @@ int main(int argc, char **argv) {
     Src src;
     src_from_string(&a, "bench_call.cuk", prog_src, &src);
     Node *ast = parse_program(&a, &d, &src);
-    Node *std = ast ? load_stdlib(&a, &d) : NULL;
+    Node *std = ast ? stdlib_parse(&a, &d) : NULL;
     Program *prog = ast && !d.errors ? sema_program(&a, &d, ast, std) : NULL;
     if (!prog) return 1;
     Fn *fn = program_find(prog, "saxpy");

@@ -16,7 +16,6 @@
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/diag.h"
-#include "lang/embedded.h"
 #include "runtime/cuk.h"
 
 #define CHECK(x)                                                                         \
@@ -26,27 +25,6 @@
             exit(1);                                                                     \
         }                                                                                \
     } while (0)
-
-static Node *load_stdlib(Arena *a, Diag *d) {
-    Node *prog = NEW(a, Node);
-    prog->kind = N_PROGRAM;
-    Node **tail = &prog->body;
-    for (int i = 0; cuk_embedded[i].name; i++) {
-        const char *nm = cuk_embedded[i].name;
-        size_t n = strlen(nm);
-        if (n < 4 || strcmp(nm + n - 4, ".cuk") != 0) continue;
-        Src *src = NEW(a, Src);
-        src_from_string(a, arena_printf(a, "<stdlib>/%s", nm), cuk_embedded[i].text, src);
-        Node *p = parse_program(a, d, src);
-        if (!p) continue;
-        for (Node *f = p->body; f; f = f->next) {
-            *tail = f;
-            tail = &f->next;
-        }
-        *tail = NULL;
-    }
-    return prog;
-}
 
 /* ---- inputs ---------------------------------------------------------------------------- */
 
@@ -288,7 +266,7 @@ static void run_case(const Case *c, const char *root, int iters) {
     char *path = arena_printf(&a, "%s/bench/cases/%s", root, c->file);
     if (!src_load(&a, &d, path, &src)) exit(1);
     Node *ast = parse_program(&a, &d, &src);
-    Node *std = ast ? load_stdlib(&a, &d) : NULL;
+    Node *std = ast ? stdlib_parse(&a, &d) : NULL;
     Program *prog = ast && !d.errors ? sema_program(&a, &d, ast, std) : NULL;
     if (!prog || d.errors) {
         fprintf(stderr, "bench_kernels: %s does not compile\n", path);

@@ -15,7 +15,6 @@
 #include "../lang/arena.h"
 #include "../lang/ast.h"
 #include "../lang/diag.h"
-#include "../lang/embedded.h"
 #include "cuk_program.h"
 #include "internal.h"
 
@@ -369,28 +368,6 @@ struct cuk_program_s {
 
 static cuk_status run_error(const RtErr *e);
 
-/* The stdlib: every embedded *.cuk file, parsed into one program node. */
-static Node *load_stdlib(Arena *a, Diag *d) {
-    Node *prog = NEW(a, Node);
-    prog->kind = N_PROGRAM;
-    Node **tail = &prog->body;
-    for (int i = 0; cuk_embedded[i].name; i++) {
-        const char *nm = cuk_embedded[i].name;
-        size_t n = strlen(nm);
-        if (n < 4 || strcmp(nm + n - 4, ".cuk") != 0) continue;
-        Src *src = NEW(a, Src);
-        src_from_string(a, arena_printf(a, "<stdlib>/%s", nm), cuk_embedded[i].text, src);
-        Node *p = parse_program(a, d, src);
-        if (!p) continue;
-        for (Node *f = p->body; f; f = f->next) {
-            *tail = f;
-            tail = &f->next;
-        }
-        *tail = NULL;
-    }
-    return prog;
-}
-
 static bool is_path(const char *s) {
     if (strchr(s, '\n') || !*s) return false;
     size_t n = strlen(s);
@@ -505,7 +482,7 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
         ast = parse_program(&p->arena, &md.d, src);
     }
     if (ast && !md.d.errors) {
-        Node *std = load_stdlib(&p->arena, &md.d);
+        Node *std = stdlib_parse(&p->arena, &md.d);
         if (!md.d.errors) p->prog = sema_program(&p->arena, &md.d, ast, std);
     }
     bool failed = md.d.errors || !p->prog;

@@ -10,7 +10,6 @@
 
 #include "compiler/gpu.h"
 #include "lang/ast.h"
-#include "lang/embedded.h"
 #include "runtime/cuk.h"
 
 static int npass, nfail;
@@ -40,27 +39,6 @@ static const char *src =
     "fn twice(x: f32[n]) -> f32[n] {\n"
     "    return saxpy(1.0, x, x);\n"
     "}\n";
-
-static Node *load_stdlib(Arena *a, Diag *d) {
-    Node *prog = NEW(a, Node);
-    prog->kind = N_PROGRAM;
-    Node **tail = &prog->body;
-    for (int i = 0; cuk_embedded[i].name; i++) {
-        const char *nm = cuk_embedded[i].name;
-        size_t n = strlen(nm);
-        if (n < 4 || strcmp(nm + n - 4, ".cuk") != 0) continue;
-        Src *s = NEW(a, Src);
-        src_from_string(a, arena_printf(a, "<stdlib>/%s", nm), cuk_embedded[i].text, s);
-        Node *p = parse_program(a, d, s);
-        if (!p) continue;
-        for (Node *f = p->body; f; f = f->next) {
-            *tail = f;
-            tail = &f->next;
-        }
-        *tail = NULL;
-    }
-    return prog;
-}
 
 static Program *prog;
 static GpuVal farr(cuk_devptr p, int64_t n) {
@@ -118,7 +96,7 @@ int main(void) {
     Src s0;
     src_from_string(&a, "session.cuk", src, &s0);
     Node *ast = parse_program(&a, &d, &s0);
-    prog = ast ? sema_program(&a, &d, ast, load_stdlib(&a, &d)) : NULL;
+    prog = ast ? sema_program(&a, &d, ast, stdlib_parse(&a, &d)) : NULL;
     if (!prog) {
         printf("FAIL compile\n");
         return 1;
