@@ -683,13 +683,13 @@ static void program_dealloc(PyObject *self) {
     Py_DECREF(tp);
 }
 
-/* compile(src_or_path, backend, name) -> Program */
+/* compile(src_or_path, backend, name, require_bundle) -> Program */
 static PyObject *py_compile(PyObject *m, PyObject *args) {
     (void)m;
     const char *src, *name = NULL;
-    int backend = 0;
-    if (!PyArg_ParseTuple(args, "s|iz", &src, &backend, &name)) return NULL;
-    cuk_program_opts o = {(cuk_backend)backend, name};
+    int backend = 0, require_bundle = 0;
+    if (!PyArg_ParseTuple(args, "s|izp", &src, &backend, &name, &require_bundle)) return NULL;
+    cuk_program_opts o = {.backend = (cuk_backend)backend, .name = name, .require_bundle = require_bundle};
     cuk_program *p;
     cuk_status s;
     Py_BEGIN_ALLOW_THREADS s = cuk_program_compile(&p, src, &o);

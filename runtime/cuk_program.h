@@ -94,10 +94,19 @@ typedef struct cuk_program_opts {
     cuk_backend backend;
     /* For source text: the file name used in diagnostics (default "<string>"). */
     const char *name;
+    /* 1: src_or_path must be a bundle (cuk_program_load_bundle sets it). */
+    int require_bundle;
 } cuk_program_opts;
 
 typedef struct cuk_program_s cuk_program;
 typedef struct cuk_fn_s cuk_fn;
+
+/* Loads an ahead-of-time bundle written by `cukc build` (docs/aot.md). The program is
+   rebuilt from the source the bundle holds; on the GPU its kernels are loaded from the
+   bundle's cubin for this device (else its PTX), without NVRTC. A damaged, truncated,
+   stale or foreign file gives CUK_ERR_INVALID with the reason. cuk_program_compile also
+   accepts a bundle's path. */
+cuk_status cuk_program_load_bundle(cuk_program **p, const char *path, const cuk_program_opts *o);
 
 /* Compiles a program. src_or_path is a path if it has no newline and names an existing
    file or ends in ".cuk"; otherwise it is source text. o may be NULL. On a compile error:

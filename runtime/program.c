@@ -24,6 +24,7 @@ _Static_assert((int)CUK_BOOL == DT_BOOL && (int)CUK_I32 == DT_I32 && (int)CUK_I6
                    (int)CUK_F64 == DT_F64 && CUK_DTYPE_COUNT == DT_COUNT && CUK_MAX_RANK == MAXRANK,
                "cuk_dtype must mirror DType");
 
+#include "../compiler/bundle.h"
 #include "../compiler/gpu.h"
 
 /* The GPU executor (compiler/gpu_exec.c, compiler/gpu.h). Declared weak so that the
@@ -34,6 +35,7 @@ extern bool gpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FI
     __attribute__((weak));
 extern GpuSession *gpu_session_new(const Program *p, RtErr *err) __attribute__((weak));
 extern void gpu_session_free(GpuSession *s) __attribute__((weak));
+extern void gpu_session_use_bundle(GpuSession *s, const struct Bundle *b) __attribute__((weak));
 extern bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err)
     __attribute__((weak));
 
@@ -364,6 +366,7 @@ struct cuk_program_s {
     cuk_fn **all;
     pthread_mutex_t lock; /* wrapping functions; GPU runs */
     GpuSession *session;  /* GPU backend with the session API */
+    Bundle *bundle;       /* when loaded from a .cukb: its kernels, loaded without NVRTC */
 };
 
 static cuk_status run_error(const RtErr *e);
@@ -473,7 +476,26 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
     Src *src = NEW(&p->arena, Src);
     const char *path;
     Node *ast = NULL;
-    if (is_path(src_or_path)) {
+    size_t plen = strlen(src_or_path);
+    if (is_path(src_or_path) && (bundle_is(src_or_path) || (plen > 5 && !strcmp(src_or_path + plen - 5, ".cukb")))) {
+        /* A bundle: the program is rebuilt from the source it holds, and the GPU backend
+           loads its compiled images instead of calling NVRTC. */
+        char berr[1024];
+        p->bundle = NEW(&p->arena, Bundle);
+        if (!bundle_read(&p->arena, src_or_path, p->bundle, berr, sizeof berr)) {
+            free(memdiag_close(&md));
+            cuk_program_free(p);
+            return err_set(CUK_ERR_INVALID, "%s", berr);
+        }
+        path = p->bundle->source_path;
+        src_from_string(&p->arena, path, p->bundle->source, src);
+        ast = parse_program(&p->arena, &md.d, src);
+    } else if (is_path(src_or_path)) {
+        if (o && o->require_bundle) {
+            free(memdiag_close(&md));
+            cuk_program_free(p);
+            return err_set(CUK_ERR_INVALID, "'%s' is not a cuk bundle (.cukb); build one with cukc build", src_or_path);
+        }
         path = src_or_path;
         if (src_load(&p->arena, &md.d, path, src)) ast = parse_program(&p->arena, &md.d, src);
     } else {
@@ -507,6 +529,7 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
     if (p->backend == CUK_BACKEND_GPU && gpu_session_new && gpu_call && gpu_session_free) {
         RtErr err = {0};
         p->session = gpu_session_new(p->prog, &err);
+        if (p->session && p->bundle && gpu_session_use_bundle) gpu_session_use_bundle(p->session, p->bundle);
         if (!p->session) {
             s = err.set ? run_error(&err) : err_set(CUK_ERR_NO_DEVICE, "could not start the GPU backend");
             cuk_program_free(p);
@@ -515,6 +538,12 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
     }
     *out = p;
     return CUK_OK;
+}
+
+cuk_status cuk_program_load_bundle(cuk_program **out, const char *path, const cuk_program_opts *o) {
+    cuk_program_opts oo = o ? *o : (cuk_program_opts){0};
+    oo.require_bundle = 1;
+    return cuk_program_compile(out, path, &oo);
 }
 
 void cuk_program_free(cuk_program *p) {

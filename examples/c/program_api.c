@@ -65,7 +65,7 @@ int main(void) {
     cuk_program_free(p);
 
     /* A compile error: the whole diagnostic, and its parts. */
-    cuk_program_opts o = {CUK_BACKEND_CPU, "bad.cuk"};
+    cuk_program_opts o = {.backend = CUK_BACKEND_CPU, .name = "bad.cuk"};
     if (cuk_program_compile(&p, "fn f(x: f32) -> f32 = x + y;\n", &o) == CUK_ERR_COMPILE) {
         cuk_error_info e;
         cuk_program_error(&e);

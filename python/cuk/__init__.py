@@ -90,6 +90,22 @@ def compile(src_or_path, device=None, name=None):
     return Module(prog, shown)
 
 
+def load(path, device=None):
+    """Loads an ahead-of-time bundle written by ``cukc build`` (see docs/aot.md) and
+    returns a :class:`Module`, as :func:`compile` does for source. On the GPU its kernels
+    come from the bundle's cubin or PTX, without NVRTC. A damaged or stale bundle raises
+    :class:`Error` with the reason."""
+    path = _os.fspath(path)
+    if device is None:
+        backend = _cuk.BACKEND_DEFAULT
+    else:
+        try:
+            backend = _BACKENDS[device]
+        except KeyError:
+            raise ValueError(f"device must be 'auto', 'gpu' or 'cpu', not {device!r}") from None
+    return Module(_cuk.compile(path, backend, None, True), path)
+
+
 def gpu_available():
     """True if a CUDA driver and a GPU are usable."""
     return _cuk.gpu_available()[0]
