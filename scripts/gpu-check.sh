@@ -11,7 +11,8 @@
 # sanitize (compute-sanitizer memcheck on a few programs) · sanitize-all (on every
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
-# · startup (bench/startup.py).
+# · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
+# racecheck/synccheck on the subset, 8 processes at a time).
 # Time limits (seconds) can be changed with T_<stage>=N, e.g. T_lit=120.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [startup]=60)
+              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [startup]=60 [sanitize-par]=300)
 summary=()
 fails=0
 
@@ -144,6 +145,41 @@ s_sanitize() {
   return $bad
 }
 
+# compute-sanitizer over every program that runs without arguments (examples, lit run
+# and fusion tests), 8 at a time: memcheck on all of them, racecheck and synccheck on
+# the representative subset. One line per program; a summary count at the end.
+san_one() {
+  local tool=$1 f=$2 d
+  d=$(mktemp -d "$WORK/san.XXXX")
+  (cd "$d" && "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 10 "$CUKC" run --device gpu "$REPO/$f" >out.txt 2>&1)
+  local rc=$?
+  if [[ $rc -eq 99 ]] || grep -q "ERROR SUMMARY: [1-9]" "$d/out.txt"; then
+    echo "FAIL $tool $f"; head -40 "$d/out.txt"
+  else
+    echo "PASS $tool $f ($(grep -o 'ERROR SUMMARY: [0-9]* errors' "$d/out.txt" | tail -1))"
+  fi
+}
+s_sanitize_par() {
+  [[ -n $SAN ]] || { echo "ERROR: compute-sanitizer not found"; return 1; }
+  cd "$REPO" || return 1
+  local files=()
+  for f in examples/*.cuk tests/lit/run/*.cuk tests/lit/fusion/*.cuk; do
+    if [[ $f == tests/lit/* ]] && ! grep -qE "RUN: %cukc run %s( \||$)" "$f"; then continue; fi
+    files+=("$f")
+  done
+  {
+    printf 'memcheck %s\n' "${files[@]}"
+    printf 'racecheck %s\n' "$@"
+    printf 'synccheck %s\n' "$@"
+  } | xargs -P 8 -L 1 bash -c 'san_one "$0" "$1"' >"$WORK/san.txt" 2>&1
+  cat "$WORK/san.txt"
+  local pass fail
+  pass=$(grep -c '^PASS' "$WORK/san.txt")
+  fail=$(grep -c '^FAIL' "$WORK/san.txt")
+  echo "compute-sanitizer: $pass passed, $fail failed"
+  [[ $fail -eq 0 ]]
+}
+
 s_bench() {
   local ok=0
   if [[ -x $C/build/bench/bench_call ]]; then
@@ -157,8 +193,8 @@ s_bench() {
   return $ok
 }
 
-export REPO OUT C WORK PY SAN
-export -f s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_startup
+export REPO OUT C WORK PY SAN CUKC
+export -f san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -169,6 +205,7 @@ for s in "${stages[@]}"; do
     programs) stage programs s_pytest tests/gpu/test_programs.py ;;
     sizes) stage sizes s_pytest tests/gpu/test_sizes.py ;;
     sanitize) stage sanitize s_sanitize "${SAN_SUBSET[@]}" ;;
+    sanitize-par) stage sanitize-par s_sanitize_par "${SAN_SUBSET[@]}" ;;
     sanitize-all) stage sanitize-all s_sanitize examples/*.cuk tests/lit/run/*.cuk tests/lit/fusion/*.cuk ;;
     bench) stage bench s_bench ;;
     python) stage python s_python ;;
