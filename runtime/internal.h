@@ -83,7 +83,7 @@ enum {
     X(cuMemFree, "cuMemFree_v2", 1, (CUdeviceptr))                                               \
     X(cuMemHostAlloc, "cuMemHostAlloc", 1, (void **, size_t, unsigned))                          \
     X(cuMemFreeHost, "cuMemFreeHost", 1, (void *))                                               \
-    X(cuMemHostGetFlags, "cuMemHostGetFlags", 0, (unsigned *, void *))                           \
+    X(cuPointerGetAttributes, "cuPointerGetAttributes", 0, (unsigned, int *, void **, CUdeviceptr)) \
     X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", 1, (CUdeviceptr, const void *, size_t))                   \
     X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", 1, (void *, CUdeviceptr, size_t))                         \
     X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", 1, (CUdeviceptr, CUdeviceptr, size_t))                    \

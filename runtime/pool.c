@@ -426,9 +426,16 @@ static bool staging_wanted(const void *host, size_t bytes) {
     if (bytes < STAGE_MIN) return false;
     const char *e = getenv("CUK_NO_STAGING");
     if (e && *e && strcmp(e, "0")) return false;
-    /* Already pinned memory gains nothing from another copy. */
-    unsigned flags;
-    if (cu.cuMemHostGetFlags && cu.cuMemHostGetFlags(&flags, (void *)host) == CUDA_SUCCESS) return false;
+    /* Already pinned memory gains nothing from another copy. cuPointerGetAttributes
+       (unlike cuMemHostGetFlags) answers for any pointer without failing, so probing
+       pageable memory raises no API error under compute-sanitizer. */
+    unsigned memtype = 0;
+    int attr = 2; /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */
+    void *data = &memtype;
+    if (cu.cuPointerGetAttributes &&
+        cu.cuPointerGetAttributes(1, &attr, &data, (CUdeviceptr)(uintptr_t)host) == CUDA_SUCCESS &&
+        memtype == 1 /* CU_MEMORYTYPE_HOST: page-locked */)
+        return false;
     return true;
 }
 

@@ -23,7 +23,7 @@ static const char *const progs[8] = {
     "fn f(x: f32[n]) -> i64 = argmax(sin(x * 100.0));\n",
     "fn f(x: f32[n]) -> f32[n] = softmax(x);\n",
     "fn f(x: f32[n]) -> f32[n] = reverse(x) + x[iota(n) / 2];\n",
-    "fn f(x: f32[n]) -> f32 = reduce(|a, b| maximum(a, b * 3.0), -1000.0, x);\n",
+    "fn f(x: f32[n]) -> f32 = reduce(|a, b| maximum(a, b), -1000.0, x * 3.0 - 1.0);\n",
 };
 
 typedef struct Job {
