@@ -169,8 +169,14 @@ s_sanitize_par() {
   done
   {
     printf 'memcheck %s\n' "${files[@]}"
-    printf 'racecheck %s\n' "$@"
-    printf 'synccheck %s\n' "$@"
+    # racecheck and synccheck: the subset, or every program with SAN_ALL_TOOLS=1
+    if [[ ${SAN_ALL_TOOLS:-0} == 1 ]]; then
+      printf 'racecheck %s\n' "${files[@]}"
+      printf 'synccheck %s\n' "${files[@]}"
+    else
+      printf 'racecheck %s\n' "$@"
+      printf 'synccheck %s\n' "$@"
+    fi
   } | xargs -P 8 -L 1 bash -c 'san_one "$0" "$1"' >"$WORK/san.txt" 2>&1
   cat "$WORK/san.txt"
   local pass fail
