@@ -96,30 +96,11 @@ static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *
         len = c->shape[axis];
         for (int q = axis + 1; q < c->rank && q < 2; q++) inner *= c->shape[q];
     }
-    unsigned grid = 1;
-    size_t scratch = 0;
-    switch (k->kind) {
-    case K_MAP:
-    case K_MATMUL: grid = 0; break;
-    case K_ROW: grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
-    case K_REDUCE:
-        if (axis < 0) {
-            int64_t nb = (n + k->block - 1) / k->block;
-            grid = (unsigned)(nb < 1 ? 1 : nb > 1024 ? 1024 : nb);
-            scratch = 16 + (size_t)k->nreds * grid * 24;
-        } else {
-            int64_t no = outer * inner;
-            grid = (unsigned)(no < 1 ? 1 : no > 65535 ? 65535 : no);
-        }
-        break;
-    case K_SCAN: {
-        int64_t tile = (int64_t)k->block * k->items, nt = (n + tile - 1) / tile;
-        grid = (unsigned)(nt < 1 ? 1 : nt);
-        scratch = 16 + (size_t)grid * 24;
-        L->memset_each = true;
-        break;
-    }
-    }
+    /* the executor's own launch geometry (compiler/fuse.c) */
+    unsigned grid;
+    size_t scratch;
+    kernel_geometry(k, n, outer, inner, axis, &grid, &scratch);
+    if (k->kind == K_SCAN) L->memset_each = true;
     if (scratch > scratch_cap) {
         fprintf(stderr, "bench_kernels: scratch too small\n");
         exit(1);

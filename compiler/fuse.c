@@ -835,3 +835,33 @@ const char *red_identity(RedOp r, DType dt) {
     default: return NULL;
     }
 }
+
+void kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
+                     size_t *scratch) {
+    *grid = 1;
+    *scratch = 0;
+    switch (k->kind) {
+    case K_MAP:
+    case K_MATMUL: *grid = 0; break;
+    case K_ROW: *grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
+    case K_REDUCE:
+        if (axis < 0) {
+            int64_t nb = (n + k->block - 1) / k->block;
+            *grid = (unsigned)(nb < 1 ? 1 : nb > 1024 ? 1024 : nb);
+            *scratch = 16 + (size_t)k->nreds * *grid * 24;
+        } else {
+            int64_t no = outer * inner;
+            *grid = (unsigned)(no < 1 ? 1 : no > 65535 ? 65535 : no);
+        }
+        break;
+    case K_SCAN:
+        if (axis < 0) {
+            int64_t tile = (int64_t)k->block * k->items, nt = (n + tile - 1) / tile;
+            *grid = (unsigned)(nt < 1 ? 1 : nt);
+            *scratch = 16 + (size_t)*grid * 24;
+        } else {
+            *grid = 0;
+        }
+        break;
+    }
+}

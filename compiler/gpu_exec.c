@@ -659,32 +659,9 @@ static bool launch(Frame *f, const Kernel *k) {
             ok = false;
         }
     }
-    unsigned grid = 1;
-    size_t scratch_bytes = 0;
-    switch (k->kind) {
-    case K_MAP:
-    case K_MATMUL: grid = 0; break;
-    case K_ROW: grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
-    case K_REDUCE:
-        if (axis < 0) {
-            int64_t nb = (n + k->block - 1) / k->block;
-            grid = (unsigned)(nb < 1 ? 1 : nb > 1024 ? 1024 : nb);
-            scratch_bytes = 16 + (size_t)k->nreds * grid * 24;
-        } else {
-            int64_t no = outer * inner;
-            grid = (unsigned)(no < 1 ? 1 : no > 65535 ? 65535 : no);
-        }
-        break;
-    case K_SCAN:
-        if (axis < 0) {
-            int64_t tile = (int64_t)k->block * k->items, nt = (n + tile - 1) / tile;
-            grid = (unsigned)(nt < 1 ? 1 : nt);
-            scratch_bytes = 16 + (size_t)grid * 24;
-        } else {
-            grid = 0;
-        }
-        break;
-    }
+    unsigned grid;
+    size_t scratch_bytes;
+    kernel_geometry(k, n, outer, inner, axis, &grid, &scratch_bytes);
     bool flat = true;
     for (int i = 0; ok && i < k->nins; i++) flat = flat && same_dims(&ins[i], &space);
     /* the parameter words */

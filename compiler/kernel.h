@@ -111,6 +111,13 @@ void planset_print(FILE *out, const PlanSet *ps);
 
 /* The input a leaf read stands for (itself unless it repeats a slot read). */
 Val *kernel_canon(const Kernel *k, Val *v);
+/* The grid (0: one full wave, for grid-stride kernels) and the scratch bytes k is
+   launched with over an iteration space of n elements; axis kernels pass the sizes
+   before (outer), along and after (inner) their axis, which is -1 for whole-array
+   kernels. One definition for the executor and the benchmarks. */
+void kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
+                     size_t *scratch);
+
 /* The word index of a parameter, or -1. */
 int kparam_find(const Kernel *k, KPKind kind, const Val *v, int a, int b);
 /* Where a reduction's or scan's initial value comes from (v->init or args[1]), or NULL. */
