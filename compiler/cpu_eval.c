@@ -266,31 +266,34 @@ static Arr *new_arr(Frame *f, Loc loc, DType dt, int rank, const int64_t *shape)
     return a;
 }
 
-/* A scalar operand (dims, indices, seeds, loop bounds) as an i64. */
-static bool get_i64(Frame *f, const Val *v, int64_t *out) {
+/* A scalar operand (dims, indices, seeds, loop bounds) converted to dt. */
+static bool get_scalar(Frame *f, const Val *v, DType dt, Scalar *out) {
     Arr *a = eval(f, v);
     if (!a) return false;
     ASSERT(a->size == 1);
-    *out = scalar_cast(arr_get(a, 0), a->dt, DT_I64).i;
+    *out = scalar_cast(arr_get(a, 0), a->dt, dt);
     arr_release(a);
+    return true;
+}
+
+static bool get_i64(Frame *f, const Val *v, int64_t *out) {
+    Scalar s;
+    if (!get_scalar(f, v, DT_I64, &s)) return false;
+    *out = s.i;
     return true;
 }
 
 static bool get_cell(Frame *f, const Val *v, DType dt, Cell *out) {
-    Arr *a = eval(f, v);
-    if (!a) return false;
-    ASSERT(a->size == 1);
-    cell_set(out, dt, scalar_cast(arr_get(a, 0), a->dt, dt));
-    arr_release(a);
+    Scalar s;
+    if (!get_scalar(f, v, dt, &s)) return false;
+    cell_set(out, dt, s);
     return true;
 }
 
 static bool get_double(Frame *f, const Val *v, double *out) {
-    Arr *a = eval(f, v);
-    if (!a) return false;
-    ASSERT(a->size == 1);
-    *out = scalar_cast(arr_get(a, 0), a->dt, DT_F64).f;
-    arr_release(a);
+    Scalar s;
+    if (!get_scalar(f, v, DT_F64, &s)) return false;
+    *out = s.f;
     return true;
 }
 
