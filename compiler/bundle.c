@@ -310,6 +310,10 @@ bool bundle_read(Arena *a, const char *path, Bundle *b, char *err, size_t errlen
 }
 
 bool bundle_is(const char *path) {
+    /* A .cukb name counts even with a wrong magic, so a damaged bundle is refused as a
+       bundle rather than read as source. */
+    size_t n = strlen(path);
+    if (n > 5 && strcmp(path + n - 5, ".cukb") == 0) return true;
     FILE *f = fopen(path, "rb");
     if (!f) return false;
     char m[4] = {0};

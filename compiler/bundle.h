@@ -46,7 +46,7 @@ bool bundle_write(const char *out_path, const char *src_path, const char *src_te
    section bounds). Everything the Bundle points at lives in a. */
 bool bundle_read(Arena *a, const char *path, Bundle *b, char *err, size_t errlen);
 bool bundle_read_mem(Arena *a, const void *buf, size_t len, Bundle *b, char *err, size_t errlen);
-/* True if the file starts with the bundle magic. */
+/* True if path names a bundle: a .cukb name, or a file that starts with the magic. */
 bool bundle_is(const char *path);
 
 /* The image to load on a device of compute capability major.minor for function fn: the

@@ -476,8 +476,7 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
     Src *src = NEW(&p->arena, Src);
     const char *path;
     Node *ast = NULL;
-    size_t plen = strlen(src_or_path);
-    if (is_path(src_or_path) && (bundle_is(src_or_path) || (plen > 5 && !strcmp(src_or_path + plen - 5, ".cukb")))) {
+    if (is_path(src_or_path) && bundle_is(src_or_path)) {
         /* A bundle: the program is rebuilt from the source it holds, and the GPU backend
            loads its compiled images instead of calling NVRTC. */
         char berr[1024];

@@ -58,8 +58,7 @@ static int compile_file(Compiled *c, const char *path, bool sema) {
     arena_init(&c->arena);
     diag_init(&c->diag, stderr);
     c->bundle = NULL;
-    size_t plen = strlen(path);
-    if (bundle_is(path) || (plen > 5 && strcmp(path + plen - 5, ".cukb") == 0)) {
+    if (bundle_is(path)) {
         char err[1024];
         Bundle *b = NEW(&c->arena, Bundle);
         if (!bundle_read(&c->arena, path, b, err, sizeof err)) {
