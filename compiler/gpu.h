@@ -48,6 +48,14 @@ typedef struct GpuVal {
    err (*result is then DT_VOID). */
 bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err);
 
+/* gpu_call's fast path, for a caller that must not block (the Python extension keeps
+   the GIL for it): does the call only when fn is one kernel, already compiled, and the
+   arguments fit it as they are (device arrays of one shape, host scalars), which costs
+   one pool allocation and one asynchronous launch. Returns 1 when done (*result as from
+   gpu_call), 0 when nothing was done and the call needs gpu_call, -1 on an error (err
+   filled). */
+int gpu_call_quick(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, RtErr *err);
+
 /* Same contract as cpu_run: runs fn with args (host arrays, uploaded here), *result gets
    the returned value downloaded to the host (NULL for none), print() goes to out. On a
    run-time error, or when no GPU or NVRTC is usable, returns false and fills err. A

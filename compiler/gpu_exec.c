@@ -1378,6 +1378,24 @@ bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, F
     return ok;
 }
 
+int gpu_call_quick(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, RtErr *err) {
+    *result = (GpuVal){.dt = DT_VOID};
+    FnState *st = fn_state(s, fn);
+    if (!st || !st->direct) return 0;
+    pthread_mutex_lock(&s->lock);
+    int rc = 0;
+    if (!s->err_pending) {
+        s->out = NULL;
+        s->err = err;
+        bool handled;
+        bool ok = call_direct(s, st, args, result, &handled);
+        rc = !ok ? -1 : handled ? 1 : 0;
+        s->err = NULL;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
 void gpu_session_use_bundle(GpuSession *s, const Bundle *b) { s->bundle = b; }
 
 bool gpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {

@@ -1177,9 +1177,15 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
     }
     cuk_view dres;
     cuk_array *hres = NULL;
-    cuk_status s;
-    Py_BEGIN_ALLOW_THREADS s = cuk_fn_call_views(f->f, vp, (int)n, &dres, &hres);
-    Py_END_ALLOW_THREADS if (s) {
+    /* A call that only queues a kernel runs with the GIL held (as CuPy's launches do):
+       releasing and taking it back costs more than the rest of the call. */
+    int quick = 0;
+    cuk_status s = kind >= KIND_FOREIGN ? cuk_fn_call_quick(f->f, vp, (int)n, &dres, &quick) : CUK_OK;
+    if (!s && !quick) {
+        Py_BEGIN_ALLOW_THREADS s = cuk_fn_call_views(f->f, vp, (int)n, &dres, &hres);
+        Py_END_ALLOW_THREADS
+    }
+    if (s) {
         raise_status(s);
         goto done;
     }

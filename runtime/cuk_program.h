@@ -169,6 +169,14 @@ void cuk_array_view(const cuk_array *a, cuk_view *v);
    host array (as from cuk_fn_call; NULL when the function returns nothing). */
 cuk_status cuk_fn_call_views(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dev_result,
                              cuk_array **host_result);
+/* cuk_fn_call_views' fast path, which never waits on the device or compiles: when f
+   runs on the GPU as one kernel already compiled and every array argument is a device
+   view (scalars on the host) of one shape, queues it (a pool allocation and an
+   asynchronous launch), sets *done to 1 and fills *dev_result as cuk_fn_call_views
+   does. Otherwise *done is 0 and nothing was done: call cuk_fn_call_views. Errors (a
+   bad argument, a failed launch) are reported as by cuk_fn_call_views. The Python
+   extension calls it without releasing the GIL. */
+cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dev_result, int *done);
 /* cuk_program_function + cuk_fn_call. */
 cuk_status cuk_program_call(cuk_program *p, const char *name, cuk_array *const *args, int nargs,
                             cuk_array **result);

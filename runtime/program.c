@@ -716,6 +716,19 @@ typedef union ScalarBytes {
     double f64;
 } ScalarBytes;
 
+/* A scalar's bytes in Scalar's representation: i for bool and signed, u, f for floats. */
+static void widen_scalar(cuk_dtype dt, const ScalarBytes *v, GpuVal *g) {
+    switch (dt) {
+    case CUK_BOOL: g->s.i = v->b != 0; break;
+    case CUK_I32: g->s.i = v->i32; break;
+    case CUK_I64: g->s.i = v->i64; break;
+    case CUK_U32: g->s.u = v->u32; break;
+    case CUK_U64: g->s.u = v->u64; break;
+    case CUK_F32: g->s.f = v->f32; break;
+    case CUK_F64: g->s.f = v->f64; break;
+    }
+}
+
 /* The GPU backend's session: device arrays go in as they are, host arrays are uploaded
    for the call, a scalar is passed by value. A result stays on the device (a view in
    *dres whose pool block the caller owns) if any argument was there, else it comes to
@@ -745,16 +758,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
             ScalarBytes v = {0};
             if (a->place == CUK_ON_DEVICE) s = cuk_memcpy_dtoh(&v, a->dev, cuk_dtype_size(a->dtype)), on_device = true;
             else memcpy(&v, a->data, cuk_dtype_size(a->dtype));
-            /* widen to Scalar's representation: i for bool and signed, u, f for floats */
-            switch (a->dtype) {
-            case CUK_BOOL: g->s.i = v.b != 0; break;
-            case CUK_I32: g->s.i = v.i32; break;
-            case CUK_I64: g->s.i = v.i64; break;
-            case CUK_U32: g->s.u = v.u32; break;
-            case CUK_U64: g->s.u = v.u64; break;
-            case CUK_F32: g->s.f = v.f32; break;
-            case CUK_F64: g->s.f = v.f64; break;
-            }
+            widen_scalar(a->dtype, &v, g);
             continue;
         }
         int64_t n = 1;
@@ -955,6 +959,51 @@ out:
     if (v != vstack) free(v);
     if (vp != pstack) free(vp);
     return s;
+}
+
+cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, int *done) {
+    if (!done) return err_set(CUK_ERR_INVALID, "cuk_fn_call_quick: NULL argument");
+    *done = 0;
+    if (!f || !dres || nargs < 0 || (nargs && !args) || !f->prog->session || nargs > 16 || nargs != f->nparams)
+        return CUK_OK;
+    last_info_set = false;
+    cuk_status s = check_views(f, args, nargs);
+    if (s) return s;
+    GpuVal gv[16];
+    for (int i = 0; i < nargs; i++) {
+        const cuk_view *a = args[i];
+        GpuVal *g = &gv[i];
+        if ((a->rank > 0) != (a->place == CUK_ON_DEVICE)) return CUK_OK; /* host arrays, device scalars */
+        g->dt = (DType)a->dtype;
+        g->rank = a->rank;
+        g->borrowed = true;
+        g->p = 0;
+        g->s.u = 0;
+        for (int k = 0; k < MAXRANK; k++) g->shape[k] = k < a->rank ? a->shape[k] : 0;
+        if (a->rank == 0) {
+            ScalarBytes v = {0};
+            memcpy(&v, a->data, cuk_dtype_size(a->dtype));
+            widen_scalar(a->dtype, &v, g);
+        } else {
+            g->p = a->dev;
+        }
+    }
+    RtErr err;
+    err.set = false;
+    err.loc = (Loc){0};
+    err.msg[0] = 0;
+    GpuVal r;
+    int rc = gpu_call_quick(f->prog->session, f->fn, gv, &r, &err);
+    if (rc < 0) return err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
+    if (rc == 0) return CUK_OK;
+    *done = 1;
+    dres->dtype = (cuk_dtype)r.dt;
+    dres->rank = r.rank;
+    dres->place = CUK_ON_DEVICE;
+    for (int k = 0; k < r.rank; k++) dres->shape[k] = r.shape[k];
+    dres->data = NULL;
+    dres->dev = r.p;
+    return CUK_OK;
 }
 
 cuk_status cuk_fn_call_views(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, cuk_array **hres) {
