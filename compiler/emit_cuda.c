@@ -737,9 +737,11 @@ static void store(KE *ke, Val *out, const char *index, int d) {
     bprintf(ke->b, "((%s *)p.w[%d])[%s] = %s;\n", ctype(out->dt), W(ke, KP_OUT, out, 0, 0), index, r);
 }
 
-/* Rule 1: a grid-stride loop (grid from the SM count). Fast path when every leaf is
-   laid out like the iteration space and 16-byte aligned: each thread moves whole
-   16-byte vectors; the tail and the general case take one element at a time. */
+/* Rule 1: fast path when every leaf is laid out like the iteration space and 16-byte
+   aligned: each block moves chunks of block x MAP_UNROLL 16-byte vectors (a thread's
+   vectors a block apart, all loads issued before any use, so that costly expressions
+   overlap the loads), one chunk per block with kernel_geometry's grid; the tail and the
+   general case take one element at a time in a grid-stride loop. */
 static void emit_map(KE *ke) {
     const Kernel *k = ke->k;
     header(ke);
@@ -753,18 +755,16 @@ static void emit_map(KE *ke) {
              "    long long start_ = 0;\n");
     bprintf(b, "    if (%s) {\n", vec_cond(ke, &L, k->outs, k->nouts));
     bprintf(b, "        const long long nvec = n / %d;\n", V);
-    /* U vectors per thread per iteration, all loads issued before any use, so that
-       costly expressions (full-precision sin/cos/exp) overlap the next loads (measured
-       neutral on the chain and saxpy, docs/performance.md run 3) */
-    const int U = 2;
-    bprintf(b, "        for (long long q0 = gtid; q0 < nvec; q0 += %d * gstride) {\n", U);
+    const int U = MAP_UNROLL;
+    bprintf(b, "        for (long long q0 = (long long)blockIdx.x * blockDim.x * %d + threadIdx.x; q0 < nvec; "
+               "q0 += %d * gstride) {\n", U, U);
     declare_leaf_regs(ke, &L, V, U, 3);
     bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
-    bputs(b, "                const long long q = q0 + u_ * gstride;\n                if (q < nvec) {\n");
+    bputs(b, "                const long long q = q0 + u_ * (long long)blockDim.x;\n                if (q < nvec) {\n");
     load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "q * %d", V), 5);
     bputs(b, "                }\n            }\n");
     bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
-    bputs(b, "                const long long q = q0 + u_ * gstride;\n                if (q < nvec) {\n");
+    bputs(b, "                const long long q = q0 + u_ * (long long)blockDim.x;\n                if (q < nvec) {\n");
     for (int j = 0; j < k->nouts; j++) bprintf(b, "                cuk_vec<%s, %d> S%d;\n", ctype(k->outs[j]->dt), V, j);
     bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
     bprintf(b, "                    const long long i = q * %d + e_;\n                    (void)i;\n", V);

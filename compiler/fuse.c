@@ -841,7 +841,16 @@ void kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
     *grid = 1;
     *scratch = 0;
     switch (k->kind) {
-    case K_MAP:
+    case K_MAP: {
+        int m = 1; /* the widest element: the emitted vector holds 16 / m of them */
+        for (int i = 0; i < k->nins; i++)
+            if (dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
+        for (int i = 0; i < k->nouts; i++)
+            if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
+        int64_t per = (int64_t)k->block * MAP_UNROLL * (16 / m), nb = n / per + (n % per != 0);
+        *grid = (unsigned)(nb < 1 ? 1 : nb > 0x7fffffff ? 0x7fffffff : nb);
+        break;
+    }
     case K_MATMUL: *grid = 0; break;
     case K_ROW: *grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
     case K_REDUCE:

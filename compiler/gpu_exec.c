@@ -1285,7 +1285,10 @@ static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
     *handled = true;
     if (n > 0) {
         void *kargs[1] = {w};
-        cuk_dim3 g = {0, 1, 1}, b = {(unsigned)k->block, 1, 1};
+        unsigned grid;
+        size_t scratch;
+        kernel_geometry(k, n, 1, n, -1, &grid, &scratch);
+        cuk_dim3 g = {grid, 1, 1}, b = {(unsigned)k->block, 1, 1};
         if (cuk_launch(ks->fn, g, b, 0, NULL, kargs) != CUK_OK) {
             cuk_mem_free(out);
             return gpu_fail(s, o->loc, "kernel launch failed");

@@ -79,6 +79,12 @@ typedef struct Kernel {
     int items;          /* K_SCAN: elements per thread */
 } Kernel;
 
+/* K_MAP: 16-byte vectors per thread per loop iteration. A block's iteration covers
+   block x MAP_UNROLL consecutive vectors, and the grid (kernel_geometry) has one block
+   per such chunk, so each thread makes one pass (measured against a grid-stride loop
+   over an SM-count grid: docs/performance.md). */
+#define MAP_UNROLL 2
+
 typedef struct Plan {
     Fn *fn;
     Kernel **kernels;

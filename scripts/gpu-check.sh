@@ -12,7 +12,9 @@
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
 # · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
-# racecheck/synccheck on the subset, 8 processes at a time).
+# racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
+# bench/exp/*.cu with the machine's nvcc and runs it: kernel design experiments; EXP=name
+# picks one).
 # Time limits (seconds) can be changed with T_<stage>=N, e.g. T_lit=120.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +34,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [startup]=60 [sanitize-par]=300)
+              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [startup]=60 [sanitize-par]=300 [exp]=300)
 summary=()
 fails=0
 
@@ -186,6 +188,21 @@ s_sanitize_par() {
   [[ $fail -eq 0 ]]
 }
 
+# Kernel design experiments: standalone CUDA programs, built here with nvcc.
+s_exp() {
+  local nvcc ok=0
+  nvcc=$(command -v nvcc || ls /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1)
+  [[ -n $nvcc ]] || { echo "ERROR: nvcc not found"; return 1; }
+  for f in bench/exp/${EXP:-*}.cu; do
+    local b
+    b=$WORK/$(basename "$f" .cu)
+    echo "== $f"
+    "$nvcc" -O3 -arch=sm_90 -o "$b" "$f" || { echo "FAIL: build $f"; ok=1; continue; }
+    "$b" || { echo "FAIL: $f (rc=$?)"; ok=1; }
+  done
+  return $ok
+}
+
 s_bench() {
   local ok=0
   if [[ -x $C/build/bench/bench_call ]]; then
@@ -200,7 +217,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_startup
+export -f s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -218,6 +235,7 @@ for s in "${stages[@]}"; do
     pybench) stage pybench s_pybench ;;
     kbench) stage kbench s_kbench ;;
     startup) stage startup s_startup ;;
+    exp) stage exp s_exp ;;
     *) echo "gpu-check: unknown stage '$s'"; fails=$((fails + 1)) ;;
   esac
 done
