@@ -99,7 +99,10 @@ static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *
     /* the executor's own launch geometry (compiler/fuse.c) */
     unsigned grid;
     size_t scratch;
-    kernel_geometry(k, n, outer, inner, axis, &grid, &scratch);
+    if (!kernel_geometry(k, n, outer, inner, axis, &grid, &scratch)) {
+        fprintf(stderr, "bench_kernels: %s: too many elements for one launch\n", k->name);
+        exit(1);
+    }
     if (k->kind == K_SCAN) L->memset_each = true;
     if (scratch > scratch_cap) {
         fprintf(stderr, "bench_kernels: scratch too small\n");
@@ -257,6 +260,26 @@ static void run_case(const Case *c, const char *root, int iters) {
     PlanSet *ps = fuse_program(&a, prog);
     const Plan *pl = planset_find(ps, fn);
     char *cu = emit_cuda_plan(&a, pl);
+    /* Kernel tuning: CUK_BENCH_CUDA=DIR takes DIR/<case>.cu (edited `cukc emit-cuda`
+       output, the same kernel names and parameter words) in place of the emitted text. */
+    const char *dir = getenv("CUK_BENCH_CUDA");
+    if (dir && *dir) {
+        char *alt = arena_printf(&a, "%s/%s.cu", dir, c->name);
+        FILE *fp = fopen(alt, "rb");
+        if (fp) {
+            fseek(fp, 0, SEEK_END);
+            long len = ftell(fp);
+            fseek(fp, 0, SEEK_SET);
+            cu = arena_alloc(&a, (size_t)len + 1);
+            if (len < 0 || fread(cu, 1, (size_t)len, fp) != (size_t)len) {
+                fprintf(stderr, "bench_kernels: cannot read %s\n", alt);
+                exit(1);
+            }
+            cu[len] = 0;
+            fclose(fp);
+            fprintf(stderr, "bench_kernels: %s from %s\n", c->name, alt);
+        }
+    }
     cuk_module *m;
     cuk_compile_opts o = {0};
     o.program_name = arena_printf(&a, "%s.cu", c->fn);

@@ -631,8 +631,11 @@ static void header(KE *ke) {
     const Kernel *k = ke->k;
     bprintf(ke->b, "struct %s_p { long long w[%d]; };\n", k->name, k->nparams);
     /* Minimum resident blocks per SM (caps registers): all of a reduction's grid at
-       once; two rows per SM for row kernels. */
-    int minb = k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1) ? 8 : k->kind == K_ROW ? 2 : 0;
+       once; two rows per SM for row kernels; four 256 x 32 scan tiles. */
+    int minb = k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1) ? 8
+               : k->kind == K_ROW                                           ? 2
+               : k->kind == K_SCAN && k->items == 32                        ? 4
+                                                                            : 0;
     if (minb)
         bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(const struct %s_p p) {\n", k->block,
                 minb, k->name, k->name);
@@ -756,8 +759,7 @@ static void emit_map(KE *ke) {
     bprintf(b, "    if (%s) {\n", vec_cond(ke, &L, k->outs, k->nouts));
     bprintf(b, "        const long long nvec = n / %d;\n", V);
     const int U = MAP_UNROLL;
-    bprintf(b, "        for (long long q0 = (long long)blockIdx.x * blockDim.x * %d + threadIdx.x; q0 < nvec; "
-               "q0 += %d * gstride) {\n", U, U);
+    bputs(b, "        auto chunk_ = [&](const long long q0) {\n");
     declare_leaf_regs(ke, &L, V, U, 3);
     bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
     bputs(b, "                const long long q = q0 + u_ * (long long)blockDim.x;\n                if (q < nvec) {\n");
@@ -784,7 +786,14 @@ static void emit_map(KE *ke) {
         bprintf(b, "                cuk_stv<%s, %d>((void *)p.w[%d], q * %d, S%d);\n", ctype(k->outs[j]->dt), V,
                 W(ke, KP_OUT, k->outs[j], 0, 0), V, j);
     bputs(b, "                }\n            }\n");
-    bprintf(b, "        }\n        start_ = nvec * %d;\n    }\n", V);
+    /* kernel_geometry's grid has one block per chunk: straight-line code (any loop
+       around it, even one that never runs, measured 2.5 points of copy bandwidth slower
+       on the chain) */
+    bprintf(b, "        };\n"
+               "        const long long first_ = (long long)blockIdx.x * blockDim.x * %d + threadIdx.x;\n"
+               "        if (first_ < nvec) chunk_(first_);\n",
+            U);
+    bprintf(b, "        start_ = nvec * %d;\n    }\n", V);
     bputs(b, "    for (long long i = start_ + gtid; i < n; i += gstride) {\n");
     reset_scope(ke);
     emit_eval(ke, k->outs, k->nouts, 2);
@@ -849,24 +858,39 @@ static bool any_lambda(const Kernel *k) {
     return false;
 }
 
+/* The value a builtin reduction's accumulator can start from so that folding the first
+   element gives that element's exact bits (x + -0.0 is x for every x, -0.0 included; a
+   max from -inf; ...), or NULL (lambdas, argmin/argmax): those start empty (has = 0).
+   Starting full spares the per-element `has` test and its registers; the results are
+   the same bits, as every later fold is the same operation on the same values. */
+static const char *fold_identity(const Val *r) {
+    switch (r->red) {
+    case RED_SUM:
+        if (r->dt == DT_F32) return "-0.0f";
+        if (r->dt == DT_F64) return "-0.0";
+        return red_identity(r->red, r->dt);
+    case RED_PROD:
+    case RED_MIN:
+    case RED_MAX:
+    case RED_ANY:
+    case RED_ALL: return red_identity(r->red, r->dt);
+    default: return NULL;
+    }
+}
+
 static void declare_accs_one(KE *ke, const char *type, int j, int d) {
     Val *r = ke->k->reds[j];
     emit_combine_instance(ke, r, type, j, d);
     ind(ke->b, d);
-    bprintf(ke->b, "%s acc%d; int has%d = 0;\n", acc_type(ke->e, r), j, j);
+    const char *id = fold_identity(r);
+    if (id) bprintf(ke->b, "%s acc%d = (%s)(%s); int has%d = 1;\n", acc_type(ke->e, r), j, acc_type(ke->e, r), id, j);
+    else bprintf(ke->b, "%s acc%d; int has%d = 0;\n", acc_type(ke->e, r), j, j);
     ind(ke->b, d);
     bprintf(ke->b, "(void)acc%d;\n", j);
 }
 
 static void declare_accs(KE *ke, const char **types, int d) {
-    for (int j = 0; j < ke->k->nreds; j++) {
-        Val *r = ke->k->reds[j];
-        emit_combine_instance(ke, r, types[j], j, d);
-        ind(ke->b, d);
-        bprintf(ke->b, "%s acc%d; int has%d = 0;\n", acc_type(ke->e, r), j, j);
-        ind(ke->b, d);
-        bprintf(ke->b, "(void)acc%d;\n", j);
-    }
+    for (int j = 0; j < ke->k->nreds; j++) declare_accs_one(ke, types[j], j, d);
 }
 
 static void emit_reduce(KE *ke) {

@@ -592,7 +592,7 @@ static Kernel *new_kernel(F *f, KernelKind kind, Val *space, const Stmt *st) {
     /* Launch shapes the emitted kernels are tuned for (docs/performance.md): reductions
        use 128-thread blocks so that gpu_exec's grid of up to 1024 blocks is resident at
        once (8 per SM); row kernels hold a row of up to 512 x 32 4-byte values in
-       registers; scans take tiles of 256 x 16 elements. */
+       registers; scans take tiles of 256 x 32 or 256 x 16 elements (finish_kernel). */
     k->block = kind == K_REDUCE ? 128 : kind == K_ROW ? 512 : 256;
     k->items = 16;
     return k;
@@ -609,6 +609,17 @@ static void finish_kernel(F *f, Kernel *k, Val **starts, int nstarts) {
     k->scalars = to_vals(f, &b.scalars, &k->nscalars);
     k->alias = to_vals(f, &b.alias, &k->nalias);
     k->nalias /= 2;
+    if (k->kind == K_SCAN) {
+        /* Tiles of 256 x 32 elements of at most 4 bytes read from at most one array
+           (docs/performance.md: larger tiles keep more loads in flight per block); 256 x
+           16 otherwise, to bound the registers a tile holds. */
+        int m = dtype_info[k->scan->dt].size;
+        for (int i = 0; i < k->nins; i++)
+            if (dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
+        for (int i = 0; i < k->nouts; i++)
+            if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
+        k->items = m <= 4 && k->nins <= 1 ? 32 : 16;
+    }
     layout_params(f->a, k);
     Kernel **nk = NEWN(f->a, Kernel *, p->nkernels + 1);
     if (p->nkernels) memcpy(nk, p->kernels, sizeof(Kernel *) * (size_t)p->nkernels);
@@ -836,7 +847,7 @@ const char *red_identity(RedOp r, DType dt) {
     }
 }
 
-void kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
+bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
                      size_t *scratch) {
     *grid = 1;
     *scratch = 0;
@@ -848,7 +859,8 @@ void kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
         for (int i = 0; i < k->nouts; i++)
             if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
         int64_t per = (int64_t)k->block * MAP_UNROLL * (16 / m), nb = n / per + (n % per != 0);
-        *grid = (unsigned)(nb < 1 ? 1 : nb > 0x7fffffff ? 0x7fffffff : nb);
+        if (nb > 0x7fffffff) return false;
+        *grid = (unsigned)(nb < 1 ? 1 : nb);
         break;
     }
     case K_MATMUL: *grid = 0; break;
@@ -865,12 +877,14 @@ void kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
         break;
     case K_SCAN:
         if (axis < 0) {
-            int64_t tile = (int64_t)k->block * k->items, nt = (n + tile - 1) / tile;
+            int64_t tile = (int64_t)k->block * k->items, nt = n / tile + (n % tile != 0);
+            if (nt > 0x7fffffff) return false;
             *grid = (unsigned)(nt < 1 ? 1 : nt);
-            *scratch = 16 + (size_t)*grid * 24;
+            *scratch = SCAN_STATE_OFFSET + (size_t)*grid * SCAN_TILE_BYTES;
         } else {
             *grid = 0;
         }
         break;
     }
+    return true;
 }

@@ -661,7 +661,11 @@ static bool launch(Frame *f, const Kernel *k) {
     }
     unsigned grid;
     size_t scratch_bytes;
-    kernel_geometry(k, n, outer, inner, axis, &grid, &scratch_bytes);
+    if (ok && !kernel_geometry(k, n, outer, inner, axis, &grid, &scratch_bytes)) {
+        rt_error(s->err, k->outs[0]->loc, "%lld elements are too many for one kernel launch on the GPU",
+                 (long long)n);
+        ok = false;
+    }
     bool flat = true;
     for (int i = 0; ok && i < k->nins; i++) flat = flat && same_dims(&ins[i], &space);
     /* the parameter words */
@@ -1287,7 +1291,11 @@ static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
         void *kargs[1] = {w};
         unsigned grid;
         size_t scratch;
-        kernel_geometry(k, n, 1, n, -1, &grid, &scratch);
+        if (!kernel_geometry(k, n, 1, n, -1, &grid, &scratch)) {
+            cuk_mem_free(out);
+            *handled = false; /* the general path reports it */
+            return true;
+        }
         cuk_dim3 g = {grid, 1, 1}, b = {(unsigned)k->block, 1, 1};
         if (cuk_launch(ks->fn, g, b, 0, NULL, kargs) != CUK_OK) {
             cuk_mem_free(out);

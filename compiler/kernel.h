@@ -79,11 +79,17 @@ typedef struct Kernel {
     int items;          /* K_SCAN: elements per thread */
 } Kernel;
 
-/* K_MAP: 16-byte vectors per thread per loop iteration. A block's iteration covers
-   block x MAP_UNROLL consecutive vectors, and the grid (kernel_geometry) has one block
-   per such chunk, so each thread makes one pass (measured against a grid-stride loop
-   over an SM-count grid: docs/performance.md). */
+/* K_MAP: 16-byte vectors per thread. A block covers one chunk of block x MAP_UNROLL
+   consecutive vectors and the grid (kernel_geometry) has one block per chunk, so the
+   vector path is straight-line code with no loop (measured against a grid-stride loop
+   over an SM-count grid and against a loop over chunks: docs/performance.md). */
 #define MAP_UNROLL 2
+
+/* K_SCAN scratch (kernels/scan.cuh, CUK_TILE_BYTES): the tile ticket, then one 128-byte
+   line per tile state from byte 128, so that blocks polling a predecessor's state do not
+   share a line with the states being written (measured: docs/performance.md). */
+#define SCAN_STATE_OFFSET 128
+#define SCAN_TILE_BYTES 128
 
 typedef struct Plan {
     Fn *fn;
@@ -120,8 +126,10 @@ Val *kernel_canon(const Kernel *k, Val *v);
 /* The grid (0: one full wave, for grid-stride kernels) and the scratch bytes k is
    launched with over an iteration space of n elements; axis kernels pass the sizes
    before (outer), along and after (inner) their axis, which is -1 for whole-array
-   kernels. One definition for the executor and the benchmarks. */
-void kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
+   kernels. One definition for the executor and the benchmarks. False when n needs more
+   than 2^31 - 1 blocks of a map (one chunk each) or a flattened scan (one tile each):
+   some 10^12 elements, more than any device holds, but refused rather than cut short. */
+bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
                      size_t *scratch);
 
 /* The word index of a parameter, or -1. */
