@@ -36,6 +36,21 @@ def get_elwise_module_source(arguments, operation, name="kernel", preamble="", l
             f"  {after_loop};\n}}\n")
 
 
+def resolve_range(rng, slc, n):
+    """(start, stop, step, count) of ``range=`` (indices as given) or ``slice=`` (resolved
+    against n, as Python slices are), the PyCUDA keywords of the kernel calls."""
+    if slc is not None:
+        start, stop, step = slc.indices(n)
+    else:
+        if rng.stop is None:
+            raise ValueError("range= needs a stop")
+        start, stop, step = rng.start or 0, rng.stop, rng.step or 1
+    if step == 0:
+        raise ValueError("range=/slice= step cannot be zero")
+    count = max(0, (stop - start + step - (1 if step > 0 else -1)) // step)
+    return start, stop, step, count
+
+
 def _pack(args, values):
     out = []
     for a, v in zip(args, values):
@@ -83,11 +98,7 @@ class ElementwiseKernel:
         n = int(np.prod(vec.shape, dtype=np.int64))
         packed = _pack(self.arguments, args)
         if rng is not None or slc is not None:
-            if slc is not None:
-                start, stop, step = slc.indices(n)
-            else:
-                start, stop, step = rng.start or 0, rng.stop, rng.step or 1
-            count = max(0, (stop - start + step - (1 if step > 0 else -1)) // step)
+            start, stop, step, count = resolve_range(rng, slc, n)
             k = self._kernel(True)
             k(*packed, np.int64(start), np.int64(stop), np.int64(step), block=(_BLOCK, 1, 1),
               grid=_launch_grid(count), stream=stream)
@@ -103,4 +114,5 @@ def get_axpbyz_kernel(dtype_x, dtype_y, dtype_z):
                              "axpbyz")
 
 
-__all__ = ["ElementwiseKernel", "ScalarArg", "VectorArg", "get_elwise_module_source", "get_axpbyz_kernel"]
+__all__ = ["ElementwiseKernel", "ScalarArg", "VectorArg", "get_elwise_module_source", "get_axpbyz_kernel",
+           "resolve_range"]

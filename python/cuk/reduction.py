@@ -1,9 +1,11 @@
 """``pycuda.reduction`` on cuk: ReductionKernel from a neutral element, a reduce
 expression on ``a`` and ``b`` and a map expression on ``i``, as raw CUDA C (two
-stages: block partials, then one block), compiled with NVRTC; needs a GPU."""
+stages: block partials, then one block), compiled with NVRTC; needs a GPU. Calls take
+``range=``/``slice=`` like ElementwiseKernel's: the indices ``i`` the map visits."""
 import numpy as np
 
 from . import gpuarray
+from .elementwise import resolve_range
 from .tools import VectorArg, dtype_to_ctype, parse_args
 
 _BLOCK = 512
@@ -14,13 +16,16 @@ _TEMPLATE = r"""
 typedef {out_type} out_type;
 __device__ __forceinline__ out_type cuk_reduce_op(out_type a, out_type b) {{ return {reduce_expr}; }}
 
-extern "C" __global__ void {name}_stage1({args}out_type *cuk_partial, unsigned long long n) {{
+extern "C" __global__ void {name}_stage1({args}out_type *cuk_partial, unsigned long long n, long long cuk_start,
+                                       long long cuk_step) {{
   __shared__ out_type sdata[{block}];
   unsigned tid = threadIdx.x;
   out_type acc = {neutral};
-  for (unsigned long long i = (unsigned long long)blockIdx.x * {block} + tid; i < n;
-       i += (unsigned long long)gridDim.x * {block})
+  for (unsigned long long k_ = (unsigned long long)blockIdx.x * {block} + tid; k_ < n;
+       k_ += (unsigned long long)gridDim.x * {block}) {{
+    const unsigned long long i = (unsigned long long)(cuk_start + (long long)k_ * cuk_step);
     acc = cuk_reduce_op(acc, {map_expr});
+  }}
   sdata[tid] = acc;
   __syncthreads();
   for (unsigned s = {block} / 2; s > 0; s >>= 1) {{
@@ -81,16 +86,22 @@ class ReductionKernel:
         out = kwargs.pop("out", None)
         rng = kwargs.pop("range", None)
         slc = kwargs.pop("slice", None)
-        if rng is not None or slc is not None or kwargs:
-            raise NotImplementedError("ReductionKernel: range=/slice= are not supported; slice the arrays instead")
+        if kwargs:
+            raise TypeError(f"unknown keyword arguments: {', '.join(kwargs)}")
+        if len(args) != len(self.arguments):
+            raise TypeError(f"{self.name} takes {len(self.arguments)} arguments, {len(args)} given")
         s1, s2 = self._kernels()
         vec = next(v for a, v in zip(self.arguments, args) if isinstance(a, VectorArg))
         n = int(np.prod(vec.shape, dtype=np.int64))
+        start, step = 0, 1
+        if rng is not None or slc is not None:
+            start, _, step, n = resolve_range(rng, slc, n)
         blocks = max(1, min((n + _BLOCK - 1) // _BLOCK, _MAX_BLOCKS))
         packed = [v if isinstance(a, VectorArg) else a.dtype.type(v) for a, v in zip(self.arguments, args)]
         partial = gpuarray.empty(blocks, self.dtype_out)
         result = out if out is not None else gpuarray.empty((), self.dtype_out)
-        s1(*packed, partial, np.uint64(n), block=(_BLOCK, 1, 1), grid=(blocks, 1), stream=stream)
+        s1(*packed, partial, np.uint64(n), np.int64(start), np.int64(step), block=(_BLOCK, 1, 1), grid=(blocks, 1),
+           stream=stream)
         s2(partial, result, np.uint32(blocks), block=(_BLOCK, 1, 1), grid=(1, 1), stream=stream)
         return result
 

@@ -177,6 +177,21 @@ def test_elementwise_range_and_slice():
     np.testing.assert_allclose(z.get(), want, rtol=1e-6)
 
 
+def test_reduction_range_and_slice():
+    dot = ReductionKernel(np.float64, neutral="0", reduce_expr="a+b", map_expr="x[i]*y[i]",
+                          arguments="const double *x, const double *y")
+    n = 10000
+    a, b = np.random.rand(n), np.random.rand(n)
+    x, y = ga.to_gpu(a), ga.to_gpu(b)
+    np.testing.assert_allclose(dot(x, y, range=slice(100, 5000, 3)).get(), np.dot(a[100:5000:3], b[100:5000:3]),
+                               rtol=1e-12)
+    np.testing.assert_allclose(dot(x, y, slice=slice(-200, None)).get(), np.dot(a[-200:], b[-200:]), rtol=1e-12)
+    np.testing.assert_allclose(dot(x, y, slice=slice(None, None, -7)).get(), np.dot(a[::-7], b[::-7]), rtol=1e-12)
+    assert dot(x, y, range=slice(5, 5)).get() == 0.0
+    with pytest.raises(ValueError):
+        dot(x, y, range=slice(0, 10, 0))
+
+
 @pytest.mark.parametrize("n", [2, 3, 5, 31, 32, 33, 100, 511, 512, 513, 1000, 2047, 2049, 5000, 10000, 16384, 20000])
 def test_reduction_dot(n):
     dot = ReductionKernel(np.float32, neutral="0", reduce_expr="a+b", map_expr="x[i]*y[i]",
