@@ -1757,6 +1757,7 @@ static Arr *eval_reshape(Frame *f, const Val *v) {
     if (!x) return NULL;
     int rank = v->nargs - 1, unknown = -1;
     int64_t shape[MAXRANK], known = 1;
+    bool over = false;
     ASSERT(rank <= MAXRANK);
     for (int k = 0; k < rank; k++) {
         if (!get_i64(f, v->args[1 + k], &shape[k])) goto out;
@@ -1770,13 +1771,13 @@ static Arr *eval_reshape(Frame *f, const Val *v) {
             rt_error(f->c->err, v->loc, "negative dimensions are not allowed (got %lld)",
                      (long long)shape[k]);
             goto out;
-        } else if (shape[k] && known > INT64_MAX / shape[k]) {
-            known = -1;
-            break;
+        } else if (shape[k] && (over || known > INT64_MAX / shape[k])) {
+            over = true; /* NumPy: too big even beside a 0; every dim is still read, for the message */
         } else {
             known *= shape[k];
         }
     }
+    if (over) known = -1;
     if (unknown >= 0 && known > 0 && x->size % known == 0) shape[unknown] = x->size / known;
     bool ok = known >= 0 && (unknown >= 0 ? known > 0 && x->size % known == 0 : known == x->size);
     if (!ok) {

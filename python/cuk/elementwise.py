@@ -44,7 +44,8 @@ def resolve_range(rng, slc, n):
     else:
         if rng.stop is None:
             raise ValueError("range= needs a stop")
-        start, stop, step = rng.start or 0, rng.stop, rng.step or 1
+        start = 0 if rng.start is None else rng.start
+        stop, step = rng.stop, 1 if rng.step is None else rng.step
     if step == 0:
         raise ValueError("range=/slice= step cannot be zero")
     count = max(0, (stop - start + step - (1 if step > 0 else -1)) // step)
