@@ -28,8 +28,50 @@ static void row(const char *what, double us, const char *note) {
 static const char *kernel_src =
     "extern \"C\" __global__ void empty(float *p, int n) { if (n < 0) p[0] = 1.0f; }\n";
 
+/* Disk and memory cache hits of the compile paths. */
+static void compile_paths(const cuk_compile_opts *io) {
+    cuk_image *im;
+    double t0;
+    /* Disk hit: the image API has no memory layer, so each call reads the entry. */
+    die_if(cuk_compile(kernel_src, io, &im), "image");
+    cuk_image_free(im);
+    int nd = 200;
+    t0 = now();
+    for (int i = 0; i < nd; i++) {
+        die_if(cuk_compile(kernel_src, io, &im), "disk hit");
+        cuk_image_free(im);
+    }
+    double disk = (now() - t0) / nd;
+    t0 = now();
+    for (int i = 0; i < nd; i++) {
+        die_if(cuk_compile(kernel_src, io, &im), "disk hit");
+        const void *d;
+        size_t sz;
+        cuk_image_data(im, &d, &sz);
+        cuk_module *ml;
+        die_if(cuk_module_load(&ml, d, sz), "load");
+        cuk_module_unload(ml);
+        cuk_image_free(im);
+    }
+    double diskload = (now() - t0) / nd;
+    row("disk-cache hit (read + verify)", disk * 1e6, NULL);
+    row("disk-cache hit + cuModuleLoadData", diskload * 1e6, NULL);
+
+    int nm = 100000;
+    t0 = now();
+    for (int i = 0; i < nm; i++) {
+        cuk_module *m2;
+        die_if(cuk_module_compile(&m2, kernel_src, NULL), "mem hit");
+    }
+    double memhit = (now() - t0) / nm;
+    row("memory-cache hit (cuk_module_compile)", memhit * 1e6, NULL);
+}
+
 int main(int argc, char **argv) {
     int iters = argc > 1 ? atoi(argv[1]) : 100000;
+    /* `bench_runtime ITERS launch`: the launch rows alone (bench/python_overhead.py runs
+       it between its own measurements) */
+    const bool launch_only = argc > 2 && strcmp(argv[2], "launch") == 0;
     char dir[] = "/tmp/cuk_bench.XXXXXX";
     if (!mkdtemp(dir)) return 1;
     setenv("CUK_CACHE_DIR", dir, 1);
@@ -51,44 +93,12 @@ int main(int argc, char **argv) {
     double cold = now() - t0;
     row("cold compile (NVRTC + write + load)", cold * 1e6, NULL);
 
-    /* Disk hit: the image API has no memory layer, so each call reads the entry. */
     char arch[16];
     cuk_image_kind kind;
     die_if(cuk_arch_for(p.cc_major, p.cc_minor, arch, sizeof arch, &kind), "arch");
     cuk_compile_opts io = {.arch = arch, .kind = kind};
     cuk_image *im;
-    die_if(cuk_compile(kernel_src, &io, &im), "image");
-    cuk_image_free(im);
-    int nd = 200;
-    t0 = now();
-    for (int i = 0; i < nd; i++) {
-        die_if(cuk_compile(kernel_src, &io, &im), "disk hit");
-        cuk_image_free(im);
-    }
-    double disk = (now() - t0) / nd;
-    t0 = now();
-    for (int i = 0; i < nd; i++) {
-        die_if(cuk_compile(kernel_src, &io, &im), "disk hit");
-        const void *d;
-        size_t sz;
-        cuk_image_data(im, &d, &sz);
-        cuk_module *ml;
-        die_if(cuk_module_load(&ml, d, sz), "load");
-        cuk_module_unload(ml);
-        cuk_image_free(im);
-    }
-    double diskload = (now() - t0) / nd;
-    row("disk-cache hit (read + verify)", disk * 1e6, NULL);
-    row("disk-cache hit + cuModuleLoadData", diskload * 1e6, NULL);
-
-    int nm = 100000;
-    t0 = now();
-    for (int i = 0; i < nm; i++) {
-        cuk_module *m2;
-        die_if(cuk_module_compile(&m2, kernel_src, NULL), "mem hit");
-    }
-    double memhit = (now() - t0) / nm;
-    row("memory-cache hit (cuk_module_compile)", memhit * 1e6, NULL);
+    if (!launch_only) compile_paths(&io);
 
     /* ---- launches ---- */
     cuk_function *f;
@@ -144,6 +154,7 @@ int main(int argc, char **argv) {
     row("cuk_launch (held function)", best_cuk * 1e6, note);
     snprintf(note, sizeof note, "%+.1f%% vs bare (target <= +10%%)", (best_full / best_bare - 1) * 100);
     row("memory-cache hit + function lookup + launch", best_full * 1e6, note);
+    if (launch_only) return 0;
     cuk_dim3 g0 = {0, 0, 0};
     t0 = now();
     for (int i = 0; i < iters; i++) cuk_launch(f, g0, g0, 0, NULL, args);

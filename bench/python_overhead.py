@@ -7,7 +7,8 @@ floats, so launch cost dominates) issued from Python, for
     (result back as CuPy),
   - PyTorch (x.add_(1)), a cuk.compile function on a torch tensor (result back as torch),
 and the bare cuLaunchKernel loop in C (build/bench/bench_runtime), printed as one table
-with each row's ratio to the bare C loop. Target (issue 5): the compiled function on
+with each row's ratio to the bare C loop. The first row and the C rows are measured in
+turns, 5 rounds (CUK_BENCH_ROUNDS), the best of each kept. Target (issue 5): the compiled function on
 device arrays within 15% of the bare loop. Runs in well under a minute.
 
 Usage: PYTHONPATH=build/python:python python3 bench/python_overhead.py [calls]
@@ -26,6 +27,7 @@ import numpy as np
 import cuk
 
 CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+ROUNDS = int(os.environ.get("CUK_BENCH_ROUNDS", "5"))
 N = 1024
 SRC = 'extern "C" __global__ void inc(float *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1.0f; }'
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -46,12 +48,13 @@ def timeit(fn, sync):
 
 
 def bare_c_loop():
-    """(bare cuLaunchKernel us, cuk_launch us) from build/bench/bench_runtime, or Nones."""
+    """(bare cuLaunchKernel us, cuk_launch us) from build/bench/bench_runtime's launch rows
+    (best of 3 loops of 20000), or Nones."""
     for b in (os.environ.get("CUK_BUILD_DIR", ""), "build"):
         exe = os.path.join(ROOT, b, "bench", "bench_runtime") if b else ""
         if exe and os.path.exists(exe):
             try:
-                out = subprocess.run([exe], capture_output=True, text=True, timeout=120).stdout
+                out = subprocess.run([exe, "20000", "launch"], capture_output=True, text=True, timeout=120).stdout
             except subprocess.TimeoutExpired:
                 return None, None
             vals = {}
@@ -117,7 +120,21 @@ def main():
         rows.append(("cuk.compile function on a torch tensor (torch out)", timeit(lambda: f(tx), tsync)))
     except ImportError:
         print("(no PyTorch)")
-    bare, held = bare_c_loop()
+    # The target row against the bare C loop, measured in turns (ROUNDS times each, best
+    # of each kept): launch rates on a shared machine drift by tens of percent between
+    # runs, and both sides see the same drift this way.
+    bare, held, best_f, turns = None, None, None, []
+    for _ in range(ROUNDS):
+        b, h = bare_c_loop()
+        t = timeit(lambda: f(x), sync)
+        if b is None:
+            break
+        turns.append((b, t))
+        bare = b if bare is None else min(bare, b)
+        held = h if held is None else min(held, h)
+        best_f = t if best_f is None else min(best_f, t)
+    if best_f is not None:
+        rows[0] = (rows[0][0], min(rows[0][1], best_f))
     if held is not None:
         rows.append(("C: cuk_launch (held function)", held))
     if bare is not None:
@@ -128,6 +145,9 @@ def main():
     for name, us in rows:
         ratio = f"{us / bare:8.2f}x" if bare else "       -"
         print(f"| {name:<56} | {us:8.2f} | {ratio:>9} |")
+    if turns:
+        print("\nturns (bare C loop us, compiled function us, ratio): " +
+              "; ".join(f"{b:.2f} {t:.2f} {t / b:.2f}x" for b, t in turns))
     if bare:
         target = bare * 1.15
         got = rows[0][1]
