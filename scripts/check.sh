@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test suite CI runs (C units, lit with the release and the ASan+UBSan cukc,
-# pytest, the examples) and ends with one line "N passed, N failed" summed over all.
+# pytest with the release and the ASan+UBSan extension, the examples) and ends with one
+# line "N passed, N failed" summed over all.
 # Usage: scripts/check.sh BUILD_DIR ASAN_BUILD_DIR   (normally via `make check`)
 set -uo pipefail
 
@@ -120,6 +121,66 @@ if compgen -G "tests/python/test_*.py" >/dev/null || compgen -G "tests/python/*_
 else
     echo "(no tests)"
     record "pytest" 0 0
+fi
+
+# --- (d') pytest again, with the ASan+UBSan extension ----------------------------------
+# $ASAN_BUILD/python/cuk/_cuk.abi3.so is built with -fsanitize=address,undefined but, as
+# a shared object, without the runtime (its __asan_*/__ubsan_* symbols are undefined): the
+# interpreter gets clang-14's shared ASan runtime, which holds the UBSan handlers too, in
+# LD_PRELOAD. detect_leaks=0 for the interpreter only: CPython does not free everything
+# at exit, and LSan would report those blocks, which are not ours. Reports go to files
+# under $SAN_LOGS (log_path): pytest captures fd 2, and a report printed there would be
+# lost when abort_on_error kills the interpreter; a report in a child whose nonzero exit a
+# test expects would be lost too. Any file there fails the stage. tests/python/conftest.py
+# gives the children (the ASan+UBSan cukc and C examples, which carry their own runtime
+# and abort if a second one is preloaded) the environment without LD_PRELOAD and with
+# $CHILD_ASAN_OPTIONS, leaks included, as in the lit ASan+UBSan stage.
+banner "pytest (ASan+UBSan, $ASAN_BUILD/python)"
+ASAN_RT=$(clang-14 -print-file-name=libclang_rt.asan-x86_64.so 2>/dev/null)
+SAN_LOGS=$LOGS/pytest-asan-reports
+rm -rf "$SAN_LOGS"
+mkdir -p "$SAN_LOGS"
+if [ ! -f "$ASAN_BUILD/python/cuk/_cuk.abi3.so" ]; then
+    echo "check: $ASAN_BUILD/python/cuk/_cuk.abi3.so was not built"
+    record "pytest (ASan+UBSan)" 0 1
+elif [ ! -f "$ASAN_RT" ]; then
+    echo "check: clang-14's ASan runtime (libclang_rt.asan-x86_64.so) was not found"
+    record "pytest (ASan+UBSan)" 0 1
+else
+    CHILD_ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:log_path=$SAN_LOGS/report"
+    run_asan_py() {
+        LD_PRELOAD="$ASAN_RT" \
+        ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:log_path=$SAN_LOGS/report" \
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1:log_path=$SAN_LOGS/report" \
+        CUK_CHILD_ASAN_OPTIONS="$CHILD_ASAN_OPTIONS" \
+        PYTHONPATH="$ASAN_BUILD/python:$ROOT/python" \
+        CUKC="$ASAN_BUILD/bin/cukc" CUK_BUILD_DIR="$ASAN_BUILD" CUK_SOURCE_DIR="$ROOT" \
+        PYTHONDONTWRITEBYTECODE=1 "$PY" "$@"
+    }
+    # The tests must import the sanitized extension, not the release one.
+    ext=$(run_asan_py -c 'import cuk._cuk as m; print(m.__file__)' 2>&1)
+    if [ "$ext" != "$ASAN_BUILD/python/cuk/_cuk.abi3.so" ]; then
+        echo "check: the interpreter did not import $ASAN_BUILD's extension: $ext"
+        record "pytest (ASan+UBSan)" 0 1
+    else
+        run_asan_py -m pytest -q --tb=short -p no:cacheprovider --junitxml="$LOGS/pytest-asan.xml" tests/python 2>&1 |
+            tee "$LOGS/pytest-asan.log"
+        rc=${PIPESTATUS[0]}
+        read -r p f s < <(junit_counts "$LOGS/pytest-asan.xml")
+        if [ "$rc" -eq 5 ]; then # pytest: no tests collected
+            p=0 f=0 s=0
+        fi
+        [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ] && [ "$f" -eq 0 ] && f=1 # e.g. a sanitizer abort before the report was written
+        nrep=$(find "$SAN_LOGS" -type f | wc -l)
+        if [ "$nrep" -gt 0 ]; then
+            echo "check: $nrep sanitizer report(s) in $SAN_LOGS:"
+            find "$SAN_LOGS" -type f -print -exec head -n 200 {} \;
+            [ "$f" -eq 0 ] && f=1
+        else
+            echo "(no sanitizer reports)"
+        fi
+        record "pytest (ASan+UBSan)" "$p" "$f" "$s"
+    fi
 fi
 
 # --- (e) examples --------------------------------------------------------------------

@@ -1,0 +1,19 @@
+"""Environment of the programs the tests start, under scripts/check.sh's
+"pytest (ASan+UBSan)" stage.
+
+That stage runs the interpreter with clang's shared ASan runtime in LD_PRELOAD (the
+ASan+UBSan extension leaves the runtime's symbols to the process) and ASAN_OPTIONS with
+detect_leaks=0. The programs the tests start (cukc, the C examples) come from the same
+ASan+UBSan build and carry their own, static, runtime: with a second one preloaded they
+abort at once ("Your application is linked against incompatible ASan runtimes"). So,
+when CUK_CHILD_ASAN_OPTIONS is set, children get the environment without LD_PRELOAD and
+with CUK_CHILD_ASAN_OPTIONS as their ASAN_OPTIONS (leak checking on, as in the lit
+ASan+UBSan stage). The interpreter read its own ASAN_OPTIONS at start-up; changing
+os.environ here does not affect it. Without CUK_CHILD_ASAN_OPTIONS this does nothing.
+"""
+import os
+
+_child = os.environ.pop("CUK_CHILD_ASAN_OPTIONS", None)
+if _child is not None:
+    os.environ.pop("LD_PRELOAD", None)
+    os.environ["ASAN_OPTIONS"] = _child
