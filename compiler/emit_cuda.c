@@ -631,10 +631,10 @@ static void header(KE *ke) {
     const Kernel *k = ke->k;
     bprintf(ke->b, "struct %s_p { long long w[%d]; };\n", k->name, k->nparams);
     /* Minimum resident blocks per SM (caps registers): all of a reduction's grid at
-       once; two rows per SM for row kernels; four 256 x 32 scan tiles. */
+       once; two rows per SM for row kernels; two 512 x 32 scan tiles. */
     int minb = k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1) ? 8
                : k->kind == K_ROW                                           ? 2
-               : k->kind == K_SCAN && k->items == 32                        ? 4
+               : k->kind == K_SCAN && k->items == 32                        ? 1024 / k->block
                                                                             : 0;
     if (minb)
         bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(const struct %s_p p) {\n", k->block,

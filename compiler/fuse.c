@@ -592,7 +592,7 @@ static Kernel *new_kernel(F *f, KernelKind kind, Val *space, const Stmt *st) {
     /* Launch shapes the emitted kernels are tuned for (docs/performance.md): reductions
        use 128-thread blocks so that gpu_exec's grid of up to 1024 blocks is resident at
        once (8 per SM); row kernels hold a row of up to 512 x 32 4-byte values in
-       registers; scans take tiles of 256 x 32 or 256 x 16 elements (finish_kernel). */
+       registers; scans take tiles of 512 x 32 or 256 x 16 elements (finish_kernel). */
     k->block = kind == K_REDUCE ? 128 : kind == K_ROW ? 512 : 256;
     k->items = 16;
     return k;
@@ -610,7 +610,7 @@ static void finish_kernel(F *f, Kernel *k, Val **starts, int nstarts) {
     k->alias = to_vals(f, &b.alias, &k->nalias);
     k->nalias /= 2;
     if (k->kind == K_SCAN) {
-        /* Tiles of 256 x 32 elements of at most 4 bytes read from at most one array
+        /* Tiles of 512 x 32 elements of at most 4 bytes read from at most one array
            (docs/performance.md: larger tiles keep more loads in flight per block); 256 x
            16 otherwise, to bound the registers a tile holds. */
         int m = dtype_info[k->scan->dt].size;
@@ -619,6 +619,7 @@ static void finish_kernel(F *f, Kernel *k, Val **starts, int nstarts) {
         for (int i = 0; i < k->nouts; i++)
             if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
         k->items = m <= 4 && k->nins <= 1 ? 32 : 16;
+        if (k->items == 32) k->block = 512;
     }
     layout_params(f->a, k);
     Kernel **nk = NEWN(f->a, Kernel *, p->nkernels + 1);
