@@ -204,14 +204,14 @@ s_sanitize_suite() {
       # reported here and children run unchecked. Kernel memory errors of the parent are.
       if "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 10 --report-api-errors no \
           --target-processes application-only "$t" >"$WORK/st.txt" 2>&1; then
-        echo "PASS $tool $(basename "$t") ($(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/st.txt" | tail -1))"
+        echo "PASS $tool $(basename "$t") ($(grep -oE '(ERROR|RACECHECK) SUMMARY: .*' "$WORK/st.txt" | tail -1))"
       else
         echo "FAIL $tool $(basename "$t")"; tail -40 "$WORK/st.txt"; bad=1
       fi
     done
     if PYTHONPATH=$C/build/python:$REPO/python "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 10 \
         "$PY" -m pytest -q -p no:cacheprovider tests/gpu/python >"$WORK/sp.txt" 2>&1; then
-      echo "PASS $tool tests/gpu/python ($(grep -E 'passed|failed' "$WORK/sp.txt" | tail -1); $(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sp.txt" | tail -1))"
+      echo "PASS $tool tests/gpu/python ($(grep -E 'passed|failed' "$WORK/sp.txt" | tail -1); $(grep -oE '(ERROR|RACECHECK) SUMMARY: .*' "$WORK/sp.txt" | tail -1))"
     else
       echo "FAIL $tool tests/gpu/python"; grep -E "=====|Error|error|passed|failed" "$WORK/sp.txt" | head -60; bad=1
     fi
