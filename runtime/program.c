@@ -716,6 +716,16 @@ typedef union ScalarBytes {
     double f64;
 } ScalarBytes;
 
+/* *v = a view of rank elements of dt at p on the device (a result the caller owns). */
+static void device_view(cuk_view *v, cuk_dtype dt, int rank, const int64_t *shape, cuk_devptr p) {
+    v->dtype = dt;
+    v->rank = rank;
+    v->place = CUK_ON_DEVICE;
+    for (int k = 0; k < rank; k++) v->shape[k] = shape[k];
+    v->data = NULL;
+    v->dev = p;
+}
+
 /* A scalar's bytes in Scalar's representation: i for bool and signed, u, f for floats. */
 static void widen_scalar(cuk_dtype dt, const ScalarBytes *v, GpuVal *g) {
     switch (dt) {
@@ -813,20 +823,11 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
             cuk_mem_free(p);
             return s;
         }
-        dres->dtype = (cuk_dtype)r.dt;
-        dres->rank = 0;
-        dres->place = CUK_ON_DEVICE;
-        dres->data = NULL;
-        dres->dev = p;
+        device_view(dres, (cuk_dtype)r.dt, 0, NULL, p);
         return CUK_OK;
     }
     if (on_device) {
-        dres->dtype = (cuk_dtype)r.dt;
-        dres->rank = r.rank;
-        dres->place = CUK_ON_DEVICE;
-        for (int k = 0; k < r.rank; k++) dres->shape[k] = r.shape[k];
-        dres->data = NULL;
-        dres->dev = r.p;
+        device_view(dres, (cuk_dtype)r.dt, r.rank, r.shape, r.p);
         return CUK_OK;
     }
     cuk_array *out;
@@ -997,12 +998,7 @@ cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, 
     if (rc < 0) return err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
     if (rc == 0) return CUK_OK;
     *done = 1;
-    dres->dtype = (cuk_dtype)r.dt;
-    dres->rank = r.rank;
-    dres->place = CUK_ON_DEVICE;
-    for (int k = 0; k < r.rank; k++) dres->shape[k] = r.shape[k];
-    dres->data = NULL;
-    dres->dev = r.p;
+    device_view(dres, (cuk_dtype)r.dt, r.rank, r.shape, r.p);
     return CUK_OK;
 }
 
@@ -1031,12 +1027,7 @@ cuk_status cuk_fn_call_views(cuk_fn *f, const cuk_view *const *args, int nargs, 
     if (s || !r) return s;
     if (r->place == CUK_ON_DEVICE) {
         /* hand the pool block over as a view */
-        dres->dtype = r->dt;
-        dres->rank = r->rank;
-        dres->place = CUK_ON_DEVICE;
-        for (int k = 0; k < r->rank; k++) dres->shape[k] = r->shape[k];
-        dres->data = NULL;
-        dres->dev = r->dev;
+        device_view(dres, r->dt, r->rank, r->shape, r->dev);
         r->owns_dev = false;
         cuk_array_free(r);
         return CUK_OK;

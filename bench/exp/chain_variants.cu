@@ -1,13 +1,8 @@
 // Elementwise design experiments (issue 4): the chain sin(x)*cos(y)+exp(-x*x)*0.5-sqrt(abs(y))
 // on 2^28 f32, grid-stride vs one-shot grids, vectors per thread, occupancy.
 // nvcc -O3 -arch=sm_90 -o chain_variants chain_variants.cu && ./chain_variants
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <algorithm>
 #include <cmath>
-#include <cuda_runtime.h>
-#define CK(x) do { cudaError_t e_ = (x); if (e_) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+#include "exp.cuh"
 
 __device__ __forceinline__ float f(float x, float y) { return sinf(x) * cosf(y) + expf(-x * x) * 0.5f - sqrtf(fabsf(y)); }
 
@@ -53,16 +48,7 @@ int main() {
     CK(cudaMemcpy(x, hx.data(), n * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(y, hy.data(), n * 4, cudaMemcpyHostToDevice));
     int nsm; CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, 0));
-    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-    auto timeit = [&](auto launch) {
-        std::vector<float> ms;
-        for (int it = 0; it < 23; it++) {
-            CK(cudaEventRecord(a)); launch(); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
-            float t; CK(cudaEventElapsedTime(&t, a, b)); if (it >= 3) ms.push_back(t);
-        }
-        CK(cudaGetLastError());
-        std::sort(ms.begin(), ms.end()); return ms[ms.size() / 2];
-    };
+    auto timeit = [](auto launch) { return median_ms(launch); };
     float cms = timeit([&] { CK(cudaMemcpyAsync(o, x, n * 4, cudaMemcpyDeviceToDevice)); });
     double copy = 2.0 * n * 4 / (cms * 1e6);
     printf("== chain n=2^28 copy %.0f GB/s\n", copy);

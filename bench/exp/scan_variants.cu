@@ -1,14 +1,7 @@
 // Scan design experiments (issue 4): decoupled look-back variants on 2^28 elements,
 // timed with CUDA events (median of 20), checked exactly on int32.
 // nvcc -O3 -arch=sm_90 -o scan_variants scan_variants.cu && ./scan_variants
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <algorithm>
-#include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
-#define FULL 0xffffffffu
+#include "exp.cuh"
 
 template <class T> __device__ __forceinline__ unsigned long long pack(int flag, T v) {
     union { T t; unsigned u; } c; c.t = v; return ((unsigned long long)flag << 32) | c.u;
@@ -72,23 +65,20 @@ template <class T, int ROWS> __device__ __forceinline__ T warp_scan(V4<T> (&a)[R
     return carry;
 }
 
-// Variant A: one tile per block (dynamic ticket), registers, as cuk emits now.
-template <class T, int BLOCK, int ROWS, int MINB, bool STREAMING, int SP>
-__global__ void __launch_bounds__(BLOCK, MINB) scan_a(const T *in, T *out, long long n, unsigned long long *st, unsigned long long *ticket) {
-    constexpr int NW = BLOCK / 32, TILE = BLOCK * ROWS * 4;
+// The block's tile, by ticket (tiles go out in the order blocks start).
+__device__ __forceinline__ long long take_tile(unsigned long long *ticket) {
     __shared__ long long s_tile;
-    __shared__ T s_wt[NW];
-    __shared__ T s_pre;
     if (threadIdx.x == 0) s_tile = (long long)atomicAdd(ticket, 1ull);
     __syncthreads();
-    const long long tile = s_tile;
+    return s_tile;
+}
+
+// The tile's exclusive prefix plus the warps before this one: warp totals through shared
+// memory, warp 0 publishes the tile aggregate and looks back (tile 0: inclusive at once).
+template <class T, int NW, int SP>
+__device__ __forceinline__ T block_prefix(long long tile, unsigned long long *st, T *s_wt, T wt) {
+    __shared__ T s_pre;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const long long seg = tile * TILE + (long long)warp * (ROWS * 128);
-    V4<T> a[ROWS];
-#pragma unroll
-    for (int r = 0; r < ROWS; r++) a[r] = STREAMING ? ld4(in + seg + (r * 32 + lane) * 4) : ld4n(in + seg + (r * 32 + lane) * 4);
-    T ex[ROWS];
-    T wt = warp_scan<T, ROWS>(a, ex);
     if (lane == 0) s_wt[warp] = wt;
     __syncthreads();
     if (warp == 0) {
@@ -104,6 +94,23 @@ __global__ void __launch_bounds__(BLOCK, MINB) scan_a(const T *in, T *out, long 
     __syncthreads();
     T base = s_pre;
     for (int w = 0; w < warp; w++) base += s_wt[w];
+    return base;
+}
+
+// Variant A: one tile per block (dynamic ticket), registers, as cuk emits now.
+template <class T, int BLOCK, int ROWS, int MINB, bool STREAMING, int SP>
+__global__ void __launch_bounds__(BLOCK, MINB) scan_a(const T *in, T *out, long long n, unsigned long long *st, unsigned long long *ticket) {
+    constexpr int NW = BLOCK / 32, TILE = BLOCK * ROWS * 4;
+    __shared__ T s_wt[NW];
+    const long long tile = take_tile(ticket);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const long long seg = tile * TILE + (long long)warp * (ROWS * 128);
+    V4<T> a[ROWS];
+#pragma unroll
+    for (int r = 0; r < ROWS; r++) a[r] = STREAMING ? ld4(in + seg + (r * 32 + lane) * 4) : ld4n(in + seg + (r * 32 + lane) * 4);
+    T ex[ROWS];
+    T wt = warp_scan<T, ROWS>(a, ex);
+    const T base = block_prefix<T, NW, SP>(tile, st, s_wt, wt);
 #pragma unroll
     for (int r = 0; r < ROWS; r++) {
         V4<T> o;
@@ -185,12 +192,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) scan_c(const T *in, T *out, long 
     constexpr int NW = BLOCK / 32, TILE = BLOCK * ROWS * 4;
     extern __shared__ __align__(16) unsigned char smem[];
     T *sd = (T *)smem;
-    __shared__ long long s_tile;
     __shared__ T s_wt[NW];
-    __shared__ T s_pre;
-    if (threadIdx.x == 0) s_tile = (long long)atomicAdd(ticket, 1ull);
-    __syncthreads();
-    const long long tile = s_tile;
+    const long long tile = take_tile(ticket);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const long long seg = tile * TILE + (long long)warp * (ROWS * 128);
     const int lseg = warp * (ROWS * 128);
@@ -213,21 +216,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) scan_c(const T *in, T *out, long 
         ex[r] = carry + s - t;
         carry += tot;
     }
-    if (lane == 0) s_wt[warp] = carry;
-    __syncthreads();
-    if (warp == 0) {
-        T agg = 0;
-        for (int w = 0; w < NW; w++) agg += s_wt[w];
-        if (tile == 0) { if (lane == 0) { tset<T, SP>(st, 0, 2, agg); s_pre = 0; } }
-        else {
-            if (lane == 0) tset<T, SP>(st, tile, 1, agg);
-            T pre = lookback<T, SP>(st, tile);
-            if (lane == 0) { tset<T, SP>(st, tile, 2, pre + agg); s_pre = pre; }
-        }
-    }
-    __syncthreads();
-    T base = s_pre;
-    for (int w = 0; w < warp; w++) base += s_wt[w];
+    const T base = block_prefix<T, NW, SP>(tile, st, s_wt, carry);
 #pragma unroll
     for (int r = 0; r < ROWS; r++) {
         V4<T> v = *(V4<T> *)(sd + lseg + (r * 32 + lane) * 4);
@@ -259,21 +248,10 @@ template <class T> struct Bench {
         CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, 0));
     }
     template <class L> float time(L launch, size_t scratch) {
-        cudaEvent_t a, b;
-        CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-        std::vector<float> ms;
-        for (int it = 0; it < 23; it++) {
-            CK(cudaEventRecord(a));
+        return median_ms([&] {
             CK(cudaMemsetAsync(st, 0, scratch));
             launch();
-            CK(cudaEventRecord(b));
-            CK(cudaEventSynchronize(b));
-            float t; CK(cudaEventElapsedTime(&t, a, b));
-            if (it >= 3) ms.push_back(t);
-        }
-        CK(cudaGetLastError());
-        std::sort(ms.begin(), ms.end());
-        return ms[ms.size() / 2];
+        });
     }
     bool check() {
         std::vector<T> h(n);
@@ -341,6 +319,8 @@ template <class T> void run_all(long long n, const char *tn) {
     B.template a<512, 8, 2, true, 16>("A 512x32 minb2 sp128B", copy);
     B.template a<128, 8, 8, true, 3>("A 128x32 minb8 sp24B", copy);
     B.template a<128, 8, 8, true, 16>("A 128x32 minb8 sp128B", copy);
+    B.template b<256, 4, 4>("B persist 256x16 minb4 sp8B", copy, 4);
+    B.template b<512, 4, 2>("B persist 512x16 minb2 sp8B", copy, 4);
     B.template c<256, 8, 6, 3>("C smem 256x32 minb6 sp24B", copy);
     B.template c<256, 8, 6, 16>("C smem 256x32 minb6 sp128B", copy);
     B.template c<512, 8, 3, 16>("C smem 512x32 minb3 sp128B", copy);

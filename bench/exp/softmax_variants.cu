@@ -1,14 +1,8 @@
 // Row softmax design experiments (issue 4): 16384 x 16384 f32, rows in registers vs an
 // L2 re-read, exp once vs twice, block sizes. Checked against a float64 host reference.
 // nvcc -O3 -arch=sm_90 -o softmax_variants softmax_variants.cu && ./softmax_variants
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <algorithm>
 #include <cmath>
-#include <cuda_runtime.h>
-#define CK(x) do { cudaError_t e_ = (x); if (e_) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
-#define FULL 0xffffffffu
+#include "exp.cuh"
 
 template <int NT> __device__ __forceinline__ float block_max(float v, float *sh) {
     for (int d = 16; d; d >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL, v, d));
@@ -97,16 +91,7 @@ int main() {
     unsigned s = 7;
     for (long long i = 0; i < n; i++) { s = s * 1664525u + 1013904223u; hx[i] = ((s >> 8) * (1.0f / 16777216.0f)) * 8 - 4; }
     CK(cudaMemcpy(x, hx.data(), n * 4, cudaMemcpyHostToDevice));
-    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-    auto timeit = [&](auto launch) {
-        std::vector<float> ms;
-        for (int it = 0; it < 23; it++) {
-            CK(cudaEventRecord(a)); launch(); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
-            float t; CK(cudaEventElapsedTime(&t, a, b)); if (it >= 3) ms.push_back(t);
-        }
-        CK(cudaGetLastError());
-        std::sort(ms.begin(), ms.end()); return ms[ms.size() / 2];
-    };
+    auto timeit = [](auto launch) { return median_ms(launch); };
     float cms = timeit([&] { CK(cudaMemcpyAsync(o, x, n * 4, cudaMemcpyDeviceToDevice)); });
     double copy = 2.0 * n * 4 / (cms * 1e6);
     printf("== softmax %d x %d, copy %.0f GB/s\n", rows, cols, copy);
