@@ -349,6 +349,25 @@ def test_compiled_function_device_paths():
         m.inc(x=x)
 
 
+def test_quick_path_sizes_and_errors():
+    # after the first call (which compiles), one-kernel functions on device arrays take
+    # cuk_fn_call_quick with the GIL held: results at chunk edges, errors as before
+    m = cuk.compile("fn axpy(a: f32, x: f32[n], y: f32[n]) -> f32[n] = a * x + y;", device="gpu")
+    for n in (1, 7, 2047, 2048, 2049, 4096 * 3 + 5, (1 << 20) + 3):
+        x = np.random.rand(n).astype(np.float32)
+        y = np.random.rand(n).astype(np.float32)
+        dx, dy = cuk.to_device(x), cuk.to_device(y)
+        for _ in range(3):
+            r = m.axpy(2.0, dx, dy)
+        np.testing.assert_allclose(r.get(), np.float32(2) * x + y, rtol=1e-6)
+    with pytest.raises(cuk.ArgumentError, match="'y'"):
+        m.axpy(2.0, cuk.to_device(np.ones(4, np.float32)), cuk.to_device(np.ones(5, np.float32)))
+    with pytest.raises(cuk.ArgumentError, match="dtype"):
+        m.axpy(2.0, cuk.to_device(np.ones(4, np.float32)), cuk.to_device(np.ones(4)))
+    np.testing.assert_array_equal(m.axpy(1.0, cuk.to_device(np.ones(4, np.float32)),
+                                         cuk.to_device(np.ones(4, np.float32))).get(), 2)
+
+
 def test_kernel_call_forms():
     mod = SourceModule("""
     __global__ void add(float *a, float v, int n) {
