@@ -598,6 +598,16 @@ static Kernel *new_kernel(F *f, KernelKind kind, Val *space, const Stmt *st) {
     return k;
 }
 
+/* Bytes of the widest element k reads or writes (at least 1). */
+static int widest_elem(const Kernel *k) {
+    int m = 1;
+    for (int i = 0; i < k->nins; i++)
+        if (dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
+    for (int i = 0; i < k->nouts; i++)
+        if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
+    return m;
+}
+
 static void finish_kernel(F *f, Kernel *k, Val **starts, int nstarts) {
     Plan *p = f->plan;
     k->id = p->nkernels;
@@ -613,11 +623,8 @@ static void finish_kernel(F *f, Kernel *k, Val **starts, int nstarts) {
         /* Tiles of 512 x 32 elements of at most 4 bytes read from at most one array
            (docs/performance.md: larger tiles keep more loads in flight per block); 256 x
            16 otherwise, to bound the registers a tile holds. */
-        int m = dtype_info[k->scan->dt].size;
-        for (int i = 0; i < k->nins; i++)
-            if (dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
-        for (int i = 0; i < k->nouts; i++)
-            if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
+        int m = widest_elem(k);
+        if (dtype_info[k->scan->dt].size > m) m = dtype_info[k->scan->dt].size;
         k->items = m <= 4 && k->nins <= 1 ? 32 : 16;
         if (k->items == 32) k->block = 512;
     }
@@ -854,11 +861,7 @@ bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
     *scratch = 0;
     switch (k->kind) {
     case K_MAP: {
-        int m = 1; /* the widest element: the emitted vector holds 16 / m of them */
-        for (int i = 0; i < k->nins; i++)
-            if (dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
-        for (int i = 0; i < k->nouts; i++)
-            if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
+        int m = widest_elem(k); /* the emitted vector holds 16 / m elements */
         int64_t per = (int64_t)k->block * MAP_UNROLL * (16 / m), nb = n / per + (n % per != 0);
         if (nb > 0x7fffffff) return false;
         *grid = (unsigned)(nb < 1 ? 1 : nb);
