@@ -38,6 +38,12 @@ typedef struct RtErr {
     Loc loc;
     char msg[1024];
 } RtErr;
+/* An empty error, without clearing the message buffer (per-call paths make one). */
+static inline void rt_err_init(RtErr *e) {
+    e->set = false;
+    e->loc = (Loc){0};
+    e->msg[0] = 0;
+}
 void rt_error(RtErr *e, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prints "file:line:col: error: msg" with the source line and caret (via diag). */
 void rt_report(const RtErr *e, Diag *d);

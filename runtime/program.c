@@ -726,6 +726,16 @@ static void device_view(cuk_view *v, cuk_dtype dt, int rank, const int64_t *shap
     v->dev = p;
 }
 
+/* A call argument's dtype, rank and shape (zeros past the rank), no value yet. */
+static void gpuval_head(GpuVal *g, const cuk_view *a) {
+    g->dt = (DType)a->dtype;
+    g->rank = a->rank;
+    g->borrowed = true;
+    g->p = 0;
+    g->s.u = 0;
+    for (int k = 0; k < CUK_MAX_RANK; k++) g->shape[k] = k < a->rank ? a->shape[k] : 0;
+}
+
 /* A scalar's bytes in Scalar's representation: i for bool and signed, u, f for floats. */
 static void widen_scalar(cuk_dtype dt, const ScalarBytes *v, GpuVal *g) {
     switch (dt) {
@@ -758,12 +768,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
     for (int i = 0; i < nargs && !s; i++) {
         const cuk_view *a = args[i];
         GpuVal *g = &gv[i];
-        g->dt = (DType)a->dtype;
-        g->rank = a->rank;
-        g->borrowed = true;
-        if (a->rank == 0) memset(g->shape, 0, sizeof g->shape);
-        g->p = 0;
-        g->s.u = 0;
+        gpuval_head(g, a);
         if (a->rank == 0) {
             ScalarBytes v = {0};
             if (a->place == CUK_ON_DEVICE) s = cuk_memcpy_dtoh(&v, a->dev, cuk_dtype_size(a->dtype)), on_device = true;
@@ -772,7 +777,6 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
             continue;
         }
         int64_t n = 1;
-        for (int k = 0; k < CUK_MAX_RANK; k++) g->shape[k] = k < a->rank ? a->shape[k] : 0;
         for (int k = 0; k < a->rank; k++) n *= a->shape[k];
         if (a->place == CUK_ON_DEVICE) {
             on_device = true;
@@ -788,9 +792,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
     r.dt = DT_VOID;
     if (!s) {
         RtErr err; /* not = {0}: that clears its 1 KiB message buffer on every call */
-        err.set = false;
-        err.loc = (Loc){0};
-        err.msg[0] = 0;
+        rt_err_init(&err);
         flush_stdout();
         bool ok = gpu_call(f->prog->session, f->fn, gv, &r, stdout, &err);
         flush_stdout();
@@ -975,12 +977,7 @@ cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, 
         const cuk_view *a = args[i];
         GpuVal *g = &gv[i];
         if ((a->rank > 0) != (a->place == CUK_ON_DEVICE)) return CUK_OK; /* host arrays, device scalars */
-        g->dt = (DType)a->dtype;
-        g->rank = a->rank;
-        g->borrowed = true;
-        g->p = 0;
-        g->s.u = 0;
-        for (int k = 0; k < MAXRANK; k++) g->shape[k] = k < a->rank ? a->shape[k] : 0;
+        gpuval_head(g, a);
         if (a->rank == 0) {
             ScalarBytes v = {0};
             memcpy(&v, a->data, cuk_dtype_size(a->dtype));
@@ -990,9 +987,7 @@ cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, 
         }
     }
     RtErr err;
-    err.set = false;
-    err.loc = (Loc){0};
-    err.msg[0] = 0;
+    rt_err_init(&err);
     GpuVal r;
     int rc = gpu_call_quick(f->prog->session, f->fn, gv, &r, &err);
     if (rc < 0) return err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
