@@ -134,7 +134,11 @@ fi
 # test expects would be lost too. Any file there fails the stage. tests/python/conftest.py
 # gives the children (the ASan+UBSan cukc and C examples, which carry their own runtime
 # and abort if a second one is preloaded) the environment without LD_PRELOAD and with
-# $CHILD_ASAN_OPTIONS, leaks included, as in the lit ASan+UBSan stage.
+# $CHILD_ASAN_OPTIONS: ASan and UBSan on, leak checking off. The lit ASan+UBSan stage
+# checks the same cukc for leaks; here, where ~200 children load NVRTC, LSan's
+# stop-the-world tracer crashed once ("Tracer caught signal 11 ... LeakSanitizer has
+# encountered a fatal error", a fresh-clone CI run, 2026-11-22; 0 in 40 runs when
+# repeated alone), which fails the stage without any leak.
 banner "pytest (ASan+UBSan, $ASAN_BUILD/python)"
 ASAN_RT=$(clang-14 -print-file-name=libclang_rt.asan-x86_64.so 2>/dev/null)
 SAN_LOGS=$LOGS/pytest-asan-reports
@@ -147,7 +151,7 @@ elif [ ! -f "$ASAN_RT" ]; then
     echo "check: clang-14's ASan runtime (libclang_rt.asan-x86_64.so) was not found"
     record "pytest (ASan+UBSan)" 0 1
 else
-    CHILD_ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:log_path=$SAN_LOGS/report"
+    CHILD_ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:log_path=$SAN_LOGS/report"
     run_asan_py() {
         LD_PRELOAD="$ASAN_RT" \
         ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:log_path=$SAN_LOGS/report" \

@@ -7,8 +7,8 @@ detect_leaks=0. The programs the tests start (cukc, the C examples) come from th
 ASan+UBSan build and carry their own, static, runtime: with a second one preloaded they
 abort at once ("Your application is linked against incompatible ASan runtimes"). So,
 when CUK_CHILD_ASAN_OPTIONS is set, children get the environment without LD_PRELOAD and
-with CUK_CHILD_ASAN_OPTIONS as their ASAN_OPTIONS (leak checking on, as in the lit
-ASan+UBSan stage). The interpreter read its own ASAN_OPTIONS at start-up; changing
+with CUK_CHILD_ASAN_OPTIONS as their ASAN_OPTIONS (scripts/check.sh says why leak
+checking is off for them; the lit ASan+UBSan stage checks the same programs for leaks). The interpreter read its own ASAN_OPTIONS at start-up; changing
 os.environ here does not affect it. Without CUK_CHILD_ASAN_OPTIONS this does nothing.
 """
 import os
