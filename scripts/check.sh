@@ -35,6 +35,21 @@ record() {
 
 banner() { printf '\n== %s ==\n' "$*"; }
 
+# record_ctest STAGE LOG: records the counts of ctest's "N% tests passed, F tests failed
+# out of T" line in LOG (one failure when the line is missing).
+record_ctest() {
+    local line nfail ntot
+    line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$2" | tail -1)
+    if [ -n "$line" ]; then
+        nfail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+        ntot=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")
+        record "$1" $((ntot - nfail)) "$nfail"
+    else
+        echo "check: could not read ctest's summary"
+        record "$1" 0 1
+    fi
+}
+
 # junit_counts FILE: prints "passed failed skipped" from a JUnit/xUnit XML report
 # (lit's --xunit-xml-output and pytest's --junitxml both write this format).
 junit_counts() {
@@ -61,15 +76,7 @@ if [ -f "$BUILD/CTestTestfile.cmake" ]; then
     if grep -q "No tests were found" "$LOGS/ctest.log"; then
         record "unit (ctest)" 0 0
     else
-        line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$LOGS/ctest.log" | tail -1)
-        if [ -n "$line" ]; then
-            nfail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
-            ntot=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")
-            record "unit (ctest)" $((ntot - nfail)) "$nfail"
-        else
-            echo "check: could not read ctest's summary"
-            record "unit (ctest)" 0 1
-        fi
+        record_ctest "unit (ctest)" "$LOGS/ctest.log"
     fi
 else
     echo "check: $BUILD is not a configured build directory"
@@ -259,15 +266,7 @@ banner "unit tests (ctest, ASan+UBSan, $ASAN_BUILD)"
 if [ -f "$ASAN_BUILD/CTestTestfile.cmake" ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
         ctest --test-dir "$ASAN_BUILD" --output-on-failure --timeout 600 -j"$(nproc)" 2>&1 | tee "$LOGS/ctest-asan.log"
-    line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$LOGS/ctest-asan.log" | tail -1)
-    if [ -n "$line" ]; then
-        nfail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
-        ntot=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")
-        record "unit (ASan+UBSan)" $((ntot - nfail)) "$nfail"
-    else
-        echo "check: could not read ctest's summary"
-        record "unit (ASan+UBSan)" 0 1
-    fi
+    record_ctest "unit (ASan+UBSan)" "$LOGS/ctest-asan.log"
 else
     echo "check: $ASAN_BUILD is not a configured build directory"
     record "unit (ASan+UBSan)" 0 1
