@@ -33,6 +33,15 @@ static PyObject *Error, *CompileError, *RunError, *ArgumentError, *DevMemoryErro
     *LaunchError, *NoDeviceError;
 
 /* Raises the exception for a failed runtime call, with cuk_last_error()'s message. */
+/* The object types are heap types (PyType_FromSpec, for abi3): instances are made and
+   freed through the type's slots, and each instance holds a reference to its type. */
+static PyObject *heap_alloc(PyTypeObject *tp) { return ((allocfunc)PyType_GetSlot(tp, Py_tp_alloc))(tp, 0); }
+static void heap_free(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
+    Py_DECREF(tp);
+}
+
 static PyObject *raise_status(cuk_status s) {
     const char *msg = cuk_last_error();
     if (!msg || !*msg) msg = cuk_status_name(s);
@@ -205,9 +214,7 @@ static int hostbuf_getbuffer(PyObject *self, Py_buffer *v, int flags) {
 }
 static void hostbuf_dealloc(PyObject *self) {
     cuk_array_free(((HostBuf *)self)->arr);
-    PyTypeObject *tp = Py_TYPE(self);
-    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-    Py_DECREF(tp);
+    heap_free(self);
 }
 static PyType_Slot hostbuf_slots[] = {{Py_bf_getbuffer, hostbuf_getbuffer}, {Py_tp_dealloc, hostbuf_dealloc}, {0, 0}};
 static PyType_Spec hostbuf_spec = {"cuk._cuk.HostBuf", sizeof(HostBuf), 0, Py_TPFLAGS_DEFAULT, hostbuf_slots};
@@ -277,9 +284,7 @@ static void devarray_dealloc(PyObject *self) {
     if (d->weakrefs) PyObject_ClearWeakRefs(self);
     if (d->owns) cuk_mem_free(d->v.dev);
     Py_XDECREF(d->base);
-    PyTypeObject *tp = Py_TYPE(self);
-    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-    Py_DECREF(tp);
+    heap_free(self);
 }
 
 static PyObject *shape_tuple(int r, const int64_t *shape) {
@@ -678,9 +683,7 @@ static PyTypeObject *Function_Type;
 
 static void program_dealloc(PyObject *self) {
     cuk_program_free(((Program *)self)->p);
-    PyTypeObject *tp = Py_TYPE(self);
-    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-    Py_DECREF(tp);
+    heap_free(self);
 }
 
 /* compile(src_or_path, backend, name, require_bundle) -> Program */
@@ -752,9 +755,7 @@ static void function_dealloc(PyObject *self) {
     Function *f = (Function *)self;
     PyMem_Free(f->params);
     Py_XDECREF(f->prog);
-    PyTypeObject *tp = Py_TYPE(self);
-    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-    Py_DECREF(tp);
+    heap_free(self);
 }
 
 /* What kind of object the caller passed, to give the result back as the same kind. */
@@ -1274,9 +1275,7 @@ static int pinned_getbuffer(PyObject *self, Py_buffer *v, int flags) {
 static void pinned_dealloc(PyObject *self) {
     Pinned *p = (Pinned *)self;
     if (p->p) cuk_host_free(p->p);
-    PyTypeObject *tp = Py_TYPE(self);
-    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-    Py_DECREF(tp);
+    heap_free(self);
 }
 static PyObject *pinned_ptr(PyObject *self, void *c) {
     (void)c;
@@ -1319,9 +1318,7 @@ static void alloc_dealloc(PyObject *self) {
     Alloc *a = (Alloc *)self;
     if (a->weakrefs) PyObject_ClearWeakRefs(self);
     if (a->p) cuk_mem_free(a->p);
-    PyTypeObject *tp = Py_TYPE(self);
-    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-    Py_DECREF(tp);
+    heap_free(self);
 }
 static PyObject *alloc_int(PyObject *self) { return PyLong_FromUnsignedLongLong(((Alloc *)self)->p); }
 static PyObject *alloc_free(PyObject *self, PyObject *unused) {
@@ -1438,7 +1435,7 @@ static PyObject *stream_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     (void)kw;
     cuk_stream *s;
     CHECK(cuk_stream_create(&s));
-    Stream *r = (Stream *)((allocfunc)PyType_GetSlot(tp, Py_tp_alloc))(tp, 0);
+    Stream *r = (Stream *)heap_alloc(tp);
     if (!r) {
         cuk_stream_destroy(s);
         return NULL;
@@ -1449,9 +1446,7 @@ static PyObject *stream_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
 static void stream_dealloc(PyObject *self) {
     Stream *s = (Stream *)self;
     if (s->s) cuk_stream_destroy(s->s);
-    PyTypeObject *tp = Py_TYPE(self);
-    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-    Py_DECREF(tp);
+    heap_free(self);
 }
 static PyObject *stream_synchronize(PyObject *self, PyObject *u) {
     (void)u;
@@ -1505,7 +1500,7 @@ static PyObject *event_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     (void)kw;
     cuk_event *e;
     CHECK(cuk_event_create(&e));
-    Event *r = (Event *)((allocfunc)PyType_GetSlot(tp, Py_tp_alloc))(tp, 0);
+    Event *r = (Event *)heap_alloc(tp);
     if (!r) {
         cuk_event_destroy(e);
         return NULL;
@@ -1516,9 +1511,7 @@ static PyObject *event_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
 static void event_dealloc(PyObject *self) {
     Event *e = (Event *)self;
     if (e->e) cuk_event_destroy(e->e);
-    PyTypeObject *tp = Py_TYPE(self);
-    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-    Py_DECREF(tp);
+    heap_free(self);
 }
 static PyObject *event_record(PyObject *self, PyObject *args) {
     PyObject *so = Py_None;
@@ -1625,7 +1618,7 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
 
 /* A new Kernel object for f of module mo. */
 static PyObject *kernel_make(PyTypeObject *tp, cuk_function *f, PyObject *mo) {
-    Kernel *k = (Kernel *)((allocfunc)PyType_GetSlot(tp, Py_tp_alloc))(tp, 0);
+    Kernel *k = (Kernel *)heap_alloc(tp);
     if (!k) return NULL;
     k->f = f;
     k->module = Py_NewRef(mo);
@@ -1641,9 +1634,7 @@ static PyObject *arg_handler_types; /* tuple (In, Out, InOut), registered by cuk
 
 static void module_dealloc(PyObject *self) {
     /* Compiled modules belong to the runtime's cache and live until shutdown. */
-    PyTypeObject *tp = Py_TYPE(self);
-    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-    Py_DECREF(tp);
+    heap_free(self);
 }
 
 /* module_compile(source, options, names, program_name) */
@@ -1728,9 +1719,7 @@ static void kernel_dealloc(PyObject *self) {
     Py_XDECREF(k->handlers);
     Py_XDECREF(k->last_obj[0]);
     Py_XDECREF(k->last_obj[1]);
-    PyTypeObject *tp = Py_TYPE(self);
-    ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-    Py_DECREF(tp);
+    heap_free(self);
 }
 
 /* One kernel argument's bytes. */
