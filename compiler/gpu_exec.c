@@ -1267,6 +1267,9 @@ static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
         cs[a] = n;
         n *= shape->shape[a];
     }
+    unsigned grid;
+    size_t scratch;
+    if (!kernel_geometry(k, n, 1, n, -1, &grid, &scratch)) return true; /* the general path reports it */
     const Val *o = k->outs[0];
     cuk_devptr out = 0;
     if (cuk_mem_alloc(&out, (size_t)n * (size_t)dtype_info[o->dt].size) != CUK_OK)
@@ -1289,13 +1292,6 @@ static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
     *handled = true;
     if (n > 0) {
         void *kargs[1] = {w};
-        unsigned grid;
-        size_t scratch;
-        if (!kernel_geometry(k, n, 1, n, -1, &grid, &scratch)) {
-            cuk_mem_free(out);
-            *handled = false; /* the general path reports it */
-            return true;
-        }
         cuk_dim3 g = {grid, 1, 1}, b = {(unsigned)k->block, 1, 1};
         if (cuk_launch(ks->fn, g, b, 0, NULL, kargs) != CUK_OK) {
             cuk_mem_free(out);
