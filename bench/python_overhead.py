@@ -7,8 +7,9 @@ floats, so launch cost dominates) issued from Python, for
     (result back as CuPy),
   - PyTorch (x.add_(1)), a cuk.compile function on a torch tensor (result back as torch),
 and the bare cuLaunchKernel loop in C (build/bench/bench_runtime), printed as one table
-with each row's ratio to the bare C loop. The first row and the C rows are measured in
-turns, 5 rounds (CUK_BENCH_ROUNDS), the best of each kept. Target (issue 5): the compiled function on
+with each row's ratio to the bare C loop. The first row is measured again in turns with
+the C rows, 5 rounds (CUK_BENCH_ROUNDS); each keeps its best, and the rounds' own ratios
+are printed. Target (issue 5): the compiled function on
 device arrays within 15% of the bare loop. Runs in well under a minute.
 
 Usage: PYTHONPATH=build/python:python python3 bench/python_overhead.py [calls]
