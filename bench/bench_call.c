@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "compiler/gpu.h"
+#include "exec/gpu/gpu.h"
 #include "compiler/kernel.h"
 #include "lang/ast.h"
 #include "runtime/cuk.h"

@@ -2,7 +2,7 @@
    case is a small .cuk program (bench/cases/) taken through the normal pipeline (parse,
    stdlib, sema, fuse, emit, NVRTC), its inputs allocated on the device once, and only
    the function body's launches timed with CUDA events (median of 20 after warm-up).
-   Launch shapes and parameter words follow compiler/gpu_exec.c. It also checks each
+   Launch shapes and parameter words follow exec/gpu/exec.c. It also checks each
    result against a float64 host reference and that two runs give identical bits.
    Prints one `CASE name ms bytes ok det err` line per case. */
 #include <math.h>

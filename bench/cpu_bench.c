@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "compiler/cpu.h"
+#include "exec/exec.h"
 
 static Arena ar;
 static const Loc L0;

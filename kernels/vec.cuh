@@ -41,7 +41,7 @@ template <class T, int V> static __device__ __forceinline__ void cuk_stv(void *p
     *((R *)((T *)p + i)) = u.r;
 }
 
-/* Float to integer as the CPU backend converts (compiler/cpu_eval.c, sat_s/sat_u):
+/* Float to integer as the CPU backend converts (exec/cpu/eval.c, sat_s/sat_u):
    truncate toward zero, saturate at the type's range, NaN -> 0. A bare cast leaves
    NaN and out-of-range values to the hardware's conversion, which differs. */
 template <class T> static __device__ __forceinline__ T cuk_f2i(double x) {

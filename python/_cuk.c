@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "runtime/cuk.h"
-#include "runtime/cuk_program.h"
+#include "api/cuk_program.h"
 
 /* Py_TPFLAGS_HAVE_VECTORCALL and its calling convention are in the limited API from
    3.12 on, but the ABI (a tp_vectorcall_offset member, "__vectorcalloffset__" in the

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "compiler/bundle.h"
-#include "compiler/cpu.h"
-#include "compiler/gpu.h"
+#include "exec/exec.h"
+#include "exec/gpu/gpu.h"
 #include "compiler/ir.h"
 #include "compiler/kernel.h"
 #include "runtime/cuk.h"

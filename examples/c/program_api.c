@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runtime/cuk_program.h"
+#include "cuk_program.h"
 
 #define TRY(call)                                                                                  \
     do {                                                                                           \

@@ -6,7 +6,7 @@
    or leak is a bug; user errors and run-time errors are fine. */
 #include <string.h>
 
-#include "compiler/cpu.h"
+#include "exec/exec.h"
 #include "compiler/ir.h"
 #include "compiler/kernel.h"
 #include "fuzz_common.h"
@@ -118,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Node *ast = parse_program(&a, &d, &s);
         if (ast && !d.errors) {
             ast_dump(devnull(), ast);
-            Node *std = stdlib_parse(&a, &d); /* compiler/frontend.c, as cukc */
+            Node *std = stdlib_parse(&a, &d); /* compiler/pipeline.c, as cukc */
             if (d.errors) abort(); /* the embedded stdlib always parses */
             Program *p = sema_program(&a, &d, ast, std);
             if (p && !d.errors) {

@@ -2,7 +2,7 @@
    clear error; an array that loads must print, save and load back to the same bytes. */
 #include <string.h>
 
-#include "compiler/cpu.h"
+#include "exec/exec.h"
 #include "fuzz_common.h"
 
 static MemFile out;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/gpu.h"
+#include "exec/gpu/gpu.h"
 #include "lang/ast.h"
 #include "runtime/cuk.h"
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/cpu.h"
-#include "compiler/gpu.h"
+#include "exec/exec.h"
+#include "exec/gpu/gpu.h"
 #include "runtime/cuk.h"
 
 #define N 100003

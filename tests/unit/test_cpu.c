@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compiler/cpu.h"
+#include "exec/exec.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wtype-limits"
 #include "kernels/philox.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "compiler/bundle.h"
-#include "compiler/cpu.h"
+#include "exec/exec.h"
 
 static int failures, checks;
 #define CHECK(c)                                                                           \

@@ -3,7 +3,7 @@
    fuzzers) comes through here. */
 #include <string.h>
 
-#include "../lang/embedded.h"
+#include "lang/embedded.h"
 #include "ir.h"
 
 Node *stdlib_parse(Arena *a, Diag *d) {

@@ -11,13 +11,13 @@
 /* ops.h compares unsigned values with 0 in its shared integer helpers. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wtype-limits"
-#include "../kernels/ops.h"
+#include "kernels/ops.h"
 #pragma GCC diagnostic pop
-#include "../runtime/cuk.h"
-#include "cpu.h"
-#include "bundle.h"
-#include "gpu.h"
-#include "kernel.h"
+#include "runtime/cuk.h"
+#include "exec/exec.h"
+#include "compiler/bundle.h"
+#include "exec/gpu/gpu.h"
+#include "compiler/kernel.h"
 
 /* Device memory shared by Values. Argument memory is borrowed: never freed here. */
 typedef struct DBuf {

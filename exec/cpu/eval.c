@@ -10,10 +10,10 @@
 /* The shared helpers compare unsigned values with 0 in code common to all widths. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wtype-limits"
-#include "../kernels/ops.h"
-#include "../kernels/philox.h"
+#include "kernels/ops.h"
+#include "kernels/philox.h"
 #pragma GCC diagnostic pop
-#include "cpu.h"
+#include "exec/exec.h"
 
 /* The per-op loops below are plain `for` loops over restrict pointers; GCC only
    vectorises them (with a scalar epilogue) from -O3's cost model. */

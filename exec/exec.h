@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ir.h"
+#include "compiler/ir.h"
 
 /* A dense, C-ordered, reference-counted host array. rank 0 is a scalar (size 1). */
 typedef struct Arr {

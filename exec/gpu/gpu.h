@@ -2,8 +2,8 @@
    with arrays on the device, and gpu_run, cpu_run's twin for whole programs. */
 #ifndef CUK_GPU_H
 #define CUK_GPU_H
-#include "../runtime/cuk.h"
-#include "cpu.h"
+#include "runtime/cuk.h"
+#include "exec/exec.h"
 
 /* A compiled program on the current device: its fusion plans, emitted once, and its
    kernels (each plan compiled through the kernel cache on first use, each kernel handle

@@ -1,6 +1,6 @@
-/* The program API (cuk_program.h): compiles .cuk source with the front end and sema,
-   checks arguments against the parameters, and runs functions on the CPU backend or,
-   where one is usable, the GPU backend. */
+/* The program API (cuk_program.h): compiles .cuk source through the compiler's pipeline,
+   checks arguments against the parameters, and runs functions on the GPU executor where
+   a GPU is usable, else on the CPU backend. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -10,13 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../compiler/cpu.h"
-#include "../compiler/ir.h"
-#include "../lang/arena.h"
-#include "../lang/ast.h"
-#include "../lang/diag.h"
-#include "cuk_program.h"
-#include "internal.h"
+#include "exec/exec.h"
+#include "compiler/ir.h"
+#include "lang/arena.h"
+#include "lang/ast.h"
+#include "lang/diag.h"
+#include "api/cuk_program.h"
+#include "runtime/internal.h"
 
 /* cuk_dtype mirrors the IR's DType, so the two convert by a cast. */
 _Static_assert((int)CUK_BOOL == DT_BOOL && (int)CUK_I32 == DT_I32 && (int)CUK_I64 == DT_I64 &&
@@ -24,20 +24,8 @@ _Static_assert((int)CUK_BOOL == DT_BOOL && (int)CUK_I32 == DT_I32 && (int)CUK_I6
                    (int)CUK_F64 == DT_F64 && CUK_DTYPE_COUNT == DT_COUNT && CUK_MAX_RANK == MAXRANK,
                "cuk_dtype must mirror DType");
 
-#include "../compiler/bundle.h"
-#include "../compiler/gpu.h"
-
-/* The GPU executor (compiler/gpu_exec.c, compiler/gpu.h). Declared weak so that the
-   library links, and programs fall back to the CPU backend, in a build without it, and
-   so that the session API (device arrays in and out, no copies) is used once it is
-   there, with gpu_run (host arrays, copies) as the fallback. */
-extern bool gpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err)
-    __attribute__((weak));
-extern GpuSession *gpu_session_new(const Program *p, RtErr *err) __attribute__((weak));
-extern void gpu_session_free(GpuSession *s) __attribute__((weak));
-extern void gpu_session_use_bundle(GpuSession *s, const struct Bundle *b) __attribute__((weak));
-extern bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err)
-    __attribute__((weak));
+#include "compiler/bundle.h"
+#include "exec/gpu/gpu.h"
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -364,7 +352,7 @@ struct cuk_program_s {
     cuk_fn **fns;
     int nall;       /* every function of prog, lazily wrapped */
     cuk_fn **all;
-    pthread_mutex_t lock; /* wrapping functions; GPU runs */
+    pthread_mutex_t lock; /* wrapping stdlib functions on first use */
     GpuSession *session;  /* GPU backend with the session API */
     Bundle *bundle;       /* when loaded from a .cukb: its kernels, loaded without NVRTC */
 };
@@ -399,11 +387,6 @@ static cuk_status pick_backend(cuk_backend want, cuk_backend *out) {
         return err_set(CUK_ERR_INVALID, "cuk_program_compile: bad backend %d", (int)want);
     int ok = 0;
     cuk_gpu_available(&ok);
-    if (ok && !gpu_run) {
-        if (want == CUK_BACKEND_GPU)
-            return err_set(CUK_ERR_NO_DEVICE, "this build of cuk has no GPU backend for programs; use the CPU backend");
-        ok = 0;
-    }
     if (!ok && want == CUK_BACKEND_GPU) {
         char why[1024];
         snprintf(why, sizeof why, "%s", cuk_last_error());
@@ -525,10 +508,10 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
     }
     p->nall = p->prog->nfns;
     p->all = NEWN(&p->arena, cuk_fn *, p->nall + 1);
-    if (p->backend == CUK_BACKEND_GPU && gpu_session_new && gpu_call && gpu_session_free) {
+    if (p->backend == CUK_BACKEND_GPU) {
         RtErr err = {0};
         p->session = gpu_session_new(p->prog, &err);
-        if (p->session && p->bundle && gpu_session_use_bundle) gpu_session_use_bundle(p->session, p->bundle);
+        if (p->session && p->bundle) gpu_session_use_bundle(p->session, p->bundle);
         if (!p->session) {
             s = err.set ? run_error(&err) : err_set(CUK_ERR_NO_DEVICE, "could not start the GPU backend");
             cuk_program_free(p);
@@ -845,8 +828,8 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
     return CUK_OK;
 }
 
-/* The backends without the session API: host Arrs in; device arguments are copied in
-   (and the result out to the device). Arguments are already checked. */
+/* The CPU backend: host Arrs in; device arguments are copied in (and the result out to
+   the device). Arguments are already checked. */
 static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
     cuk_status s = CUK_OK;
     Arr *stack[16], **in = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *in);
@@ -875,13 +858,7 @@ static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
         RtErr err = {0};
         bool ok;
         flush_stdout(); /* print() output keeps its order with the caller's */
-        if (f->prog->backend == CUK_BACKEND_GPU && gpu_run) {
-            pthread_mutex_lock(&f->prog->lock);
-            ok = gpu_run(f->prog->prog, f->fn, in, &res, stdout, &err);
-            pthread_mutex_unlock(&f->prog->lock);
-        } else {
-            ok = cpu_run(f->prog->prog, f->fn, in, &res, stdout, &err);
-        }
+        ok = cpu_run(f->prog->prog, f->fn, in, &res, stdout, &err);
         flush_stdout();
         if (!ok) {
             s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
@@ -1006,7 +983,7 @@ cuk_status cuk_fn_call_views(cuk_fn *f, const cuk_view *const *args, int nargs, 
     cuk_status s = check_views(f, args, nargs);
     if (s) return s;
     if (f->prog->session) return session_call(f, args, nargs, dres, hres);
-    /* The CPU backend (or the GPU without sessions) takes arrays: wrap the views. */
+    /* The CPU backend takes arrays: wrap the views. */
     cuk_array *stack[16], **a = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *a);
     if (!a) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
     for (int i = 0; i < nargs; i++) a[i] = NULL;

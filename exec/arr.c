@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu.h"
+#include "exec/exec.h"
 
 /* Refuse sizes no machine here could hold, before asking malloc: under overcommit a
    huge malloc may "succeed" and the process die later, and sanitizers abort on it. */

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuk.h"
+#include "cuk.h" /* runtime/cuk.h; installed beside this header */
 
 #ifdef __cplusplus
 extern "C" {

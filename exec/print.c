@@ -2,7 +2,7 @@
    past 1000 elements with the first and last 3 items of each long axis. */
 #include <math.h>
 
-#include "cpu.h"
+#include "exec/exec.h"
 
 enum { PRINT_THRESHOLD = 1000, EDGE_ITEMS = 3 };
 
