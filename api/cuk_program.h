@@ -3,6 +3,7 @@
 #ifndef CUK_PROGRAM_H
 #define CUK_PROGRAM_H
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "cuk.h" /* runtime/cuk.h; installed beside this header */
@@ -66,6 +67,14 @@ cuk_status cuk_array_wrap_device(cuk_array **a, cuk_dtype dt, int rank, const in
 cuk_status cuk_array_copy(cuk_array **out, const cuk_array *a, cuk_place where);
 /* Copies the elements into dst (bytes must be at least cuk_array_nbytes(a)). */
 cuk_status cuk_array_to_host(const cuk_array *a, void *dst, size_t bytes);
+/* Reads a .npy file (version 1-3, little-endian, C order, one of the dtypes above) into
+   a new host array. A malformed file gives CUK_ERR_INVALID with the reason. */
+cuk_status cuk_array_load(cuk_array **a, const char *path);
+/* Writes a as a .npy file (a device array is copied to the host first). */
+cuk_status cuk_array_save(const cuk_array *a, const char *path);
+/* Prints a as the language's print() does: NumPy's style, one line, f32 with 9 and f64
+   with 17 significant digits (a device array is copied to the host first). */
+cuk_status cuk_array_print(const cuk_array *a, FILE *out);
 /* Frees the array and the memory it owns (pooled device memory goes back to the pool).
    NULL is a no-op. */
 void cuk_array_free(cuk_array *a);
@@ -107,6 +116,13 @@ typedef struct cuk_fn_s cuk_fn;
    stale or foreign file gives CUK_ERR_INVALID with the reason. cuk_program_compile also
    accepts a bundle's path. */
 cuk_status cuk_program_load_bundle(cuk_program **p, const char *path, const cuk_program_opts *o);
+
+/* Compiles the program at src_path ahead of time into a bundle at out_path (docs/aot.md):
+   a cubin for each sm_XY and PTX for each compute_XY in archs ("sm_80,sm_90" when NULL;
+   without a compute_XY, PTX for the lowest sm_XY, so that newer GPUs can JIT it). Needs
+   NVRTC, not a GPU. A compile error gives CUK_ERR_COMPILE with the diagnostics, a bad
+   arch list or an unwritable out_path CUK_ERR_INVALID, no NVRTC CUK_ERR_NO_DRIVER. */
+cuk_status cuk_program_build(const char *src_path, const char *out_path, const char *archs);
 
 /* Compiles a program. src_or_path is a path if it has no newline and names an existing
    file or ends in ".cuk"; otherwise it is source text. o may be NULL. On a compile error:

@@ -10,22 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "exec/exec.h"
-#include "compiler/ir.h"
-#include "lang/arena.h"
-#include "lang/ast.h"
-#include "lang/diag.h"
-#include "api/cuk_program.h"
-#include "runtime/internal.h"
+#include "api/api.h"
 
-/* cuk_dtype mirrors the IR's DType, so the two convert by a cast. */
-_Static_assert((int)CUK_BOOL == DT_BOOL && (int)CUK_I32 == DT_I32 && (int)CUK_I64 == DT_I64 &&
-                   (int)CUK_U32 == DT_U32 && (int)CUK_U64 == DT_U64 && (int)CUK_F32 == DT_F32 &&
-                   (int)CUK_F64 == DT_F64 && CUK_DTYPE_COUNT == DT_COUNT && CUK_MAX_RANK == MAXRANK,
-               "cuk_dtype must mirror DType");
-
-#include "compiler/bundle.h"
-#include "exec/gpu/gpu.h"
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -94,239 +80,6 @@ static char *memdiag_close(MemDiag *m) {
     return m->buf;
 }
 
-/* ---- arrays --------------------------------------------------------------------------------- */
-
-struct cuk_array_s {
-    cuk_dtype dt;
-    int rank;
-    int64_t shape[CUK_MAX_RANK];
-    int64_t size;
-    cuk_place place;
-    Arr *arr;       /* host: the storage (our own Arr, or a shell around wrapped memory) */
-    bool wrapped;   /* host: arr->data belongs to the caller; free only the shell */
-    cuk_devptr dev; /* device */
-    bool owns_dev;  /* device: from the pool, freed with the array */
-};
-
-const char *cuk_dtype_name(cuk_dtype dt) {
-    return (unsigned)dt < CUK_DTYPE_COUNT ? dtype_info[dt].name : NULL;
-}
-size_t cuk_dtype_size(cuk_dtype dt) {
-    return (unsigned)dt < CUK_DTYPE_COUNT ? (size_t)dtype_info[dt].size : 0;
-}
-
-cuk_status cuk_dtype_from_name(const char *name, cuk_dtype *dt) {
-    static const struct {
-        const char *name;
-        cuk_dtype dt;
-    } alias[] = {{"bool", CUK_BOOL},     {"int32", CUK_I32},   {"int64", CUK_I64},
-                 {"uint32", CUK_U32},    {"uint64", CUK_U64},  {"float32", CUK_F32},
-                 {"float64", CUK_F64},   {"float", CUK_F64},   {"int", CUK_I64}};
-    if (!name || !dt) return err_set(CUK_ERR_INVALID, "cuk_dtype_from_name: NULL argument");
-    DType d;
-    if (dtype_from_name(name, &d)) {
-        *dt = (cuk_dtype)d;
-        return CUK_OK;
-    }
-    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
-        if (strcmp(alias[i].name, name) == 0) {
-            *dt = alias[i].dt;
-            return CUK_OK;
-        }
-    return err_set(CUK_ERR_INVALID, "unknown dtype '%s': cuk has bool, i32, i64, u32, u64, f32 and f64", name);
-}
-
-/* Validates dtype and shape and fills the header of a new array. */
-static cuk_status array_head(cuk_array **out, cuk_dtype dt, int rank, const int64_t *shape) {
-    if (!out) return err_set(CUK_ERR_INVALID, "cuk_array: NULL result pointer");
-    *out = NULL;
-    if ((unsigned)dt >= CUK_DTYPE_COUNT) return err_set(CUK_ERR_INVALID, "cuk_array: bad dtype %d", (int)dt);
-    if (rank < 0 || rank > CUK_MAX_RANK)
-        return err_set(CUK_ERR_INVALID, "cuk_array: rank %d is outside 0..%d", rank, CUK_MAX_RANK);
-    if (rank && !shape) return err_set(CUK_ERR_INVALID, "cuk_array: NULL shape for rank %d", rank);
-    uint64_t size = 1;
-    for (int k = 0; k < rank; k++) {
-        if (shape[k] < 0) return err_set(CUK_ERR_INVALID, "cuk_array: axis %d has negative size %lld", k, (long long)shape[k]);
-        if (shape[k] && size > (UINT64_MAX >> 8) / (uint64_t)shape[k])
-            return err_set(CUK_ERR_INVALID, "cuk_array: the shape is too large");
-        size *= (uint64_t)shape[k];
-    }
-    cuk_array *a = calloc(1, sizeof *a);
-    if (!a) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
-    a->dt = dt;
-    a->rank = rank;
-    for (int k = 0; k < rank; k++) a->shape[k] = shape[k];
-    a->size = (int64_t)size;
-    *out = a;
-    return CUK_OK;
-}
-
-size_t cuk_array_nbytes(const cuk_array *a) { return a ? (size_t)a->size * cuk_dtype_size(a->dt) : 0; }
-
-static cuk_status host_storage(cuk_array *a) {
-    a->place = CUK_ON_HOST;
-    a->arr = arr_new((DType)a->dt, a->rank, a->shape);
-    if (!a->arr) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory: an array of %zu bytes", cuk_array_nbytes(a));
-    return CUK_OK;
-}
-
-static cuk_status device_storage(cuk_array *a) {
-    a->place = CUK_ON_DEVICE;
-    cuk_status s = cuk_mem_alloc(&a->dev, cuk_array_nbytes(a));
-    if (s) return s;
-    a->owns_dev = true;
-    return CUK_OK;
-}
-
-cuk_status cuk_array_new(cuk_array **out, cuk_dtype dt, int rank, const int64_t *shape, cuk_place where) {
-    cuk_array *a;
-    cuk_status s = array_head(&a, dt, rank, shape);
-    if (s) return s;
-    if (where == CUK_ON_DEVICE) {
-        if (!(s = device_storage(a)) && cuk_array_nbytes(a)) s = cuk_memset_d8(a->dev, 0, cuk_array_nbytes(a), NULL);
-    } else {
-        if (!(s = host_storage(a))) memset(a->arr->data, 0, cuk_array_nbytes(a));
-    }
-    if (s) {
-        cuk_array_free(a);
-        return s;
-    }
-    *out = a;
-    return CUK_OK;
-}
-
-cuk_status cuk_array_from_host(cuk_array **out, cuk_dtype dt, int rank, const int64_t *shape, const void *data,
-                               cuk_place where) {
-    cuk_array *a;
-    cuk_status s = array_head(&a, dt, rank, shape);
-    if (s) return s;
-    size_t nb = cuk_array_nbytes(a);
-    if (nb && !data) {
-        cuk_array_free(a);
-        return err_set(CUK_ERR_INVALID, "cuk_array_from_host: NULL data");
-    }
-    if (where == CUK_ON_DEVICE) {
-        if (!(s = device_storage(a)) && nb) s = cuk_memcpy_htod(a->dev, data, nb);
-    } else {
-        if (!(s = host_storage(a)) && nb) memcpy(a->arr->data, data, nb);
-    }
-    if (s) {
-        cuk_array_free(a);
-        return s;
-    }
-    *out = a;
-    return CUK_OK;
-}
-
-cuk_status cuk_array_scalar(cuk_array **out, cuk_dtype dt, const void *value) {
-    return cuk_array_from_host(out, dt, 0, NULL, value, CUK_ON_HOST);
-}
-
-cuk_status cuk_array_wrap_host(cuk_array **out, cuk_dtype dt, int rank, const int64_t *shape, void *data) {
-    cuk_array *a;
-    cuk_status s = array_head(&a, dt, rank, shape);
-    if (s) return s;
-    if (!data && cuk_array_nbytes(a)) {
-        free(a);
-        return err_set(CUK_ERR_INVALID, "cuk_array_wrap_host: NULL data");
-    }
-    /* A shell Arr around the caller's memory. We hold its one reference for the array's
-       life and free only the shell, never through arr_release (which would free data). */
-    Arr *r = calloc(1, sizeof *r);
-    if (!r) {
-        free(a);
-        return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
-    }
-    r->dt = (DType)dt;
-    r->rank = rank;
-    for (int k = 0; k < rank; k++) r->shape[k] = shape[k];
-    r->size = a->size;
-    r->data = data;
-    r->refs = 1;
-    a->place = CUK_ON_HOST;
-    a->arr = r;
-    a->wrapped = true;
-    *out = a;
-    return CUK_OK;
-}
-
-cuk_status cuk_array_wrap_device(cuk_array **out, cuk_dtype dt, int rank, const int64_t *shape, cuk_devptr ptr) {
-    cuk_array *a;
-    cuk_status s = array_head(&a, dt, rank, shape);
-    if (s) return s;
-    if (!ptr && cuk_array_nbytes(a)) {
-        free(a);
-        return err_set(CUK_ERR_INVALID, "cuk_array_wrap_device: NULL device pointer");
-    }
-    a->place = CUK_ON_DEVICE;
-    a->dev = ptr;
-    *out = a;
-    return CUK_OK;
-}
-
-/* Wraps an Arr the CPU backend produced (takes the reference). */
-static cuk_status array_from_arr(cuk_array **out, Arr *r) {
-    cuk_array *a;
-    cuk_status s = array_head(&a, (cuk_dtype)r->dt, r->rank, r->shape);
-    if (s) {
-        arr_release(r);
-        return s;
-    }
-    a->place = CUK_ON_HOST;
-    a->arr = r;
-    *out = a;
-    return CUK_OK;
-}
-
-cuk_status cuk_array_to_host(const cuk_array *a, void *dst, size_t bytes) {
-    if (!a || (!dst && cuk_array_nbytes(a))) return err_set(CUK_ERR_INVALID, "cuk_array_to_host: NULL argument");
-    size_t nb = cuk_array_nbytes(a);
-    if (bytes < nb)
-        return err_set(CUK_ERR_INVALID, "cuk_array_to_host: the buffer has %zu bytes but the array %zu", bytes, nb);
-    if (!nb) return CUK_OK;
-    if (a->place == CUK_ON_DEVICE) return cuk_memcpy_dtoh(dst, a->dev, nb);
-    memcpy(dst, a->arr->data, nb);
-    return CUK_OK;
-}
-
-cuk_status cuk_array_copy(cuk_array **out, const cuk_array *a, cuk_place where) {
-    if (!a) return err_set(CUK_ERR_INVALID, "cuk_array_copy: NULL array");
-    if (a->place == CUK_ON_HOST) return cuk_array_from_host(out, a->dt, a->rank, a->shape, a->arr->data, where);
-    cuk_array *b;
-    cuk_status s = array_head(&b, a->dt, a->rank, a->shape);
-    if (s) return s;
-    size_t nb = cuk_array_nbytes(a);
-    if (where == CUK_ON_DEVICE) {
-        if (!(s = device_storage(b)) && nb) s = cuk_memcpy_dtod(b->dev, a->dev, nb);
-    } else {
-        if (!(s = host_storage(b)) && nb) s = cuk_memcpy_dtoh(b->arr->data, a->dev, nb);
-    }
-    if (s) {
-        cuk_array_free(b);
-        return s;
-    }
-    *out = b;
-    return CUK_OK;
-}
-
-void cuk_array_free(cuk_array *a) {
-    if (!a) return;
-    if (a->arr) {
-        if (a->wrapped) free(a->arr);
-        else arr_release(a->arr);
-    }
-    if (a->owns_dev) cuk_mem_free(a->dev);
-    free(a);
-}
-
-cuk_dtype cuk_array_dtype(const cuk_array *a) { return a->dt; }
-int cuk_array_rank(const cuk_array *a) { return a->rank; }
-const int64_t *cuk_array_shape(const cuk_array *a) { return a->shape; }
-int64_t cuk_array_size(const cuk_array *a) { return a->size; }
-cuk_place cuk_array_place(const cuk_array *a) { return a->place; }
-void *cuk_array_host_data(const cuk_array *a) { return a->place == CUK_ON_HOST ? a->arr->data : NULL; }
-cuk_devptr cuk_array_device_ptr(const cuk_array *a) { return a->place == CUK_ON_DEVICE ? a->dev : 0; }
-
 /* ---- programs ------------------------------------------------------------------------------ */
 
 typedef int DimIds[CUK_MAX_RANK];
@@ -346,6 +99,7 @@ struct cuk_fn_s {
 
 struct cuk_program_s {
     Arena arena;
+    Compiled c;     /* the pipeline's output: to STAGE_CUDA for the GPU, STAGE_CHECK for the CPU */
     Program *prog;
     cuk_backend backend;
     int nfns;       /* the user's functions, in source order */
@@ -456,9 +210,9 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
         cuk_program_free(p);
         return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
     }
-    Src *src = NEW(&p->arena, Src);
+    Stage upto = backend == CUK_BACKEND_GPU ? STAGE_CUDA : STAGE_CHECK;
     const char *path;
-    Node *ast = NULL;
+    bool ok;
     if (is_path(src_or_path) && bundle_is(src_or_path)) {
         /* A bundle: the program is rebuilt from the source it holds, and the GPU backend
            loads its compiled images instead of calling NVRTC. */
@@ -470,8 +224,7 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
             return err_set(CUK_ERR_INVALID, "%s", berr);
         }
         path = p->bundle->source_path;
-        src_from_string(&p->arena, path, p->bundle->source, src);
-        ast = parse_program(&p->arena, &md.d, src);
+        ok = pipeline_text(&p->c, &p->arena, &md.d, path, p->bundle->source, upto);
     } else if (is_path(src_or_path)) {
         if (o && o->require_bundle) {
             free(memdiag_close(&md));
@@ -479,19 +232,14 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
             return err_set(CUK_ERR_INVALID, "'%s' is not a cuk bundle (.cukb); build one with cukc build", src_or_path);
         }
         path = src_or_path;
-        if (src_load(&p->arena, &md.d, path, src)) ast = parse_program(&p->arena, &md.d, src);
+        ok = pipeline_file(&p->c, &p->arena, &md.d, path, upto);
     } else {
         path = o && o->name ? o->name : "<string>";
-        src_from_string(&p->arena, path, src_or_path, src);
-        ast = parse_program(&p->arena, &md.d, src);
+        ok = pipeline_text(&p->c, &p->arena, &md.d, path, src_or_path, upto);
     }
-    if (ast && !md.d.errors) {
-        Node *std = stdlib_parse(&p->arena, &md.d);
-        if (!md.d.errors) p->prog = sema_program(&p->arena, &md.d, ast, std);
-    }
-    bool failed = md.d.errors || !p->prog;
+    p->prog = p->c.prog;
     char *text = memdiag_close(&md);
-    if (failed) {
+    if (!ok) {
         info_from_diag(text ? text : "", path);
         s = err_set(CUK_ERR_COMPILE, "%s", text && *text ? text : "compile error");
         free(text);
@@ -501,7 +249,7 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
     free(text);
     /* The user's functions in source order; generic ones (only ever inlined) have no Fn. */
     p->fns = NEWN(&p->arena, cuk_fn *, p->prog->nfns + 1);
-    for (const Node *d = ast->body; d; d = d->next) {
+    for (const Node *d = p->c.ast->body; d; d = d->next) {
         if (d->kind != N_FN) continue;
         Fn *fn = program_find(p->prog, d->name);
         if (fn && !fn->from_stdlib) p->fns[p->nfns++] = wrap_fn(p, fn, d);
@@ -510,8 +258,7 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
     p->all = NEWN(&p->arena, cuk_fn *, p->nall + 1);
     if (p->backend == CUK_BACKEND_GPU) {
         RtErr err = {0};
-        p->session = gpu_session_new(p->prog, &err);
-        if (p->session && p->bundle) gpu_session_use_bundle(p->session, p->bundle);
+        p->session = gpu_session_new(&p->c, p->bundle, &err);
         if (!p->session) {
             s = err.set ? run_error(&err) : err_set(CUK_ERR_NO_DEVICE, "could not start the GPU backend");
             cuk_program_free(p);
@@ -858,7 +605,7 @@ static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
         RtErr err = {0};
         bool ok;
         flush_stdout(); /* print() output keeps its order with the caller's */
-        ok = cpu_run(f->prog->prog, f->fn, in, &res, stdout, &err);
+        ok = cpu_run(f->fn, in, &res, stdout, &err);
         flush_stdout();
         if (!ok) {
             s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);

@@ -8,10 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec/gpu/gpu.h"
-#include "compiler/kernel.h"
-#include "lang/ast.h"
-#include "runtime/cuk.h"
+#include "exec/exec.h"
 
 static const char *prog_src =
     "fn saxpy(a: f32, x: f32[n], y: f32[n]) -> f32[n] {\n"
@@ -58,15 +55,11 @@ int main(int argc, char **argv) {
     arena_init(&a);
     Diag d;
     diag_init(&d, stderr);
-    Src src;
-    src_from_string(&a, "bench_call.cuk", prog_src, &src);
-    Node *ast = parse_program(&a, &d, &src);
-    Node *std = ast ? stdlib_parse(&a, &d) : NULL;
-    Program *prog = ast && !d.errors ? sema_program(&a, &d, ast, std) : NULL;
-    if (!prog) return 1;
-    Fn *fn = program_find(prog, "saxpy");
+    Compiled c;
+    if (!pipeline_text(&c, &a, &d, "bench_call.cuk", prog_src, STAGE_CUDA)) return 1;
+    Fn *fn = program_find(c.prog, "saxpy");
     RtErr err = {0};
-    GpuSession *s = gpu_session_new(prog, &err);
+    GpuSession *s = gpu_session_new(&c, NULL, &err);
     if (!s) {
         fprintf(stderr, "bench_call: %s\n", err.msg);
         return 1;
@@ -125,15 +118,12 @@ int main(int argc, char **argv) {
     /* the very kernel gpu_call launches (same module, same parameter words), bare */
     double t_same = -1, h_same = -1;
     {
-        Arena pa;
-        arena_init(&pa);
-        PlanSet *ps = fuse_program(&pa, prog);
-        const Plan *pl = planset_find(ps, fn);
+        const Plan *pl = pipeline_plan(&c, fn);
         cuk_module *em;
         cuk_function *ef;
         cuk_compile_opts eo = {0};
         eo.program_name = "saxpy.cu";
-        if (pl && pl->nkernels == 1 && cuk_module_compile(&em, emit_cuda_plan(&pa, pl), &eo) == CUK_OK &&
+        if (pl && pl->nkernels == 1 && cuk_module_compile(&em, pipeline_cuda(&c, fn), &eo) == CUK_OK &&
             cuk_module_function(em, pl->kernels[0]->name, &ef) == CUK_OK) {
             const Kernel *k = pl->kernels[0];
             long long w[256] = {0};
@@ -173,7 +163,6 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "bench_call: could not drive the emitted kernel by hand (parameter layout)\n");
             }
         }
-        arena_free(&pa);
     }
 
     /* bare: cuk_launch of the hand-written kernel, same grid rule as the executor's maps */

@@ -11,11 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ir.h"
-#include "compiler/kernel.h"
-#include "lang/arena.h"
-#include "lang/ast.h"
-#include "lang/diag.h"
+#include "compiler/pipeline.h"
 #include "runtime/cuk.h"
 
 #define CHECK(x)                                                                         \
@@ -246,20 +242,15 @@ static void run_case(const Case *c, const char *root, int iters) {
     arena_init(&a);
     Diag d;
     diag_init(&d, stderr);
-    Src src;
     char *path = arena_printf(&a, "%s/bench/cases/%s", root, c->file);
-    if (!src_load(&a, &d, path, &src)) exit(1);
-    Node *ast = parse_program(&a, &d, &src);
-    Node *std = ast ? stdlib_parse(&a, &d) : NULL;
-    Program *prog = ast && !d.errors ? sema_program(&a, &d, ast, std) : NULL;
-    if (!prog || d.errors) {
+    Compiled comp;
+    if (!pipeline_file(&comp, &a, &d, path, STAGE_CUDA)) {
         fprintf(stderr, "bench_kernels: %s does not compile\n", path);
         exit(1);
     }
-    Fn *fn = program_find(prog, c->fn);
-    PlanSet *ps = fuse_program(&a, prog);
-    const Plan *pl = planset_find(ps, fn);
-    char *cu = emit_cuda_plan(&a, pl);
+    Fn *fn = program_find(comp.prog, c->fn);
+    const Plan *pl = pipeline_plan(&comp, fn);
+    char *cu = (char *)pipeline_cuda(&comp, fn);
     /* Kernel tuning: CUK_BENCH_CUDA=DIR takes DIR/<case>.cu (edited `cukc emit-cuda`
        output, the same kernel names and parameter words) in place of the emitted text. */
     const char *dir = getenv("CUK_BENCH_CUDA");

@@ -47,13 +47,12 @@ static double now(void) {
 }
 
 static void bench(const char *what, Fn *f, Arr **args, int64_t n, int runs) {
-    Program p = {&ar, 1, &f};
     double best = 1e30;
     for (int r = 0; r < runs; r++) {
         RtErr e;
         Arr *res = NULL;
         double t0 = now();
-        if (!cpu_run(&p, f, args, &res, stdout, &e)) {
+        if (!cpu_run(f, args, &res, stdout, &e)) {
             fprintf(stderr, "%s: %s\n", what, e.msg);
             exit(1);
         }

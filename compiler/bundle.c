@@ -1,7 +1,7 @@
 /* Writes, verifies and reads .cukb bundles: a header, length-prefixed sections (the
    source, entry signatures, the kernel plan, one image per function and arch) and an
    FNV-1a 64 checksum over the whole file. */
-#include "bundle.h"
+#include "compiler/bundle.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -10,8 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel.h"
-#include "runtime/cuk.h"
+#include "compiler/kernel.h"
 
 /* Header: magic[4] format:u32 cuk_version[16] nvrtc_major:u32 nvrtc_minor:u32
    file_size:u64 checksum:u64 nsections:u32 reserved:u32 = 56 bytes. Each section:
@@ -95,60 +94,9 @@ static void signature(Buf *b, const Fn *f) {
     put(b, line, strlen(line));
 }
 
-static bool compile_image(const char *src, const char *arch, int kind, Buf *out, uint32_t *count, const char *fn,
-                          char *err, size_t errlen) {
-    cuk_compile_opts o = {0};
-    o.arch = arch;
-    o.kind = kind == BI_CUBIN ? CUK_IMAGE_CUBIN : CUK_IMAGE_PTX;
-    o.program_name = fn;
-    cuk_image *im = NULL;
-    if (cuk_compile(src, &o, &im) != CUK_OK) return fail(err, errlen, "compiling %s for %s: %s", fn, arch, cuk_last_error());
-    const void *data;
-    size_t size;
-    cuk_image_data(im, &data, &size);
-    char name[256];
-    snprintf(name, sizeof name, "%s/%s/%s", fn, arch, kind == BI_CUBIN ? "cubin" : "ptx");
-    section(out, BS_IMAGE, name, data, size, count);
-    cuk_image_free(im);
-    return true;
-}
-
-bool bundle_write(const char *out_path, const char *src_path, const char *src_text, const Program *prog,
-                  const char *archs, char *err, size_t errlen) {
-    /* Parse the arch list: sm_XY gives a cubin; the PTX is for compute_XY entries, or the
-       lowest sm_XY when none is given, so newer GPUs can JIT it. */
-    char list[256];
-    if (strlen(archs) >= sizeof list) return fail(err, errlen, "--arch list too long");
-    strcpy(list, archs);
-    const char *sms[16], *computes[16];
-    int nsm = 0, ncomp = 0, lowest = 1000;
-    for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
-        int cc = 0;
-        char tail[8] = "";
-        if (sscanf(t, "sm_%d%7s", &cc, tail) >= 1 && cc >= 50 && cc < 200) {
-            if (nsm == 16) return fail(err, errlen, "too many architectures");
-            sms[nsm++] = t;
-            if (cc < lowest) lowest = cc;
-        } else if (sscanf(t, "compute_%d%7s", &cc, tail) >= 1 && cc >= 50 && cc < 200) {
-            if (ncomp == 16) return fail(err, errlen, "too many architectures");
-            computes[ncomp++] = t;
-        } else {
-            return fail(err, errlen, "--arch: '%s' is not an architecture like sm_90 or compute_90", t);
-        }
-    }
-    if (!nsm && !ncomp) return fail(err, errlen, "--arch lists no architecture");
-    char lowest_ptx[32];
-    if (!ncomp) {
-        snprintf(lowest_ptx, sizeof lowest_ptx, "compute_%d", lowest);
-        computes[ncomp++] = lowest_ptx;
-    }
-    int major = 0, minor = 0;
-    if (cuk_nvrtc_version(&major, &minor) != CUK_OK)
-        return fail(err, errlen, "cannot build a bundle without NVRTC: %s", cuk_last_error());
-
-    Arena a;
-    arena_init(&a);
-    PlanSet *ps = fuse_program(&a, prog);
+bool bundle_write(const char *out_path, const char *src_path, const char *src_text, const PlanSet *ps,
+                  const BundleImage *images, int nimages, int nvrtc_major, int nvrtc_minor, char *err, size_t errlen) {
+    const Program *prog = ps->prog;
     Buf b = {0};
     uint32_t count = 0;
     unsigned char hdr[HDR_SIZE] = {0};
@@ -167,23 +115,20 @@ bool bundle_write(const char *out_path, const char *src_path, const char *src_te
         section(&b, BS_PLAN, "plan", plan_text, plan_len, &count);
         free(plan_text);
     }
-    bool ok = true;
-    for (int i = 0; ok && i < ps->nplans; i++) {
-        const Plan *pl = ps->plans[i];
-        if (pl->nkernels == 0) continue;
-        char *src = emit_cuda_plan(&a, pl);
-        for (int k = 0; ok && k < nsm; k++) ok = compile_image(src, sms[k], BI_CUBIN, &b, &count, pl->fn->name, err, errlen);
-        for (int k = 0; ok && k < ncomp; k++)
-            ok = compile_image(src, computes[k], BI_PTX, &b, &count, pl->fn->name, err, errlen);
+    for (int i = 0; i < nimages; i++) {
+        const BundleImage *im = &images[i];
+        char name[512];
+        snprintf(name, sizeof name, "%s/%s/%s", im->fn, im->arch, im->kind == BI_CUBIN ? "cubin" : "ptx");
+        section(&b, BS_IMAGE, name, im->data, im->size, &count);
     }
-    arena_free(&a);
-    if (ok && b.oom) ok = fail(err, errlen, "out of memory writing the bundle");
+    bool ok = true;
+    if (b.oom) ok = fail(err, errlen, "out of memory writing the bundle");
     if (ok) {
         memcpy(b.p, BUNDLE_MAGIC, 4);
         uint32_t fmt = BUNDLE_FORMAT;
         memcpy(b.p + 4, &fmt, 4);
         strncpy((char *)b.p + 8, CUK_VERSION, 15);
-        uint32_t mj = (uint32_t)major, mn = (uint32_t)minor;
+        uint32_t mj = (uint32_t)nvrtc_major, mn = (uint32_t)nvrtc_minor;
         memcpy(b.p + 24, &mj, 4);
         memcpy(b.p + 28, &mn, 4);
         uint64_t size = b.n;

@@ -1,13 +1,14 @@
 /* Ahead-of-time bundles (.cukb): a checked program with its kernels compiled for a list
-   of GPU architectures, loadable without NVRTC. Format in docs/internals.md. */
+   of GPU architectures, loadable without NVRTC. Format in docs/internals.md. This file
+   writes and reads the format; compiling the images is the caller's (api/build.c). */
 #ifndef CUK_BUNDLE_H
 #define CUK_BUNDLE_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../lang/arena.h"
-#include "ir.h"
+#include "compiler/kernel.h"
+#include "lang/arena.h"
 
 #define BUNDLE_MAGIC "CUKB"
 #define BUNDLE_FORMAT 1
@@ -35,12 +36,11 @@ typedef struct Bundle {
     size_t file_size;
 } Bundle;
 
-/* Writes a bundle for the program in path (already checked into prog) compiling every
-   function's kernels for each arch in archs ("sm_80,sm_90,compute_90"). A cubin per sm_XX
-   and PTX for the lowest compute capability listed (or each compute_XX given) are
-   included. Returns false with a message in err. */
-bool bundle_write(const char *out_path, const char *src_path, const char *src_text, const Program *prog,
-                  const char *archs, char *err, size_t errlen);
+/* Writes a bundle (atomically: a temporary file renamed) for the program at src_path
+   with text src_text, whose plans are ps, holding the given images (compiled by NVRTC
+   major.minor). Returns false with a message in err. */
+bool bundle_write(const char *out_path, const char *src_path, const char *src_text, const PlanSet *ps,
+                  const BundleImage *images, int nimages, int nvrtc_major, int nvrtc_minor, char *err, size_t errlen);
 
 /* Reads and verifies a bundle (magic, format version, size, checksum, cuk version,
    section bounds). Everything the Bundle points at lives in a. */

@@ -260,12 +260,6 @@ typedef struct Program {
 Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib);
 Fn *program_find(const Program *p, const char *name);
 
-/* frontend.c: parse + stdlib + sema in one call (NULL after reporting errors to d; *ast,
-   if given, gets the user's syntax tree even then). stdlib_parse gives the embedded
-   stdlib's functions as one N_PROGRAM. */
-Program *compile_src(Arena *a, Diag *d, const Src *src, Node **ast);
-Node *stdlib_parse(Arena *a, Diag *d);
-
 /* ir_print.c: the stable text form printed by `cukc emit-ir`. */
 void ir_print(FILE *out, const Program *p);
 

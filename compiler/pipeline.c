@@ -1,10 +1,10 @@
-/* The front door of the compiler: source text to a checked Program, with the embedded
-   stdlib in scope. Every user of the compiler (cukc, the C and Python APIs, benchmarks,
-   fuzzers) comes through here. */
+/* The compiler's pipeline (pipeline.h): parse, check, plan, emit, in that order, with
+   broken invariants turned into reported errors. */
+#include "compiler/pipeline.h"
+
 #include <string.h>
 
 #include "lang/embedded.h"
-#include "ir.h"
 
 Node *stdlib_parse(Arena *a, Diag *d) {
     Node *prog = NEW(a, Node);
@@ -26,12 +26,78 @@ Node *stdlib_parse(Arena *a, Diag *d) {
     return prog;
 }
 
-Program *compile_src(Arena *a, Diag *d, const Src *src, Node **ast) {
-    Node *user = parse_program(a, d, src);
-    if (ast) *ast = user;
-    if (d->errors || !user) return NULL;
-    Node *std = stdlib_parse(a, d);
-    if (d->errors) return NULL;
-    Program *p = sema_program(a, d, user, std);
-    return d->errors ? NULL : p;
+/* An internal error becomes a diagnostic at the program's file, like any other error. */
+static void internal_error(Compiled *c, const char *msg) {
+    Loc at = {.src = &c->src};
+    c->internal = arena_strdup(c->arena, msg);
+    diag_error(c->diag, at, "%s (this is a bug in cuk; please report it with the program)", msg);
+}
+
+static bool passes(Compiled *c, Stage upto) {
+    Diag *d = c->diag;
+    c->ast = parse_program(c->arena, d, &c->src);
+    if (d->errors || !c->ast || upto == STAGE_PARSE) return !d->errors && c->ast;
+    Node *std = stdlib_parse(c->arena, d);
+    if (d->errors) return false;
+    c->prog = sema_program(c->arena, d, c->ast, std);
+    if (d->errors || !c->prog) {
+        c->prog = NULL;
+        return false;
+    }
+    if (upto == STAGE_CHECK) return true;
+    c->plans = fuse_program(c->arena, c->prog);
+    if (upto == STAGE_PLAN) return true;
+    c->cuda = NEWN(c->arena, const char *, c->plans->nplans + 1);
+    for (int i = 0; i < c->plans->nplans; i++)
+        if (c->plans->plans[i]->nkernels) c->cuda[i] = emit_cuda_plan(c->arena, c->plans->plans[i]);
+    return true;
+}
+
+static bool run(Compiled *c, Arena *a, Diag *d, Stage upto) {
+    c->arena = a;
+    c->diag = d;
+    DieGuard g;
+    guard_push(&g);
+    if (setjmp(g.jb) == 0) {
+        bool ok = passes(c, upto);
+        guard_pop(&g);
+        return ok;
+    }
+    internal_error(c, g.msg);
+    return false;
+}
+
+bool pipeline_text(Compiled *c, Arena *a, Diag *d, const char *name, const char *text, Stage upto) {
+    memset(c, 0, sizeof *c);
+    src_from_string(a, name, text, &c->src);
+    return run(c, a, d, upto);
+}
+
+bool pipeline_file(Compiled *c, Arena *a, Diag *d, const char *path, Stage upto) {
+    memset(c, 0, sizeof *c);
+    c->arena = a;
+    c->diag = d;
+    if (!src_load(a, d, path, &c->src)) return false;
+    return run(c, a, d, upto);
+}
+
+const char *pipeline_cuda_program(Compiled *c) {
+    DieGuard g;
+    guard_push(&g);
+    if (setjmp(g.jb) == 0) {
+        const char *s = emit_cuda_program(c->arena, c->prog, c->plans);
+        guard_pop(&g);
+        return s;
+    }
+    internal_error(c, g.msg);
+    return NULL;
+}
+
+const Plan *pipeline_plan(const Compiled *c, const Fn *fn) { return c->plans ? planset_find(c->plans, fn) : NULL; }
+
+const char *pipeline_cuda(const Compiled *c, const Fn *fn) {
+    if (!c->plans || !c->cuda) return NULL;
+    for (int i = 0; i < c->plans->nplans; i++)
+        if (c->plans->plans[i]->fn == fn) return c->cuda[i];
+    return NULL;
 }

@@ -1,13 +1,17 @@
-/* The CPU backend: host arrays, the IR interpreter (chunked, fused elementwise
-   evaluation), .npy I/O and NumPy-style printing. */
-#ifndef CUK_CPU_H
-#define CUK_CPU_H
+/* The exec layer: what runs a checked program. Host arrays (arr.c), .npy I/O (npy.c)
+   and NumPy-style printing (print.c), shared by both backends; the CPU backend
+   (cpu/eval.c, cpu_run); the GPU executor (gpu/exec.c, sessions and gpu_call). The
+   shape rules and the statement walker the two backends share are in run.h. */
+#ifndef CUK_EXEC_H
+#define CUK_EXEC_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "compiler/ir.h"
+#include "compiler/bundle.h"
+#include "compiler/pipeline.h"
+#include "runtime/cuk.h"
 
 /* A dense, C-ordered, reference-counted host array. rank 0 is a scalar (size 1). */
 typedef struct Arr {
@@ -51,7 +55,7 @@ void rt_report(const RtErr *e, Diag *d);
 /* Runs fn with the given arguments (one Arr per parameter, matching dtype and rank).
    *result gets the returned value (NULL for none). print() output goes to out.
    Returns false and fills err on a run-time error. */
-bool cpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err);
+bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err);
 /* For the fuzzer (tests/fuzz/): when > 0, cpu_run stops with a run-time error once the
    elements it has allocated or streamed, plus loop iterations and calls, pass this, so
    that generated programs with huge sizes or endless loops finish. 0 (the default) means
@@ -69,5 +73,63 @@ bool npy_save(const char *path, const Arr *a, char *err, size_t errlen);
    with a newline. */
 void arr_print(FILE *out, const Arr *a);
 void scalar_print(FILE *out, DType dt, Scalar v);
+
+/* ---- the GPU executor (gpu/exec.c) -------------------------------------------------- */
+
+/* A compiled program on the current device: the pipeline's plans and CUDA C, and its
+   kernels (each plan compiled through the kernel cache on first use, or loaded from a
+   bundle's image; each kernel handle looked up once), plus the storage calls reuse
+   (frames, launch blocks, scratch).
+
+   Threads: different sessions may be used from different threads at once. One session
+   may be shared too: gpu_call takes the session's mutex, so calls on it run one at a
+   time. The Compiled program (and the bundle) must outlive the session. All device work
+   is queued on the legacy default stream, so it is ordered with CuPy's and PyTorch's
+   default streams. */
+typedef struct GpuSession GpuSession;
+
+/* Initialises the runtime for a program compiled to STAGE_CUDA. With a bundle b (read
+   by bundle_read, holding this program), kernels come from its images (bundle_pick: the
+   exact cubin, else PTX), loaded with cuModuleLoadData, and NVRTC is never loaded. NULL
+   with err filled (no driver, no GPU) on failure. */
+GpuSession *gpu_session_new(const Compiled *c, const Bundle *b, RtErr *err);
+/* Frees the session and what it holds. No gpu_call may be running on it. Kernels queued
+   by earlier calls may still be running; results they write stay valid. */
+void gpu_session_free(GpuSession *s);
+
+/* A value of a call: a host scalar (rank 0, in s) or a device array (p, C order, dense,
+   of the current device's context). p may be 0 for an array with no elements. */
+typedef struct GpuVal {
+    DType dt; /* DT_VOID for the result of a function that returns nothing */
+    int rank;
+    int64_t shape[MAXRANK];
+    Scalar s;     /* rank 0, as Scalar holds it: i for bool and signed, u, f for floats */
+    cuk_devptr p; /* rank > 0 */
+    /* Arguments: informational; gpu_call never frees or writes an argument's memory
+       (borrowed CuPy/PyTorch pointers are safe). Results: always false. */
+    bool borrowed;
+} GpuVal;
+
+/* Runs fn (a function of the session's program) with args (one per parameter, matching
+   dtype and rank; shapes are checked where the function constrains them). On success
+   *result holds the returned value: an array is a new pool allocation the caller owns
+   (free it with cuk_mem_free, after its last use is queued), never one of the arguments;
+   a scalar is on the host. print() goes to out. The call returns once its work is
+   queued: it waits for the device only where a value must come to the host (print,
+   save, a scalar read or returned, an index bounds check). Kernel faults therefore may
+   surface at a later synchronising call. On a run-time error returns false and fills
+   err (*result is then DT_VOID). */
+bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err);
+
+/* gpu_call's fast path, for a caller that must not block (the Python extension keeps
+   the GIL for it): does the call only when fn is one kernel, already compiled, and the
+   arguments fit it as they are (device arrays of one shape, host scalars), which costs
+   one pool allocation and one asynchronous launch. Returns 1 when done (*result as from
+   gpu_call), 0 when nothing was done and the call needs gpu_call, -1 on an error (err
+   filled). */
+int gpu_call_quick(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, RtErr *err);
+
+/* CUK_TIMING=1 makes the GPU executor print start-up marks on stderr; this sets time 0. */
+void gpu_timing_start(void);
 
 #endif

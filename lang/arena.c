@@ -63,8 +63,36 @@ char *arena_printf(Arena *a, const char *fmt, ...) {
     return p;
 }
 
+static _Thread_local DieGuard *guard_top;
+
+void guard_push(DieGuard *g) {
+    g->msg[0] = 0;
+    g->prev = guard_top;
+    guard_top = g;
+}
+
+void guard_pop(DieGuard *g) {
+    if (guard_top == g) guard_top = g->prev;
+}
+
 _Noreturn void die_at(const char *file, int line, const char *fmt, ...) {
     va_list ap;
+    DieGuard *g = guard_top;
+    if (g) {
+        /* Source paths as the build gives them are absolute: keep the repo-relative part. */
+        const char *rel = strstr(file, "/compiler/");
+        if (!rel) rel = strstr(file, "/exec/");
+        if (!rel) rel = strstr(file, "/lang/");
+        if (!rel) rel = strstr(file, "/api/");
+        rel = rel ? rel + 1 : file;
+        int n = snprintf(g->msg, sizeof g->msg, "internal error at %s:%d: ", rel, line);
+        if (n < 0 || n >= (int)sizeof g->msg) n = 0;
+        va_start(ap, fmt);
+        vsnprintf(g->msg + n, sizeof g->msg - (size_t)n, fmt, ap);
+        va_end(ap);
+        guard_top = g->prev;
+        longjmp(g->jb, 1);
+    }
     fprintf(stderr, "cuk: internal error at %s:%d: ", file, line);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

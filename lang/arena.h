@@ -1,6 +1,7 @@
 /* Bump allocator: every compile-time object lives in one arena freed at the end. */
 #ifndef CUK_ARENA_H
 #define CUK_ARENA_H
+#include <setjmp.h>
 #include <stddef.h>
 
 typedef struct ArenaBlock ArenaBlock;
@@ -19,9 +20,30 @@ char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf,
 #define NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
 #define NEWN(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n)))
 
-/* Internal invariant failure: prints file:line and aborts. Never for user errors. */
+/* Internal invariant failure, never a user error: "internal error at file:line: msg".
+   Inside a guarded region (below) it returns to the guard; elsewhere it prints the
+   message and aborts. */
 _Noreturn void die_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* A guard catches die() on this thread, so that a library entry point (the compiler's
+   pipeline, a program call) turns a broken invariant into an error for its caller
+   instead of aborting the process: a library never aborts on its input. Use
+
+       DieGuard g;
+       guard_push(&g);
+       if (setjmp(g.jb) == 0) { ...work...; guard_pop(&g); }
+       else { report g.msg (die popped the guard) }
+
+   Work inside must not hold locks or own memory outside an arena when it can die, or
+   the guard's owner must release them on the error path. */
+typedef struct DieGuard {
+    jmp_buf jb;
+    char msg[512]; /* "internal error at file:line: msg" */
+    struct DieGuard *prev;
+} DieGuard;
+void guard_push(DieGuard *g);
+void guard_pop(DieGuard *g);
 #define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
 #define ASSERT(c) ((c) ? (void)0 : die("assertion failed: %s", #c))
 

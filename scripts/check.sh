@@ -69,6 +69,10 @@ print(p, f, s)
 EOF
 }
 
+# --- (0) layers: includes point down only (DESIGN.md, "Layout") -----------------------
+banner "layers (scripts/layers.py)"
+if "$PY" scripts/layers.py; then record "layers" 1 0; else record "layers" 0 1; fi
+
 # --- (a) C unit tests ----------------------------------------------------------------
 banner "unit tests (ctest, $BUILD)"
 if [ -f "$BUILD/CTestTestfile.cmake" ]; then

@@ -1,18 +1,15 @@
-/* cukc: the command-line driver (check, emit-ir, emit-cuda, emit-ptx, run, ...). */
+/* cukc: the command-line driver. check, dump-ast and the emit commands drive the
+   compiler's pipeline (compiler/pipeline.h); run and build go through the program API
+   (api/cuk_program.h), as Python and C callers do. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/cuk_program.h"
 #include "compiler/bundle.h"
+#include "compiler/pipeline.h"
 #include "exec/exec.h"
-#include "exec/gpu/gpu.h"
-#include "compiler/ir.h"
-#include "compiler/kernel.h"
-#include "runtime/cuk.h"
-#include "lang/arena.h"
-#include "lang/ast.h"
-#include "lang/diag.h"
 
 enum { EXIT_OK = 0, EXIT_COMPILE = 1, EXIT_USAGE = 2, EXIT_RUNTIME = 3 };
 
@@ -43,94 +40,95 @@ static int usage_error(const char *fmt, const char *arg) {
     return EXIT_USAGE;
 }
 
-typedef struct Compiled {
-    Arena arena;
-    Diag diag;
-    Src src;
-    Node *ast;
-    Program *prog;
-    Bundle *bundle; /* when the program came from a .cukb */
-} Compiled;
-
-/* Parses and type-checks path (a .cuk file, or a bundle whose program is used).
-   Returns an exit status. */
-static int compile_file(Compiled *c, const char *path, bool sema) {
-    arena_init(&c->arena);
-    diag_init(&c->diag, stderr);
-    c->bundle = NULL;
+/* The program in path through the pipeline up to stage: a .cuk file, or a bundle, whose
+   source is used. Errors go to stderr; returns an exit status. */
+static int compile_file(Compiled *c, Arena *a, Diag *d, const char *path, Stage upto) {
+    arena_init(a);
+    diag_init(d, stderr);
     if (bundle_is(path)) {
         char err[1024];
-        Bundle *b = NEW(&c->arena, Bundle);
-        if (!bundle_read(&c->arena, path, b, err, sizeof err)) {
+        Bundle *b = NEW(a, Bundle);
+        if (!bundle_read(a, path, b, err, sizeof err)) {
             fprintf(stderr, "cukc: error: %s\n", err);
             return EXIT_RUNTIME;
         }
-        c->bundle = b;
-        src_from_string(&c->arena, b->source_path, b->source, &c->src);
-    } else if (!src_load(&c->arena, &c->diag, path, &c->src)) {
-        return EXIT_COMPILE;
+        return pipeline_text(c, a, d, b->source_path, b->source, upto) ? EXIT_OK : EXIT_COMPILE;
     }
-    if (!sema) {
-        c->ast = parse_program(&c->arena, &c->diag, &c->src);
-        return c->diag.errors ? EXIT_COMPILE : EXIT_OK;
-    }
-    c->prog = compile_src(&c->arena, &c->diag, &c->src, &c->ast);
-    return c->prog ? EXIT_OK : EXIT_COMPILE;
+    return pipeline_file(c, a, d, path, upto) ? EXIT_OK : EXIT_COMPILE;
 }
 
-static void compiled_free(Compiled *c) { arena_free(&c->arena); }
-
-/* Parses one command-line value for parameter slot k of fn. */
-static Arr *parse_arg(const Fn *fn, int k, const char *text, int *status) {
-    const Slot *s = &fn->slots[k];
-    if (s->rank > 0) {
-        char err[512];
-        Arr *a = npy_load(text, err, sizeof err);
-        if (!a) {
-            fprintf(stderr, "cukc: error: parameter '%s': %s\n", s->name, err);
+/* An argument of cukc run for parameter pi: a number or true/false for a scalar, a .npy
+   file for an array. */
+static cuk_array *parse_arg(const cuk_param_info *pi, const char *text, int *status) {
+    if (pi->rank > 0) {
+        cuk_array *a = NULL;
+        if (cuk_array_load(&a, text) != CUK_OK) {
+            fprintf(stderr, "cukc: error: parameter '%s': %s\n", pi->name, cuk_last_error());
             *status = EXIT_RUNTIME;
             return NULL;
         }
-        if (a->dt != s->dt || a->rank != s->rank) {
-            fprintf(stderr, "cukc: error: parameter '%s' is %s with %d dimension%s, but '%s' holds %s with %d\n", s->name,
-                    dtype_info[s->dt].name, s->rank, s->rank == 1 ? "" : "s", text, dtype_info[a->dt].name, a->rank);
-            arr_release(a);
+        if (cuk_array_dtype(a) != pi->dtype || cuk_array_rank(a) != pi->rank) {
+            fprintf(stderr, "cukc: error: parameter '%s' is %s with %d dimension%s, but '%s' holds %s with %d\n",
+                    pi->name, cuk_dtype_name(pi->dtype), pi->rank, pi->rank == 1 ? "" : "s", text,
+                    cuk_dtype_name(cuk_array_dtype(a)), cuk_array_rank(a));
+            cuk_array_free(a);
             *status = EXIT_RUNTIME;
             return NULL;
         }
         return a;
     }
-    Scalar v = {0};
+    union {
+        uint8_t b;
+        int32_t i32;
+        int64_t i64;
+        uint32_t u32;
+        uint64_t u64;
+        float f32;
+        double f64;
+    } v = {0};
     char *end = NULL;
     errno = 0;
-    if (s->dt == DT_BOOL) {
+    if (pi->dtype == CUK_BOOL) {
         end = (char *)text;
-        if (strcmp(text, "true") == 0) v.i = 1, end = (char *)text + 4;
-        else if (strcmp(text, "false") == 0) v.i = 0, end = (char *)text + 5;
-    } else if (dtype_info[s->dt].is_float) {
-        v.f = strtod(text, &end);
-    } else if (dtype_info[s->dt].is_signed) {
+        if (strcmp(text, "true") == 0) v.b = 1, end = (char *)text + 4;
+        else if (strcmp(text, "false") == 0) v.b = 0, end = (char *)text + 5;
+    } else if (pi->dtype == CUK_F32 || pi->dtype == CUK_F64) {
+        double x = strtod(text, &end);
+        if (pi->dtype == CUK_F32) v.f32 = (float)x;
+        else v.f64 = x;
+    } else if (pi->dtype == CUK_I32 || pi->dtype == CUK_I64) {
         long long x = strtoll(text, &end, 0);
-        v.i = x;
-        if (s->dt == DT_I32 && (x < INT32_MIN || x > INT32_MAX)) errno = ERANGE;
+        if (pi->dtype == CUK_I32 && (x < INT32_MIN || x > INT32_MAX)) errno = ERANGE;
+        if (pi->dtype == CUK_I32) v.i32 = (int32_t)x;
+        else v.i64 = x;
     } else {
         if (text[0] == '-') errno = ERANGE;
         unsigned long long x = strtoull(text, &end, 0);
-        v.u = x;
-        if (s->dt == DT_U32 && x > UINT32_MAX) errno = ERANGE;
+        if (pi->dtype == CUK_U32 && x > UINT32_MAX) errno = ERANGE;
+        if (pi->dtype == CUK_U32) v.u32 = (uint32_t)x;
+        else v.u64 = x;
     }
+    const char *tn = cuk_dtype_name(pi->dtype);
     if (!end || end == text || *end || errno) {
-        fprintf(stderr, "cukc: error: parameter '%s' is %s, and '%s' is not a valid %s value\n", s->name,
-                dtype_info[s->dt].name, text, dtype_info[s->dt].name);
+        fprintf(stderr, "cukc: error: parameter '%s' is %s, and '%s' is not a valid %s value\n", pi->name, tn, text,
+                tn);
         *status = EXIT_USAGE;
         return NULL;
     }
-    Arr *a = arr_scalar(s->dt, v);
-    if (!a) {
-        fprintf(stderr, "cukc: error: out of memory\n");
+    cuk_array *a = NULL;
+    if (cuk_array_scalar(&a, pi->dtype, &v) != CUK_OK) {
+        fprintf(stderr, "cukc: error: %s\n", cuk_last_error());
         *status = EXIT_RUNTIME;
     }
     return a;
+}
+
+/* Prints the program API's last error: diagnostics as they are (they carry their
+   location), anything else after "cukc: error: ". */
+static void api_error(cuk_status s) {
+    const char *m = cuk_last_error();
+    if (s == CUK_ERR_COMPILE || s == CUK_ERR_RUNTIME) fprintf(stderr, "%s%s", m, m[0] && m[strlen(m) - 1] == '\n' ? "" : "\n");
+    else fprintf(stderr, "cukc: error: %s\n", m);
 }
 
 static int cmd_run(int argc, char **argv) {
@@ -165,101 +163,100 @@ static int cmd_run(int argc, char **argv) {
         }
     }
     if (!file) return usage_error("run needs a file%s", "");
-    if (strcmp(device, "auto") && strcmp(device, "cpu") && strcmp(device, "gpu"))
-        return usage_error("--device must be auto, gpu or cpu, not '%s'", device);
-    Compiled c;
-    int st = compile_file(&c, file, true);
-    if (st) return compiled_free(&c), st;
-    Fn *fn = program_find(c.prog, entry);
-    if (!fn) {
+    cuk_program_opts o = {0};
+    if (!strcmp(device, "auto")) o.backend = CUK_BACKEND_AUTO;
+    else if (!strcmp(device, "gpu")) o.backend = CUK_BACKEND_GPU;
+    else if (!strcmp(device, "cpu")) o.backend = CUK_BACKEND_CPU;
+    else return usage_error("--device must be auto, gpu or cpu, not '%s'", device);
+    if (o.backend != CUK_BACKEND_CPU) {
+        int ok = 0;
+        cuk_gpu_available(&ok);
+        if (ok && cuk_device_select(gpu_index) != CUK_OK) {
+            fprintf(stderr, "cukc: error: %s\n", cuk_last_error());
+            return EXIT_RUNTIME;
+        }
+        if (!ok && o.backend == CUK_BACKEND_AUTO && !getenv("CUK_QUIET"))
+            fprintf(stderr, "cukc: note: no usable GPU (%s); running on the CPU backend\n", cuk_last_error());
+    }
+    cuk_program *p = NULL;
+    cuk_status s = cuk_program_compile(&p, file, &o);
+    if (s) {
+        api_error(s);
+        return s == CUK_ERR_COMPILE ? EXIT_COMPILE : EXIT_RUNTIME;
+    }
+    int st = EXIT_OK;
+    cuk_fn *fn = NULL;
+    if (cuk_program_function(p, entry, &fn) != CUK_OK) {
         fprintf(stderr, "cukc: error: %s has no function '%s'%s\n", file, entry,
                 strcmp(entry, "main") == 0 ? "; add fn main() { ... } or pick one with --entry NAME" : "");
-        compiled_free(&c);
+        cuk_program_free(p);
         return EXIT_USAGE;
     }
-    Arr *args[64] = {0};
-    if (fn->nparams > 64) {
-        compiled_free(&c);
-        return usage_error("too many parameters%s", "");
-    }
+    int np = cuk_fn_nparams(fn);
+    cuk_array *args[64] = {0};
+    cuk_param_info pi[64];
+    if (np > 64) st = usage_error("too many parameters%s", "");
+    for (int j = 0; j < np && !st; j++) cuk_fn_param(fn, j, &pi[j]);
     for (int i = 0; i < nkv && !st; i++) {
         const char *eq = strchr(kv[i], '=');
         int k = -1;
-        for (int j = 0; j < fn->nparams; j++)
-            if (strlen(fn->slots[j].name) == (size_t)(eq - kv[i]) && strncmp(fn->slots[j].name, kv[i], (size_t)(eq - kv[i])) == 0)
-                k = j;
+        for (int j = 0; j < np; j++)
+            if (strlen(pi[j].name) == (size_t)(eq - kv[i]) && strncmp(pi[j].name, kv[i], (size_t)(eq - kv[i])) == 0) k = j;
         if (k < 0) {
-            fprintf(stderr, "cukc: error: %s() has no parameter '%.*s'\n", fn->name, (int)(eq - kv[i]), kv[i]);
+            fprintf(stderr, "cukc: error: %s() has no parameter '%.*s'\n", entry, (int)(eq - kv[i]), kv[i]);
             st = EXIT_USAGE;
         } else if (args[k]) {
-            fprintf(stderr, "cukc: error: parameter '%s' given twice\n", fn->slots[k].name);
+            fprintf(stderr, "cukc: error: parameter '%s' given twice\n", pi[k].name);
             st = EXIT_USAGE;
         } else {
-            args[k] = parse_arg(fn, k, eq + 1, &st);
+            args[k] = parse_arg(&pi[k], eq + 1, &st);
         }
     }
-    for (int j = 0; j < fn->nparams && !st; j++)
+    for (int j = 0; j < np && !st; j++)
         if (!args[j]) {
-            fprintf(stderr, "cukc: error: %s() needs parameter '%s' (%s%s): pass %s=VALUE\n", fn->name, fn->slots[j].name,
-                    dtype_info[fn->slots[j].dt].name, fn->slots[j].rank ? " array, from a .npy file" : "", fn->slots[j].name);
+            fprintf(stderr, "cukc: error: %s() needs parameter '%s' (%s%s): pass %s=VALUE\n", entry, pi[j].name,
+                    cuk_dtype_name(pi[j].dtype), pi[j].rank ? " array, from a .npy file" : "", pi[j].name);
             st = EXIT_USAGE;
         }
     if (!st) {
-        bool gpu = false;
-        if (strcmp(device, "cpu") != 0) {
-            int ok = 0;
-            cuk_gpu_available(&ok);
-            if (ok && cuk_device_select(gpu_index) != CUK_OK) {
-                fprintf(stderr, "cukc: error: %s\n", cuk_last_error());
-                st = EXIT_RUNTIME;
-            } else if (ok) {
-                gpu = true;
-            } else if (strcmp(device, "gpu") == 0) {
-                fprintf(stderr, "cukc: error: --device gpu: %s\n", cuk_last_error());
-                st = EXIT_RUNTIME;
-            } else if (!getenv("CUK_QUIET")) {
-                fprintf(stderr, "cukc: note: no usable GPU (%s); running on the CPU backend\n", cuk_last_error());
-            }
+        cuk_array *result = NULL;
+        s = cuk_fn_call(fn, args, np, &result);
+        /* a fault in the last kernels is reported here, not lost at exit */
+        if (!s && cuk_program_backend(p) == CUK_BACKEND_GPU && cuk_synchronize() != CUK_OK) s = CUK_ERR_RUNTIME;
+        if (!s && result) s = cuk_array_print(result, stdout);
+        fflush(stdout);
+        if (s) {
+            api_error(s);
+            st = EXIT_RUNTIME;
         }
-        if (!st) {
-            RtErr err = {0};
-            Arr *result = NULL;
-            bool ran = gpu ? gpu_run_bundle(c.prog, c.bundle, fn, args, &result, stdout, &err)
-                           : cpu_run(c.prog, fn, args, &result, stdout, &err);
-            if (!ran) {
-                fflush(stdout);
-                rt_report(&err, &c.diag);
-                st = EXIT_RUNTIME;
-            } else if (result) {
-                arr_print(stdout, result);
-            }
-            if (result) arr_release(result);
-        }
+        cuk_array_free(result);
     }
-    for (int j = 0; j < 64; j++)
-        if (args[j]) arr_release(args[j]);
-    compiled_free(&c);
+    for (int j = 0; j < 64; j++) cuk_array_free(args[j]);
+    cuk_program_free(p);
     fflush(stdout);
     return st;
 }
 
 static int cmd_compile(const char *cmd, int argc, char **argv) {
     if (argc != 1) return usage_error("%s takes one file", cmd);
+    Stage upto = !strcmp(cmd, "dump-ast") ? STAGE_PARSE : !strcmp(cmd, "check") ? STAGE_CHECK : STAGE_PLAN;
+    Arena a;
+    Diag d;
     Compiled c;
-    int st = compile_file(&c, argv[0], strcmp(cmd, "dump-ast") != 0);
+    int st = compile_file(&c, &a, &d, argv[0], upto);
     if (!st) {
         if (!strcmp(cmd, "dump-ast")) {
             ast_dump(stdout, c.ast);
         } else if (!strcmp(cmd, "emit-ir")) {
-            PlanSet *ps = fuse_program(&c.arena, c.prog);
             ir_print(stdout, c.prog);
-            planset_print(stdout, ps);
+            planset_print(stdout, c.plans);
         } else if (!strcmp(cmd, "emit-cuda")) {
-            PlanSet *ps = fuse_program(&c.arena, c.prog);
-            fputs(emit_cuda_program(&c.arena, c.prog, ps), stdout);
+            const char *cuda = pipeline_cuda_program(&c);
+            if (cuda) fputs(cuda, stdout);
+            else st = EXIT_COMPILE;
         }
     }
-    compiled_free(&c);
+    arena_free(&a);
     return st;
 }
 
@@ -283,11 +280,13 @@ static int cmd_emit_ptx(int argc, char **argv) {
     if (!file) return usage_error("emit-ptx needs a file%s", "");
     if (strncmp(arch, "sm_", 3) != 0 && strncmp(arch, "compute_", 8) != 0)
         return usage_error("--arch takes a name like sm_90 or compute_90, not '%s'", arch);
+    Arena a;
+    Diag d;
     Compiled c;
-    int st = compile_file(&c, file, true);
+    int st = compile_file(&c, &a, &d, file, STAGE_PLAN);
+    const char *src = st ? NULL : pipeline_cuda_program(&c);
+    if (!st && !src) st = EXIT_COMPILE;
     if (!st) {
-        PlanSet *ps = fuse_program(&c.arena, c.prog);
-        const char *src = emit_cuda_program(&c.arena, c.prog, ps);
         cuk_compile_opts o = {0};
         o.arch = arch;
         o.kind = CUK_IMAGE_PTX;
@@ -304,7 +303,7 @@ static int cmd_emit_ptx(int argc, char **argv) {
             cuk_image_free(im);
         }
     }
-    compiled_free(&c);
+    arena_free(&a);
     return st;
 }
 
@@ -326,21 +325,13 @@ static int cmd_build(int argc, char **argv) {
         }
     }
     if (!file || !out) return usage_error("usage: cukc build F.cuk -o B.cukb [--arch sm_80,sm_90,compute_90]%s", "");
-    Compiled c;
-    int st = compile_file(&c, file, true);
-    if (!st && c.bundle) {
-        fprintf(stderr, "cukc: error: %s is already a bundle\n", file);
-        st = EXIT_USAGE;
+    cuk_status s = cuk_program_build(file, out, archs);
+    if (s == CUK_ERR_INVALID && bundle_is(file)) {
+        fprintf(stderr, "cukc: error: %s\n", cuk_last_error());
+        return EXIT_USAGE;
     }
-    if (!st) {
-        char err[2048];
-        if (!bundle_write(out, file, c.src.text, c.prog, archs, err, sizeof err)) {
-            fprintf(stderr, "cukc: error: %s\n", err);
-            st = EXIT_RUNTIME;
-        }
-    }
-    compiled_free(&c);
-    return st;
+    if (s) api_error(s);
+    return !s ? EXIT_OK : s == CUK_ERR_COMPILE ? EXIT_COMPILE : EXIT_RUNTIME;
 }
 
 static int cmd_inspect(int argc, char **argv) {

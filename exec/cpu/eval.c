@@ -13,7 +13,7 @@
 #include "kernels/ops.h"
 #include "kernels/philox.h"
 #pragma GCC diagnostic pop
-#include "exec/exec.h"
+#include "exec/run.h"
 
 /* The per-op loops below are plain `for` loops over restrict pointers; GCC only
    vectorises them (with a scalar epilogue) from -O3's cost model. */
@@ -24,16 +24,11 @@
 enum {
     TILE = 256,         /* lines x elements per tile of a reduction along an axis */
     CHUNK = 2048,       /* elements per chunk: a few chunk buffers stay in L1/L2 */
-    MAX_DEPTH = 1000,   /* nested calls before a run-time error */
 };
 /* The interpreter recurses (calls, nested expressions) on its own thread with a stack
-   big enough for MAX_DEPTH calls even in unoptimised sanitizer builds; the pages are
-   only committed when touched. */
+   big enough for MAX_CALL_DEPTH calls even in unoptimised sanitizer builds; the pages
+   are only committed when touched. */
 #define RUN_STACK ((size_t)512 << 20)
-
-/* The fuzzer's work limit (see cpu.h): elements allocated or streamed, loop iterations
-   and calls, summed over one cpu_run. */
-int64_t cpu_work_limit;
 
 /* The dtypes again, with what the per-type code below needs: the C type, its unsigned
    twin and which column of EW_OPS applies. (ir.h's DTYPES cannot be expanded inside
@@ -195,25 +190,19 @@ static void cell_set(Cell *c, DType dt, Scalar s) {
 
 /* ---- interpreter state ----------------------------------------------------------- */
 
-typedef struct Ctx {
-    const Program *p;
-    FILE *out;
-    RtErr *err;
-    int depth;
-    int64_t work; /* charged against cpu_work_limit */
-} Ctx;
-
 typedef struct Frame {
-    Ctx *c;
+    Run *c;
     const Fn *fn;
     Arr **slots;   /* fn->nslots */
     Arr **memo;    /* by Val id, for the statement being evaluated */
     int *touched;  /* ids set in memo, to clear it quickly */
     int ntouched;
+    Arr *ret;      /* what a return statement gave */
+    Operands ops;  /* how the shape rules (run.h) read operands here */
 } Frame;
 
 static Arr *eval(Frame *f, const Val *v);
-static bool call_fn(Ctx *c, const Fn *fn, Arr **args, Arr **result, Loc loc);
+static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc);
 
 static void memo_clear(Frame *f) {
     for (int i = 0; i < f->ntouched; i++) {
@@ -244,19 +233,8 @@ static int64_t shape_size(int rank, const int64_t *shape) {
     return empty ? 0 : s;
 }
 
-/* Counts n units of work against cpu_work_limit (a no-op when there is none). */
-static bool charge(Ctx *c, Loc loc, int64_t n) {
-    if (cpu_work_limit <= 0 || n <= 0) return true;
-    if (n <= cpu_work_limit - c->work) {
-        c->work += n;
-        return true;
-    }
-    rt_error(c->err, loc, "work limit of %lld exceeded", (long long)cpu_work_limit);
-    return false;
-}
-
 static Arr *new_arr(Frame *f, Loc loc, DType dt, int rank, const int64_t *shape) {
-    if (!charge(f->c, loc, shape_size(rank, shape))) return NULL;
+    if (!run_charge(f->c, loc, shape_size(rank, shape))) return NULL;
     Arr *a = arr_new(dt, rank, shape);
     if (!a) {
         char b[200];
@@ -475,42 +453,31 @@ static int prog_push(Frame *f, Prog *p, const Val *v) {
     return p->n++;
 }
 
-/* Fused values are held to the sizes an array could have, so that a program fails
-   the same way whether or not a value is stored (and sum(zeros(1 << 62)) does not
-   run for centuries). */
-static __attribute__((noinline)) bool size_ok(Frame *f, Loc loc, DType dt, int rank,
-                                              const int64_t *shape) {
-    int64_t n = shape_size(rank, shape);
-    if (n >= 0 && (uint64_t)n <= arr_max_bytes() / (uint64_t)esize(dt)) return true;
-    char b[200];
-    rt_error(f->c->err, loc, "cannot allocate an array of %s with shape %s: out of memory",
-             dtype_info[dt].name, shape_str(b, sizeof b, rank, shape));
-    return false;
+/* Fused values are held to the sizes an array could have (shape_fits). */
+static bool size_ok(Frame *f, Loc loc, DType dt, int rank, const int64_t *shape) {
+    Dims d = {.rank = rank};
+    memcpy(d.d, shape, sizeof(int64_t) * (size_t)rank);
+    return shape_fits(f->c->err, loc, dt, &d);
 }
 
-static bool gen_dims(Frame *f, const Val *v, int first, PNode *nd) {
-    nd->rank = v->nargs - first;
-    ASSERT(nd->rank >= 0 && nd->rank <= MAXRANK);
-    for (int k = 0; k < nd->rank; k++) {
-        if (!get_i64(f, v->args[first + k], &nd->shape[k])) return false;
-        if (nd->shape[k] < 0) {
-            rt_error(f->c->err, v->loc, "negative dimensions are not allowed (got %lld)",
-                     (long long)nd->shape[k]);
-            return false;
-        }
-    }
-    return size_ok(f, v->loc, v->dt, nd->rank, nd->shape);
+/* A generator's shape, by the shape rules. */
+static bool gen_dims(Frame *f, const Val *v, PNode *nd) {
+    Dims d;
+    if (!shape_rule(&f->ops, v, &d, NULL)) return false;
+    nd->rank = d.rank;
+    memcpy(nd->shape, d.d, sizeof nd->shape);
+    return true;
 }
 
 static bool gen_setup(Frame *f, const Val *v, PNode *nd) {
     nd->kind = NK_GEN;
     switch (v->op) {
-    case OP_IOTA: return gen_dims(f, v, 0, nd);
-    case OP_FULL: return get_cell(f, v->args[0], v->dt, &nd->gval) && gen_dims(f, v, 1, nd);
+    case OP_IOTA: return gen_dims(f, v, nd);
+    case OP_FULL: return get_cell(f, v->args[0], v->dt, &nd->gval) && gen_dims(f, v, nd);
     case OP_LINSPACE: {
         double start, stop;
         if (!get_double(f, v->args[0], &start) || !get_double(f, v->args[1], &stop) ||
-            !gen_dims(f, v, 2, nd))
+            !gen_dims(f, v, nd))
             return false;
         /* NumPy: y = i * step + start, step = (stop - start) / (n - 1); when the step
            underflows to 0, y = i / (n - 1) * delta + start; the last is exactly stop. */
@@ -524,17 +491,10 @@ static bool gen_setup(Frame *f, const Val *v, PNode *nd) {
         int64_t seed;
         if (!get_i64(f, v->args[0], &seed)) return false;
         nd->seed = (uint64_t)seed;
-        return gen_dims(f, v, 1, nd);
+        return gen_dims(f, v, nd);
     }
     default: die("not a generator: %s", op_name[v->op]);
     }
-}
-
-static __attribute__((noinline)) void bcast_error(Frame *f, const Val *v, int ra,
-                                                  const int64_t *a, int rb, const int64_t *b) {
-    char s1[200], s2[200];
-    rt_error(f->c->err, v->loc, "shapes %s and %s cannot be broadcast together",
-             shape_str(s1, sizeof s1, ra, a), shape_str(s2, sizeof s2, rb, b));
 }
 
 static __attribute__((noinline)) int prog_add_gen(Frame *f, Prog *p, const Val *v) {
@@ -580,23 +540,21 @@ static int prog_add(Frame *f, Prog *p, const Val *v) {
         in[k] = prog_add(f, p, v->args[k]);
         if (in[k] < 0) return -1;
     }
-    int rank = p->nodes[in[0]].rank;
-    int64_t shape[MAXRANK];
-    memcpy(shape, p->nodes[in[0]].shape, sizeof shape);
+    Dims sh = {.rank = p->nodes[in[0]].rank};
+    memcpy(sh.d, p->nodes[in[0]].shape, sizeof sh.d);
     for (int k = 1; k < nin; k++) {
         const PNode *b = &p->nodes[in[k]];
-        if (!broadcast_shapes(rank, shape, b->rank, b->shape, &rank, shape)) {
-            bcast_error(f, v, rank, shape, b->rank, b->shape);
-            return -1;
-        }
+        Dims bd = {.rank = b->rank};
+        memcpy(bd.d, b->shape, sizeof bd.d);
+        if (!shape_broadcast(f->c->err, v->loc, &sh, &bd)) return -1;
     }
     int i = prog_push(f, p, v);
     if (i < 0) return -1;
     PNode *nd = &p->nodes[i];
     nd->nin = nin;
     memcpy(nd->in, in, sizeof in);
-    nd->rank = rank;
-    memcpy(nd->shape, shape, sizeof shape);
+    nd->rank = sh.rank;
+    memcpy(nd->shape, sh.d, sizeof sh.d);
     if (v->op == OP_CAST) {
         nd->kind = NK_CAST;
         nd->adt = p->nodes[in[0]].dt;
@@ -788,7 +746,7 @@ static bool stream_open(Frame *f, const Val *x, Stream *s) {
         memcpy(s->shape, s->prog.shape, sizeof s->shape);
         s->size = s->prog.size;
         s->dt = x->dt;
-        if (!charge(f->c, x->loc, s->size)) {
+        if (!run_charge(f->c, x->loc, s->size)) {
             prog_free(&s->prog);
             return false;
         }
@@ -800,7 +758,7 @@ static bool stream_open(Frame *f, const Val *x, Stream *s) {
     memcpy(s->shape, s->arr->shape, sizeof s->shape);
     s->size = s->arr->size;
     s->dt = s->arr->dt;
-    if (!charge(f->c, x->loc, s->size)) {
+    if (!run_charge(f->c, x->loc, s->size)) {
         arr_release(s->arr);
         s->arr = NULL;
         return false;
@@ -1134,7 +1092,7 @@ static DType red_fold_dt(RedOp op, DType in, DType out) {
     }
 }
 
-static void red_init(RedSt *s, RedOp op, DType dt, SProg *lam) {
+static void red_start(RedSt *s, RedOp op, DType dt, SProg *lam) {
     memset(s, 0, sizeof *s);
     s->op = op;
     s->dt = dt;
@@ -1234,8 +1192,6 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
     RedSt *sts = NULL;
     if (!stream_open(f, x, &s)) goto out;
     DType fdt = red_fold_dt(op, s.dt, v->dt);
-    bool needs_value = !hasinit && (op == RED_MIN || op == RED_MAX || op == RED_ARGMIN ||
-                                    op == RED_ARGMAX || op == RED_LAMBDA);
     int axis = v->axis;
     int64_t len = axis == AXIS_ALL ? s.size : (axis < s.rank ? s.shape[axis] : -1);
     ASSERT(len >= 0);
@@ -1248,12 +1204,9 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
             oshape[orank++] = s.shape[k];
         }
     }
-    int64_t nout = shape_size(orank, oshape);
-    if (len == 0 && needs_value && nout > 0) {
-        rt_error(f->c->err, v->loc, "zero-size array to reduction operation %s which has no identity",
-                 red_name[op]);
-        goto out;
-    }
+    Dims xd = {.rank = s.rank};
+    memcpy(xd.d, s.shape, sizeof xd.d);
+    if (!shape_reduce_has_identity(f->c->err, v, &xd)) goto out;
     res = new_arr(f, v->loc, v->dt, orank, oshape);
     if (!res) goto out;
     if (fdt != s.dt) {
@@ -1266,7 +1219,7 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
     int oesz = esize(v->dt);
     if (axis == AXIS_ALL || s.rank <= 1) {
         RedSink rs = {.in_dt = s.dt, .conv = conv};
-        red_init(&rs.st, op, fdt, lp);
+        red_start(&rs.st, op, fdt, lp);
         if (hasinit && op == RED_LAMBDA) {
             rs.st.acc = init;
             rs.st.have = true;
@@ -1309,7 +1262,7 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
             for (int64_t i0 = 0; i0 < inner; i0 += TILE) {
                 int64_t nc = inner - i0 < TILE ? inner - i0 : TILE;
                 for (int64_t c = 0; c < nc; c++) {
-                    red_init(&sts[c], op, fdt, lp);
+                    red_start(&sts[c], op, fdt, lp);
                     if (hasinit && op == RED_LAMBDA) {
                         sts[c].acc = init;
                         sts[c].have = true;
@@ -1571,108 +1524,58 @@ out:
 
 /* ---- structural ops -------------------------------------------------------------- */
 
+/* The operands of v as the shape rules ask for them: evaluated (memoised, so the op
+   that asked reads them again for free). */
+static bool op_dims(void *fr, const Val *v, Dims *out) {
+    Arr *a = eval(fr, v);
+    if (!a) return false;
+    out->rank = a->rank;
+    memcpy(out->d, a->shape, sizeof out->d);
+    arr_release(a);
+    return true;
+}
+
+static bool op_i64(void *fr, const Val *v, int64_t *out) { return get_i64(fr, v, out); }
+
 static Arr *eval_slice(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]);
     if (!x) return NULL;
-    int nax = (v->nargs - 1) / 3; /* axes past the last given one are taken whole */
-    ASSERT(nax <= x->rank);
-    int64_t xs[MAXRANK], oshape[MAXRANK], ostride[MAXRANK], soff = 0;
-    int orank = 0;
-    c_strides(x->rank, x->shape, xs);
-    for (int k = 0; k < x->rank; k++) {
-        int64_t dim = x->shape[k];
-        const Val *a0 = NULL, *a1 = NULL, *a2 = NULL;
-        if (k < nax) {
-            a0 = v->args[1 + 3 * k];
-            a1 = v->args[2 + 3 * k];
-            a2 = v->args[3 + 3 * k];
+    Dims od;
+    SliceAxis ax[MAXRANK];
+    Arr *r = NULL;
+    if (shape_rule(&f->ops, v, &od, ax)) {
+        int64_t xs[MAXRANK], ostride[MAXRANK], soff = 0;
+        int o = 0;
+        c_strides(x->rank, x->shape, xs);
+        for (int k = 0; k < x->rank; k++) {
+            if (ax[k].len > 0) soff += ax[k].start * xs[k];
+            if (k < (v->nargs - 1) / 3 && v->slmode[k] == SL_INDEX) continue;
+            /* With one element or none the stride is never used (and step * stride may
+               overflow when the step is huge). */
+            ostride[o++] = ax[k].len > 1 ? ax[k].step * xs[k] : 0;
         }
-        if (k < nax && v->slmode[k] == SL_INDEX) {
-            int64_t i;
-            if (!get_i64(f, a0, &i)) goto fail;
-            int64_t j = i < 0 ? i + dim : i;
-            if (j < 0 || j >= dim) {
-                rt_error(f->c->err, v->loc, "index %lld is out of bounds for axis %d with size %lld",
-                         (long long)i, k, (long long)dim);
-                goto fail;
-            }
-            soff += j * xs[k];
-            continue;
+        r = new_arr(f, v->loc, x->dt, od.rank, od.d);
+        if (r && !copy_strided(r->data, x->data, esize(x->dt), od.rank, od.d, ostride, soff)) {
+            arr_release(r);
+            r = NULL;
+            rt_error(f->c->err, v->loc, "out of memory");
         }
-        /* Python's slice.indices(). */
-        int64_t start, stop, step = 1;
-        if (a2 && !get_i64(f, a2, &step)) goto fail;
-        if (step == 0) {
-            rt_error(f->c->err, v->loc, "slice step cannot be zero");
-            goto fail;
-        }
-        if (step < -INT64_MAX) step = -INT64_MAX; /* as CPython does, so -step exists */
-        int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? dim : dim - 1;
-        if (a0) {
-            if (!get_i64(f, a0, &start)) goto fail;
-            if (start < 0) {
-                start += dim;
-                if (start < lower) start = lower;
-            } else if (start > upper) {
-                start = upper;
-            }
-        } else {
-            start = step > 0 ? lower : upper;
-        }
-        if (a1) {
-            if (!get_i64(f, a1, &stop)) goto fail;
-            if (stop < 0) {
-                stop += dim;
-                if (stop < lower) stop = lower;
-            } else if (stop > upper) {
-                stop = upper;
-            }
-        } else {
-            stop = step > 0 ? upper : lower;
-        }
-        int64_t cnt;
-        if (step > 0)
-            cnt = stop > start ? (stop - start - 1) / step + 1 : 0;
-        else
-            cnt = start > stop ? (start - stop - 1) / (-step) + 1 : 0;
-        oshape[orank] = cnt;
-        /* With one element or none the stride is never used (and step * stride may
-           overflow when the step is huge). */
-        ostride[orank] = cnt > 1 ? step * xs[k] : 0;
-        orank++;
-        if (cnt > 0) soff += start * xs[k];
-    }
-    Arr *r = new_arr(f, v->loc, x->dt, orank, oshape);
-    if (r && !copy_strided(r->data, x->data, esize(x->dt), orank, oshape, ostride, soff)) {
-        arr_release(r);
-        r = NULL;
-        rt_error(f->c->err, v->loc, "out of memory");
     }
     arr_release(x);
     return r;
-fail:
-    arr_release(x);
-    return NULL;
 }
 
 static Arr *eval_gather(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]), *idx = NULL, *r = NULL;
-    if (!x || !(idx = eval(f, v->args[1]))) goto out;
-    ASSERT(x->rank >= 1 && idx->rank + x->rank - 1 <= MAXRANK);
-    int64_t oshape[MAXRANK];
-    int orank = 0;
-    for (int k = 0; k < idx->rank; k++) oshape[orank++] = idx->shape[k];
-    for (int k = 1; k < x->rank; k++) oshape[orank++] = x->shape[k];
-    if (!(r = new_arr(f, v->loc, x->dt, orank, oshape))) goto out;
+    Dims od;
+    if (!x || !(idx = eval(f, v->args[1])) || !shape_rule(&f->ops, v, &od, NULL)) goto out;
+    if (!(r = new_arr(f, v->loc, x->dt, od.rank, od.d))) goto out;
     size_t row = (size_t)esize(x->dt);
     for (int k = 1; k < x->rank; k++) row *= (size_t)x->shape[k];
     for (int64_t j = 0; j < idx->size; j++) {
-        int64_t i = scalar_cast(arr_get(idx, j), idx->dt, DT_I64).i, t = i;
-        if (idx->dt == DT_U64 && arr_get(idx, j).u > INT64_MAX) t = i = INT64_MAX;
-        if (t < 0) t += x->shape[0];
-        if (t < 0 || t >= x->shape[0]) {
-            rt_error(f->c->err, v->loc, "index %lld is out of bounds for axis 0 with size %lld",
-                     (long long)i, (long long)x->shape[0]);
+        int64_t i = scalar_cast(arr_get(idx, j), idx->dt, DT_I64).i, t;
+        if (idx->dt == DT_U64 && arr_get(idx, j).u > INT64_MAX) i = INT64_MAX;
+        if (!shape_index(f->c->err, v->loc, i, 0, x->shape[0], &t)) {
             arr_release(r);
             r = NULL;
             goto out;
@@ -1708,37 +1611,15 @@ static Arr *eval_concat(Frame *f, const Val *v) {
         rt_error(f->c->err, v->loc, "out of memory");
         return NULL;
     }
-    int axis = v->axis;
-    int64_t oshape[MAXRANK] = {0};
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (!(xs[i] = eval(f, v->args[i]))) goto out;
-        ASSERT(xs[i]->rank == xs[0]->rank && xs[i]->dt == xs[0]->dt);
-        ASSERT(axis >= 0 && axis < xs[0]->rank);
-        if (i == 0) {
-            memcpy(oshape, xs[0]->shape, sizeof oshape);
-            continue;
-        }
-        for (int k = 0; k < xs[0]->rank; k++) {
-            if (k != axis && xs[i]->shape[k] != xs[0]->shape[k]) {
-                char s1[200], s2[200];
-                rt_error(f->c->err, v->loc,
-                         "cannot concatenate arrays of shapes %s and %s along axis %d",
-                         shape_str(s1, sizeof s1, xs[0]->rank, xs[0]->shape),
-                         shape_str(s2, sizeof s2, xs[i]->rank, xs[i]->shape), axis);
-                goto out;
-            }
-        }
-        if (xs[i]->shape[axis] > INT64_MAX - oshape[axis]) { /* only with empty arrays */
-            rt_error(f->c->err, v->loc, "concatenated array is too large along axis %d", axis);
-            goto out;
-        }
-        oshape[axis] += xs[i]->shape[axis];
-    }
-    if (!(r = new_arr(f, v->loc, xs[0]->dt, xs[0]->rank, oshape))) goto out;
+    Dims od;
+    if (!shape_rule(&f->ops, v, &od, NULL) || !(r = new_arr(f, v->loc, xs[0]->dt, od.rank, od.d))) goto out;
+    int axis = v->axis;
     int64_t outer = 1;
-    for (int k = 0; k < axis; k++) outer *= oshape[k];
+    for (int k = 0; k < axis; k++) outer *= od.d[k];
     size_t inner = (size_t)esize(r->dt);
-    for (int k = axis + 1; k < r->rank; k++) inner *= (size_t)oshape[k];
+    for (int k = axis + 1; k < r->rank; k++) inner *= (size_t)od.d[k];
     char *dst = r->data;
     for (int64_t o = 0; o < outer; o++)
         for (int i = 0; i < n; i++) {
@@ -1755,40 +1636,9 @@ out:
 static Arr *eval_reshape(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]), *r = NULL;
     if (!x) return NULL;
-    int rank = v->nargs - 1, unknown = -1;
-    int64_t shape[MAXRANK], known = 1;
-    bool over = false;
-    ASSERT(rank <= MAXRANK);
-    for (int k = 0; k < rank; k++) {
-        if (!get_i64(f, v->args[1 + k], &shape[k])) goto out;
-        if (shape[k] == -1) {
-            if (unknown >= 0) {
-                rt_error(f->c->err, v->loc, "can only specify one unknown dimension");
-                goto out;
-            }
-            unknown = k;
-        } else if (shape[k] < 0) {
-            rt_error(f->c->err, v->loc, "negative dimensions are not allowed (got %lld)",
-                     (long long)shape[k]);
-            goto out;
-        } else if (shape[k] && (over || known > INT64_MAX / shape[k])) {
-            over = true; /* NumPy: too big even beside a 0; every dim is still read, for the message */
-        } else {
-            known *= shape[k];
-        }
-    }
-    if (over) known = -1;
-    if (unknown >= 0 && known > 0 && x->size % known == 0) shape[unknown] = x->size / known;
-    bool ok = known >= 0 && (unknown >= 0 ? known > 0 && x->size % known == 0 : known == x->size);
-    if (!ok) {
-        char b[200];
-        rt_error(f->c->err, v->loc, "cannot reshape array of size %lld into shape %s",
-                 (long long)x->size, shape_str(b, sizeof b, rank, shape));
-        goto out;
-    }
-    if ((r = new_arr(f, v->loc, x->dt, rank, shape)))
+    Dims od;
+    if (shape_rule(&f->ops, v, &od, NULL) && (r = new_arr(f, v->loc, x->dt, od.rank, od.d)))
         memcpy(r->data, x->data, (size_t)x->size * (size_t)esize(x->dt));
-out:
     arr_release(x);
     return r;
 }
@@ -1843,49 +1693,18 @@ static void (*const mm_tab[DT_COUNT])(const void *, const void *, void *, int64_
 static Arr *eval_matmul(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]), *y = NULL, *r = NULL;
     if (!x || !(y = eval(f, v->args[1]))) goto out;
-    ASSERT(x->rank >= 1 && x->rank <= 2 && y->rank >= 1 && y->rank <= 2 && x->dt == y->dt);
+    ASSERT(x->dt == y->dt);
+    Dims od;
+    if (!shape_rule(&f->ops, v, &od, NULL)) goto out;
     /* 1-D operands are a row (left) or a column (right), dropped from the result. */
-    int64_t m = x->rank == 2 ? x->shape[0] : 1, k = x->shape[x->rank - 1];
-    int64_t k2 = y->shape[0], n = y->rank == 2 ? y->shape[1] : 1;
-    if (k != k2) {
-        char s1[200], s2[200];
-        rt_error(f->c->err, v->loc, "shapes %s and %s not aligned: %lld (dim %d) != %lld (dim 0)",
-                 shape_str(s1, sizeof s1, x->rank, x->shape),
-                 shape_str(s2, sizeof s2, y->rank, y->shape), (long long)k, x->rank - 1,
-                 (long long)k2);
-        goto out;
-    }
-    int64_t oshape[2];
-    int orank = 0;
-    if (x->rank == 2) oshape[orank++] = m;
-    if (y->rank == 2) oshape[orank++] = n;
+    int64_t m = x->rank == 2 ? x->shape[0] : 1, k = x->shape[x->rank - 1], n = y->rank == 2 ? y->shape[1] : 1;
     int64_t mk = m && k > INT64_MAX / m ? INT64_MAX : m * k;
-    if (!charge(f->c, v->loc, n && mk > INT64_MAX / n ? INT64_MAX : mk * n)) goto out;
-    if ((r = new_arr(f, v->loc, x->dt, orank, oshape))) mm_tab[x->dt](x->data, y->data, r->data, m, k, n);
+    if (!run_charge(f->c, v->loc, n && mk > INT64_MAX / n ? INT64_MAX : mk * n)) goto out;
+    if ((r = new_arr(f, v->loc, x->dt, od.rank, od.d))) mm_tab[x->dt](x->data, y->data, r->data, m, k, n);
 out:
     arr_release(x);
     arr_release(y);
     return r;
-}
-
-static Arr *eval_load(Frame *f, const Val *v) {
-    char err[512];
-    Arr *a = npy_load(v->path, err, sizeof err);
-    if (!a) {
-        rt_error(f->c->err, v->loc, "%s", err);
-        return NULL;
-    }
-    if (a->dt != v->dt || a->rank != v->rank) {
-        char b[200];
-        rt_error(f->c->err, v->loc,
-                 "%s holds a %s array of shape %s, but the program expects %s with %d "
-                 "dimension%s",
-                 v->path, dtype_info[a->dt].name, shape_str(b, sizeof b, a->rank, a->shape),
-                 dtype_info[v->dt].name, v->rank, v->rank == 1 ? "" : "s");
-        arr_release(a);
-        return NULL;
-    }
-    return a;
 }
 
 /* Runs an OP_CALL; *res may be NULL for a function that returns nothing. */
@@ -1951,7 +1770,7 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_RESHAPE: return eval_reshape(f, v);
     case OP_TRANSPOSE: return eval_transpose(f, v);
     case OP_MATMUL: return eval_matmul(f, v);
-    case OP_LOAD: return eval_load(f, v);
+    case OP_LOAD: return exec_load(f->c->err, v);
     case OP_CALL: {
         Arr *r;
         if (!eval_call(f, v, &r)) return NULL;
@@ -1976,23 +1795,7 @@ static Arr *eval(Frame *f, const Val *v) {
     return r;
 }
 
-/* ---- statements ------------------------------------------------------------------ */
-
-enum { X_OK, X_RETURN, X_ERROR };
-
-static Arr *eval_stmt(Frame *f, const Val *v) {
-    Arr *a = eval(f, v);
-    memo_clear(f);
-    return a;
-}
-
-static int eval_bool(Frame *f, const Val *v) {
-    Arr *a = eval_stmt(f, v);
-    if (!a) return -1;
-    int r = scalar_cast(arr_get(a, 0), a->dt, DT_BOOL).i != 0;
-    arr_release(a);
-    return r;
-}
+/* ---- statements: the walker's hooks (run.h) ----------------------------------------- */
 
 static void set_slot(Frame *f, int slot, Arr *a) {
     ASSERT(slot >= 0 && slot < f->fn->nslots);
@@ -2000,112 +1803,51 @@ static void set_slot(Frame *f, int slot, Arr *a) {
     f->slots[slot] = a;
 }
 
-static int exec(Frame *f, const Stmt *s, Arr **ret) {
-    for (; s; s = s->next) {
-        switch (s->kind) {
-        case S_SET: {
-            Arr *a = eval_stmt(f, s->v);
-            if (!a) return X_ERROR;
-            set_slot(f, s->slot, a);
-            break;
-        }
-        case S_IF: {
-            int c = eval_bool(f, s->v);
-            if (c < 0) return X_ERROR;
-            int r = exec(f, c ? s->body : s->els, ret);
-            if (r != X_OK) return r;
-            break;
-        }
-        case S_FOR: {
-            Arr *lo = eval_stmt(f, s->v);
-            if (!lo) return X_ERROR;
-            int64_t a = scalar_cast(arr_get(lo, 0), lo->dt, DT_I64).i;
-            arr_release(lo);
-            Arr *hi = eval_stmt(f, s->v2);
-            if (!hi) return X_ERROR;
-            int64_t b = scalar_cast(arr_get(hi, 0), hi->dt, DT_I64).i;
-            arr_release(hi);
-            /* The loop variable has its slot's type (i64 unless sema says otherwise). */
-            DType ldt = f->fn->slots ? f->fn->slots[s->slot].dt : DT_I64;
-            if (ldt >= DT_COUNT) ldt = DT_I64;
-            for (int64_t i = a; i < b; i++) {
-                if (!charge(f->c, s->loc, 1)) return X_ERROR;
-                Arr *iv = arr_scalar(ldt, scalar_cast((Scalar){.i = i}, DT_I64, ldt));
-                if (!iv) {
-                    rt_error(f->c->err, s->loc, "out of memory");
-                    return X_ERROR;
-                }
-                set_slot(f, s->slot, iv);
-                int r = exec(f, s->body, ret);
-                if (r != X_OK) return r;
-            }
-            break;
-        }
-        case S_WHILE:
-            for (;;) {
-                if (!charge(f->c, s->loc, 1)) return X_ERROR;
-                int c = eval_bool(f, s->v);
-                if (c < 0) return X_ERROR;
-                if (!c) break;
-                int r = exec(f, s->body, ret);
-                if (r != X_OK) return r;
-            }
-            break;
-        case S_RETURN:
-            if (s->v) {
-                *ret = eval_stmt(f, s->v);
-                if (!*ret) return X_ERROR;
-            }
-            return X_RETURN;
-        case S_PRINT: {
-            Arr *a = eval_stmt(f, s->v);
-            if (!a) return X_ERROR;
-            arr_print(f->c->out, a);
-            arr_release(a);
-            break;
-        }
-        case S_SAVE: {
-            Arr *a = eval_stmt(f, s->v);
-            if (!a) return X_ERROR;
-            char err[512];
-            bool ok = npy_save(s->path, a, err, sizeof err);
-            arr_release(a);
-            if (!ok) {
-                rt_error(f->c->err, s->loc, "%s", err);
-                return X_ERROR;
-            }
-            break;
-        }
-        case S_EVAL: {
-            Arr *a = NULL;
-            bool ok;
-            if (s->v->op == OP_CALL)
-                ok = eval_call(f, s->v, &a);
-            else
-                ok = (a = eval(f, s->v)) != NULL;
-            memo_clear(f);
-            arr_release(a);
-            if (!ok) return X_ERROR;
-            break;
-        }
-        default: die("IR: unknown statement %d", (int)s->kind);
-        }
-    }
-    return X_OK;
+static bool t_set(void *fr, int slot, const Val *v) {
+    Arr *a = eval(fr, v);
+    if (a) set_slot(fr, slot, a);
+    return a != NULL;
 }
 
-static bool call_fn(Ctx *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
-    *result = NULL;
-    if (!charge(c, loc, 1)) return false;
-    if (c->depth >= MAX_DEPTH) {
-        rt_error(c->err, loc, "recursion too deep: more than %d nested calls (in '%s')",
-                 MAX_DEPTH, fn->name);
+static bool t_set_scalar(void *fr, int slot, DType dt, Scalar x) {
+    Frame *f = fr;
+    Arr *a = arr_scalar(dt, x);
+    if (!a) {
+        rt_error(f->c->err, f->fn->loc, "out of memory");
         return false;
     }
+    set_slot(f, slot, a);
+    return true;
+}
+
+static bool t_scalar(void *fr, const Val *v, Scalar *out) { return get_scalar(fr, v, v->dt, out); }
+
+static Arr *t_host(void *fr, const Val *v) { return eval(fr, v); }
+
+static bool t_effect(void *fr, const Val *v) {
+    Arr *a = NULL;
+    bool ok = v->op == OP_CALL ? eval_call(fr, v, &a) : (a = eval(fr, v)) != NULL;
+    arr_release(a);
+    return ok;
+}
+
+static bool t_ret(void *fr, const Val *v) {
+    Frame *f = fr;
+    return !v || (f->ret = eval(f, v)) != NULL;
+}
+
+static void t_end(void *fr) { memo_clear(fr); }
+
+static const Target cpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end};
+
+static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
+    *result = NULL;
+    if (!run_enter(c, loc, fn)) return false;
     Frame f;
     memset(&f, 0, sizeof f);
     f.c = c;
     f.fn = fn;
+    f.ops = (Operands){&f, op_dims, op_i64, c->err};
     size_t nv = fn->nvals > 0 ? (size_t)fn->nvals : 1, ns = fn->nslots > 0 ? (size_t)fn->nslots : 1;
     f.slots = calloc(ns, sizeof(Arr *));
     f.memo = calloc(nv, sizeof(Arr *));
@@ -2114,57 +1856,63 @@ static bool call_fn(Ctx *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
     if (!ok) rt_error(c->err, loc, "out of memory");
     if (ok) {
         for (int i = 0; i < fn->nparams; i++) f.slots[i] = arr_retain(args[i]);
-        c->depth++;
-        Arr *ret = NULL;
-        int r = exec(&f, fn->body, &ret);
-        c->depth--;
+        ok = walk(c, &cpu_target, &f, fn, fn->body) != WALK_ERROR;
         memo_clear(&f);
-        if (r == X_ERROR) {
-            ok = false;
-            arr_release(ret);
-        } else {
-            *result = ret;
-        }
+        if (ok) *result = f.ret;
+        else arr_release(f.ret);
         for (int i = 0; i < fn->nslots; i++) arr_release(f.slots[i]);
     }
+    run_leave(c);
     free(f.slots);
     free(f.memo);
     free(f.touched);
     return ok;
 }
 
-typedef struct Run {
-    Ctx c;
+typedef struct Job {
     const Fn *fn;
     Arr **args, *result;
+    FILE *out;
+    RtErr *err;
     bool ok;
-} Run;
+} Job;
 
-static void *run_main(void *arg) {
-    Run *r = arg;
-    r->ok = call_fn(&r->c, r->fn, r->args, &r->result, r->fn->loc);
+/* The run, on the thread that has the stack for it. A broken invariant becomes the
+   run's error ("internal error at ..."); what the run held then is not freed. */
+static void *run_job(void *arg) {
+    Job *j = arg;
+    Run r;
+    run_init(&r, j->err, j->out);
+    DieGuard g;
+    guard_push(&g);
+    if (setjmp(g.jb) == 0) {
+        j->ok = call_fn(&r, j->fn, j->args, &j->result, j->fn->loc);
+        guard_pop(&g);
+    } else {
+        j->ok = false;
+        j->result = NULL;
+        rt_error(j->err, j->fn->loc, "%s (this is a bug in cuk; please report it with the program)", g.msg);
+    }
     return NULL;
 }
 
-bool cpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
-    Run r = {{p, out, err, 0, 0}, fn, args, NULL, false};
-    err->set = false;
-    err->msg[0] = 0;
+bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
+    Job j = {fn, args, NULL, out, err, false};
+    rt_err_init(err);
     pthread_attr_t at;
     pthread_t t;
     bool threaded = false;
     if (pthread_attr_init(&at) == 0) {
-        threaded = pthread_attr_setstacksize(&at, RUN_STACK) == 0 &&
-                   pthread_create(&t, &at, run_main, &r) == 0;
+        threaded = pthread_attr_setstacksize(&at, RUN_STACK) == 0 && pthread_create(&t, &at, run_job, &j) == 0;
         pthread_attr_destroy(&at);
     }
     if (threaded)
         pthread_join(t, NULL);
     else
-        run_main(&r); /* no thread to be had: the caller's stack, fewer levels */
+        run_job(&j); /* no thread to be had: the caller's stack, fewer levels */
     if (result)
-        *result = r.result;
+        *result = j.result;
     else
-        arr_release(r.result);
-    return r.ok;
+        arr_release(j.result);
+    return j.ok;
 }

@@ -1,8 +1,9 @@
-/* The GPU executor: runs a function's host statements on the CPU and its kernels (the
-   fusion plan, compiled by NVRTC through runtime/cuk.h) on the device. Arrays live on
-   the device; they come back only where printed, saved, indexed on the host or
-   returned to gpu_run. Scalars live on the host. A GpuSession fuses, emits and compiles
-   once, so that a call (gpu_call) costs little more than its kernel launches. */
+/* The GPU executor: runs a function's host statements on the CPU (through the shared
+   statement walker, run.h) and its kernels (the pipeline's plans and CUDA C, compiled by
+   NVRTC through runtime/cuk.h) on the device. Arrays live on the device; they come back
+   only where printed, saved, indexed on the host or returned. Scalars live on the host.
+   A GpuSession compiles each plan once, so that a call (gpu_call) costs little more
+   than its kernel launches. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +14,10 @@
 #pragma GCC diagnostic ignored "-Wtype-limits"
 #include "kernels/ops.h"
 #pragma GCC diagnostic pop
-#include "runtime/cuk.h"
-#include "exec/exec.h"
 #include "compiler/bundle.h"
-#include "exec/gpu/gpu.h"
-#include "compiler/kernel.h"
+#include "compiler/pipeline.h"
+#include "exec/run.h"
+#include "runtime/cuk.h"
 
 /* Device memory shared by Values. Argument memory is borrowed: never freed here. */
 typedef struct DBuf {
@@ -84,9 +84,9 @@ static void timing_mark(const char *what) {
 }
 
 struct GpuSession {
-    const Program *prog;
-    Arena arena; /* plans and sources */
-    PlanSet *ps;
+    const Compiled *c;   /* the program, its plans and their CUDA C */
+    Arena arena;         /* per-function state */
+    const PlanSet *ps;
     int nfs;
     FnState *fs;
     cuk_module **mods;   /* per plan, compiled on first use */
@@ -98,8 +98,8 @@ struct GpuSession {
     cuk_devptr errblk;   /* 4 words per plan for the kernels' bounds checks (KP_ERR) */
     bool err_pending;    /* a kernel with a KP_ERR word ran since the block was read */
     /* the call in progress */
-    FILE *out;
     RtErr *err;
+    Run *run;
 };
 
 struct Frame {
@@ -114,7 +114,7 @@ struct Frame {
     int *touched;         /* the ids whose memo or shape is set, cleared per statement */
     int ntouched;
     Value ret;
-    bool returned;
+    Operands ops; /* how the shape rules (run.h) read operands here */
 };
 
 static int64_t nelem(const Value *v) {
@@ -191,9 +191,9 @@ static bool check_dev_err(GpuSession *s) {
         int id = (int)(w[0] - 1);
         const FnState *st = &s->fs[i];
         Loc loc = id >= 0 && id < st->fn->nvals && st->byid[id] ? st->byid[id]->loc : st->fn->loc;
-        rt_error(s->err, loc, "index %lld is out of bounds for axis 0 with size %lld", (long long)w[1],
-                 (long long)w[2]);
-        ok = false;
+        int64_t t;
+        ok = shape_index(s->err, loc, (long long)w[1], 0, (long long)w[2], &t);
+        ASSERT(!ok); /* a kernel only reports an index that is out of bounds */
         if (cuk_memset_d8(s->errblk, 0, bytes, NULL) != CUK_OK) break;
     }
     if (e != stack) free(e);
@@ -310,68 +310,19 @@ static bool scalar_of(Frame *f, Val *v, int64_t *out) {
     return true;
 }
 
-/* NumPy slice normalisation for one axis of size n. */
-static void norm_slice(int64_t n, bool hs, int64_t start, bool he, int64_t stop, int64_t step, int64_t *st,
-                       int64_t *len) {
-    if (step > 0) {
-        start = !hs ? 0 : start < 0 ? (start + n < 0 ? 0 : start + n) : (start > n ? n : start);
-        stop = !he ? n : stop < 0 ? (stop + n < 0 ? 0 : stop + n) : (stop > n ? n : stop);
-        /* Not (stop - start + step - 1) / step: that overflows for steps near 2^63. */
-        *len = stop > start ? (stop - start - 1) / step + 1 : 0;
-    } else {
-        start = !hs ? n - 1 : start < 0 ? (start + n < 0 ? -1 : start + n) : (start >= n ? n - 1 : start);
-        stop = !he ? -1 : stop < 0 ? (stop + n < 0 ? -1 : stop + n) : (stop >= n ? n - 1 : stop);
-        *len = start > stop ? (start - stop - 1) / (-step) + 1 : 0; /* step > INT64_MIN: see slice_axis */
-    }
-    *st = start;
-}
-
-/* Slice parameters of v on source axis k: start, step, output length. */
-static bool slice_axis(Frame *f, Val *v, const Value *x, int k, int64_t *st, int64_t *step, int64_t *len) {
-    int64_t n = x->shape[k], a = 0, b = 0, s = 1;
-    Val *va = v->args[1 + 3 * k], *vb = v->args[2 + 3 * k], *vs = v->args[3 + 3 * k];
-    if (va && !scalar_of(f, va, &a)) return false;
-    if (v->slmode[k] == SL_INDEX) {
-        int64_t i = a;
-        if (a < 0) a += n;
-        if (a < 0 || a >= n) {
-            rt_error(f->s->err, v->loc, "index %lld is out of bounds for axis %d with size %lld", (long long)i, k,
-                     (long long)n);
-            return false;
-        }
-        *st = a, *step = 1, *len = 1;
-        return true;
-    }
-    if (vb && !scalar_of(f, vb, &b)) return false;
-    if (vs && !scalar_of(f, vs, &s)) return false;
-    if (s == 0) {
-        rt_error(f->s->err, v->loc, "slice step cannot be zero");
-        return false;
-    }
-    if (s < -INT64_MAX) s = -INT64_MAX; /* as CPython (and cpu_eval.c) do, so that -s exists */
-    *step = s;
-    norm_slice(n, va != NULL, a, vb != NULL, b, s, st, len);
-    return true;
-}
-
-/* The shape of v without computing it (fused values are never materialised). */
+/* The shape of v without computing it (fused values are never materialised): by the
+   shape rules for the ops they cover, by evaluating v for the rest. */
 static bool shape_of(Frame *f, Val *v, Value *out) {
     if (f->shaped[v->id] || f->memo[v->id].set) {
         *out = f->memo[v->id];
         return true;
     }
     Value r = {.dt = v->dt, .rank = v->rank};
-    /* Shapes of these follow from their operands' shapes and host scalars, whether or
-       not a kernel computes them (len(x[idx]) needs no gather); others are evaluated. */
-    bool fused = op_is_ew(v->op) || v->op == OP_IOTA || v->op == OP_FULL || v->op == OP_LINSPACE ||
-                 v->op == OP_RAND || v->op == OP_RANDN || v->op == OP_REDUCE || v->op == OP_SCAN ||
-                 v->op == OP_REVERSE || v->op == OP_TRANSPOSE || v->op == OP_RESHAPE || v->op == OP_SLICE ||
-                 v->op == OP_GATHER || v->op == OP_CONCAT || v->op == OP_MATMUL;
     if (v->rank == 0) {
         *out = r; /* a scalar has no shape to compute */
         return true;
     }
-    if (!fused) {
+    if (!shape_rule_covers(v)) {
         if (!eval(f, v, &r)) return false;
         /* *out is a view: the memo keeps the reference eval took (callers of shape_of
            release nothing; keeping this one leaked a DBuf per call) */
@@ -379,131 +330,34 @@ static bool shape_of(Frame *f, Val *v, Value *out) {
         vrelease(f->s, &r);
         return true;
     }
-    if (op_is_ew(v->op)) {
-        int rk = 0;
-        int64_t sh[MAXRANK] = {0};
-        for (int i = 0; i < v->nargs; i++) {
-            Value a;
-            if (!shape_of(f, v->args[i], &a)) return false;
-            if (!broadcast_shapes(rk, sh, a.rank, a.shape, &rk, sh)) {
-                char b1[128], b2[128];
-                rt_error(f->s->err, v->loc, "shapes %s and %s do not broadcast", fmt_shape(b1, sizeof b1, rk, sh),
-                         fmt_shape(b2, sizeof b2, a.rank, a.shape));
-                return false;
-            }
-        }
-        memcpy(r.shape, sh, sizeof sh);
-    } else {
-        switch (v->op) {
-        case OP_IOTA:
-            if (!scalar_of(f, v->args[0], &r.shape[0])) return false;
-            break;
-        case OP_LINSPACE:
-            if (!scalar_of(f, v->args[2], &r.shape[0])) return false;
-            break;
-        case OP_FULL:
-        case OP_RAND:
-        case OP_RANDN:
-            for (int k = 0; k < v->rank; k++)
-                if (!scalar_of(f, v->args[1 + k], &r.shape[k])) return false;
-            break;
-        case OP_REDUCE: {
-            Value x;
-            if (!shape_of(f, v->args[0], &x)) return false;
-            int o = 0;
-            for (int k = 0; k < x.rank; k++) {
-                bool red = v->axis == AXIS_ALL || k == v->axis;
-                if (!red) r.shape[o++] = x.shape[k];
-                else if (v->keepdims) r.shape[o++] = 1;
-            }
-            break;
-        }
-        case OP_SCAN: {
-            Value x;
-            if (!shape_of(f, v->args[0], &x)) return false;
-            if (x.rank == v->rank) memcpy(r.shape, x.shape, sizeof r.shape);
-            else r.shape[0] = nelem(&x);
-            break;
-        }
-        case OP_REVERSE:
-        case OP_TRANSPOSE:
-        case OP_RESHAPE:
-        case OP_SLICE:
-        case OP_GATHER:
-        case OP_CONCAT: {
-            Value x;
-            if (!shape_of(f, v->args[0], &x)) return false;
-            if (v->op == OP_REVERSE) memcpy(r.shape, x.shape, sizeof r.shape);
-            else if (v->op == OP_TRANSPOSE)
-                for (int k = 0; k < v->rank; k++) r.shape[k] = x.shape[v->perm[k]];
-            else if (v->op == OP_RESHAPE) {
-                /* NumPy's rules, as the CPU backend applies them (cpu_eval.c eval_reshape):
-                   one -1 at most, no other negative dim, and -1 cannot stand beside a 0. */
-                int64_t known = 1;
-                int neg = -1;
-                bool bad = false;
-                for (int k = 0; k < v->rank; k++) {
-                    if (!scalar_of(f, v->args[1 + k], &r.shape[k])) return false;
-                    if (r.shape[k] == -1 && neg < 0) neg = k;
-                    else if (r.shape[k] < 0) bad = true;
-                    else if (r.shape[k] && known > INT64_MAX / r.shape[k]) bad = true;
-                    else known *= r.shape[k];
-                }
-                if (!bad && neg >= 0) {
-                    bad = known == 0 || nelem(&x) % known != 0;
-                    if (!bad) r.shape[neg] = nelem(&x) / known;
-                }
-                if (bad || nelem(&r) != nelem(&x)) {
-                    char b[200];
-                    rt_error(f->s->err, v->loc, "cannot reshape array of size %lld into shape %s", (long long)nelem(&x),
-                             fmt_shape(b, sizeof b, v->rank, r.shape));
-                    return false;
-                }
-            } else if (v->op == OP_SLICE) {
-                int o = 0;
-                for (int k = 0; k < x.rank; k++) {
-                    int64_t st, sp, len;
-                    if (!slice_axis(f, v, &x, k, &st, &sp, &len)) return false;
-                    if (v->slmode[k] != SL_INDEX) r.shape[o++] = len;
-                }
-            } else if (v->op == OP_GATHER) {
-                Value idx;
-                if (!shape_of(f, v->args[1], &idx)) return false;
-                int o = 0;
-                for (int k = 0; k < idx.rank; k++) r.shape[o++] = idx.shape[k];
-                for (int k = 1; k < x.rank; k++) r.shape[o++] = x.shape[k];
-            } else {
-                memcpy(r.shape, x.shape, sizeof r.shape);
-                r.shape[v->axis] = 0;
-                for (int q = 0; q < v->nargs; q++) {
-                    Value xq;
-                    if (!shape_of(f, v->args[q], &xq)) return false;
-                    r.shape[v->axis] += xq.shape[v->axis];
-                }
-            }
-            break;
-        }
-        case OP_MATMUL: {
-            Value x, y;
-            if (!shape_of(f, v->args[0], &x) || !shape_of(f, v->args[1], &y)) return false;
-            r.shape[0] = x.shape[0];
-            if (v->rank == 2) r.shape[1] = y.shape[1];
-            if (x.shape[1] != y.shape[0]) {
-                rt_error(f->s->err, v->loc, "matmul: inner sizes %lld and %lld differ", (long long)x.shape[1],
-                         (long long)y.shape[0]);
-                return false;
-            }
-            break;
-        }
-        default: die("shape_of: op %s", op_name[v->op]);
-        }
-    }
+    Dims d;
+    if (!shape_rule(&f->ops, v, &d, NULL)) return false;
+    memcpy(r.shape, d.d, sizeof r.shape);
     touch(f, v->id);
     f->memo[v->id].dt = r.dt;
     f->memo[v->id].rank = r.rank;
     memcpy(f->memo[v->id].shape, r.shape, sizeof r.shape);
     f->shaped[v->id] = true;
     *out = r;
+    return true;
+}
+
+static bool op_dims(void *fr, const Val *v, Dims *out) {
+    Value x;
+    if (!shape_of(fr, (Val *)v, &x)) return false;
+    out->rank = x.rank;
+    memcpy(out->d, x.shape, sizeof out->d);
+    return true;
+}
+
+static bool op_i64(void *fr, const Val *v, int64_t *out) { return scalar_of(fr, (Val *)v, out); }
+
+/* Slice v's parameters on source axis k. */
+static bool slice_axis(Frame *f, Val *v, int k, SliceAxis *ax) {
+    Dims d;
+    SliceAxis all[MAXRANK];
+    if (!shape_rule(&f->ops, v, &d, all)) return false;
+    *ax = all[k];
     return true;
 }
 
@@ -524,8 +378,9 @@ static bool same_dims(const Value *a, const Value *b) {
     return true;
 }
 
-/* The kernel's function handle: the plan's module is emitted and compiled on first use
-   (the kernel cache makes that cheap across sessions and processes). */
+/* The kernel's function handle: the plan's module (its CUDA C from the pipeline) is
+   compiled on first use (the kernel cache makes that cheap across sessions and
+   processes), or loaded from the bundle's image for this GPU. */
 static bool kernel_fn(Frame *f, const Kernel *k, KState *ks) {
     GpuSession *s = f->s;
     int pi = f->st->pi;
@@ -545,7 +400,8 @@ static bool kernel_fn(Frame *f, const Kernel *k, KState *ks) {
             return gpu_fail(s, f->fn->loc, "loading the bundle's kernels failed");
     }
     if (!s->mods[pi]) {
-        char *src = emit_cuda_plan(&s->arena, f->plan);
+        const char *src = s->c->cuda[pi];
+        ASSERT(src);
         cuk_compile_opts o = {0};
         o.program_name = arena_printf(&s->arena, "%s.cu", f->fn->name);
         if (cuk_module_compile(&s->mods[pi], src, &o) != CUK_OK)
@@ -643,21 +499,8 @@ static bool launch(Frame *f, const Kernel *k) {
     /* min/max/argmin/argmax without an initial value over an empty axis: the CPU
        backend's (and NumPy's) error, before any kernel runs */
     for (int i = 0; ok && (k->kind == K_REDUCE || k->kind == K_ROW) && i < k->nreds; i++) {
-        const Val *r = k->reds[i];
-        bool needs_value = !red_init(r) && (r->red == RED_MIN || r->red == RED_MAX || r->red == RED_ARGMIN ||
-                                            r->red == RED_ARGMAX || r->red == RED_LAMBDA);
-        Value x;
-        if (!needs_value || !(ok = shape_of(f, r->args[0], &x))) continue;
-        int64_t rlen = 1, nout = 1;
-        for (int q = 0; q < x.rank; q++) {
-            if (r->axis == AXIS_ALL || q == r->axis) rlen *= x.shape[q];
-            else nout *= x.shape[q];
-        }
-        if (rlen == 0 && nout > 0) {
-            rt_error(s->err, r->loc, "zero-size array to reduction operation %s which has no identity",
-                     red_name[r->red]);
-            ok = false;
-        }
+        Dims x;
+        ok = op_dims(f, k->reds[i]->args[0], &x) && shape_reduce_has_identity(s->err, k->reds[i], &x);
     }
     unsigned grid;
     size_t scratch_bytes;
@@ -700,10 +543,9 @@ static bool launch(Frame *f, const Kernel *k) {
         }
         case KP_SLSTART:
         case KP_SLSTEP: {
-            ok = shape_of(f, p->v->args[0], &x);
-            int64_t s0, sp, ln;
-            if (ok) ok = slice_axis(f, p->v, &x, p->a, &s0, &sp, &ln);
-            if (ok) w[i] = p->kind == KP_SLSTART ? s0 : sp;
+            SliceAxis ax;
+            ok = slice_axis(f, p->v, p->a, &ax);
+            if (ok) w[i] = p->kind == KP_SLSTART ? ax.start : ax.step;
             break;
         }
         case KP_CATOFF: {
@@ -794,7 +636,7 @@ static bool launch(Frame *f, const Kernel *k) {
 
 /* ---- evaluating values ------------------------------------------------------------------- */
 
-static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result);
+static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result, Loc loc);
 
 static FnState *fn_state(GpuSession *s, const Fn *fn) {
     for (int i = 0; i < s->nfs; i++)
@@ -820,7 +662,7 @@ static bool eval(Frame *f, Val *v, Value *out) {
     case OP_CONST: r.s = v->c; break;
     case OP_SLOT:
         if (!f->slots[v->slot].set) {
-            rt_error(s->err, v->loc, "'%s' is used before it is set", f->fn->slots[v->slot].name);
+            rt_error(s->err, v->loc, "variable '%s' is used before it is assigned", f->fn->slots[v->slot].name);
             return false;
         }
         r = vretain(&f->slots[v->slot]);
@@ -848,21 +690,8 @@ static bool eval(Frame *f, Val *v, Value *out) {
         break;
     }
     case OP_LOAD: {
-        char msg[512];
-        Arr *a = npy_load(v->path, msg, sizeof msg);
-        if (!a) {
-            rt_error(s->err, v->loc, "%s", msg);
-            return false;
-        }
-        if (a->dt != v->dt || a->rank != v->rank) {
-            char b[200];
-            rt_error(s->err, v->loc,
-                     "%s holds a %s array of shape %s, but the program expects %s with %d dimension%s", v->path,
-                     dtype_info[a->dt].name, fmt_shape(b, sizeof b, a->rank, a->shape), dtype_info[v->dt].name,
-                     v->rank, v->rank == 1 ? "" : "s");
-            arr_release(a);
-            return false;
-        }
+        Arr *a = exec_load(s->err, v);
+        if (!a) return false;
         memcpy(r.shape, a->shape, sizeof r.shape);
         bool ok = true;
         if (a->rank == 0) {
@@ -887,7 +716,7 @@ static bool eval(Frame *f, Val *v, Value *out) {
         bool ok = true;
         for (; ok && got < v->nargs; got++) ok = eval(f, v->args[got], &args[got]);
         if (!ok) got--;
-        if (ok) ok = run_fn(s, cs, args, &r);
+        if (ok) ok = run_fn(s, cs, args, &r, v->loc);
         for (int i = 0; i < got; i++) vrelease(s, &args[i]);
         if (args != stack) free(args);
         if (!ok) return false;
@@ -903,20 +732,13 @@ static bool eval(Frame *f, Val *v, Value *out) {
         c_strides(&x, st);
         bool ok = true;
         if (v->op == OP_SLICE) {
-            for (int q = 0; ok && q < x.rank; q++) {
-                int64_t s0, sp, ln;
-                ok = slice_axis(f, v, &x, q, &s0, &sp, &ln);
-                off += s0 * st[q];
-            }
+            Dims d;
+            SliceAxis ax[MAXRANK];
+            ok = shape_rule(&f->ops, v, &d, ax);
+            for (int q = 0; ok && q < x.rank; q++) off += ax[q].start * st[q];
         } else {
-            int64_t i = 0, t;
-            ok = scalar_of(f, v->args[1], &i);
-            t = i < 0 ? i + x.shape[0] : i;
-            if (ok && (t < 0 || t >= x.shape[0])) {
-                rt_error(s->err, v->loc, "index %lld is out of bounds for axis 0 with size %lld", (long long)i,
-                         (long long)x.shape[0]);
-                ok = false;
-            }
+            int64_t i = 0, t = 0;
+            ok = scalar_of(f, v->args[1], &i) && shape_index(s->err, v->loc, i, 0, x.shape[0], &t);
             off = t * st[0];
         }
         char bytes[8] = {0};
@@ -959,91 +781,56 @@ static void clear_memo(Frame *f) {
     f->ntouched = 0;
 }
 
-static bool cond_true(Frame *f, Val *v, bool *out) {
+/* ---- statements: the walker's hooks (run.h) ----------------------------------------- */
+
+static bool t_set(void *fr, int slot, const Val *v) {
+    Frame *f = fr;
     Value x;
-    if (!eval(f, v, &x)) return false;
-    *out = x.s.i != 0;
+    if (!eval(f, (Val *)v, &x)) return false;
+    vrelease(f->s, &f->slots[slot]);
+    f->slots[slot] = x;
     return true;
 }
 
-static bool run_stmts(Frame *f, const Stmt *st) {
-    GpuSession *s = f->s;
-    for (; st && !f->returned; st = st->next) {
-        bool ok = true;
-        Value x = {0};
-        switch (st->kind) {
-        case S_SET:
-            ok = eval(f, st->v, &x);
-            if (ok) {
-                vrelease(s, &f->slots[st->slot]);
-                f->slots[st->slot] = x;
-            }
-            clear_memo(f);
-            break;
-        case S_EVAL:
-            ok = eval(f, st->v, &x);
-            vrelease(s, &x);
-            clear_memo(f);
-            break;
-        case S_PRINT:
-        case S_SAVE: {
-            ok = eval(f, st->v, &x);
-            Arr *a = ok ? download(s, &x, st->loc) : NULL;
-            vrelease(s, &x);
-            clear_memo(f);
-            if (!a) return false;
-            if (st->kind == S_PRINT) {
-                arr_print(s->out, a);
-            } else {
-                char msg[512];
-                if (!npy_save(st->path, a, msg, sizeof msg)) {
-                    rt_error(s->err, st->loc, "%s", msg);
-                    ok = false;
-                }
-            }
-            arr_release(a);
-            break;
-        }
-        case S_RETURN:
-            if (st->v) ok = eval(f, st->v, &f->ret);
-            clear_memo(f);
-            f->returned = true;
-            break;
-        case S_IF: {
-            bool t = false;
-            ok = cond_true(f, st->v, &t);
-            clear_memo(f);
-            if (ok) ok = run_stmts(f, t ? st->body : st->els);
-            break;
-        }
-        case S_WHILE:
-            for (;;) {
-                bool t = false;
-                ok = cond_true(f, st->v, &t);
-                clear_memo(f);
-                if (!ok || !t) break;
-                if (!(ok = run_stmts(f, st->body)) || f->returned) break;
-            }
-            break;
-        case S_FOR: {
-            int64_t a = 0, b = 0;
-            ok = scalar_of(f, st->v, &a) && scalar_of(f, st->v2, &b);
-            clear_memo(f);
-            for (int64_t i = a; ok && i < b && !f->returned; i++) {
-                vrelease(s, &f->slots[st->slot]);
-                f->slots[st->slot] = (Value){.dt = DT_I64, .rank = 0, .s.i = i, .set = true};
-                ok = run_stmts(f, st->body);
-            }
-            break;
-        }
-        }
-        if (!ok) {
-            clear_memo(f);
-            return false;
-        }
-    }
+static bool t_set_scalar(void *fr, int slot, DType dt, Scalar x) {
+    Frame *f = fr;
+    vrelease(f->s, &f->slots[slot]);
+    f->slots[slot] = (Value){.dt = dt, .rank = 0, .s = x, .set = true};
     return true;
 }
+
+static bool t_scalar(void *fr, const Val *v, Scalar *out) {
+    Value x;
+    if (!eval(fr, (Val *)v, &x)) return false;
+    *out = x.s;
+    return true;
+}
+
+static Arr *t_host(void *fr, const Val *v) {
+    Frame *f = fr;
+    Value x;
+    if (!eval(f, (Val *)v, &x)) return NULL;
+    Arr *a = download(f->s, &x, v->loc);
+    vrelease(f->s, &x);
+    return a;
+}
+
+static bool t_effect(void *fr, const Val *v) {
+    Frame *f = fr;
+    Value x = {0};
+    bool ok = eval(f, (Val *)v, &x);
+    vrelease(f->s, &x);
+    return ok;
+}
+
+static bool t_ret(void *fr, const Val *v) {
+    Frame *f = fr;
+    return !v || eval(f, (Val *)v, &f->ret);
+}
+
+static void t_end(void *fr) { clear_memo(fr); }
+
+static const Target gpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end};
 
 /* ---- frames ---------------------------------------------------------------------------- */
 
@@ -1072,6 +859,7 @@ static Frame *frame_get(GpuSession *s, FnState *st) {
     f->st = st;
     f->fn = fn;
     f->plan = st->plan;
+    f->ops = (Operands){f, op_dims, op_i64, NULL};
     f->slots = calloc(ns, sizeof(Value));
     f->memo = calloc(nv, sizeof(Value));
     f->shaped = calloc(nv, sizeof(bool));
@@ -1089,20 +877,26 @@ static void frame_put(FnState *st, Frame *f) {
     else frame_free(f);
 }
 
-static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result) {
-    Frame *f = frame_get(s, st);
-    if (!f) return gpu_fail(s, st->fn->loc, "out of host memory");
+/* Runs st's function with args; loc is the call's (the function's own for an entry). */
+static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result, Loc loc) {
     const Fn *fn = st->fn;
+    if (!run_enter(s->run, loc, fn)) return false;
+    Frame *f = frame_get(s, st);
+    if (!f) {
+        run_leave(s->run);
+        return gpu_fail(s, fn->loc, "out of host memory");
+    }
+    f->ops.err = s->err;
     f->ret = (Value){0};
-    f->returned = false;
     for (int i = 0; i < fn->nparams; i++) f->slots[i] = vretain(&args[i]);
-    bool ok = run_stmts(f, fn->body);
+    bool ok = walk(s->run, &gpu_target, f, fn, fn->body) != WALK_ERROR;
     if (ok) *result = f->ret;
     else vrelease(s, &f->ret);
     f->ret = (Value){0};
     for (int i = 0; i < fn->nslots; i++) vrelease(s, &f->slots[i]);
     clear_memo(f);
     frame_put(st, f);
+    run_leave(s->run);
     return ok;
 }
 
@@ -1147,9 +941,6 @@ static const Kernel *direct_kernel(const Fn *fn, const Plan *pl) {
     }
     return k;
 }
-
-/* The fusion pass writes v->kernel into the Program: sessions fuse one at a time. */
-static pthread_mutex_t fuse_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void fnstate_init(GpuSession *s, FnState *st, int pi) {
     Arena *a = &s->arena;
@@ -1197,7 +988,8 @@ static void fnstate_init(GpuSession *s, FnState *st, int pi) {
     st->direct = nd && *nd && strcmp(nd, "0") != 0 ? NULL : direct_kernel(fn, pl);
 }
 
-GpuSession *gpu_session_new(const Program *p, RtErr *err) {
+GpuSession *gpu_session_new(const Compiled *c, const Bundle *b, RtErr *err) {
+    ASSERT(c->prog && c->plans && c->cuda); /* compiled to STAGE_CUDA */
     if (cuk_init() != CUK_OK) {
         rt_error(err, (Loc){0}, "%s", cuk_last_error());
         return NULL;
@@ -1213,16 +1005,15 @@ GpuSession *gpu_session_new(const Program *p, RtErr *err) {
         rt_error(err, (Loc){0}, "out of host memory");
         return NULL;
     }
-    s->prog = p;
+    s->c = c;
+    s->bundle = b;
     arena_init(&s->arena);
     pthread_mutex_init(&s->lock, NULL);
-    pthread_mutex_lock(&fuse_lock);
-    s->ps = fuse_program(&s->arena, p);
+    s->ps = c->plans;
     s->nfs = s->ps->nplans;
     s->fs = NEWN(&s->arena, FnState, s->nfs + 1);
     s->mods = NEWN(&s->arena, cuk_module *, s->nfs + 1);
     for (int i = 0; i < s->nfs; i++) fnstate_init(s, &s->fs[i], i);
-    pthread_mutex_unlock(&fuse_lock);
     return s;
 }
 
@@ -1338,7 +1129,7 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
         v->buf->borrowed = true;
     }
     Value r = {0};
-    if (ok) ok = run_fn(s, st, va, &r);
+    if (ok) ok = run_fn(s, st, va, &r, fn->loc);
     if (ok) ok = check_dev_err(s);
     if (ok && r.set) {
         result->dt = r.dt;
@@ -1376,11 +1167,25 @@ bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, F
         return false;
     }
     pthread_mutex_lock(&s->lock);
-    s->out = out;
+    Run run;
+    run_init(&run, err, out);
     s->err = err;
-    bool ok = call_locked(s, st, args, result);
-    s->out = NULL;
+    s->run = &run;
+    /* A broken invariant becomes the call's error ("internal error at ..."); what the
+       call held then is not freed, but the session stays usable. */
+    bool ok;
+    DieGuard g;
+    guard_push(&g);
+    if (setjmp(g.jb) == 0) {
+        ok = call_locked(s, st, args, result);
+        guard_pop(&g);
+    } else {
+        ok = false;
+        *result = (GpuVal){.dt = DT_VOID};
+        rt_error(err, fn->loc, "%s (this is a bug in cuk; please report it with the program)", g.msg);
+    }
     s->err = NULL;
+    s->run = NULL;
     pthread_mutex_unlock(&s->lock);
     return ok;
 }
@@ -1392,7 +1197,6 @@ int gpu_call_quick(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *resu
     pthread_mutex_lock(&s->lock);
     int rc = 0;
     if (!s->err_pending) {
-        s->out = NULL;
         s->err = err;
         bool handled;
         bool ok = call_direct(s, st, args, result, &handled);
@@ -1401,73 +1205,4 @@ int gpu_call_quick(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *resu
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
-}
-
-void gpu_session_use_bundle(GpuSession *s, const Bundle *b) { s->bundle = b; }
-
-bool gpu_run(const Program *p, const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
-    return gpu_run_bundle(p, NULL, fn, args, result, out, err);
-}
-
-bool gpu_run_bundle(const Program *p, const Bundle *b, const Fn *fn, Arr **args, Arr **result, FILE *out,
-                    RtErr *err) {
-    if (result) *result = NULL;
-    GpuSession *s = gpu_session_new(p, err);
-    if (!s) return false;
-    s->bundle = b;
-    int np = fn->nparams;
-    GpuVal *va = calloc((size_t)np + 1, sizeof(GpuVal));
-    bool ok = va != NULL;
-    if (!ok) rt_error(err, fn->loc, "out of host memory");
-    for (int i = 0; ok && i < np; i++) {
-        const Arr *a = args[i];
-        GpuVal *v = &va[i];
-        v->dt = a->dt;
-        v->rank = a->rank;
-        memcpy(v->shape, a->shape, sizeof v->shape);
-        if (a->rank == 0) {
-            v->s = arr_get(a, 0);
-            continue;
-        }
-        size_t bytes = (size_t)a->size * (size_t)dtype_info[a->dt].size;
-        if (cuk_mem_alloc(&v->p, bytes) != CUK_OK || (bytes && cuk_memcpy_htod(v->p, a->data, bytes) != CUK_OK)) {
-            rt_error(err, fn->loc, "copying argument '%s' to the device failed: %s", fn->slots[i].name,
-                     cuk_last_error());
-            ok = false;
-        }
-    }
-    GpuVal r = {.dt = DT_VOID};
-    if (ok) ok = gpu_call(s, fn, va, &r, out, err);
-    if (ok && r.dt != DT_VOID && result) {
-        if (r.rank == 0) {
-            *result = arr_scalar(r.dt, r.s);
-        } else {
-            Arr *a = arr_new(r.dt, r.rank, r.shape);
-            size_t bytes = a ? (size_t)a->size * (size_t)dtype_info[r.dt].size : 0;
-            if (!a) {
-                rt_error(err, fn->loc, "out of host memory");
-                ok = false;
-            } else if (bytes && cuk_memcpy_dtoh(a->data, r.p, bytes) != CUK_OK) {
-                rt_error(err, fn->loc, "copying the result from the device failed: %s", cuk_last_error());
-                arr_release(a);
-                ok = false;
-            } else {
-                *result = a;
-            }
-        }
-    }
-    cuk_mem_free(r.p);
-    for (int i = 0; va && i < np; i++) cuk_mem_free(va[i].p);
-    /* report a fault in the last kernels here, not in the caller's next GPU call */
-    if (ok && cuk_synchronize() != CUK_OK) {
-        rt_error(err, fn->loc, "the device reported an error: %s", cuk_last_error());
-        ok = false;
-    }
-    if (!ok && result && *result) {
-        arr_release(*result);
-        *result = NULL;
-    }
-    free(va);
-    gpu_session_free(s);
-    return ok;
 }

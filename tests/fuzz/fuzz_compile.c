@@ -85,9 +85,13 @@ static void run_entry(Arena *a, Diag *d, const Program *p) {
     for (int i = 0; i < fn->nparams; i++) args[i] = make_arg(&fn->slots[i]);
     RtErr err = {0};
     Arr *result = NULL;
-    if (!cpu_run(p, fn, args, &result, diag_out, &err)) {
+    if (!cpu_run(fn, args, &result, diag_out, &err)) {
         if (!err.set || !err.msg[0]) {
             fprintf(stderr, "fuzz_compile: cpu_run failed without a message\n");
+            abort();
+        }
+        if (strstr(err.msg, "internal error")) {
+            fprintf(stderr, "fuzz_compile: %s\n", err.msg);
             abort();
         }
         rt_report(&err, d);
@@ -113,31 +117,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     arena_init(&a);
     Diag d;
     diag_init(&d, diag_out);
-    Src s;
-    if (src_load(&a, &d, src.path, &s)) {
-        Node *ast = parse_program(&a, &d, &s);
-        if (ast && !d.errors) {
-            ast_dump(devnull(), ast);
-            Node *std = stdlib_parse(&a, &d); /* compiler/pipeline.c, as cukc */
-            if (d.errors) abort(); /* the embedded stdlib always parses */
-            Program *p = sema_program(&a, &d, ast, std);
-            if (p && !d.errors) {
-                ir_print(devnull(), p);
-                PlanSet *ps = fuse_program(&a, p);
-                planset_print(devnull(), ps);
-                const char *cuda = emit_cuda_program(&a, p, ps);
-                if (!cuda) abort();
-                run_entry(&a, &d, p);
-            } else if (!d.errors) {
-                fprintf(stderr, "fuzz_compile: sema failed without an error\n");
-                abort();
-            }
-        } else if (!d.errors) {
-            fprintf(stderr, "fuzz_compile: the parser failed without an error\n");
-            abort();
-        }
+    Compiled c;
+    if (pipeline_file(&c, &a, &d, src.path, STAGE_CUDA)) {
+        ast_dump(devnull(), c.ast);
+        ir_print(devnull(), c.prog);
+        planset_print(devnull(), c.plans);
+        if (!pipeline_cuda_program(&c)) abort();
+        run_entry(&a, &d, c.prog);
     } else if (!d.errors) {
+        fprintf(stderr, "fuzz_compile: the pipeline failed without an error\n");
         abort();
+    }
+    if (c.internal) {
+        fprintf(stderr, "fuzz_compile: %s\n", c.internal);
+        abort(); /* a broken invariant, reported as an error: still a bug */
     }
     arena_free(&a);
     return 0;

@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/gpu/gpu.h"
-#include "lang/ast.h"
-#include "runtime/cuk.h"
+#include "exec/exec.h"
 
 static int npass, nfail;
 static void check(int ok, const char *name, const char *detail) {
@@ -40,6 +38,7 @@ static const char *src =
     "    return saxpy(1.0, x, x);\n"
     "}\n";
 
+static Compiled comp;
 static Program *prog;
 static GpuVal farr(cuk_devptr p, int64_t n) {
     return (GpuVal){.dt = DT_F32, .rank = 1, .shape = {n}, .p = p, .borrowed = true};
@@ -58,7 +57,7 @@ typedef struct Job {
 static void *worker(void *arg) {
     Job *j = arg;
     RtErr err = {0};
-    GpuSession *s = j->shared ? j->shared : gpu_session_new(prog, &err);
+    GpuSession *s = j->shared ? j->shared : gpu_session_new(&comp, NULL, &err);
     Fn *fn = program_find(prog, "saxpy");
     enum { N = 1000 };
     float hx[N], hy[N], hz[N];
@@ -93,16 +92,13 @@ int main(void) {
     arena_init(&a);
     Diag d;
     diag_init(&d, stderr);
-    Src s0;
-    src_from_string(&a, "session.cuk", src, &s0);
-    Node *ast = parse_program(&a, &d, &s0);
-    prog = ast ? sema_program(&a, &d, ast, stdlib_parse(&a, &d)) : NULL;
-    if (!prog) {
+    if (!pipeline_text(&comp, &a, &d, "session.cuk", src, STAGE_CUDA)) {
         printf("FAIL compile\n");
         return 1;
     }
+    prog = comp.prog;
     RtErr err = {0};
-    GpuSession *s = gpu_session_new(prog, &err);
+    GpuSession *s = gpu_session_new(&comp, NULL, &err);
     check(s != NULL, "session_new", err.msg);
     if (!s) return 1;
     char msg[1200];

@@ -127,12 +127,11 @@ static Stmt *seq(Stmt *first, ...) {
 
 /* Runs fn; returns what it printed (malloc'd); *ok says whether it succeeded. */
 static char *run(Fn *fn, Arr **args, Arr **res, RtErr *err, bool *ok) {
-    Program p = {&ar, 1, &fn};
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
     Arr *r = NULL;
-    *ok = cpu_run(&p, fn, args, &r, out, err);
+    *ok = cpu_run(fn, args, &r, out, err);
     fclose(out);
     if (res)
         *res = r;

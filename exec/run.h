@@ -1,0 +1,110 @@
+/* What the two backends share (exec/cpu/eval.c, exec/gpu/exec.c): the shape rules with
+   their run-time messages, written once; the statement walker over a small backend
+   interface (QBE's struct Target); the checks every run makes (work budget, call depth,
+   stack). Nothing here is seen outside exec/. */
+#ifndef CUK_EXEC_RUN_H
+#define CUK_EXEC_RUN_H
+#include "exec/exec.h"
+
+/* ---- shapes -------------------------------------------------------------------------- */
+
+typedef struct Dims {
+    int rank;
+    int64_t d[MAXRANK]; /* zeros past rank */
+} Dims;
+
+/* How a backend answers the shape rules' questions about a value's operands. */
+typedef struct Operands {
+    void *fr;                                           /* the backend's frame */
+    bool (*dims)(void *fr, const Val *v, Dims *out);    /* an operand's shape */
+    bool (*i64)(void *fr, const Val *v, int64_t *out);  /* a scalar operand as i64 */
+    RtErr *err;
+} Operands;
+
+/* One source axis of a slice: where it starts, its step and how many it takes. */
+typedef struct SliceAxis {
+    int64_t start, step, len;
+} SliceAxis;
+
+/* The shape of v from its operands, with NumPy's rules and messages, for every op
+   whose shape does not need its value: elementwise ops (broadcasting), generators,
+   reductions, scans, reverse, transpose, reshape, slice, gather, concat, matmul.
+   *sl, if not NULL, gets a slice's source axes (OP_SLICE only). False with err set
+   when the operands break a rule. */
+bool shape_rule(const Operands *o, const Val *v, Dims *out, SliceAxis *sl);
+/* True for the ops shape_rule knows. */
+bool shape_rule_covers(const Val *v);
+
+/* The rules shape_rule applies, for backends that have the operands in hand. */
+bool shape_broadcast(RtErr *e, Loc loc, Dims *acc, const Dims *b);
+/* A concatenation of n arrays along v->axis; offs (if not NULL) gets each one's offset. */
+bool shape_concat(RtErr *e, const Val *v, const Dims *xs, int n, Dims *out, int64_t *offs);
+/* Index i of an axis of size n (negative counts from the end): *t in 0..n-1. */
+bool shape_index(RtErr *e, Loc loc, int64_t i, int axis, int64_t n, int64_t *t);
+/* A reduction that needs a value (min, max, arg*, lambdas without an initial value)
+   over an empty axis, with outputs to fill: NumPy's error. */
+bool shape_reduce_has_identity(RtErr *e, const Val *r, const Dims *x);
+/* An array of dt and shape fits in memory: the limit arr_new applies, also to fused
+   values that are never stored, so that a program fails the same way on both
+   backends whether or not a value is stored. */
+bool shape_fits(RtErr *e, Loc loc, DType dt, const Dims *s);
+
+int64_t dims_count(const Dims *s); /* product; fits, as shape_fits checked */
+bool dims_equal(const Dims *a, const Dims *b);
+void dims_strides(const Dims *s, int64_t *st); /* C order, in elements */
+
+/* ---- loads --------------------------------------------------------------------------- */
+
+/* OP_LOAD: the .npy file v names, checked against v's dtype and rank. */
+Arr *exec_load(RtErr *e, const Val *v);
+
+/* ---- the statement walker ------------------------------------------------------------ */
+
+/* A backend as the walker sees it. fr is the backend's frame for one call. Every hook
+   reports its errors into the run's RtErr and returns false. */
+typedef struct Target {
+    /* slots[slot] = the value of v */
+    bool (*set)(void *fr, int slot, const Val *v);
+    /* slots[slot] = a host scalar (a loop variable) */
+    bool (*set_scalar)(void *fr, int slot, DType dt, Scalar x);
+    /* the value of scalar v on the host (conditions, loop bounds) */
+    bool (*scalar)(void *fr, const Val *v, Scalar *out);
+    /* the value of v as a host array, a new reference (print, save) */
+    Arr *(*host)(void *fr, const Val *v);
+    /* evaluates v for its effects (a call whose result is dropped) */
+    bool (*effect)(void *fr, const Val *v);
+    /* the function's result is the value of v (NULL for none) */
+    bool (*ret)(void *fr, const Val *v);
+    /* the statement is over: drop what was memoised for it */
+    void (*end)(void *fr);
+} Target;
+
+/* What one run (a cpu_run or a gpu_call) carries through all its calls. */
+typedef struct Run {
+    RtErr *err;
+    FILE *out;      /* print() */
+    int64_t work;   /* spent against cpu_work_limit */
+    int depth;      /* nested calls */
+    /* the lowest address this thread's stack may grow to before calls refuse to nest
+       deeper (0: not known, no check) */
+    uintptr_t stack_floor;
+} Run;
+
+enum { MAX_CALL_DEPTH = 1000 }; /* nested calls before a run-time error, on both backends */
+
+void run_init(Run *r, RtErr *err, FILE *out);
+/* Counts n units of work (elements allocated or streamed, loop iterations, calls)
+   against cpu_work_limit; false with the error once it is exceeded. */
+bool run_charge(Run *r, Loc loc, int64_t n);
+/* Entering and leaving a call of fn: refuses past MAX_CALL_DEPTH nested calls or when
+   the thread's stack runs low, so that deep recursion is an error on either backend,
+   never a crash. */
+bool run_enter(Run *r, Loc loc, const Fn *fn);
+void run_leave(Run *r);
+
+/* Runs statements s of fn with target t on frame fr. Returns WALK_OK (fell off the end),
+   WALK_RETURN (a return statement ran: t->ret has the value) or WALK_ERROR. */
+enum { WALK_OK, WALK_RETURN, WALK_ERROR };
+int walk(Run *r, const Target *t, void *fr, const Fn *fn, const Stmt *s);
+
+#endif

@@ -1,0 +1,142 @@
+/* The statement walker (run.h): host statements (set, if, for, while, return, print,
+   save, eval) run once for both backends over their Target hooks, with the checks every
+   run makes: the work budget, the call depth and the stack. */
+#include <pthread.h>
+#include <string.h>
+
+#include "exec/run.h"
+
+/* The fuzzer's work limit (exec.h). */
+int64_t cpu_work_limit;
+
+/* Calls refuse to nest deeper once less than this much of the thread's stack is left:
+   what one call level may still need below the check (nested expressions evaluated
+   recursively, sanitizer builds' larger frames). */
+enum { STACK_RESERVE = 256 << 10 };
+
+void run_init(Run *r, RtErr *err, FILE *out) {
+    memset(r, 0, sizeof *r);
+    r->err = err;
+    r->out = out;
+    pthread_attr_t at;
+    if (pthread_getattr_np(pthread_self(), &at) == 0) {
+        void *lo;
+        size_t size;
+        if (pthread_attr_getstack(&at, &lo, &size) == 0 && size > 2 * (size_t)STACK_RESERVE)
+            r->stack_floor = (uintptr_t)lo + STACK_RESERVE;
+        pthread_attr_destroy(&at);
+    }
+}
+
+bool run_charge(Run *r, Loc loc, int64_t n) {
+    if (cpu_work_limit <= 0 || n <= 0) return true;
+    if (n <= cpu_work_limit - r->work) {
+        r->work += n;
+        return true;
+    }
+    rt_error(r->err, loc, "work limit of %lld exceeded", (long long)cpu_work_limit);
+    return false;
+}
+
+bool run_enter(Run *r, Loc loc, const Fn *fn) {
+    if (!run_charge(r, loc, 1)) return false;
+    char here;
+    if (r->depth >= MAX_CALL_DEPTH) {
+        rt_error(r->err, loc, "recursion too deep: more than %d nested calls (in '%s')", MAX_CALL_DEPTH, fn->name);
+        return false;
+    }
+    if (r->stack_floor && (uintptr_t)&here < r->stack_floor) {
+        rt_error(r->err, loc,
+                 "recursion too deep for this thread's stack: %d nested calls (in '%s'); call from a thread with "
+                 "a larger stack, or recurse less deeply",
+                 r->depth, fn->name);
+        return false;
+    }
+    r->depth++;
+    return true;
+}
+
+void run_leave(Run *r) { r->depth--; }
+
+static bool scalar_i64(const Target *t, void *fr, const Val *v, int64_t *out) {
+    Scalar s;
+    if (!t->scalar(fr, v, &s)) return false;
+    *out = scalar_cast(s, v->dt, DT_I64).i;
+    return true;
+}
+
+static bool print_or_save(Run *r, const Target *t, void *fr, const Stmt *s) {
+    Arr *a = t->host(fr, s->v);
+    t->end(fr);
+    if (!a) return false;
+    bool ok = true;
+    if (s->kind == S_PRINT) {
+        arr_print(r->out, a);
+    } else {
+        char msg[512];
+        if (!(ok = npy_save(s->path, a, msg, sizeof msg))) rt_error(r->err, s->loc, "%s", msg);
+    }
+    arr_release(a);
+    return ok;
+}
+
+int walk(Run *r, const Target *t, void *fr, const Fn *fn, const Stmt *s) {
+    for (; s; s = s->next) {
+        bool ok = true;
+        switch (s->kind) {
+        case S_SET:
+            ok = t->set(fr, s->slot, s->v);
+            t->end(fr);
+            break;
+        case S_EVAL:
+            ok = t->effect(fr, s->v);
+            t->end(fr);
+            break;
+        case S_PRINT:
+        case S_SAVE: ok = print_or_save(r, t, fr, s); break;
+        case S_RETURN:
+            ok = t->ret(fr, s->v);
+            t->end(fr);
+            return ok ? WALK_RETURN : WALK_ERROR;
+        case S_IF: {
+            Scalar c;
+            ok = t->scalar(fr, s->v, &c);
+            t->end(fr);
+            if (!ok) return WALK_ERROR;
+            int w = walk(r, t, fr, fn, scalar_cast(c, s->v->dt, DT_BOOL).i ? s->body : s->els);
+            if (w != WALK_OK) return w;
+            break;
+        }
+        case S_WHILE:
+            for (;;) {
+                Scalar c;
+                if (!run_charge(r, s->loc, 1)) return WALK_ERROR;
+                ok = t->scalar(fr, s->v, &c);
+                t->end(fr);
+                if (!ok) return WALK_ERROR;
+                if (!scalar_cast(c, s->v->dt, DT_BOOL).i) break;
+                int w = walk(r, t, fr, fn, s->body);
+                if (w != WALK_OK) return w;
+            }
+            break;
+        case S_FOR: {
+            int64_t lo = 0, hi = 0;
+            ok = scalar_i64(t, fr, s->v, &lo) && scalar_i64(t, fr, s->v2, &hi);
+            t->end(fr);
+            if (!ok) return WALK_ERROR;
+            /* The loop variable has its slot's type (i64 unless sema says otherwise). */
+            DType dt = fn->slots[s->slot].dt;
+            for (int64_t i = lo; i < hi; i++) {
+                if (!run_charge(r, s->loc, 1)) return WALK_ERROR;
+                if (!t->set_scalar(fr, s->slot, dt, scalar_cast((Scalar){.i = i}, DT_I64, dt))) return WALK_ERROR;
+                int w = walk(r, t, fr, fn, s->body);
+                if (w != WALK_OK) return w;
+            }
+            break;
+        }
+        default: die("IR: unknown statement %d", (int)s->kind);
+        }
+        if (!ok) return WALK_ERROR;
+    }
+    return WALK_OK;
+}
