@@ -50,7 +50,7 @@ __attribute__((format(printf, 2, 3))) static void bprintf(Buf *b, const char *fm
 /* ---- op table as text ---------------------------------------------------------------- */
 
 static const char *const ew_text[OP_EW_END][3] = {
-#define X(n, s, ar, cls, ef, ed, ei) [OP_##n] = {#ef, #ed, #ei},
+#define X(n, sp, bn, ar, cls, cost, ef, ed, ei) [OP_##n] = {#ef, #ed, #ei},
     EW_OPS(X)
 #undef X
 };

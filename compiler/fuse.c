@@ -1,13 +1,27 @@
 /* The fusion pass: groups each statement's array values into as few device kernels as
-   DESIGN.md's six rules allow (vertical, map-reduce, map-scan/scan-map, horizontal,
-   row kernels, recompute-or-materialise) and records the plan in kernel.h's form. */
+   the rules allow and records the plan in kernel.h's form. One function per rule, named
+   as docs/fusion.md and the tests in tests/lit/fusion/ name it:
+
+     rule1_vertical    elementwise chains, generators and index transforms (slices,
+                       concat, gathers, ...) become one kernel body: only what must be in
+                       memory is written
+     rule2_map_reduce  each reduction is a kernel that reads its producers in place
+     rule3_map_scan    producers fuse into a scan, and a chain of single consumers is
+                       applied before its store (scan-map)
+     rule4_horizontal  sibling reductions over one iteration space share one pass
+     rule5_rows        last-axis reduce-then-broadcast steps are computed per row inside
+                       the map that consumes them (softmax, layer norm)
+     rule7_recompute   a value several kernels need is recomputed in each when cheap,
+                       else written once
+
+   (Rule 6, filters, scatters and histograms, comes with part 2 of the language.) The
+   kernel records, their parameter blocks, launch shapes and plan printing are in
+   kernel.c. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel.h"
-
-const char *const kernel_kind_name[] = {"map", "reduce", "scan", "row", "matmul"};
+#include "compiler/kernel.h"
 
 /* What each Val is, for grouping. */
 enum {
@@ -20,8 +34,9 @@ enum {
     C_MATMUL, /* a matrix product */
 };
 
-/* A value costing more than this (see own_cost) is materialised rather than recomputed
-   when consumers in different kernels need it (rule 6): ~two transcendentals. */
+/* A value costing more than this (op_info's costs) is materialised rather than
+   recomputed when consumers in different kernels need it (rule 7): ~two
+   transcendentals. */
 #define RECOMPUTE_MAX 16
 
 typedef struct IntVec {
@@ -71,50 +86,19 @@ static void iv_add(Arena *a, IntVec *iv, int x) {
     if (!iv_has(iv, x)) iv_push(a, iv, x);
 }
 
-Val *red_init(const Val *v) {
-    if (v->init) return v->init;
-    if ((v->op == OP_REDUCE || v->op == OP_SCAN) && v->nargs > 1) return v->args[1];
-    return NULL;
-}
-
-static bool is_gen(int op) {
-    return op == OP_IOTA || op == OP_FULL || op == OP_LINSPACE || op == OP_RAND || op == OP_RANDN;
-}
-static bool is_index_op(int op) {
-    return op == OP_SLICE || op == OP_GATHER || op == OP_REVERSE || op == OP_CONCAT ||
-           op == OP_RESHAPE || op == OP_TRANSPOSE;
-}
-
-/* Whether args[i] of v is consumed as an element value inside a kernel (as opposed to
-   a size, an index bound, or nothing the kernel reads). */
-static bool value_arg(const Val *v, int i) {
-    if (op_is_ew(v->op)) return true;
-    switch (v->op) {
-    case OP_IOTA: return false;
-    case OP_FULL: return i == 0;
-    case OP_LINSPACE: return i < 2;
-    case OP_RAND:
-    case OP_RANDN: return i == 0;
-    case OP_REDUCE:
-    case OP_SCAN: return i < 2;
-    case OP_SLICE:
-    case OP_REVERSE:
-    case OP_RESHAPE:
-    case OP_TRANSPOSE: return i == 0;
-    case OP_GATHER:
-    case OP_CONCAT:
-    case OP_MATMUL: return true;
-    default: return false;
-    }
-}
+static bool value_arg(const Val *v, int i) { return op_value_arg(v->op, i); }
 
 static int classify(const Val *v) {
-    if (v->op == OP_CONST) return C_CONST;
-    if (v->op == OP_REDUCE) return v->args[0]->rank > 0 ? C_RED : C_HOST;
-    if (v->op == OP_SCAN) return v->rank > 0 ? C_SCAN : C_HOST;
-    if (v->op == OP_MATMUL) return C_MATMUL;
-    if (v->rank == 0) return C_HOST;
-    if (op_is_ew(v->op) || is_gen(v->op) || is_index_op(v->op)) return C_FUSE;
+    switch (op_info[v->op].kind) {
+    case OK_CONST: return C_CONST;
+    case OK_REDUCE: return v->args[0]->rank > 0 ? C_RED : C_HOST;
+    case OK_SCAN: return v->rank > 0 ? C_SCAN : C_HOST;
+    case OK_MATMUL: return C_MATMUL;
+    case OK_EW:
+    case OK_GEN:
+    case OK_INDEX: return v->rank == 0 ? C_HOST : C_FUSE;
+    case OK_LEAF: return v->rank == 0 ? C_HOST : C_LEAF;
+    }
     return C_LEAF;
 }
 
@@ -260,36 +244,9 @@ static void param_keys(F *f) {
 
 /* ---- costs -------------------------------------------------------------------------- */
 
-static int own_cost(const Val *v) {
-    if (v->op < OP_EW_END) {
-        switch (v->op) {
-        case OP_DIV:
-        case OP_MOD:
-        case OP_FMOD: return 4;
-        case OP_POW: return 10;
-        case OP_SQRT:
-        case OP_RSQRT:
-        case OP_FLOOR:
-        case OP_CEIL:
-        case OP_ROUND:
-        case OP_TRUNC: return 2;
-        default: return ew_info[v->op].cls == OC_FLOAT ? 8 : 1;
-        }
-    }
-    switch (v->op) {
-    case OP_CAST: return 1;
-    case OP_IOTA:
-    case OP_FULL: return 1;
-    case OP_LINSPACE: return 2;
-    case OP_RAND: return 20;
-    case OP_RANDN: return 40;
-    default: return is_index_op(v->op) ? 4 : 0;
-    }
-}
-
 static int subtree_cost(F *f, Val *v, int depth) {
     if (f->cls[v->id] != C_FUSE || depth > 64) return 0;
-    int c = own_cost(v);
+    int c = op_info[v->op].cost;
     for (int i = 0; i < v->nargs; i++)
         if (v->args[i] && value_arg(v, i) && !f->mat[v->args[i]->id])
             c += subtree_cost(f, v->args[i], depth + 1);
@@ -318,8 +275,8 @@ static void row_reach(F *f, Val *v, int m, bool *in) {
         if (v->args[i] && value_arg(v, i)) row_reach(f, v->args[i], m, in);
 }
 
-/* Rule 5: a last-axis keepdims reduction over the map's own shape, consumed only inside
-   the map, is computed per row inside the map's kernel. */
+/* A last-axis keepdims reduction over the map m's own shape, consumed only inside m,
+   is computed per row inside m's kernel. */
 static void absorb_rows(F *f, Val *m, bool *in) {
     if (m->rank < 2) return;
     for (bool changed = true; changed;) {
@@ -348,8 +305,36 @@ static void absorb_rows(F *f, Val *m, bool *in) {
     }
 }
 
+/* Rule 1: a fusible value (elementwise, generator, index transform) becomes part of the
+   body of every kernel that consumes it, unless it must be in memory: a statement's
+   value, the operand of an index transform, a matrix product or a host operation, or a
+   value an earlier statement computed. Non-fusible results are in memory anyway. */
+static void rule1_vertical(F *f) {
+    for (int i = 0; i < f->order.n; i++) {
+        int id = f->order.v[i];
+        Val *v = f->val[id];
+        int c = f->cls[id];
+        if (c == C_RED || c == C_SCAN || c == C_MATMUL || c == C_LEAF) f->mat[id] = true;
+        if (c == C_FUSE && f->root[id]) f->mat[id] = true;
+        v->kernel = -1;
+        bool needs_mem = op_is_index(v->op) || c == C_MATMUL || c == C_HOST || c == C_LEAF;
+        if (v->op == OP_DIM) needs_mem = false; /* only the shape, known on the host */
+        for (int j = 0; j < v->nargs; j++) {
+            Val *x = v->args[j];
+            if (!x || x->rank == 0 || !needs_mem) continue;
+            if (f->cls[x->id] == C_FUSE) f->mat[x->id] = true;
+        }
+        /* Reached from an earlier statement: that statement wrote it. */
+        for (int j = 0; j < v->nargs; j++) {
+            Val *x = v->args[j];
+            if (x && f->region[x->id] != f->region[id] && f->cls[x->id] == C_FUSE) f->mat[x->id] = true;
+        }
+    }
+}
+
 /* Rule 3, scan-map: single consumers of the same shape are applied in the scan kernel
-   before its store, so the scan itself is never written. */
+   before its store, so the scan itself is never written. (Map-scan needs nothing here:
+   the scan kernel reads its unmaterialised producers like any kernel.) */
 static void scan_epilogue(F *f, Val *s) {
     f->inscan[s->id] = s->id;
     Val *t = s;
@@ -370,17 +355,41 @@ static void scan_epilogue(F *f, Val *s) {
     f->scantop[s->id] = t->id;
 }
 
-/* Rule 4: reductions over the same iteration space, neither needing the other. */
-static void group_reductions(F *f) {
+static void rule3_map_scan(F *f) {
+    for (int i = 0; i < f->order.n; i++)
+        if (f->cls[f->order.v[i]] == C_SCAN) scan_epilogue(f, f->val[f->order.v[i]]);
+}
+
+/* Rule 5, over the maps that are written (last ones first, so that an outer map takes
+   the rows it can). */
+static void rule5_rows(F *f) {
+    bool *in = NEWN(f->a, bool, f->nv);
+    for (int i = f->order.n - 1; i >= 0; i--) {
+        int id = f->order.v[i];
+        if (f->cls[id] == C_FUSE && f->mat[id] && f->inscan[id] < 0) absorb_rows(f, f->val[id], in);
+    }
+}
+
+/* Rule 2: every reduction a row kernel did not take is a kernel of its own, with its
+   unmaterialised producers computed inside it (kernel_members). */
+static void rule2_map_reduce(F *f) {
     for (int i = 0; i < f->order.n; i++) {
         int a = f->order.v[i];
-        if (f->cls[a] != C_RED || f->rowof[a] >= 0 || f->group[a] >= 0) continue;
-        f->group[a] = a;
+        if (f->cls[a] == C_RED && f->rowof[a] < 0) f->group[a] = a;
+    }
+}
+
+/* Rule 4: reductions over the same iteration space, neither needing the other, join
+   the first one's kernel. */
+static void rule4_horizontal(F *f) {
+    for (int i = 0; i < f->order.n; i++) {
+        int a = f->order.v[i];
+        if (f->cls[a] != C_RED || f->group[a] != a) continue;
         Val *ra = f->val[a];
         for (int j = i + 1; j < f->order.n; j++) {
             int b = f->order.v[j];
             Val *rb = f->val[b];
-            if (f->cls[b] != C_RED || f->rowof[b] >= 0 || f->group[b] >= 0) continue;
+            if (f->cls[b] != C_RED || f->group[b] != b) continue;
             if (f->region[b] != f->region[a] || rb->axis != ra->axis) continue;
             if (!same_shape(f, rb->args[0], ra->args[0])) continue;
             bool dep = false;
@@ -402,9 +411,9 @@ static int owner_of_user(F *f, int u) {
     return -1;
 }
 
-/* Rule 6: values wanted by several kernels are recomputed in each when cheap, else
+/* Rule 7: values wanted by several kernels are recomputed in each when cheap, else
    written once. Consumers come after producers in `order`, so walk it backwards. */
-static void decide_shared(F *f) {
+static void rule7_recompute(F *f) {
     IntVec *own = NEWN(f->a, IntVec, f->nv);
     for (int i = f->order.n - 1; i >= 0; i--) {
         int v = f->order.v[i];
@@ -507,81 +516,6 @@ static Val **to_vals(F *f, IntVec *iv, int *n) {
     return out;
 }
 
-static void add_param(Arena *a, Kernel *k, int *cap, KPKind kind, Val *v, int x, int y) {
-    if (k->nparams == *cap) {
-        int nc = *cap ? *cap * 2 : 32;
-        KParam *np = NEWN(a, KParam, nc);
-        if (k->nparams) memcpy(np, k->params, sizeof(KParam) * (size_t)k->nparams);
-        k->params = np;
-        *cap = nc;
-    }
-    k->params[k->nparams++] = (KParam){kind, v, x, y};
-}
-
-/* The parameter block: sizes first, then per leaf and per node, then pointers. */
-static void layout_params(Arena *a, Kernel *k) {
-    int cap = 0;
-    add_param(a, k, &cap, KP_N, NULL, 0, 0);
-    add_param(a, k, &cap, KP_FLAT, NULL, 0, 0);
-    for (int i = 0; i < k->rank; i++) add_param(a, k, &cap, KP_SHAPE, NULL, i, 0);
-    if (k->kind == K_REDUCE || k->kind == K_SCAN || k->kind == K_ROW) {
-        add_param(a, k, &cap, KP_OUTER, NULL, 0, 0);
-        add_param(a, k, &cap, KP_LEN, NULL, 0, 0);
-        add_param(a, k, &cap, KP_INNER, NULL, 0, 0);
-    }
-    if (k->kind == K_MATMUL)
-        for (int i = 0; i < 3; i++) add_param(a, k, &cap, KP_MM, NULL, i, 0);
-    /* Leaves: materialised inputs, generators and index transforms each see the
-       iteration index through their own broadcast strides. */
-    for (int i = 0; i < k->nins; i++)
-        for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, k->ins[i], ax, 0);
-    for (int i = 0; i < k->nvals; i++) {
-        Val *v = k->vals[i];
-        if (!is_gen(v->op) && !is_index_op(v->op)) continue;
-        for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, v, ax, 0);
-        for (int ax = 0; ax < v->rank; ax++) add_param(a, k, &cap, KP_OWNSHAPE, v, ax, 0);
-        if (!is_index_op(v->op)) continue;
-        for (int j = 0; j < v->nargs; j++) {
-            Val *x = v->args[j];
-            if (!x || !value_arg(v, j) || x->rank == 0) continue;
-            if (v->op == OP_GATHER && j == 1) continue; /* idx is read at its own offset */
-            for (int ax = 0; ax < x->rank; ax++) add_param(a, k, &cap, KP_SRCSTRIDE, v, ax, j);
-        }
-        if (v->op == OP_SLICE)
-            for (int ax = 0; ax < v->args[0]->rank; ax++) {
-                add_param(a, k, &cap, KP_SLSTART, v, ax, 0);
-                add_param(a, k, &cap, KP_SLSTEP, v, ax, 0);
-            }
-        if (v->op == OP_CONCAT)
-            for (int j = 0; j <= v->nargs; j++) add_param(a, k, &cap, KP_CATOFF, v, 0, j);
-        if (v->op == OP_GATHER) add_param(a, k, &cap, KP_GLEN, v, 0, 0);
-    }
-    for (int i = 0; i < k->nins; i++) add_param(a, k, &cap, KP_IN, k->ins[i], 0, 0);
-    for (int i = 0; i < k->nscalars; i++) add_param(a, k, &cap, KP_SCALAR, k->scalars[i], 0, 0);
-    for (int i = 0; i < k->nouts; i++) add_param(a, k, &cap, KP_OUT, k->outs[i], 0, 0);
-    if (k->kind == K_REDUCE || k->kind == K_SCAN) add_param(a, k, &cap, KP_SCRATCH, NULL, 0, 0);
-    /* Gathers check their indices on the device and report the first bad one here. */
-    for (int i = 0; i < k->nvals; i++)
-        if (k->vals[i]->op == OP_GATHER) {
-            add_param(a, k, &cap, KP_ERR, NULL, 0, 0);
-            break;
-        }
-}
-
-Val *kernel_canon(const Kernel *k, Val *v) {
-    for (int i = 0; i < k->nalias; i++)
-        if (k->alias[2 * i] == v) return k->alias[2 * i + 1];
-    return v;
-}
-
-int kparam_find(const Kernel *k, KPKind kind, const Val *v, int a, int b) {
-    for (int i = 0; i < k->nparams; i++) {
-        const KParam *p = &k->params[i];
-        if (p->kind == kind && p->v == v && p->a == a && p->b == b) return i;
-    }
-    return -1;
-}
-
 static Kernel *new_kernel(F *f, KernelKind kind, Val *space, const Stmt *st) {
     Kernel *k = NEW(f->a, Kernel);
     k->kind = kind;
@@ -589,23 +523,7 @@ static Kernel *new_kernel(F *f, KernelKind kind, Val *space, const Stmt *st) {
     k->rank = space->rank;
     k->axis = AXIS_ALL;
     k->stmt = st;
-    /* Launch shapes the emitted kernels are tuned for (docs/performance.md): reductions
-       use 128-thread blocks so that gpu_exec's grid of up to 1024 blocks is resident at
-       once (8 per SM); row kernels hold a row of up to 512 x 32 4-byte values in
-       registers; scans take tiles of 512 x 32 or 256 x 16 elements (finish_kernel). */
-    k->block = kind == K_REDUCE ? 128 : kind == K_ROW ? 512 : 256;
-    k->items = 16;
     return k;
-}
-
-/* Bytes of the widest element k reads or writes (at least 1). */
-static int widest_elem(const Kernel *k) {
-    int m = 1;
-    for (int i = 0; i < k->nins; i++)
-        if (dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
-    for (int i = 0; i < k->nouts; i++)
-        if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
-    return m;
 }
 
 static void finish_kernel(F *f, Kernel *k, Val **starts, int nstarts) {
@@ -619,16 +537,8 @@ static void finish_kernel(F *f, Kernel *k, Val **starts, int nstarts) {
     k->scalars = to_vals(f, &b.scalars, &k->nscalars);
     k->alias = to_vals(f, &b.alias, &k->nalias);
     k->nalias /= 2;
-    if (k->kind == K_SCAN) {
-        /* Tiles of 512 x 32 elements of at most 4 bytes read from at most one array
-           (docs/performance.md: larger tiles keep more loads in flight per block); 256 x
-           16 otherwise, to bound the registers a tile holds. */
-        int m = widest_elem(k);
-        if (dtype_info[k->scan->dt].size > m) m = dtype_info[k->scan->dt].size;
-        k->items = m <= 4 && k->nins <= 1 ? 32 : 16;
-        if (k->items == 32) k->block = 512;
-    }
-    layout_params(f->a, k);
+    kernel_launch_shape(k);
+    kernel_layout_params(f->a, k);
     Kernel **nk = NEWN(f->a, Kernel *, p->nkernels + 1);
     if (p->nkernels) memcpy(nk, p->kernels, sizeof(Kernel *) * (size_t)p->nkernels);
     nk[p->nkernels++] = k;
@@ -723,7 +633,6 @@ Plan *fuse_fn(Arena *a, Fn *fn) {
     for (int i = 0; i < nv; i++) f.region[i] = f.rowof[i] = f.inscan[i] = f.scantop[i] = f.group[i] = -1;
     Plan *p = NEW(a, Plan);
     p->fn = fn;
-    p->host = NEWN(a, bool, nv);
     f.plan = p;
 
     walk_stmts(&f, fn->body, true);
@@ -733,38 +642,12 @@ Plan *fuse_fn(Arena *a, Fn *fn) {
         for (int j = 0; j < v->nargs; j++) add_user(&f, v->args[j], v);
         if (v->init) add_user(&f, v->init, v);
     }
-    /* What must be in memory: statement values, every non-fusible result, and the
-       operands of index transforms, matrix products and host operations. */
-    for (int i = 0; i < f.order.n; i++) {
-        int id = f.order.v[i];
-        Val *v = f.val[id];
-        int c = f.cls[id];
-        if (c == C_RED || c == C_SCAN || c == C_MATMUL || c == C_LEAF) f.mat[id] = true;
-        if (c == C_FUSE && f.root[id]) f.mat[id] = true;
-        v->kernel = -1;
-        p->host[id] = c == C_HOST || c == C_LEAF || c == C_CONST;
-        bool needs_mem = is_index_op(v->op) || c == C_MATMUL || c == C_HOST || c == C_LEAF;
-        if (v->op == OP_DIM) needs_mem = false; /* only the shape, known on the host */
-        for (int j = 0; j < v->nargs; j++) {
-            Val *x = v->args[j];
-            if (!x || x->rank == 0 || !needs_mem) continue;
-            if (f.cls[x->id] == C_FUSE) f.mat[x->id] = true;
-        }
-        /* Reached from an earlier statement: that statement wrote it. */
-        for (int j = 0; j < v->nargs; j++) {
-            Val *x = v->args[j];
-            if (x && f.region[x->id] != f.region[id] && f.cls[x->id] == C_FUSE) f.mat[x->id] = true;
-        }
-    }
-    for (int i = 0; i < f.order.n; i++)
-        if (f.cls[f.order.v[i]] == C_SCAN) scan_epilogue(&f, f.val[f.order.v[i]]);
-    bool *in = NEWN(a, bool, nv);
-    for (int i = f.order.n - 1; i >= 0; i--) {
-        int id = f.order.v[i];
-        if (f.cls[id] == C_FUSE && f.mat[id] && f.inscan[id] < 0) absorb_rows(&f, f.val[id], in);
-    }
-    group_reductions(&f);
-    decide_shared(&f);
+    rule1_vertical(&f);
+    rule3_map_scan(&f);
+    rule5_rows(&f);
+    rule2_map_reduce(&f);
+    rule4_horizontal(&f);
+    rule7_recompute(&f);
     build_kernels(&f);
     return p;
 }
@@ -776,119 +659,4 @@ PlanSet *fuse_program(Arena *a, const Program *p) {
     ps->plans = NEWN(a, Plan *, p->nfns + 1);
     for (int i = 0; i < p->nfns; i++) ps->plans[i] = fuse_fn(a, p->fns[i]);
     return ps;
-}
-
-const Plan *planset_find(const PlanSet *ps, const Fn *fn) {
-    for (int i = 0; i < ps->nplans; i++)
-        if (ps->plans[i]->fn == fn) return ps->plans[i];
-    return NULL;
-}
-
-/* ---- printing ----------------------------------------------------------------------- */
-
-static void print_ref(FILE *out, const Fn *fn, const Val *v) {
-    if (v->op == OP_SLOT && v->slot >= 0 && v->slot < fn->nslots && fn->slots[v->slot].name)
-        fprintf(out, " %%%s", fn->slots[v->slot].name);
-    else
-        fprintf(out, " %%%d", v->id);
-}
-
-void plan_print(FILE *out, const Plan *p) {
-    fprintf(out, "plan %s: %d kernel%s\n", p->fn->name, p->nkernels, p->nkernels == 1 ? "" : "s");
-    for (int i = 0; i < p->nkernels; i++) {
-        const Kernel *k = p->kernels[i];
-        fprintf(out, "kernel k%d %s:", k->id, kernel_kind_name[k->kind]);
-        for (int j = 0; j < k->nvals; j++) {
-            const Val *v = k->vals[j];
-            if (v->op == OP_REDUCE || v->op == OP_SCAN) {
-                fprintf(out, " %s.%s", v->op == OP_REDUCE ? "red" : "scan", red_name[v->red]);
-                if (v->axis != AXIS_ALL && !(v->op == OP_SCAN && v->args[0]->rank == 1))
-                    fprintf(out, "(axis=%d)", v->axis);
-            } else if (v->op < OP_EW_END) {
-                fprintf(out, " %s", ew_info[v->op].name);
-            } else {
-                fprintf(out, " %s", op_name[v->op]);
-            }
-        }
-        fprintf(out, "  inputs:");
-        for (int j = 0; j < k->nins; j++) print_ref(out, p->fn, k->ins[j]);
-        for (int j = 0; j < k->nscalars; j++) print_ref(out, p->fn, k->scalars[j]);
-        if (!k->nins && !k->nscalars) fprintf(out, " -");
-        fprintf(out, "  outputs:");
-        for (int j = 0; j < k->nouts; j++) print_ref(out, p->fn, k->outs[j]);
-        fputc('\n', out);
-    }
-}
-
-void planset_print(FILE *out, const PlanSet *ps) {
-    for (int i = 0; i < ps->nplans; i++) plan_print(out, ps->plans[i]);
-}
-
-/* ---- identities, shared by the emitter -------------------------------------------- */
-
-const char *red_identity(RedOp r, DType dt) {
-    bool fl = dtype_info[dt].is_float;
-    switch (r) {
-    case RED_SUM: return fl ? (dt == DT_F32 ? "0.0f" : "0.0") : "0";
-    case RED_PROD: return fl ? (dt == DT_F32 ? "1.0f" : "1.0") : "1";
-    case RED_ANY: return "0";
-    case RED_ALL: return "1";
-    case RED_MIN:
-        switch (dt) {
-        case DT_F32: return "__int_as_float(0x7f800000)";
-        case DT_F64: return "__longlong_as_double(0x7ff0000000000000LL)";
-        case DT_I32: return "2147483647";
-        case DT_I64: return "9223372036854775807LL";
-        case DT_U32: return "4294967295u";
-        case DT_U64: return "18446744073709551615ull";
-        default: return "1";
-        }
-    case RED_MAX:
-        switch (dt) {
-        case DT_F32: return "__int_as_float(0xff800000)";
-        case DT_F64: return "__longlong_as_double(0xfff0000000000000LL)";
-        case DT_I32: return "(-2147483647 - 1)";
-        case DT_I64: return "(-9223372036854775807LL - 1)";
-        default: return "0";
-        }
-    default: return NULL;
-    }
-}
-
-bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
-                     size_t *scratch) {
-    *grid = 1;
-    *scratch = 0;
-    switch (k->kind) {
-    case K_MAP: {
-        int m = widest_elem(k); /* the emitted vector holds 16 / m elements */
-        int64_t per = (int64_t)k->block * MAP_UNROLL * (16 / m), nb = n / per + (n % per != 0);
-        if (nb > 0x7fffffff) return false;
-        *grid = (unsigned)(nb < 1 ? 1 : nb);
-        break;
-    }
-    case K_MATMUL: *grid = 0; break;
-    case K_ROW: *grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
-    case K_REDUCE:
-        if (axis < 0) {
-            int64_t nb = (n + k->block - 1) / k->block;
-            *grid = (unsigned)(nb < 1 ? 1 : nb > 1024 ? 1024 : nb);
-            *scratch = 16 + (size_t)k->nreds * *grid * 24;
-        } else {
-            int64_t no = outer * inner;
-            *grid = (unsigned)(no < 1 ? 1 : no > 65535 ? 65535 : no);
-        }
-        break;
-    case K_SCAN:
-        if (axis < 0) {
-            int64_t tile = (int64_t)k->block * k->items, nt = n / tile + (n % tile != 0);
-            if (nt > 0x7fffffff) return false;
-            *grid = (unsigned)(nt < 1 ? 1 : nt);
-            *scratch = SCAN_STATE_OFFSET + (size_t)*grid * SCAN_TILE_BYTES;
-        } else {
-            *grid = 0;
-        }
-        break;
-    }
-    return true;
 }

@@ -55,111 +55,149 @@ typedef enum {
     OC_CLAMP, /* (T, T, T) -> T numeric */
 } OpClass;
 
-/* Elementwise ops. X(NAME, spelling, arity, class, f32 expr, f64 expr, integer/bool expr).
-   Expressions are plain C that is also valid CUDA C: operands are a, b, c; in integer
-   expressions T is the storage type and U its unsigned twin (both typedef'd where the
-   expression is expanded). Helpers (cuk_*) live in kernels/ops.h, shared by the CPU
-   backend and the emitted CUDA. A 0 column means "not defined for that kind". */
-#define EW_OPS(X)                                                                              \
-    X(NEG, "neg", 1, OC_NUM1, (-a), (-a), (T)(0u - (U)a))                                     \
-    X(ABS, "abs", 1, OC_NUM1, fabsf(a), fabs(a), cuk_iabs(a))                                 \
-    X(NOT, "not", 1, OC_LOGIC, 0, 0, (T)(!a))                                                 \
-    X(BNOT, "bnot", 1, OC_BITS, 0, 0, (T)(~(U)a))                                             \
-    X(SQRT, "sqrt", 1, OC_FLOAT, sqrtf(a), sqrt(a), 0)                                        \
-    X(RSQRT, "rsqrt", 1, OC_FLOAT, (1.0f / sqrtf(a)), (1.0 / sqrt(a)), 0)                      \
-    X(EXP, "exp", 1, OC_FLOAT, expf(a), exp(a), 0)                                            \
-    X(EXP2, "exp2", 1, OC_FLOAT, exp2f(a), exp2(a), 0)                                        \
-    X(LOG, "log", 1, OC_FLOAT, logf(a), log(a), 0)                                            \
-    X(LOG2, "log2", 1, OC_FLOAT, log2f(a), log2(a), 0)                                        \
-    X(LOG10, "log10", 1, OC_FLOAT, log10f(a), log10(a), 0)                                    \
-    X(SIN, "sin", 1, OC_FLOAT, sinf(a), sin(a), 0)                                            \
-    X(COS, "cos", 1, OC_FLOAT, cosf(a), cos(a), 0)                                            \
-    X(TAN, "tan", 1, OC_FLOAT, tanf(a), tan(a), 0)                                            \
-    X(ASIN, "asin", 1, OC_FLOAT, asinf(a), asin(a), 0)                                        \
-    X(ACOS, "acos", 1, OC_FLOAT, acosf(a), acos(a), 0)                                        \
-    X(ATAN, "atan", 1, OC_FLOAT, atanf(a), atan(a), 0)                                        \
-    X(SINH, "sinh", 1, OC_FLOAT, sinhf(a), sinh(a), 0)                                        \
-    X(COSH, "cosh", 1, OC_FLOAT, coshf(a), cosh(a), 0)                                        \
-    X(TANH, "tanh", 1, OC_FLOAT, tanhf(a), tanh(a), 0)                                        \
-    X(ERF, "erf", 1, OC_FLOAT, erff(a), erf(a), 0)                                            \
-    X(FLOOR, "floor", 1, OC_FLOAT, floorf(a), floor(a), 0)                                    \
-    X(CEIL, "ceil", 1, OC_FLOAT, ceilf(a), ceil(a), 0)                                        \
-    X(ROUND, "round", 1, OC_FLOAT, rintf(a), rint(a), 0) /* half to even, like NumPy */       \
-    X(TRUNC, "trunc", 1, OC_FLOAT, truncf(a), trunc(a), 0)                                    \
-    X(ISNAN, "isnan", 1, OC_PRED, (a != a), (a != a), 0)                                      \
-    X(ISINF, "isinf", 1, OC_PRED, (fabsf(a) == INFINITY), (fabs(a) == INFINITY), 0)           \
-    X(ADD, "add", 2, OC_ARITH, (a + b), (a + b), (T)((U)a + (U)b))                            \
-    X(SUB, "sub", 2, OC_ARITH, (a - b), (a - b), (T)((U)a - (U)b))                            \
-    X(MUL, "mul", 2, OC_ARITH, (a * b), (a * b), (T)((U)a * (U)b))                            \
-    X(DIV, "div", 2, OC_ARITH, (a / b), (a / b), cuk_idiv(a, b))                              \
-    X(MOD, "mod", 2, OC_ARITH, fmodf(a, b), fmod(a, b), cuk_imod(a, b))                       \
-    X(POW, "pow", 2, OC_ARITH, powf(a, b), pow(a, b), cuk_ipow(a, b))                         \
-    X(MINIMUM, "minimum", 2, OC_ARITH, cuk_fminf(a, b), cuk_fmin(a, b), (a < b ? a : b))      \
-    X(MAXIMUM, "maximum", 2, OC_ARITH, cuk_fmaxf(a, b), cuk_fmax(a, b), (a > b ? a : b))      \
-    X(ATAN2, "atan2", 2, OC_FLOAT, atan2f(a, b), atan2(a, b), 0)                              \
-    X(FMOD, "fmod", 2, OC_FLOAT, fmodf(a, b), fmod(a, b), 0)                                  \
-    X(EQ, "eq", 2, OC_CMP, (a == b), (a == b), (a == b))                                      \
-    X(NE, "ne", 2, OC_CMP, (a != b), (a != b), (a != b))                                      \
-    X(LT, "lt", 2, OC_CMP, (a < b), (a < b), (a < b))                                         \
-    X(LE, "le", 2, OC_CMP, (a <= b), (a <= b), (a <= b))                                      \
-    X(GT, "gt", 2, OC_CMP, (a > b), (a > b), (a > b))                                         \
-    X(GE, "ge", 2, OC_CMP, (a >= b), (a >= b), (a >= b))                                      \
-    X(LAND, "and", 2, OC_LOGIC, 0, 0, (T)(a && b))                                            \
-    X(LOR, "or", 2, OC_LOGIC, 0, 0, (T)(a || b))                                              \
-    X(BAND, "band", 2, OC_BITS, 0, 0, (T)(a & b))                                             \
-    X(BOR, "bor", 2, OC_BITS, 0, 0, (T)(a | b))                                               \
-    X(BXOR, "bxor", 2, OC_BITS, 0, 0, (T)(a ^ b))                                             \
-    X(SHL, "shl", 2, OC_BITS, 0, 0, cuk_shl(a, b))                                            \
-    X(SHR, "shr", 2, OC_BITS, 0, 0, cuk_shr(a, b))                                            \
-    X(SELECT, "select", 3, OC_SELECT, (a ? b : c), (a ? b : c), (a ? b : c))                  \
-    X(CLAMP, "clamp", 3, OC_CLAMP, cuk_fminf(cuk_fmaxf(a, b), c), cuk_fmin(cuk_fmax(a, b), c), \
-      (a < b ? b : (a > c ? c : a)))
+/* Elementwise ops, one row each: X(NAME, IR spelling, builtin spelling (0 where only an
+   operator reaches it), arity, class, cost, f32 expr, f64 expr, integer/bool expr).
+   Sema takes the builtins from the spelling column, the fusion pass its recompute cost
+   (rule 7, in units of one add; transcendentals 8). Expressions are plain C that is
+   also valid CUDA C: operands are a, b, c; in integer expressions T is the storage type
+   and U its unsigned twin (both typedef'd where the expression is expanded). Helpers
+   (cuk_*) live in kernels/ops.h, shared by the CPU backend and the emitted CUDA. A 0
+   expression means "not defined for that kind". Adding an elementwise builtin is one
+   row here (and its helper in ops.h if it needs one). */
+#define EW_OPS(X) \
+    X(NEG, "neg", 0, 1, OC_NUM1, 1, (-a), (-a), (T)(0u - (U)a))                                                                             \
+    X(ABS, "abs", "abs", 1, OC_NUM1, 1, fabsf(a), fabs(a), cuk_iabs(a))                                                                     \
+    X(NOT, "not", 0, 1, OC_LOGIC, 1, 0, 0, (T)(!a))                                                                                         \
+    X(BNOT, "bnot", 0, 1, OC_BITS, 1, 0, 0, (T)(~(U)a))                                                                                     \
+    X(SQRT, "sqrt", "sqrt", 1, OC_FLOAT, 2, sqrtf(a), sqrt(a), 0)                                                                           \
+    X(RSQRT, "rsqrt", "rsqrt", 1, OC_FLOAT, 2, (1.0f / sqrtf(a)), (1.0 / sqrt(a)), 0)                                                       \
+    X(EXP, "exp", "exp", 1, OC_FLOAT, 8, expf(a), exp(a), 0)                                                                                \
+    X(EXP2, "exp2", "exp2", 1, OC_FLOAT, 8, exp2f(a), exp2(a), 0)                                                                           \
+    X(LOG, "log", "log", 1, OC_FLOAT, 8, logf(a), log(a), 0)                                                                                \
+    X(LOG2, "log2", "log2", 1, OC_FLOAT, 8, log2f(a), log2(a), 0)                                                                           \
+    X(LOG10, "log10", "log10", 1, OC_FLOAT, 8, log10f(a), log10(a), 0)                                                                      \
+    X(SIN, "sin", "sin", 1, OC_FLOAT, 8, sinf(a), sin(a), 0)                                                                                \
+    X(COS, "cos", "cos", 1, OC_FLOAT, 8, cosf(a), cos(a), 0)                                                                                \
+    X(TAN, "tan", "tan", 1, OC_FLOAT, 8, tanf(a), tan(a), 0)                                                                                \
+    X(ASIN, "asin", "asin", 1, OC_FLOAT, 8, asinf(a), asin(a), 0)                                                                           \
+    X(ACOS, "acos", "acos", 1, OC_FLOAT, 8, acosf(a), acos(a), 0)                                                                           \
+    X(ATAN, "atan", "atan", 1, OC_FLOAT, 8, atanf(a), atan(a), 0)                                                                           \
+    X(SINH, "sinh", "sinh", 1, OC_FLOAT, 8, sinhf(a), sinh(a), 0)                                                                           \
+    X(COSH, "cosh", "cosh", 1, OC_FLOAT, 8, coshf(a), cosh(a), 0)                                                                           \
+    X(TANH, "tanh", "tanh", 1, OC_FLOAT, 8, tanhf(a), tanh(a), 0)                                                                           \
+    X(ERF, "erf", "erf", 1, OC_FLOAT, 8, erff(a), erf(a), 0)                                                                                \
+    X(FLOOR, "floor", "floor", 1, OC_FLOAT, 2, floorf(a), floor(a), 0)                                                                      \
+    X(CEIL, "ceil", "ceil", 1, OC_FLOAT, 2, ceilf(a), ceil(a), 0)                                                                           \
+    X(ROUND, "round", "round", 1, OC_FLOAT, 2, rintf(a), rint(a), 0) /* half to even */                                                                        \
+    X(TRUNC, "trunc", "trunc", 1, OC_FLOAT, 2, truncf(a), trunc(a), 0)                                                                      \
+    X(ISNAN, "isnan", "isnan", 1, OC_PRED, 1, (a != a), (a != a), 0)                                                                        \
+    X(ISINF, "isinf", "isinf", 1, OC_PRED, 1, (fabsf(a) == INFINITY), (fabs(a) == INFINITY), 0)                                             \
+    X(ADD, "add", 0, 2, OC_ARITH, 1, (a + b), (a + b), (T)((U)a + (U)b))                                                                    \
+    X(SUB, "sub", 0, 2, OC_ARITH, 1, (a - b), (a - b), (T)((U)a - (U)b))                                                                    \
+    X(MUL, "mul", 0, 2, OC_ARITH, 1, (a * b), (a * b), (T)((U)a * (U)b))                                                                    \
+    X(DIV, "div", 0, 2, OC_ARITH, 4, (a / b), (a / b), cuk_idiv(a, b))                                                                      \
+    X(MOD, "mod", 0, 2, OC_ARITH, 4, fmodf(a, b), fmod(a, b), cuk_imod(a, b))                                                               \
+    X(POW, "pow", "pow", 2, OC_ARITH, 10, powf(a, b), pow(a, b), cuk_ipow(a, b))                                                            \
+    X(MINIMUM, "minimum", "minimum", 2, OC_ARITH, 1, cuk_fminf(a, b), cuk_fmin(a, b), (a < b ? a : b))                                      \
+    X(MAXIMUM, "maximum", "maximum", 2, OC_ARITH, 1, cuk_fmaxf(a, b), cuk_fmax(a, b), (a > b ? a : b))                                      \
+    X(ATAN2, "atan2", "atan2", 2, OC_FLOAT, 8, atan2f(a, b), atan2(a, b), 0)                                                                \
+    X(FMOD, "fmod", "fmod", 2, OC_FLOAT, 4, fmodf(a, b), fmod(a, b), 0)                                                                     \
+    X(EQ, "eq", 0, 2, OC_CMP, 1, (a == b), (a == b), (a == b))                                                                              \
+    X(NE, "ne", 0, 2, OC_CMP, 1, (a != b), (a != b), (a != b))                                                                              \
+    X(LT, "lt", 0, 2, OC_CMP, 1, (a < b), (a < b), (a < b))                                                                                 \
+    X(LE, "le", 0, 2, OC_CMP, 1, (a <= b), (a <= b), (a <= b))                                                                              \
+    X(GT, "gt", 0, 2, OC_CMP, 1, (a > b), (a > b), (a > b))                                                                                 \
+    X(GE, "ge", 0, 2, OC_CMP, 1, (a >= b), (a >= b), (a >= b))                                                                              \
+    X(LAND, "and", 0, 2, OC_LOGIC, 1, 0, 0, (T)(a && b))                                                                                    \
+    X(LOR, "or", 0, 2, OC_LOGIC, 1, 0, 0, (T)(a || b))                                                                                      \
+    X(BAND, "band", 0, 2, OC_BITS, 1, 0, 0, (T)(a & b))                                                                                     \
+    X(BOR, "bor", 0, 2, OC_BITS, 1, 0, 0, (T)(a | b))                                                                                       \
+    X(BXOR, "bxor", 0, 2, OC_BITS, 1, 0, 0, (T)(a ^ b))                                                                                     \
+    X(SHL, "shl", 0, 2, OC_BITS, 1, 0, 0, cuk_shl(a, b))                                                                                    \
+    X(SHR, "shr", 0, 2, OC_BITS, 1, 0, 0, cuk_shr(a, b))                                                                                    \
+    X(SELECT, "select", "where", 3, OC_SELECT, 1, (a ? b : c), (a ? b : c), (a ? b : c))                                                    \
+    X(CLAMP, "clamp", "clamp", 3, OC_CLAMP, 1, cuk_fminf(cuk_fmaxf(a, b), c), cuk_fmin(cuk_fmax(a, b), c), (a < b ? b : (a > c ? c : a)))
 
-/* Every IR op. The elementwise ones come first, so op < OP_EW_END means elementwise. */
+/* The other ops, one row each: X(NAME, spelling, kind, value operands, cost). Value
+   operands are a bit per operand (VA_ALL: every one) that a kernel reads as element
+   values, as opposed to sizes, bounds or nothing it reads; cost is what recomputing the
+   op in each consumer's kernel costs (rule 7). The fusion pass, both backends and the
+   emitter read kinds and operands from here. */
+typedef enum {
+    OK_EW,     /* elementwise (OP_CAST; EW_OPS are all OK_EW) */
+    OK_CONST,  /* a literal, inlined into kernels */
+    OK_LEAF,   /* an array that exists before a kernel reads it, or a host value */
+    OK_GEN,    /* a generator: fused as an input computed from the index */
+    OK_INDEX,  /* an index transform: fused as a load at transformed indices */
+    OK_REDUCE,
+    OK_SCAN,
+    OK_MATMUL,
+} OpKindClass;
+#define VA_ALL 0xffffffffu
+#define OPS(X)                                                                                   \
+    X(CAST, "cast", OK_EW, VA_ALL, 1)                                                            \
+    X(CONST, "const", OK_CONST, 0u, 0)    /* scalar literal v->c of type v->dt */                \
+    X(SLOT, "slot", OK_LEAF, 0u, 0)       /* read of host variable slot v->slot (params first) */\
+    X(ARG, "arg", OK_LEAF, 0u, 0)         /* in a lambda body: argument number v->slot */        \
+    X(DIM, "dim", OK_LEAF, 0u, 0)         /* i64 scalar: size of args[0] along axis v->axis */   \
+    X(CHECKDIM, "checkdim", OK_LEAF, 0u, 0) /* args[0] after checking i64 args[1] == args[2];  \
+                                              v->msg has two %lld for the two values */        \
+    X(IOTA, "iota", OK_GEN, 0u, 1)        /* args: n -> i64[n] (or v->dt) 0, 1, ... */           \
+    X(FULL, "full", OK_GEN, 1u, 1)        /* args: value (scalar of v->dt), dims... */           \
+    X(LINSPACE, "linspace", OK_GEN, 3u, 2) /* args: start, stop (of v->dt), n; endpoint in */    \
+    X(RAND, "rand", OK_GEN, 1u, 20)       /* args: seed (i64), dims...; uniform [0, 1), Philox */\
+    X(RANDN, "randn", OK_GEN, 1u, 40)     /* args: seed (i64), dims...; normal, Box-Muller */    \
+    X(REDUCE, "reduce", OK_REDUCE, 3u, 0) /* args: x [, init]; v->red, v->axis, v->keepdims */   \
+    X(SCAN, "scan", OK_SCAN, 3u, 0)       /* args: x [, init]; v->red, v->axis, v->exclusive */  \
+    X(SLICE, "slice", OK_INDEX, 1u, 4)    /* args[0] = x; per input axis k, args[1+3k..3+3k] =   \
+                                             start, stop, step (any may be NULL); v->slmode[k]:  \
+                                             SL_INDEX (start only, axis dropped) or SL_RANGE */   \
+    X(GATHER, "gather", OK_INDEX, VA_ALL, 4) /* args: x, idx (integers): idx.shape ++ x.shape[1:] */\
+    X(REVERSE, "reverse", OK_INDEX, 1u, 4)   /* args: x; reverses axis 0 */                       \
+    X(CONCAT, "concat", OK_INDEX, VA_ALL, 4) /* args: xs... along v->axis */                      \
+    X(RESHAPE, "reshape", OK_INDEX, 1u, 4)   /* args: x, dims... (one dim may be -1) */           \
+    X(TRANSPOSE, "transpose", OK_INDEX, 1u, 4) /* args: x; v->perm */                             \
+    X(MATMUL, "matmul", OK_MATMUL, VA_ALL, 0) /* args: x (2-D), y (1-D or 2-D) */                 \
+    X(LOAD, "load", OK_LEAF, 0u, 0)       /* v->path: a .npy file of type v->dt, rank v->rank */ \
+    X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */
+
+/* Every IR op: the elementwise ones first, so op < OP_EW_END means elementwise. */
 typedef enum {
 #define X(n, ...) OP_##n,
     EW_OPS(X)
 #undef X
         OP_EW_END,
-    OP_CAST = OP_EW_END, /* args[0] converted to v->dt (elementwise) */
-    OP_CONST,     /* scalar literal v->c of type v->dt */
-    OP_SLOT,      /* read of host variable slot v->slot (params come first) */
-    OP_ARG,       /* inside a lambda body: argument number v->slot */
-    OP_DIM,       /* i64 scalar: size of args[0] along axis v->axis */
-    OP_CHECKDIM,  /* passes args[0] through after checking i64 args[1] == args[2]; v->msg has
-                     two %lld for the two values */
-    /* generators: fused as kernel inputs; dims are i64 scalar operands */
-    OP_IOTA,      /* args: n -> i64[n] (or v->dt) 0, 1, ... */
-    OP_FULL,      /* args: value (scalar of v->dt), dims... */
-    OP_LINSPACE,  /* args: start, stop (scalars of v->dt), n (i64); endpoint included */
-    OP_RAND,      /* args: seed (i64), dims... uniform [0, 1), Philox (kernels/philox.h) */
-    OP_RANDN,     /* args: seed (i64), dims... standard normal, Philox + Box-Muller */
-    /* reductions and scans: v->red names the combine, v->axis (AXIS_ALL or 0..rank-1) */
-    OP_REDUCE,    /* args: x [, init]; v->keepdims */
-    OP_SCAN,      /* args: x [, init]; v->exclusive */
-    /* structure */
-    OP_SLICE,     /* args[0] = x; for input axis k, args[1+3k .. 3+3k] = start, stop, step
-                     (any may be NULL); v->slmode[k] says SL_INDEX (start only, axis dropped)
-                     or SL_RANGE. Negative indices count from the end, as in NumPy. */
-    OP_GATHER,    /* args: x, idx (integer array): result idx.shape ++ x.shape[1:] */
-    OP_REVERSE,   /* args: x; reverses axis 0 */
-    OP_CONCAT,    /* args: xs... along v->axis */
-    OP_RESHAPE,   /* args: x, dims... (one dim may be -1) */
-    OP_TRANSPOSE, /* args: x; v->perm */
-    OP_MATMUL,    /* args: x (2-D), y (1-D or 2-D) */
-    OP_LOAD,      /* v->path: read a .npy file of type v->dt and rank v->rank */
-    OP_CALL,      /* v->fn(args...) run on the host with its own frame */
-    OP_COUNT
+    OP_BEFORE_OPS = OP_EW_END - 1,
+#define X(n, ...) OP_##n,
+    OPS(X)
+#undef X
+        OP_COUNT
 } OpKind;
 
 extern const char *const op_name[OP_COUNT];
 typedef struct OpInfo {
     const char *name;
+    const char *builtin; /* the builtin function's name, or NULL */
     int arity;
     OpClass cls;
+    int cost;
 } OpInfo;
 extern const OpInfo ew_info[OP_EW_END];
-static inline bool op_is_ew(int op) { return op < OP_EW_END || op == OP_CAST; }
+/* Per op (elementwise ones too): its kind, value operands and recompute cost. */
+typedef struct OpClassInfo {
+    OpKindClass kind;
+    unsigned vargs;
+    int cost;
+} OpClassInfo;
+extern const OpClassInfo op_info[OP_COUNT];
+static inline bool op_is_ew(int op) { return op_info[op].kind == OK_EW; }
+static inline bool op_is_gen(int op) { return op_info[op].kind == OK_GEN; }
+static inline bool op_is_index(int op) { return op_info[op].kind == OK_INDEX; }
+/* Whether op reads its operand i as element values inside a kernel. */
+static inline bool op_value_arg(int op, int i) {
+    unsigned m = op_info[op].vargs;
+    return m == VA_ALL || (i < 32 && ((m >> i) & 1u));
+}
 
 /* Combine operators for OP_REDUCE / OP_SCAN. */
 #define RED_OPS(X)                                   \

@@ -22,35 +22,22 @@ bool dtype_from_name(const char *name, DType *out) {
 
 const char *const op_name[OP_COUNT] = {
 #define X(n, s, ...) [OP_##n] = s,
-    EW_OPS(X)
+    EW_OPS(X) OPS(X)
 #undef X
-        [OP_CAST] = "cast",
-    [OP_CONST] = "const",
-    [OP_SLOT] = "slot",
-    [OP_ARG] = "arg",
-    [OP_DIM] = "dim",
-    [OP_CHECKDIM] = "checkdim",
-    [OP_IOTA] = "iota",
-    [OP_FULL] = "full",
-    [OP_LINSPACE] = "linspace",
-    [OP_RAND] = "rand",
-    [OP_RANDN] = "randn",
-    [OP_REDUCE] = "reduce",
-    [OP_SCAN] = "scan",
-    [OP_SLICE] = "slice",
-    [OP_GATHER] = "gather",
-    [OP_REVERSE] = "reverse",
-    [OP_CONCAT] = "concat",
-    [OP_RESHAPE] = "reshape",
-    [OP_TRANSPOSE] = "transpose",
-    [OP_MATMUL] = "matmul",
-    [OP_LOAD] = "load",
-    [OP_CALL] = "call",
 };
 
 const OpInfo ew_info[OP_EW_END] = {
-#define X(n, s, ar, cls, ...) [OP_##n] = {s, ar, cls},
+#define X(n, s, b, ar, cls, cost, ...) [OP_##n] = {s, b, ar, cls, cost},
     EW_OPS(X)
+#undef X
+};
+
+const OpClassInfo op_info[OP_COUNT] = {
+#define X(n, s, b, ar, cls, cost, ...) [OP_##n] = {OK_EW, VA_ALL, cost},
+    EW_OPS(X)
+#undef X
+#define X(n, s, kind, vargs, cost) [OP_##n] = {kind, vargs, cost},
+    OPS(X)
 #undef X
 };
 

@@ -1,5 +1,6 @@
 /* Kernel plans: the fusion pass (fuse.c) groups each statement's array Vals into device
-   kernels; the CUDA emitter (emit_cuda.c) and the GPU executor (gpu_exec.c) read them. */
+   kernels; kernel.c lays out their parameter blocks and launch shapes and prints them;
+   the CUDA emitter (emit_cuda.c) and the GPU executor (exec/gpu/exec.c) read them. */
 #ifndef CUK_KERNEL_H
 #define CUK_KERNEL_H
 #include <stdbool.h>
@@ -17,8 +18,8 @@ typedef enum {
 extern const char *const kernel_kind_name[];
 
 /* One word of a kernel's parameter block. Every kernel takes a single struct of 64-bit
-   words; the emitter names them and gpu_exec fills them, both from kernel_params(), so
-   the two agree on the layout by construction. */
+   words; the emitter names them and the GPU executor fills them, both from the layout
+   kernel_layout_params() gives, so the two agree on it by construction. */
 typedef enum {
     KP_N,        /* elements of the iteration space */
     KP_FLAT,     /* 1 when every leaf is laid out like the iteration space (no index math) */
@@ -38,11 +39,11 @@ typedef enum {
     KP_LEN,      /* axis kernels: length of the reduced/scanned axis (rows: row length) */
     KP_INNER,    /* axis kernels: product of the axes after it */
     KP_MM,       /* matmul: a = 0, 1, 2 for m, k, n */
-    /* Added for gather bounds checks (gpu_exec.c reads them; fuse.c/emit_cuda.c to use): */
+    /* Gather bounds checks: */
     KP_ERR,      /* device pointer of this plan's error block, 4 zeroed 64-bit words: a
                     kernel finding gather v's index out of bounds does
                     if (atomicCAS(&e[0], 0, v->id + 1) == 0) { e[1] = index; e[2] = size; }
-                    and reads no element; gpu_exec reports it as the CPU backend does */
+                    and reads no element; the executor reports it as the CPU backend does */
     KP_GLEN,     /* gather v: size of axis 0 of its source (negative indices add it) */
 } KPKind;
 
@@ -73,7 +74,7 @@ typedef struct Kernel {
     Val **reds;         /* K_REDUCE: the reductions; K_ROW: the in-row reductions, in order */
     int nreds;
     Val *scan;          /* K_SCAN */
-    KParam *params;     /* the parameter block, see kernel_params() */
+    KParam *params;     /* the parameter block, see kernel_layout_params() */
     int nparams;
     int block;          /* threads per block the emitted code assumes */
     int items;          /* K_SCAN: elements per thread */
@@ -95,9 +96,6 @@ typedef struct Plan {
     Fn *fn;
     Kernel **kernels;
     int nkernels;
-    /* Per Val id: true if gpu_exec evaluates it on the host (scalars, calls, loads,
-       element reads of device arrays, checkdim). */
-    bool *host;
 } Plan;
 
 typedef struct PlanSet {
@@ -106,12 +104,21 @@ typedef struct PlanSet {
     int nplans;
 } PlanSet;
 
-/* Groups the Vals of fn into kernels, sets each fused Val's v->kernel (the first kernel
-   that computes it; cheap values with consumers in several kernels are recomputed in
-   each) and returns the plan. Never fails on valid IR. */
+/* fuse.c: groups the Vals of fn into kernels, sets each fused Val's v->kernel (the
+   first kernel that computes it; cheap values with consumers in several kernels are
+   recomputed in each) and returns the plan. Never fails on valid IR. */
 Plan *fuse_fn(Arena *a, Fn *fn);
 PlanSet *fuse_program(Arena *a, const Program *p);
+
+/* ---- kernel.c ---- */
+
 const Plan *planset_find(const PlanSet *ps, const Fn *fn);
+/* The parameter block of a kernel whose Vals, inputs, scalars and outputs are known. */
+void kernel_layout_params(Arena *a, Kernel *k);
+/* Threads per block and (scans) elements per thread the emitted code assumes. */
+void kernel_launch_shape(Kernel *k);
+/* Bytes of the widest element k reads or writes (at least 1). */
+int kernel_widest_elem(const Kernel *k);
 
 /* Stable text for `cukc emit-ir`, one block per function:
      plan saxpy: 1 kernel
@@ -139,7 +146,9 @@ Val *red_init(const Val *v);
 /* The identity of a builtin combine for dtype dt as a C literal, or NULL (lambdas). */
 const char *red_identity(RedOp r, DType dt);
 
-/* emit_cuda.c: one CUDA C translation unit for a program (no system headers: it starts
+/* ---- emit_cuda.c ---- */
+
+/* One CUDA C translation unit for a program (no system headers: it starts
    with the embedded ops.h, philox.h and the kernels/ .cuh blocks), one extern "C" __global__ per
    kernel. The text lives in a. */
 char *emit_cuda_program(Arena *a, const Program *p, const PlanSet *ps);

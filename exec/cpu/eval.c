@@ -128,7 +128,7 @@ typedef void (*EwFn)(void *restrict o, const void *restrict pa, const void *rest
         (void)sizeof(T), (void)sizeof(U);                                                   \
         EW_LOOP_##ar(RT_##cls(T), AT_##cls(T), T, PICK_##KIND(ef, ed, ei))                  \
     }
-#define EW_OP_FNS(name, s, ar, cls, ef, ed, ei) CTYPES(EW_FN, name, ar, cls, ef, ed, ei)
+#define EW_OP_FNS(name, sp, bn, ar, cls, cost, ef, ed, ei) CTYPES(EW_FN, name, ar, cls, ef, ed, ei)
 EW_OPS(EW_OP_FNS)
 
 #define EW_TAB_ENTRY(DTN, CT, UT, KIND, name) [DT_##DTN] = ew_##name##_##DTN,
@@ -371,11 +371,7 @@ static void splat(void *dst, const void *elem, int esz, int64_t n) {
 
 /* ---- fused elementwise programs -------------------------------------------------- */
 
-static bool is_gen(int op) {
-    return op == OP_IOTA || op == OP_FULL || op == OP_LINSPACE || op == OP_RAND ||
-           op == OP_RANDN;
-}
-static bool fusable(int op) { return op_is_ew(op) || is_gen(op); }
+static bool fusable(int op) { return op_is_ew(op) || op_is_gen(op); }
 /* A checkdim is transparent to fusion: its check runs when the program is built
    (sema wraps inlined calls in them, which must not stop map-reduce fusion). */
 static bool fusable_val(const Val *v) {
@@ -533,7 +529,7 @@ static int prog_add(Frame *f, Prog *p, const Val *v) {
         memcpy(nd->shape, a->shape, sizeof nd->shape);
         return i;
     }
-    if (is_gen(v->op)) return prog_add_gen(f, p, v);
+    if (op_is_gen(v->op)) return prog_add_gen(f, p, v);
     int in[3], nin = v->op == OP_CAST ? 1 : ew_info[v->op].arity;
     ASSERT(nin == v->nargs);
     for (int k = 0; k < nin; k++) {

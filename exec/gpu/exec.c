@@ -267,7 +267,7 @@ static Scalar puti(DType dt, int64_t x) {
 static Scalar host_ew(const Val *v, const Scalar *x) {
     DType dt = v->op == OP_SELECT ? v->args[1]->dt : v->args[0]->dt;
     switch (v->op) {
-#define X(n, s, ar, cls, EF, ED, EI)                                            \
+#define X(n, sp, bn, ar, cls, cost, EF, ED, EI)                                         \
     case OP_##n:                                                                \
         if (dt == DT_F32) {                                                     \
             float a = (float)getf(x[0], v->args[0]->dt);                        \

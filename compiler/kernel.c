@@ -1,0 +1,235 @@
+/* Kernel records (kernel.h): what the fusion pass builds and everything downstream
+   reads. The parameter block, launch shapes and geometry, reduction identities, and the
+   plan text `cukc emit-ir` prints. */
+#include <stdio.h>
+#include <string.h>
+
+#include "compiler/kernel.h"
+
+const char *const kernel_kind_name[] = {"map", "reduce", "scan", "row", "matmul"};
+
+Val *red_init(const Val *v) {
+    if (v->init) return v->init;
+    if ((v->op == OP_REDUCE || v->op == OP_SCAN) && v->nargs > 1) return v->args[1];
+    return NULL;
+}
+
+/* ---- the parameter block: sizes first, then per leaf and per node, then pointers ---- */
+
+static void add_param(Arena *a, Kernel *k, int *cap, KPKind kind, Val *v, int x, int y) {
+    if (k->nparams == *cap) {
+        int nc = *cap ? *cap * 2 : 32;
+        KParam *np = NEWN(a, KParam, nc);
+        if (k->nparams) memcpy(np, k->params, sizeof(KParam) * (size_t)k->nparams);
+        k->params = np;
+        *cap = nc;
+    }
+    k->params[k->nparams++] = (KParam){kind, v, x, y};
+}
+
+void kernel_layout_params(Arena *a, Kernel *k) {
+    int cap = 0;
+    add_param(a, k, &cap, KP_N, NULL, 0, 0);
+    add_param(a, k, &cap, KP_FLAT, NULL, 0, 0);
+    for (int i = 0; i < k->rank; i++) add_param(a, k, &cap, KP_SHAPE, NULL, i, 0);
+    if (k->kind == K_REDUCE || k->kind == K_SCAN || k->kind == K_ROW) {
+        add_param(a, k, &cap, KP_OUTER, NULL, 0, 0);
+        add_param(a, k, &cap, KP_LEN, NULL, 0, 0);
+        add_param(a, k, &cap, KP_INNER, NULL, 0, 0);
+    }
+    if (k->kind == K_MATMUL)
+        for (int i = 0; i < 3; i++) add_param(a, k, &cap, KP_MM, NULL, i, 0);
+    /* Leaves: materialised inputs, generators and index transforms each see the
+       iteration index through their own broadcast strides. */
+    for (int i = 0; i < k->nins; i++)
+        for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, k->ins[i], ax, 0);
+    for (int i = 0; i < k->nvals; i++) {
+        Val *v = k->vals[i];
+        if (!op_is_gen(v->op) && !op_is_index(v->op)) continue;
+        for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, v, ax, 0);
+        for (int ax = 0; ax < v->rank; ax++) add_param(a, k, &cap, KP_OWNSHAPE, v, ax, 0);
+        if (!op_is_index(v->op)) continue;
+        for (int j = 0; j < v->nargs; j++) {
+            Val *x = v->args[j];
+            if (!x || !op_value_arg(v->op, j) || x->rank == 0) continue;
+            if (v->op == OP_GATHER && j == 1) continue; /* idx is read at its own offset */
+            for (int ax = 0; ax < x->rank; ax++) add_param(a, k, &cap, KP_SRCSTRIDE, v, ax, j);
+        }
+        if (v->op == OP_SLICE)
+            for (int ax = 0; ax < v->args[0]->rank; ax++) {
+                add_param(a, k, &cap, KP_SLSTART, v, ax, 0);
+                add_param(a, k, &cap, KP_SLSTEP, v, ax, 0);
+            }
+        if (v->op == OP_CONCAT)
+            for (int j = 0; j <= v->nargs; j++) add_param(a, k, &cap, KP_CATOFF, v, 0, j);
+        if (v->op == OP_GATHER) add_param(a, k, &cap, KP_GLEN, v, 0, 0);
+    }
+    for (int i = 0; i < k->nins; i++) add_param(a, k, &cap, KP_IN, k->ins[i], 0, 0);
+    for (int i = 0; i < k->nscalars; i++) add_param(a, k, &cap, KP_SCALAR, k->scalars[i], 0, 0);
+    for (int i = 0; i < k->nouts; i++) add_param(a, k, &cap, KP_OUT, k->outs[i], 0, 0);
+    if (k->kind == K_REDUCE || k->kind == K_SCAN) add_param(a, k, &cap, KP_SCRATCH, NULL, 0, 0);
+    /* Gathers check their indices on the device and report the first bad one here. */
+    for (int i = 0; i < k->nvals; i++)
+        if (k->vals[i]->op == OP_GATHER) {
+            add_param(a, k, &cap, KP_ERR, NULL, 0, 0);
+            break;
+        }
+}
+
+Val *kernel_canon(const Kernel *k, Val *v) {
+    for (int i = 0; i < k->nalias; i++)
+        if (k->alias[2 * i] == v) return k->alias[2 * i + 1];
+    return v;
+}
+
+int kparam_find(const Kernel *k, KPKind kind, const Val *v, int a, int b) {
+    for (int i = 0; i < k->nparams; i++) {
+        const KParam *p = &k->params[i];
+        if (p->kind == kind && p->v == v && p->a == a && p->b == b) return i;
+    }
+    return -1;
+}
+
+/* ---- launch shapes and geometry ---------------------------------------------------- */
+
+/* Bytes of the widest element k reads or writes (at least 1). */
+int kernel_widest_elem(const Kernel *k) {
+    int m = 1;
+    for (int i = 0; i < k->nins; i++)
+        if (dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
+    for (int i = 0; i < k->nouts; i++)
+        if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
+    return m;
+}
+
+void kernel_launch_shape(Kernel *k) {
+    /* The shapes the emitted kernels are tuned for (docs/performance.md): reductions use
+       128-thread blocks so that a grid of up to 1024 blocks is resident at once (8 per
+       SM); row kernels hold a row of up to 512 x 32 4-byte values in registers. */
+    k->block = k->kind == K_REDUCE ? 128 : k->kind == K_ROW ? 512 : 256;
+    k->items = 16;
+    if (k->kind == K_SCAN) {
+        /* Tiles of 512 x 32 elements of at most 4 bytes read from at most one array
+           (larger tiles keep more loads in flight per block); 256 x 16 otherwise, to
+           bound the registers a tile holds. */
+        int m = kernel_widest_elem(k);
+        if (dtype_info[k->scan->dt].size > m) m = dtype_info[k->scan->dt].size;
+        k->items = m <= 4 && k->nins <= 1 ? 32 : 16;
+        if (k->items == 32) k->block = 512;
+    }
+}
+
+bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
+                     size_t *scratch) {
+    *grid = 1;
+    *scratch = 0;
+    switch (k->kind) {
+    case K_MAP: {
+        int m = kernel_widest_elem(k); /* the emitted vector holds 16 / m elements */
+        int64_t per = (int64_t)k->block * MAP_UNROLL * (16 / m), nb = n / per + (n % per != 0);
+        if (nb > 0x7fffffff) return false;
+        *grid = (unsigned)(nb < 1 ? 1 : nb);
+        break;
+    }
+    case K_MATMUL: *grid = 0; break;
+    case K_ROW: *grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
+    case K_REDUCE:
+        if (axis < 0) {
+            int64_t nb = (n + k->block - 1) / k->block;
+            *grid = (unsigned)(nb < 1 ? 1 : nb > 1024 ? 1024 : nb);
+            *scratch = 16 + (size_t)k->nreds * *grid * 24;
+        } else {
+            int64_t no = outer * inner;
+            *grid = (unsigned)(no < 1 ? 1 : no > 65535 ? 65535 : no);
+        }
+        break;
+    case K_SCAN:
+        if (axis < 0) {
+            int64_t tile = (int64_t)k->block * k->items, nt = n / tile + (n % tile != 0);
+            if (nt > 0x7fffffff) return false;
+            *grid = (unsigned)(nt < 1 ? 1 : nt);
+            *scratch = SCAN_STATE_OFFSET + (size_t)*grid * SCAN_TILE_BYTES;
+        } else {
+            *grid = 0;
+        }
+        break;
+    }
+    return true;
+}
+
+/* ---- plans ------------------------------------------------------------------------- */
+
+const Plan *planset_find(const PlanSet *ps, const Fn *fn) {
+    for (int i = 0; i < ps->nplans; i++)
+        if (ps->plans[i]->fn == fn) return ps->plans[i];
+    return NULL;
+}
+
+static void print_ref(FILE *out, const Fn *fn, const Val *v) {
+    if (v->op == OP_SLOT && v->slot >= 0 && v->slot < fn->nslots && fn->slots[v->slot].name)
+        fprintf(out, " %%%s", fn->slots[v->slot].name);
+    else
+        fprintf(out, " %%%d", v->id);
+}
+
+void plan_print(FILE *out, const Plan *p) {
+    fprintf(out, "plan %s: %d kernel%s\n", p->fn->name, p->nkernels, p->nkernels == 1 ? "" : "s");
+    for (int i = 0; i < p->nkernels; i++) {
+        const Kernel *k = p->kernels[i];
+        fprintf(out, "kernel k%d %s:", k->id, kernel_kind_name[k->kind]);
+        for (int j = 0; j < k->nvals; j++) {
+            const Val *v = k->vals[j];
+            if (v->op == OP_REDUCE || v->op == OP_SCAN) {
+                fprintf(out, " %s.%s", v->op == OP_REDUCE ? "red" : "scan", red_name[v->red]);
+                if (v->axis != AXIS_ALL && !(v->op == OP_SCAN && v->args[0]->rank == 1))
+                    fprintf(out, "(axis=%d)", v->axis);
+            } else if (v->op < OP_EW_END) {
+                fprintf(out, " %s", ew_info[v->op].name);
+            } else {
+                fprintf(out, " %s", op_name[v->op]);
+            }
+        }
+        fprintf(out, "  inputs:");
+        for (int j = 0; j < k->nins; j++) print_ref(out, p->fn, k->ins[j]);
+        for (int j = 0; j < k->nscalars; j++) print_ref(out, p->fn, k->scalars[j]);
+        if (!k->nins && !k->nscalars) fprintf(out, " -");
+        fprintf(out, "  outputs:");
+        for (int j = 0; j < k->nouts; j++) print_ref(out, p->fn, k->outs[j]);
+        fputc('\n', out);
+    }
+}
+
+void planset_print(FILE *out, const PlanSet *ps) {
+    for (int i = 0; i < ps->nplans; i++) plan_print(out, ps->plans[i]);
+}
+
+/* ---- identities, shared by the emitter -------------------------------------------- */
+
+const char *red_identity(RedOp r, DType dt) {
+    bool fl = dtype_info[dt].is_float;
+    switch (r) {
+    case RED_SUM: return fl ? (dt == DT_F32 ? "0.0f" : "0.0") : "0";
+    case RED_PROD: return fl ? (dt == DT_F32 ? "1.0f" : "1.0") : "1";
+    case RED_ANY: return "0";
+    case RED_ALL: return "1";
+    case RED_MIN:
+        switch (dt) {
+        case DT_F32: return "__int_as_float(0x7f800000)";
+        case DT_F64: return "__longlong_as_double(0x7ff0000000000000LL)";
+        case DT_I32: return "2147483647";
+        case DT_I64: return "9223372036854775807LL";
+        case DT_U32: return "4294967295u";
+        case DT_U64: return "18446744073709551615ull";
+        default: return "1";
+        }
+    case RED_MAX:
+        switch (dt) {
+        case DT_F32: return "__int_as_float(0xff800000)";
+        case DT_F64: return "__longlong_as_double(0xfff0000000000000LL)";
+        case DT_I32: return "(-2147483647 - 1)";
+        case DT_I64: return "(-9223372036854775807LL - 1)";
+        default: return "0";
+        }
+    default: return NULL;
+    }
+}
