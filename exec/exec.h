@@ -68,7 +68,7 @@ Arr *npy_load(const char *path, char *err, size_t errlen);
 Arr *npy_load_mem(const void *buf, size_t len, char *err, size_t errlen);
 bool npy_save(const char *path, const Arr *a, char *err, size_t errlen);
 
-/* print.c: one value as DESIGN.md says: integers exact, f32 with 9 and f64 with 17
+/* print.c: one value as docs/language.md ("print") says: integers exact, f32 with 9 and f64 with 17
    significant digits, true/false, arrays NumPy-style, elided past 1000 elements. Ends
    with a newline. */
 void arr_print(FILE *out, const Arr *a);

@@ -69,7 +69,7 @@ print(p, f, s)
 EOF
 }
 
-# --- (0) layers: includes point down only (DESIGN.md, "Layout") -----------------------
+# --- (0) layers: includes point down only (docs/internals.md, "Layers") ----------------
 banner "layers (scripts/layers.py)"
 if "$PY" scripts/layers.py; then record "layers" 1 0; else record "layers" 0 1; fi
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that #include lines point down the layers only (DESIGN.md, "Layout";
-docs/internals.md draws them): tools, python -> api -> exec -> compiler -> lang, with api
+"""Checks that #include lines point down the layers only (docs/internals.md, "Layers",
+draws them): tools, python -> api -> exec -> compiler -> lang, with api
 and exec also over runtime, and runtime knowing nothing of the language. kernels/ holds
 CUDA C building blocks that the compiler embeds and the backends compile; any layer
 from compiler up may include them.

@@ -65,7 +65,7 @@ fn softmax(x: f32[r, c]) -> f32[r, c] {
 """
 
 
-# --- the DESIGN.md program, piece by piece --------------------------------------------
+# --- the design example (examples/design_example.cuk), piece by piece ----------------
 
 def test_design_saxpy_rms(tmp_path):
     n = 1 << 16
