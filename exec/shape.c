@@ -93,7 +93,7 @@ bool shape_concat(RtErr *e, const Val *v, const Dims *xs, int n, Dims *out, int6
 }
 
 bool shape_reduce_has_identity(RtErr *e, const Val *r, const Dims *x) {
-    bool needs_value = !(r->init || (r->op == OP_REDUCE && r->nargs > 1)) &&
+    bool needs_value = !red_init(r) &&
                        (r->red == RED_MIN || r->red == RED_MAX || r->red == RED_ARGMIN || r->red == RED_ARGMAX ||
                         r->red == RED_LAMBDA);
     if (!needs_value) return true;
