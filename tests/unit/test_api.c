@@ -1,0 +1,200 @@
+/* The program API's own calls beyond what Python reaches (api/cuk_program.h): .npy load
+   and save, printing, ahead-of-time bundles built and loaded from C, the status of each
+   kind of error; and the die guard (lang/arena.h) that turns a broken invariant inside
+   the library into an error for its caller. Runs on the CPU backend (NVRTC, needed for
+   bundles, works without a GPU). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/cuk_program.h"
+#include "lang/arena.h"
+
+static int failures, checks;
+#define CHECK(c)                                                                           \
+    do {                                                                                   \
+        checks++;                                                                          \
+        if (!(c)) {                                                                        \
+            failures++;                                                                    \
+            fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #c,      \
+                    cuk_last_error());                                                     \
+        }                                                                                  \
+    } while (0)
+
+static const char *src = "fn scale(a: f32, x: f32[n]) -> f32[n] = a * x;\n"
+                         "fn total(x: f32[n]) -> f32 = sum(x);\n"
+                         "fn bad(x: f32[n]) -> f32 = x[n];\n";
+
+/* What cuk_array_print writes for a. */
+static char *printed(const cuk_array *a) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(cuk_array_print(a, f) == CUK_OK);
+    fclose(f);
+    return buf;
+}
+
+static void test_arrays_npy_print(const char *dir) {
+    float h[3] = {1.5f, -2.0f, 0.25f};
+    int64_t n = 3;
+    cuk_array *a = NULL, *b = NULL, *w = NULL;
+    CHECK(cuk_array_from_host(&a, CUK_F32, 1, &n, h, CUK_ON_HOST) == CUK_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/a.npy", dir);
+    CHECK(cuk_array_save(a, path) == CUK_OK);
+    CHECK(cuk_array_load(&b, path) == CUK_OK);
+    CHECK(b && cuk_array_dtype(b) == CUK_F32 && cuk_array_rank(b) == 1 && cuk_array_shape(b)[0] == 3);
+    CHECK(b && memcmp(cuk_array_host_data(b), h, sizeof h) == 0);
+    char *s = printed(b);
+    CHECK(s && strcmp(s, "[1.5 -2 0.25]\n") == 0);
+    free(s);
+    /* a wrapped array prints and saves the caller's memory, and never frees it */
+    CHECK(cuk_array_wrap_host(&w, CUK_F32, 1, &n, h) == CUK_OK);
+    s = printed(w);
+    CHECK(s && strcmp(s, "[1.5 -2 0.25]\n") == 0);
+    free(s);
+    CHECK(cuk_array_save(w, path) == CUK_OK);
+    cuk_array_free(w);
+    CHECK(h[0] == 1.5f);
+    /* errors: a missing file, a file that is not .npy, NULL arguments */
+    cuk_array *c = (cuk_array *)1;
+    snprintf(path, sizeof path, "%s/missing.npy", dir);
+    CHECK(cuk_array_load(&c, path) == CUK_ERR_INVALID && c == NULL);
+    CHECK(strstr(cuk_last_error(), "missing.npy") != NULL);
+    CHECK(cuk_array_load(NULL, path) == CUK_ERR_INVALID);
+    CHECK(cuk_array_print(NULL, stdout) == CUK_ERR_INVALID);
+    CHECK(cuk_array_save(a, NULL) == CUK_ERR_INVALID);
+    cuk_array_free(a);
+    cuk_array_free(b);
+}
+
+static void test_calls(void) {
+    cuk_program_opts o = {.backend = CUK_BACKEND_CPU, .name = "api.cuk"};
+    cuk_program *p = NULL;
+    CHECK(cuk_program_compile(&p, src, &o) == CUK_OK);
+    if (!p) return;
+    cuk_fn *f = NULL;
+    CHECK(cuk_program_function(p, "scale", &f) == CUK_OK);
+    float two = 2.0f, h[4] = {1, 2, 3, 4};
+    int64_t n = 4;
+    cuk_array *args[2] = {NULL, NULL}, *r = NULL;
+    CHECK(cuk_array_scalar(&args[0], CUK_F32, &two) == CUK_OK);
+    CHECK(cuk_array_from_host(&args[1], CUK_F32, 1, &n, h, CUK_ON_HOST) == CUK_OK);
+    CHECK(cuk_fn_call(f, args, 2, &r) == CUK_OK);
+    char *s = r ? printed(r) : NULL;
+    CHECK(s && strcmp(s, "[2 4 6 8]\n") == 0);
+    free(s);
+    cuk_array_free(r);
+    /* a run-time error: its status, and its location in cuk_program_error */
+    CHECK(cuk_program_function(p, "bad", &f) == CUK_OK);
+    r = NULL;
+    CHECK(cuk_fn_call(f, &args[1], 1, &r) == CUK_ERR_RUNTIME && r == NULL);
+    CHECK(strstr(cuk_last_error(), "out of bounds") != NULL);
+    cuk_error_info info;
+    CHECK(cuk_program_error(&info) == CUK_OK && info.line == 3 && strcmp(info.file, "api.cuk") == 0);
+    /* a bad argument is the caller's error, not the program's */
+    CHECK(cuk_fn_call(f, args, 1, &r) == CUK_ERR_INVALID);
+    cuk_array_free(args[0]);
+    cuk_array_free(args[1]);
+    cuk_program_free(p);
+    /* a compile error */
+    CHECK(cuk_program_compile(&p, "fn f() -> f32 = 1.0;\nfn g( {}\n", &o) == CUK_ERR_COMPILE && p == NULL);
+    CHECK(cuk_program_error(&info) == CUK_OK && info.line == 2);
+}
+
+static void test_bundles(const char *dir) {
+    char srcpath[512], out[512];
+    snprintf(srcpath, sizeof srcpath, "%s/p.cuk", dir);
+    snprintf(out, sizeof out, "%s/p.cukb", dir);
+    FILE *f = fopen(srcpath, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(src, f);
+    fclose(f);
+    cuk_status s = cuk_program_build(srcpath, out, "sm_90");
+    if (s == CUK_ERR_NO_DRIVER) {
+        printf("bundles skipped: %s\n", cuk_last_error()); /* no NVRTC here */
+        return;
+    }
+    CHECK(s == CUK_OK);
+    cuk_program_opts o = {.backend = CUK_BACKEND_CPU};
+    cuk_program *p = NULL;
+    CHECK(cuk_program_load_bundle(&p, out, &o) == CUK_OK);
+    cuk_fn *fn = NULL;
+    if (p) CHECK(cuk_program_function(p, "total", &fn) == CUK_OK);
+    if (fn) {
+        float h[3] = {1, 2, 3.5f};
+        int64_t n = 3;
+        cuk_array *x = NULL, *r = NULL;
+        CHECK(cuk_array_from_host(&x, CUK_F32, 1, &n, h, CUK_ON_HOST) == CUK_OK);
+        CHECK(cuk_fn_call(fn, &x, 1, &r) == CUK_OK);
+        char *t = r ? printed(r) : NULL;
+        CHECK(t && strcmp(t, "6.5\n") == 0);
+        free(t);
+        cuk_array_free(x);
+        cuk_array_free(r);
+    }
+    cuk_program_free(p);
+    /* a bundle of a bundle, a bad arch list, a program that does not compile */
+    CHECK(cuk_program_build(out, out, "sm_90") == CUK_ERR_INVALID);
+    CHECK(cuk_program_build(srcpath, out, "sm_9x") == CUK_ERR_INVALID);
+    CHECK(strstr(cuk_last_error(), "sm_9x") != NULL);
+    f = fopen(srcpath, "w");
+    if (f) {
+        fputs("fn f() -> f32 = nothing;\n", f);
+        fclose(f);
+    }
+    CHECK(cuk_program_build(srcpath, out, "sm_90") == CUK_ERR_COMPILE);
+    CHECK(strstr(cuk_last_error(), "p.cuk:1:") != NULL);
+}
+
+/* The guard turns die() into a jump back to its owner, innermost guard first, and
+   leaves no guard behind. */
+static volatile int depth_reached;
+static void dies_deep(int depth) {
+    depth_reached = depth;
+    die("broken at depth %d", depth);
+}
+static void dies(int depth) { dies_deep(depth + 3); }
+
+static void test_guard(void) {
+    DieGuard outer, inner;
+    volatile int caught_outer = 0, caught_inner = 0;
+    guard_push(&outer);
+    if (setjmp(outer.jb) == 0) {
+        guard_push(&inner);
+        if (setjmp(inner.jb) == 0) {
+            dies(0);
+            guard_pop(&inner);
+        } else {
+            caught_inner = 1;
+        }
+        /* the inner guard is gone: the next die goes to the outer one */
+        ASSERT(1 == 2);
+        guard_pop(&outer);
+    } else {
+        caught_outer = 1;
+    }
+    CHECK(caught_inner && caught_outer && depth_reached == 3);
+    CHECK(strstr(inner.msg, "internal error at") && strstr(inner.msg, "broken at depth 3"));
+    CHECK(strstr(outer.msg, "assertion failed: 1 == 2"));
+}
+
+int main(void) {
+    char dir[] = "/tmp/cuk-test-api-XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_arrays_npy_print(dir);
+    test_calls();
+    test_bundles(dir);
+    test_guard();
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    printf("test_api: %d checks, %d failed\n", checks, failures);
+    return failures != 0;
+}
