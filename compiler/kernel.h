@@ -152,7 +152,7 @@ const char *red_identity(RedOp r, DType dt);
    with the embedded ops.h, philox.h and the kernels/ .cuh blocks), one extern "C" __global__ per
    kernel. The text lives in a. */
 char *emit_cuda_program(Arena *a, const Program *p, const PlanSet *ps);
-/* The same for one function's plan only (what gpu_exec compiles). */
+/* The same for one function's plan only (what the pipeline gives the GPU executor). */
 char *emit_cuda_plan(Arena *a, const Plan *pl);
 
 #endif

@@ -88,7 +88,7 @@ static size_t arr_bytes(const Arr *a) {
 Arr *arr_new(DType dt, int rank, const int64_t *shape) {
     if (rank < 0 || rank > MAXRANK) return NULL;
     /* Like NumPy, the product of the nonzero dims must fit as well (see shape_size in
-       cpu_eval.c): loops over the axes of an empty array then stay in range. */
+       exec/cpu/eval.c): loops over the axes of an empty array then stay in range. */
     uint64_t size = 1;
     bool empty = false;
     for (int k = 0; k < rank; k++) {

@@ -14,18 +14,31 @@ int64_t cpu_work_limit;
    recursively, sanitizer builds' larger frames). */
 enum { STACK_RESERVE = 256 << 10 };
 
+/* This thread's stack floor (run.h), found once per thread: pthread_getattr_np reads
+   /proc/self/maps for the main thread, too slow for every call. */
+static uintptr_t stack_floor(void) {
+    static _Thread_local bool known;
+    static _Thread_local uintptr_t floor;
+    if (!known) {
+        known = true;
+        pthread_attr_t at;
+        if (pthread_getattr_np(pthread_self(), &at) == 0) {
+            void *lo;
+            size_t size;
+            if (pthread_attr_getstack(&at, &lo, &size) == 0 && size > 2 * (size_t)STACK_RESERVE)
+                floor = (uintptr_t)lo + STACK_RESERVE;
+            pthread_attr_destroy(&at);
+        }
+    }
+    return floor;
+}
+
 void run_init(Run *r, RtErr *err, FILE *out) {
-    memset(r, 0, sizeof *r);
     r->err = err;
     r->out = out;
-    pthread_attr_t at;
-    if (pthread_getattr_np(pthread_self(), &at) == 0) {
-        void *lo;
-        size_t size;
-        if (pthread_attr_getstack(&at, &lo, &size) == 0 && size > 2 * (size_t)STACK_RESERVE)
-            r->stack_floor = (uintptr_t)lo + STACK_RESERVE;
-        pthread_attr_destroy(&at);
-    }
+    r->work = 0;
+    r->depth = 0;
+    r->stack_floor = stack_floor();
 }
 
 bool run_charge(Run *r, Loc loc, int64_t n) {
