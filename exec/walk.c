@@ -53,12 +53,13 @@ bool run_charge(Run *r, Loc loc, int64_t n) {
 
 bool run_enter(Run *r, Loc loc, const Fn *fn) {
     if (!run_charge(r, loc, 1)) return false;
-    char here;
+    /* the frame's address, not a local's: ASan may keep locals on a heap "fake stack" */
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
     if (r->depth >= MAX_CALL_DEPTH) {
         rt_error(r->err, loc, "recursion too deep: more than %d nested calls (in '%s')", MAX_CALL_DEPTH, fn->name);
         return false;
     }
-    if (r->stack_floor && (uintptr_t)&here < r->stack_floor) {
+    if (r->stack_floor && here < r->stack_floor) {
         rt_error(r->err, loc,
                  "recursion too deep for this thread's stack: %d nested calls (in '%s'); call from a thread with "
                  "a larger stack, or recurse less deeply",
