@@ -168,19 +168,4 @@ int devptr_of(PyObject *o, cuk_devptr *p);
 /* The cuk_stream of an optional stream argument (None: the default stream). */
 int stream_of(PyObject *o, cuk_stream **s);
 
-/* ---- driver.c ------------------------------------------------------------------------------------ */
-
-/* Driver entry points cuk.h does not offer, looked up in the already loaded libcuda. */
-typedef int (*cuModuleGetGlobal_t)(cuk_devptr *, size_t *, void *, const char *);
-typedef int (*cuCtx1_t)(void *);
-typedef int (*cuCtxOut_t)(void **);
-struct Xdrv {
-    bool tried;
-    cuModuleGetGlobal_t getglobal;
-    cuCtx1_t push;
-    cuCtxOut_t pop, get;
-};
-extern struct Xdrv xdrv;
-int xdrv_load(void);
-
 #endif

@@ -2,31 +2,7 @@
    and the kernel cache's counters. */
 #include "_cuk.h"
 
-#include <dlfcn.h>
-#include <stdlib.h>
 #include <string.h>
-
-struct Xdrv xdrv;
-
-int xdrv_load(void) {
-    if (xdrv.tried) return 0;
-    cuk_status s = cuk_init();
-    if (s) {
-        raise_status(s);
-        return -1;
-    }
-    const char *lib = getenv("CUK_LIBCUDA");
-    void *h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!h) h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW);
-    if (h) {
-        xdrv.getglobal = (cuModuleGetGlobal_t)dlsym(h, "cuModuleGetGlobal_v2");
-        xdrv.push = (cuCtx1_t)dlsym(h, "cuCtxPushCurrent_v2");
-        xdrv.pop = (cuCtxOut_t)dlsym(h, "cuCtxPopCurrent_v2");
-        xdrv.get = (cuCtxOut_t)dlsym(h, "cuCtxGetCurrent");
-    }
-    xdrv.tried = true;
-    return 0;
-}
 
 static PyObject *py_init(PyObject *m, PyObject *u) {
     (void)m;
@@ -84,33 +60,28 @@ static PyObject *py_synchronize(PyObject *m, PyObject *u) {
     Py_RETURN_NONE;
 }
 
+/* ctx("push"|"pop"|"current"): the calling thread's context stack, for cuk.driver's
+   Context.push/pop. A failed push or pop is a misuse (LogicError) unless the driver or
+   the GPU is missing. */
 static PyObject *py_ctx(PyObject *m, PyObject *arg) {
     (void)m;
-    /* ctx("push"|"pop"|"current"): the primary context of the current device. */
     const char *op = PyUnicode_AsUTF8AndSize(arg, NULL);
-    if (!op || xdrv_load() < 0) return NULL;
-    if (!xdrv.push || !xdrv.pop || !xdrv.get) return PyErr_Format(Error, "the driver lacks the context calls");
-    void *c = NULL;
+    if (!op) return NULL;
+    cuk_status s;
+    cuk_context *c = NULL;
     if (!strcmp(op, "current")) {
-        CHECK(cuk_synchronize() == CUK_OK ? CUK_OK : CUK_OK); /* makes the primary context current */
-        if (xdrv.get(&c)) return PyErr_Format(Error, "cuCtxGetCurrent failed");
-        return PyLong_FromVoidPtr(c);
-    }
-    if (!strcmp(op, "push")) {
         int dev;
-        CHECK(cuk_device_current(&dev));
-        CHECK(cuk_synchronize()); /* makes the primary context current on this thread */
-        if (xdrv.get(&c) || !c) return PyErr_Format(Error, "no current context to push");
-        int r = xdrv.push(c);
-        if (r) return PyErr_Format(LogicError, "cuCtxPushCurrent failed: CUDA error %d", r);
-        Py_RETURN_NONE;
-    }
-    if (!strcmp(op, "pop")) {
-        int r = xdrv.pop(&c);
-        if (r) return PyErr_Format(LogicError, "cuCtxPopCurrent failed: CUDA error %d (context stack empty?)", r);
+        (void)cuk_device_current(&dev); /* makes the primary context current; errors show below */
+        CHECK(cuk_context_current(&c));
         return PyLong_FromVoidPtr(c);
     }
-    return PyErr_Format(PyExc_ValueError, "ctx: unknown operation '%s'", op);
+    if (!strcmp(op, "push")) s = cuk_context_push();
+    else if (!strcmp(op, "pop")) s = cuk_context_pop(&c);
+    else return PyErr_Format(PyExc_ValueError, "ctx: unknown operation '%s'", op);
+    if (s == CUK_ERR_INVALID || s == CUK_ERR_DRIVER) return PyErr_Format(LogicError, "%s", cuk_last_error());
+    if (s) return raise_status(s);
+    if (c) return PyLong_FromVoidPtr(c);
+    Py_RETURN_NONE;
 }
 
 static PyObject *py_cache_stats(PyObject *m, PyObject *u) {

@@ -105,15 +105,9 @@ static PyObject *module_get_function(PyObject *self, PyObject *arg) {
 static PyObject *module_get_global(PyObject *self, PyObject *arg) {
     const char *name = PyUnicode_AsUTF8AndSize(arg, NULL);
     if (!name) return NULL;
-    if (xdrv_load() < 0) return NULL;
-    if (!xdrv.getglobal) return PyErr_Format(Error, "get_global: the driver has no cuModuleGetGlobal_v2");
-    /* cuk_module starts with its CUmodule (runtime/module.c); the runtime offers no
-       accessor yet, so read it from there. */
-    void *cumod = *(void **)((Module *)self)->m;
     cuk_devptr p;
     size_t n;
-    int r = xdrv.getglobal(&p, &n, cumod, name);
-    if (r) return PyErr_Format(LogicError, "cuModuleGetGlobal failed for '%s': CUDA error %d (no __device__ or __constant__ variable of that name?)", name, r);
+    CHECK(cuk_module_global(((Module *)self)->m, name, &p, &n));
     return Py_BuildValue("(Kn)", p, (Py_ssize_t)n);
 }
 static PyMethodDef module_methods[] = {{"get_function", module_get_function, METH_O, NULL},
