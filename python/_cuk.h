@@ -43,7 +43,9 @@ PyObject *raise_status(cuk_status s);
    freed through the type's slots, and each instance holds a reference to its type. */
 PyObject *heap_alloc(PyTypeObject *tp);
 void heap_free(PyObject *self);
-/* A type from its spec, added to the module as export_name (NULL: not exported). */
+/* A type from its spec, added to the module as export_name (NULL: not exported). Types
+   whose objects only the module makes (a bare one would hold NULL handles) have
+   Py_TPFLAGS_DISALLOW_INSTANTIATION (stable ABI since 3.10): calling them is a TypeError. */
 PyTypeObject *make_type(PyObject *mod, PyType_Spec *spec, const char *export_name);
 
 extern const char *const np_name[CUK_DTYPE_COUNT];  /* "float32" */

@@ -47,7 +47,8 @@ static void hostbuf_dealloc(PyObject *self) {
     heap_free(self);
 }
 static PyType_Slot hostbuf_slots[] = {{Py_bf_getbuffer, hostbuf_getbuffer}, {Py_tp_dealloc, hostbuf_dealloc}, {0, 0}};
-static PyType_Spec hostbuf_spec = {"cuk._cuk.HostBuf", sizeof(HostBuf), 0, Py_TPFLAGS_DEFAULT, hostbuf_slots};
+static PyType_Spec hostbuf_spec = {"cuk._cuk.HostBuf", sizeof(HostBuf), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                   hostbuf_slots};
 
 PyObject *numpy_from_host(cuk_array *a, bool scalar_for_rank0) {
     if (need_numpy() < 0) {
@@ -298,7 +299,8 @@ static PyType_Slot devarray_slots[] = {{Py_tp_dealloc, devarray_dealloc},
                                        {Py_nb_index, devarray_int},
                                        {Py_tp_doc, "A dense, C-ordered array in device memory."},
                                        {0, 0}};
-static PyType_Spec devarray_spec = {"cuk.DeviceArray", sizeof(DeviceArray), 0, Py_TPFLAGS_DEFAULT, devarray_slots};
+static PyType_Spec devarray_spec = {"cuk.DeviceArray", sizeof(DeviceArray), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                    devarray_slots};
 
 /* A new DeviceArray with a pool block of its own: zeroed (zero), a copy of host data
    (data), or uninitialised. */

@@ -93,7 +93,8 @@ static PyType_Slot program_slots[] = {{Py_tp_dealloc, program_dealloc},
                                       {Py_tp_methods, program_methods},
                                       {Py_tp_getset, program_getset},
                                       {0, 0}};
-static PyType_Spec program_spec = {"cuk._cuk.Program", sizeof(Program), 0, Py_TPFLAGS_DEFAULT, program_slots};
+static PyType_Spec program_spec = {"cuk._cuk.Program", sizeof(Program), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                   program_slots};
 
 static void function_dealloc(PyObject *self) {
     Function *f = (Function *)self;
@@ -468,8 +469,9 @@ static PyType_Slot function_slots[] = {{Py_tp_dealloc, function_dealloc},
                                        {Py_tp_getset, function_getset},
                                        {Py_tp_repr, function_repr},
                                        {0, 0}};
-static PyType_Spec function_spec = {"cuk.Function", sizeof(Function), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-                                     function_slots};
+static PyType_Spec function_spec = {"cuk.Function", sizeof(Function), 0,
+                                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                    function_slots};
 
 static PyMethodDef call_funcs[] = {
     {"compile", py_compile, METH_VARARGS, "compile(src_or_path, backend=0, name=None) -> Program"}, {NULL, NULL, 0, NULL}};

@@ -114,7 +114,8 @@ static PyMethodDef module_methods[] = {{"get_function", module_get_function, MET
                                        {"get_global", module_get_global, METH_O, NULL},
                                        {NULL, NULL, 0, NULL}};
 static PyType_Slot module_slots[] = {{Py_tp_dealloc, module_dealloc}, {Py_tp_methods, module_methods}, {0, 0}};
-static PyType_Spec module_spec = {"cuk._cuk.Module", sizeof(Module), 0, Py_TPFLAGS_DEFAULT, module_slots};
+static PyType_Spec module_spec = {"cuk._cuk.Module", sizeof(Module), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                  module_slots};
 
 static void kernel_dealloc(PyObject *self) {
     Kernel *k = (Kernel *)self;

@@ -34,7 +34,8 @@ static PyType_Slot pinned_slots[] = {{Py_bf_getbuffer, pinned_getbuffer},
                                      {Py_tp_dealloc, pinned_dealloc},
                                      {Py_tp_getset, pinned_getset},
                                      {0, 0}};
-static PyType_Spec pinned_spec = {"cuk._cuk.PinnedBuffer", sizeof(Pinned), 0, Py_TPFLAGS_DEFAULT, pinned_slots};
+static PyType_Spec pinned_spec = {"cuk._cuk.PinnedBuffer", sizeof(Pinned), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                  pinned_slots};
 
 static PyObject *py_host_alloc(PyObject *m, PyObject *arg) {
     (void)m;
@@ -85,7 +86,8 @@ static PyMemberDef alloc_members[] = {
 static PyType_Slot alloc_slots[] = {{Py_tp_dealloc, alloc_dealloc}, {Py_nb_int, alloc_int},    {Py_nb_index, alloc_int},
                                     {Py_tp_methods, alloc_methods}, {Py_tp_getset, alloc_getset}, {Py_tp_repr, alloc_repr},
                                     {Py_tp_members, alloc_members}, {0, 0}};
-static PyType_Spec alloc_spec = {"cuk.driver.DeviceAllocation", sizeof(Alloc), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+static PyType_Spec alloc_spec = {"cuk.driver.DeviceAllocation", sizeof(Alloc), 0,
+                                 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
                                  alloc_slots};
 
 static PyObject *py_mem_alloc(PyObject *m, PyObject *arg) {
