@@ -196,12 +196,17 @@ int shape_arg(PyObject *o, int *rank, int64_t *shape) {
 /* ---- the module -------------------------------------------------------------------------------- */
 
 PyObject *s_cai, *s_dlpack, *s_gpudata;
-PyObject *foreign_hook, *maker_lookup, *maker_cache, *arg_handler_types;
+PyObject *foreign_hook, *maker_lookup, *maker_cache, *arg_handler_types, *sequence_hook;
 
+/* _set_hooks(convert_result, (In, Out, InOut), result_maker=None, sequence_arg=None) */
 static PyObject *py_set_hooks(PyObject *m, PyObject *args) {
     (void)m;
-    PyObject *conv, *handlers, *maker = NULL;
-    if (!PyArg_ParseTuple(args, "OO|O", &conv, &handlers, &maker)) return NULL;
+    PyObject *conv, *handlers, *maker = NULL, *seq = NULL;
+    if (!PyArg_ParseTuple(args, "OO|OO", &conv, &handlers, &maker, &seq)) return NULL;
+    if (seq) {
+        Py_XDECREF(sequence_hook);
+        sequence_hook = Py_NewRef(seq);
+    }
     if (maker) {
         Py_XDECREF(maker_lookup);
         maker_lookup = Py_NewRef(maker);

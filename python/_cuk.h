@@ -69,6 +69,7 @@ extern PyObject *foreign_hook;      /* cuk._convert_result(template, DeviceArray
 extern PyObject *maker_lookup;      /* cuk._result_maker(type) -> callable or None */
 extern PyObject *maker_cache;       /* {type: maker or None} */
 extern PyObject *arg_handler_types; /* tuple (In, Out, InOut), from cuk.driver */
+extern PyObject *sequence_hook;     /* cuk._sequence_arg(list, dtype, fn, param) -> ndarray */
 
 /* Each file's part of the module: its types and functions. */
 int array_init(PyObject *mod);
@@ -148,8 +149,10 @@ int dlpack_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, c
 
 /* ---- call.c: programs and their calls ---------------------------------------------------------- */
 
-/* The error for an argument of the wrong dtype. */
+/* The errors for an argument of the wrong dtype or rank (ArgumentError, naming the
+   function, the parameter, what it is and what was given, and what to do). */
 int wrong_dtype(const char *fn, const cuk_param_info *pi, cuk_dtype got);
+int wrong_rank(const char *fn, const cuk_param_info *pi, int rank, const int64_t *shape);
 
 /* ---- memory.c ------------------------------------------------------------------------------------ */
 

@@ -2,6 +2,7 @@
    arguments into the cuk_views a call takes. */
 #include "_cuk.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,48 @@ int wrong_dtype(const char *fn, const cuk_param_info *pi, cuk_dtype got) {
     return -1;
 }
 
+/* "a" or "an" before a dtype name. */
+static const char *article(cuk_dtype dt) { return np_name[dt][0] == 'i' ? "an" : "a"; }
+
+/* "(2, 3)" */
+static void shape_text(char *buf, size_t len, int rank, const int64_t *shape) {
+    size_t n = (size_t)snprintf(buf, len, "(");
+    for (int k = 0; k < rank && n < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, "%lld%s", (long long)shape[k], rank == 1 ? "," : k + 1 < rank ? ", " : "");
+    if (n < len) snprintf(buf + n, len - n, ")");
+}
+
+int wrong_rank(const char *fn, const cuk_param_info *pi, int rank, const int64_t *shape) {
+    char sh[160];
+    shape_text(sh, sizeof sh, rank, shape);
+    if (pi->rank == 0)
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s scalar, but the argument is a %d-D array of shape %s; pass one value (e.g. x[0] or x.item())",
+                     fn, pi->name, article(pi->dtype), np_name[pi->dtype], rank, sh);
+    else if (rank == 0)
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is a %d-D array of %s, but the argument is a 0-d array (a scalar); pass a %d-D array (e.g. numpy.full(shape, x, '%s'))",
+                     fn, pi->name, pi->rank, np_name[pi->dtype], pi->rank, np_name[pi->dtype]);
+    else
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is a %d-D array of %s, but the argument is a %d-D array of shape %s; pass a %d-D array (reshape or index it)",
+                     fn, pi->name, pi->rank, np_name[pi->dtype], rank, sh, pi->rank);
+    return -1;
+}
+
+/* The error for an array argument whose dtype or rank is not the parameter's. */
+static int wrong_array(const char *fn, const cuk_param_info *pi, const cuk_view *v) {
+    if (v->dtype != pi->dtype) return wrong_dtype(fn, pi, v->dtype);
+    return wrong_rank(fn, pi, v->rank, v->shape);
+}
+
+/* o's type name (a new reference), for messages. */
+static PyObject *type_name(PyObject *o) {
+    PyObject *n = PyType_GetName(Py_TYPE(o));
+    if (!n) {
+        PyErr_Clear();
+        n = PyUnicode_FromString("?");
+    }
+    return n;
+}
+
 /* A scalar's bytes, as many as its dtype has. */
 typedef union {
     uint8_t b;
@@ -125,39 +168,159 @@ typedef union {
     double f64;
 } ScalarBytes;
 
-/* A Python scalar for a scalar parameter, converted to the parameter's dtype: the view
-   v points at *val. */
-static int scalar_arg(Function *f, const cuk_param_info *pi, PyObject *o, ScalarBytes *val, cuk_view *v) {
+/* A number as NumPy's casting rules see it: its kind ('b' bool, 'i' signed, 'u'
+   unsigned, 'f' float) and value. A Python int is weak (NEP 50): it may become any
+   integer dtype that holds its value, as in numpy.uint32(5) + 1. */
+typedef struct {
+    char kind;
+    bool weak;
+    long long i;          /* kinds 'b' (0 or 1) and 'i' */
+    unsigned long long u; /* kind 'u' */
+    double f;             /* kind 'f' */
+} Num;
+
+static double half_to_double(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* The number a one-element buffer holds (a NumPy scalar or 0-d array), by its
+   struct-module format; -1 if it is no number NumPy casts to cuk's dtypes (complex,
+   bytes, records, big-endian). */
+static int num_of_buffer(const Py_buffer *b, Num *n) {
+    const char *f = b->format ? b->format : "B";
+    while (*f == '@' || *f == '=' || *f == '<') f++;
+    if (!f[0] || f[1]) return -1;
+    const unsigned char *p = b->buf;
+    Py_ssize_t size = b->itemsize;
+    switch (f[0]) {
+    case '?': n->kind = 'b', n->i = p[0] != 0; return 0;
+    case 'b': case 'h': case 'i': case 'l': case 'q':
+        n->kind = 'i';
+        if (size == 1) n->i = *(const int8_t *)p;
+        else if (size == 2) { int16_t x; memcpy(&x, p, 2); n->i = x; }
+        else if (size == 4) { int32_t x; memcpy(&x, p, 4); n->i = x; }
+        else if (size == 8) { int64_t x; memcpy(&x, p, 8); n->i = x; }
+        else return -1;
+        return 0;
+    case 'B': case 'H': case 'I': case 'L': case 'Q':
+        n->kind = 'u';
+        if (size == 1) n->u = p[0];
+        else if (size == 2) { uint16_t x; memcpy(&x, p, 2); n->u = x; }
+        else if (size == 4) { uint32_t x; memcpy(&x, p, 4); n->u = x; }
+        else if (size == 8) { uint64_t x; memcpy(&x, p, 8); n->u = x; }
+        else return -1;
+        return 0;
+    case 'e': case 'f': case 'd': case 'g':
+        n->kind = 'f';
+        if (size == 2) { uint16_t x; memcpy(&x, p, 2); n->f = half_to_double(x); }
+        else if (size == 4) { float x; memcpy(&x, p, 4); n->f = x; }
+        else if (size == 8) { double x; memcpy(&x, p, 8); n->f = x; }
+        else if (size == (Py_ssize_t)sizeof(long double)) { long double x; memcpy(&x, p, sizeof x); n->f = (double)x; }
+        else return -1;
+        return 0;
+    default: return -1;
+    }
+}
+
+/* A number for a scalar parameter, converted to the parameter's dtype where NumPy's
+   casting='same_kind' allows it and the value fits (never wrapped): Python bool, int
+   and float (and subclasses, such as numpy.float64), NumPy scalars and 0-d host arrays.
+   The view v points at *val. */
+static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, ScalarBytes *val, cuk_view *v) {
     cuk_dtype dt = pi->dtype;
-    if (dt == CUK_F32 || dt == CUK_F64) {
-        double d = PyFloat_AsDouble(o);
-        if (d == -1.0 && PyErr_Occurred()) goto bad;
-        if (dt == CUK_F32) val->f32 = (float)d;
-        else val->f64 = d;
-    } else if (dt == CUK_BOOL) {
-        int t = PyObject_IsTrue(o);
-        if (t < 0) goto bad;
-        val->b = (uint8_t)t;
-    } else {
-        if (PyFloat_Check(o)) {
-            PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, but the argument is a float", fn_name(f), pi->name, np_name[dt]);
+    Num n = {0};
+    if (PyBool_Check(o)) {
+        n.kind = 'b';
+        n.i = o == Py_True;
+    } else if (PyLong_Check(o)) {
+        int ovf;
+        n.kind = 'i';
+        n.weak = true;
+        n.i = PyLong_AsLongLongAndOverflow(o, &ovf);
+        if (n.i == -1 && PyErr_Occurred()) return -1;
+        if (ovf > 0) {
+            n.kind = 'u';
+            n.u = PyLong_AsUnsignedLongLong(o);
+            if (PyErr_Occurred()) goto range;
+        } else if (ovf < 0) {
+            goto range;
+        }
+    } else if (PyFloat_Check(o)) {
+        n.kind = 'f';
+        n.f = PyFloat_AsDouble(o);
+        if (n.f == -1.0 && PyErr_Occurred()) return -1;
+    } else if (PyObject_CheckBuffer(o)) {
+        Py_buffer b;
+        if (PyObject_GetBuffer(o, &b, PyBUF_RECORDS_RO) < 0) return -1;
+        int r = 0;
+        if (b.ndim != 0) {
+            int64_t shape[CUK_MAX_RANK];
+            int rank = b.ndim <= CUK_MAX_RANK ? b.ndim : CUK_MAX_RANK;
+            for (int k = 0; k < rank; k++) shape[k] = b.shape ? b.shape[k] : b.len / b.itemsize;
+            PyBuffer_Release(&b);
+            return wrong_rank(fn, pi, b.ndim, shape);
+        }
+        r = num_of_buffer(&b, &n);
+        PyBuffer_Release(&b);
+        if (r < 0) {
+            PyObject *tn = type_name(o);
+            PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, but the argument is a %U, which does not convert to it; pass a real number",
+                         fn, pi->name, np_name[dt], tn);
+            Py_XDECREF(tn);
             return -1;
         }
-        PyObject *ix = PyNumber_Index(o);
-        if (!ix) goto bad;
-        if (dt == CUK_U32 || dt == CUK_U64) {
-            unsigned long long x = PyLong_AsUnsignedLongLong(ix);
-            Py_DECREF(ix);
-            if (PyErr_Occurred() || (dt == CUK_U32 && x > UINT32_MAX)) goto range;
-            if (dt == CUK_U32) val->u32 = (uint32_t)x;
-            else val->u64 = x;
-        } else {
-            long long x = PyLong_AsLongLong(ix);
-            Py_DECREF(ix);
-            if (PyErr_Occurred() || (dt == CUK_I32 && (x < INT32_MIN || x > INT32_MAX))) goto range;
-            if (dt == CUK_I32) val->i32 = (int32_t)x;
-            else val->i64 = x;
-        }
+    } else {
+        PyObject *tn = type_name(o);
+        if (o == Py_None)
+            PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s scalar; got None. Pass a Python or NumPy number", fn, pi->name,
+                         article(dt), np_name[dt]);
+        else
+            PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s scalar; got a %U. Pass a Python or NumPy number", fn, pi->name,
+                         article(dt), np_name[dt], tn);
+        Py_XDECREF(tn);
+        return -1;
+    }
+    /* NumPy's same_kind: bool becomes anything; integers become integers and floats, but
+       a signed one an unsigned one only if it is a weak Python int; floats only floats;
+       nothing but bool becomes bool. */
+    bool kind_ok = dt == CUK_BOOL ? n.kind == 'b'
+                   : dt == CUK_I32 || dt == CUK_I64 ? n.kind != 'f'
+                   : dt == CUK_U32 || dt == CUK_U64 ? n.kind == 'b' || n.kind == 'u' || (n.kind == 'i' && n.weak)
+                                                    : true;
+    if (!kind_ok) {
+        const char *hint = dt == CUK_BOOL                 ? "pass True or False (e.g. x != 0)"
+                           : n.kind == 'f'                ? "pass an integer (e.g. int(x) or round(x))"
+                                                          : "pass a Python int or an unsigned NumPy integer (e.g. numpy.uint32(x))";
+        PyObject *tn = type_name(o);
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, but the argument %R (%U) does not become %s under NumPy's same_kind casting; %s",
+                     fn, pi->name, np_name[dt], o, tn, np_name[dt], hint);
+        Py_XDECREF(tn);
+        return -1;
+    }
+    bool u = n.kind == 'u';
+    switch (dt) {
+    case CUK_BOOL: val->b = (uint8_t)n.i; break;
+    case CUK_I32:
+        if (u ? n.u > INT32_MAX : n.i < INT32_MIN || n.i > INT32_MAX) goto range;
+        val->i32 = (int32_t)(u ? (long long)n.u : n.i);
+        break;
+    case CUK_I64:
+        if (u && n.u > INT64_MAX) goto range;
+        val->i64 = u ? (int64_t)n.u : n.i;
+        break;
+    case CUK_U32:
+        if (u ? n.u > UINT32_MAX : n.i < 0 || n.i > (long long)UINT32_MAX) goto range;
+        val->u32 = (uint32_t)(u ? n.u : (unsigned long long)n.i);
+        break;
+    case CUK_U64:
+        if (!u && n.i < 0) goto range;
+        val->u64 = u ? n.u : (uint64_t)n.i;
+        break;
+    case CUK_F32: val->f32 = (float)(n.kind == 'f' ? n.f : u ? (double)n.u : (double)n.i); break;
+    case CUK_F64: val->f64 = n.kind == 'f' ? n.f : u ? (double)n.u : (double)n.i; break;
+    default: break;
     }
     v->dtype = dt;
     v->rank = 0;
@@ -167,43 +330,57 @@ static int scalar_arg(Function *f, const cuk_param_info *pi, PyObject *o, Scalar
     return 0;
 range:
     PyErr_Clear();
-    PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, and %R does not fit", fn_name(f), pi->name, np_name[dt], o);
-    return -1;
-bad:
-    PyErr_Clear();
-    PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s; got %.100s", fn_name(f), pi->name, pi->rank ? "an array of" : "a",
-                 np_name[dt], Py_TYPE(o) ? PyType_GetName(Py_TYPE(o)) ? PyUnicode_AsUTF8AndSize(PyType_GetName(Py_TYPE(o)), NULL) : "?" : "?");
+    PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, and %R does not fit in it; cuk does not wrap values around", fn, pi->name,
+                 np_name[dt], o);
     return -1;
 }
 
-/* A host buffer (NumPy array, array.array, ...), viewed without a copy. */
-static int buffer_arg(Function *f, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
-    if (PyObject_GetBuffer(o, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        /* Not a contiguous buffer: let NumPy make one (lists, strided views). */
-        PyErr_Clear();
-        if (need_numpy() < 0) return -1;
-        PyObject *f2 = PyObject_GetAttrString(np_mod, "ascontiguousarray");
-        if (!f2) return -1;
-        PyObject *kw = Py_BuildValue("{s:s}", "dtype", np_name[pi->dtype]);
-        PyObject *a = PyTuple_Pack(1, o);
-        h->keep = kw && a ? PyObject_Call(f2, a, kw) : NULL;
-        Py_XDECREF(kw);
-        Py_XDECREF(a);
-        Py_DECREF(f2);
-        if (!h->keep) {
-            PyErr_Clear();
-            PyErr_Format(ArgumentError, "%s(): parameter '%s' needs an array of %s; got %R", fn_name(f), pi->name, np_name[pi->dtype],
-                         (PyObject *)Py_TYPE(o));
-            return -1;
+/* A C-contiguous NumPy array (new reference) for an array parameter, from an argument
+   that is not a contiguous buffer: a strided array is copied with its own dtype, which
+   the caller then checks as for any array; a list or tuple converts by cuk's
+   _sequence_arg (NumPy's same_kind rule, values must fit); Python numbers, None and
+   other objects are errors. */
+static PyObject *host_array(const char *fn, const cuk_param_info *pi, PyObject *o) {
+    if (PyObject_CheckBuffer(o) || PyObject_HasAttrString(o, "__array__") || PyObject_HasAttrString(o, "__array_interface__") ||
+        PyObject_HasAttrString(o, "__array_struct__")) {
+        if (need_numpy() < 0) return NULL;
+        return PyObject_CallMethod(np_mod, "ascontiguousarray", "O", o);
+    }
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+        if (!sequence_hook) {
+            PyErr_Format(ArgumentError, "%s(): parameter '%s': lists are converted by the cuk package; import cuk", fn, pi->name);
+            return NULL;
         }
+        return PyObject_CallFunction(sequence_hook, "Osss", o, np_name[pi->dtype], fn, pi->name);
+    }
+    PyObject *tn = type_name(o);
+    if (PyLong_Check(o) || PyFloat_Check(o))
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is a %d-D array of %s, but the argument is a number (%U); pass an array (e.g. numpy.full(shape, x, '%s'))",
+                     fn, pi->name, pi->rank, np_name[pi->dtype], tn, np_name[pi->dtype]);
+    else if (o == Py_None)
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is a %d-D array of %s; got None. Pass a NumPy array, a list, a cuk.DeviceArray or a CUDA array (CuPy, PyTorch, Numba)",
+                     fn, pi->name, pi->rank, np_name[pi->dtype]);
+    else
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is a %d-D array of %s; got a %U. Pass a NumPy array, a list, a cuk.DeviceArray or a CUDA array (CuPy, PyTorch, Numba)",
+                     fn, pi->name, pi->rank, np_name[pi->dtype], tn);
+    Py_XDECREF(tn);
+    return NULL;
+}
+
+/* A host buffer (NumPy array, array.array, ...), viewed without a copy when it is
+   C-contiguous. Its dtype must be the parameter's. */
+static int buffer_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
+    if (PyObject_GetBuffer(o, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        if (!(h->keep = host_array(fn, pi, o))) return -1;
         if (PyObject_GetBuffer(h->keep, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
     }
     h->has_buf = true;
     cuk_dtype dt;
     char what[256];
-    snprintf(what, sizeof what, "%s(): parameter '%s'", fn_name(f), pi->name);
+    snprintf(what, sizeof what, "%s(): parameter '%s'", fn, pi->name);
     if (buffer_dtype(&h->buf, what, &dt) < 0) return -1;
-    if (dt != pi->dtype) return wrong_dtype(fn_name(f), pi, dt);
+    if (dt != pi->dtype) return wrong_dtype(fn, pi, dt);
     if (h->buf.ndim > CUK_MAX_RANK) {
         PyErr_Format(ArgumentError, "%s: at most %d dimensions", what, CUK_MAX_RANK);
         return -1;
@@ -287,7 +464,8 @@ static PyObject *foreign_result(PyObject *template, PyObject *d) {
 
 /* The call of a compiled function: arguments become views (a DeviceArray's own view,
    a Python number's value on the stack: no allocation, no Python objects), one call
-   into libcuk with the GIL released, one Python object for the result. */
+   into libcuk (cuk_fn_call_quick with the GIL held when the call only queues a kernel,
+   else cuk_fn_call_views with it released), one Python object for the result. */
 static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Function *f = (Function *)self;
     Py_ssize_t n = (Py_ssize_t)(nargsf & ~CUK_VECTORCALL_ARGUMENTS_OFFSET);
@@ -323,16 +501,24 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
             /* The hot path: our own device array, passed by its view. */
             vp[i] = DA(o);
             kind = KIND_DEVICE;
+            if (vp[i]->dtype != pi->dtype || vp[i]->rank != pi->rank) {
+                wrong_array(fn_name(f), pi, vp[i]);
+                goto done;
+            }
             continue;
         }
         vp[i] = &v[i];
         if (pi->rank == 0 && (tp == &PyFloat_Type || tp == &PyLong_Type || tp == &PyBool_Type)) {
-            if (scalar_arg(f, pi, o, &sv[i], &v[i]) < 0) goto done;
+            if (scalar_arg(fn_name(f), pi, o, &sv[i], &v[i]) < 0) goto done;
             continue;
         }
         if (PyObject_TypeCheck(o, DeviceArray_Type)) {
             vp[i] = DA(o);
             kind = KIND_DEVICE;
+            if (vp[i]->dtype != pi->dtype || vp[i]->rank != pi->rank) {
+                wrong_array(fn_name(f), pi, vp[i]);
+                goto done;
+            }
             continue;
         }
         if (!held) {
@@ -352,7 +538,7 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
         }
         if (pi->rank == 0 && tk == TP_BUFFER) {
             /* a NumPy scalar or 0-d array: by value, converted like a Python number */
-            rc = scalar_arg(f, pi, o, &sv[i], &v[i]);
+            rc = scalar_arg(fn_name(f), pi, o, &sv[i], &v[i]);
             if (kind < KIND_NUMPY) kind = KIND_NUMPY;
         } else if (tk == TP_CAI) {
             PyObject *cai = PyObject_GetAttr(o, s_cai);
@@ -365,13 +551,14 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
                    tensor): take it as DLPack or a buffer */
                 PyErr_Clear();
                 if (PyObject_CheckBuffer(o)) {
-                    rc = buffer_arg(f, pi, o, &held[i], &v[i]);
+                    rc = buffer_arg(fn_name(f), pi, o, &held[i], &v[i]);
                     if (kind < KIND_NUMPY) kind = KIND_NUMPY;
                 } else if (PyObject_HasAttr(o, s_dlpack)) {
                     rc = dlpack_arg(fn_name(f), pi, o, &held[i], &v[i]);
                     if (v[i].place == CUK_ON_DEVICE && kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
                 } else {
-                    rc = pi->rank == 0 ? scalar_arg(f, pi, o, &sv[i], &v[i]) : buffer_arg(f, pi, o, &held[i], &v[i]);
+                    rc = pi->rank == 0 ? scalar_arg(fn_name(f), pi, o, &sv[i], &v[i])
+                                       : buffer_arg(fn_name(f), pi, o, &held[i], &v[i]);
                 }
             } else {
                 rc = -1;
@@ -380,14 +567,17 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
             rc = dlpack_arg(fn_name(f), pi, o, &held[i], &v[i]);
             if (!rc && v[i].place == CUK_ON_DEVICE && kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
         } else if (pi->rank == 0 && tk != TP_BUFFER) {
-            rc = scalar_arg(f, pi, o, &sv[i], &v[i]);
+            rc = scalar_arg(fn_name(f), pi, o, &sv[i], &v[i]);
         } else {
-            rc = buffer_arg(f, pi, o, &held[i], &v[i]);
+            rc = buffer_arg(fn_name(f), pi, o, &held[i], &v[i]);
             if (kind < KIND_NUMPY) kind = KIND_NUMPY;
-            /* A 0-d NumPy array (or a NumPy scalar) for a scalar parameter is fine; for an
-               array parameter the rank check reports it. */
         }
         if (rc < 0) goto done;
+        /* Arrays of every kind get the same rank check (dtypes were checked above). */
+        if (v[i].rank != pi->rank) {
+            wrong_rank(fn_name(f), pi, v[i].rank, v[i].shape);
+            goto done;
+        }
     }
     cuk_view dres;
     cuk_array *hres = NULL;

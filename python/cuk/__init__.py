@@ -193,10 +193,50 @@ def _result_maker(tp):
     return None
 
 
+_KINDS = {"b": "bool", "i": "integer", "u": "unsigned integer", "f": "float"}
+
+
+def _sequence_arg(value, dtype, fn, param):
+    """A list or tuple passed for an array parameter of ``dtype`` (a name), as the
+    C-contiguous NumPy array of that dtype it becomes (the extension calls this).
+
+    The values convert where NumPy's ``casting='same_kind'`` allows from the dtype NumPy
+    gives them (``numpy.asarray(value).dtype``): bools to anything, integers to integers
+    and floats, floats to floats. Python ints are weakly typed, as in NumPy 2 (NEP 50):
+    they become any integer dtype, unsigned ones included, that holds every value. A
+    value that does not fit is an error, never wrapped around."""
+    import numpy as np
+
+    where = f"{fn}(): parameter '{param}' is an array of {dtype}"
+    target = np.dtype(dtype)
+    try:
+        a = np.asarray(value)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise ArgumentError(f"{where}, but NumPy makes no array of the {type(value).__name__} given ({e})") from None
+    if a.size == 0:
+        return np.zeros(a.shape, target)  # nothing to convert
+    if a.dtype.kind not in _KINDS:
+        if a.dtype.kind == "O" and all(isinstance(x, int) for x in a.flat):
+            raise ArgumentError(f"{where}, and {max(a.flat, key=abs)} does not fit in it; cuk does not wrap values around")
+        raise ArgumentError(f"{where}, but the {type(value).__name__} holds {a.dtype} values, not numbers; pass numbers")
+    if a.dtype.kind in "iu" and target.kind in "iu":
+        info = np.iinfo(target)
+        lo, hi = int(a.min()), int(a.max())
+        if lo < info.min or hi > info.max:
+            bad = lo if lo < info.min else hi
+            raise ArgumentError(f"{where}, and {bad} does not fit in it ({info.min} to {info.max}); "
+                                "cuk does not wrap values around")
+    elif not np.can_cast(a.dtype, target, "same_kind"):
+        raise ArgumentError(f"{where}, but the {type(value).__name__} holds {_KINDS[a.dtype.kind]} values, which NumPy's "
+                            f"same_kind casting does not turn into {dtype}; convert them first "
+                            f"(e.g. numpy.asarray(x).astype('{dtype}'))")
+    return np.ascontiguousarray(a, dtype=target)
+
+
 def _install_hooks():
     from . import driver
 
-    _cuk._set_hooks(_convert_result, (driver.In, driver.Out, driver.InOut), _result_maker)
+    _cuk._set_hooks(_convert_result, (driver.In, driver.Out, driver.InOut), _result_maker, _sequence_arg)
 
 
 _install_hooks()
