@@ -195,7 +195,7 @@ int shape_arg(PyObject *o, int *rank, int64_t *shape) {
 
 /* ---- the module -------------------------------------------------------------------------------- */
 
-PyObject *s_cai, *s_dlpack, *s_gpudata;
+PyObject *s_cai, *s_dlpack, *s_dlpack_device, *s_gpudata;
 PyObject *foreign_hook, *maker_lookup, *maker_cache, *arg_handler_types, *sequence_hook;
 
 /* _set_hooks(convert_result, (In, Out, InOut), result_maker=None, sequence_arg=None) */
@@ -266,8 +266,9 @@ PyMODINIT_FUNC PyInit__cuk(void) {
     if (!(NoDeviceError = new_exc(mod, "NoDeviceError", Error, "No CUDA driver, GPU or NVRTC."))) goto fail;
     s_cai = PyUnicode_InternFromString("__cuda_array_interface__");
     s_dlpack = PyUnicode_InternFromString("__dlpack__");
+    s_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
     s_gpudata = PyUnicode_InternFromString("gpudata");
-    if (!s_cai || !s_dlpack || !s_gpudata) goto fail;
+    if (!s_cai || !s_dlpack || !s_dlpack_device || !s_gpudata) goto fail;
     if (array_init(mod) < 0 || call_init(mod) < 0 || memory_init(mod) < 0 || stream_init(mod) < 0 || kernel_init(mod) < 0 ||
         driver_init(mod) < 0)
         goto fail;

@@ -62,7 +62,7 @@ PyObject *shape_tuple(int r, const int64_t *shape);
 int shape_arg(PyObject *o, int *rank, int64_t *shape);
 
 /* Interned attribute names. */
-extern PyObject *s_cai, *s_dlpack, *s_gpudata;
+extern PyObject *s_cai, *s_dlpack, *s_dlpack_device, *s_gpudata;
 
 /* What cuk/__init__.py registers (_set_hooks). */
 extern PyObject *foreign_hook;      /* cuk._convert_result(template, DeviceArray): the general way back */
@@ -140,6 +140,12 @@ typedef struct Held {
     DLManagedTensor *dlm;
 } Held;
 void held_release(Held *h);
+
+/* A stream handle from Python, with the conventions of the CUDA array interface and of
+   DLPack: None (and for DLPack -1) give *h = 0, "nothing to order"; 1 is the legacy
+   default stream, 2 the per-thread one, other positive ints stream handles; 0, other
+   negative numbers and non-ints are errors (ValueError, TypeError). */
+int stream_handle_arg(PyObject *o, bool dlpack, uintptr_t *h);
 
 /* Arguments of compiled functions from other libraries' arrays: a device view from a
    __cuda_array_interface__ dict, a view of a DLPack tensor (held in h). fn and pi name

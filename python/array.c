@@ -8,6 +8,7 @@
 #include <string.h>
 
 PyTypeObject *DeviceArray_Type;
+static PyObject *dl_stream_args, *dl_stream_kw; /* (), {"stream": 1}: __dlpack__'s arguments for CUDA producers */
 
 /* ---- HostBuf: a host cuk_array exported through the buffer protocol -------------------------- */
 
@@ -128,11 +129,12 @@ static PyObject *devarray_cai(PyObject *self, void *c) {
     const cuk_view *v = DA(self);
     PyObject *shape = shape_tuple(v->rank, v->shape);
     if (!shape) return NULL;
-    /* version 3: strides None (C order); no stream key (no synchronisation needed: the
-       legacy default stream orders cuk's work before the consumer's). */
-    return Py_BuildValue("{s:N,s:s,s:(K,O),s:i,s:O,s:[(s,s)]}", "shape", shape, "typestr", typestr[v->dtype], "data",
+    /* Version 3: strides None (C order), and the stream cuk's work on the array may still
+       be queued on: the legacy default stream, 1. A consumer on a non-blocking stream
+       must wait for it (the spec asks a producer with pending work to name its stream). */
+    return Py_BuildValue("{s:N,s:s,s:(K,O),s:i,s:O,s:[(s,s)],s:i}", "shape", shape, "typestr", typestr[v->dtype], "data",
                          view_size(v) ? (unsigned long long)v->dev : 0ULL, Py_False, "version", 3, "strides", Py_None,
-                         "descr", "", typestr[v->dtype]);
+                         "descr", "", typestr[v->dtype], "stream", 1);
 }
 
 static PyObject *devarray_int(PyObject *self) { return PyLong_FromUnsignedLongLong(DA(self)->dev); }
@@ -232,9 +234,7 @@ static void dl_capsule_destructor(PyObject *cap) {
     if (t && t->deleter) t->deleter(t);
 }
 
-/* __dlpack__(stream=None, ...): a DLPack capsule sharing the memory. cuk's work is on
-   the legacy default stream, which orders it before any consumer's stream work, so the
-   stream argument needs nothing. */
+/* A DLPack capsule sharing the memory. */
 static PyObject *devarray_dlpack_capsule(PyObject *self) {
     const cuk_view *v = DA(self);
     int dev = 0;
@@ -258,10 +258,71 @@ static PyObject *devarray_dlpack_capsule(PyObject *self) {
     }
     return cap;
 }
+int stream_handle_arg(PyObject *o, bool dlpack, uintptr_t *h) {
+    *h = 0;
+    if (!o || o == Py_None) return 0;
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "a stream must be an int (a CUDA stream handle) or None, not %R", o);
+        return -1;
+    }
+    int ovf;
+    long long v = PyLong_AsLongLongAndOverflow(o, &ovf);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (dlpack && v == -1 && !ovf) return 0; /* "producer must not synchronise" */
+    if (ovf > 0) {
+        *h = (uintptr_t)PyLong_AsUnsignedLongLong(o);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    if (ovf < 0 || v < 0) {
+        PyErr_Format(PyExc_ValueError, "stream %R is not a CUDA stream handle", o);
+        return -1;
+    }
+    if (v == 0) {
+        PyErr_SetString(PyExc_ValueError, "stream 0 is ambiguous (legacy or per-thread default stream?) and the CUDA array "
+                                          "interface and DLPack disallow it: pass 1 (legacy default stream), 2 (per-thread "
+                                          "default stream) or a stream handle");
+        return -1;
+    }
+    *h = (uintptr_t)v;
+    return 0;
+}
+
+/* Makes the consumer's stream h wait for cuk's work, which is all queued on the legacy
+   default stream: an event wait on the device, nothing when h is that stream. */
+static int order_after_cuk(uintptr_t h) {
+    if (!h || h == CUK_STREAM_LEGACY) return 0;
+    cuk_status s = cuk_stream_wait_raw(h, CUK_STREAM_LEGACY);
+    if (s) {
+        raise_status(s);
+        return -1;
+    }
+    return 0;
+}
+
+/* __dlpack__(stream=None, max_version=None, dl_device=None, copy=None): the DLPack
+   protocol's producer side. The consumer names the stream it will use (None and 1: the
+   legacy default stream, where cuk's work already is; -1: no synchronisation); any other
+   stream is made to wait for cuk's pending work. max_version, dl_device and copy ask for
+   nothing cuk does differently: the capsule is the unversioned kind, on the array's
+   device, without a copy. */
 static PyObject *devarray_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
-    (void)args;
-    (void)kw; /* stream, max_version, dl_device, copy: nothing to do for any of them */
+    PyObject *stream = PyTuple_Size(args) > 0 ? PyTuple_GetItem(args, 0) : NULL;
+    if (kw) {
+        PyObject *ks = PyDict_GetItemString(kw, "stream"); /* borrowed */
+        if (ks) stream = ks;
+    }
+    uintptr_t h;
+    if (stream_handle_arg(stream, true, &h) < 0 || order_after_cuk(h) < 0) return NULL;
     return devarray_dlpack_capsule(self);
+}
+
+/* stream_wait_cuk(stream): makes another library's stream (a handle, with DLPack's
+   conventions) wait for the work cuk has queued; for results handed to CuPy. */
+static PyObject *py_stream_wait_cuk(PyObject *m, PyObject *o) {
+    (void)m;
+    uintptr_t h;
+    if (stream_handle_arg(o, true, &h) < 0 || order_after_cuk(h) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 static PyObject *devarray_dlpack_device(PyObject *self, PyObject *u) {
     (void)self;
@@ -456,6 +517,29 @@ int cai_arg(const char *fn, const cuk_param_info *pi, PyObject *cai, cuk_view *v
     unsigned long long ptr = PyLong_AsUnsignedLongLong(PyTuple_GetItem(data, 0));
     if (PyErr_Occurred()) return -1;
     if (d != (int)pi->dtype) return wrong_dtype(fn, pi, (cuk_dtype)d);
+    /* Version 3's stream: where the producer may still have work on the data. cuk's work
+       goes on the legacy default stream (1), so any other stream gets an event that the
+       legacy stream waits for (an ordering on the device; the host does not block).
+       Absent or None: nothing to wait for. */
+    PyObject *st = PyDict_GetItemString(cai, "stream");
+    uintptr_t h;
+    if (stream_handle_arg(st, false, &h) < 0) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_Format(ArgumentError, "%s(): parameter '%s': __cuda_array_interface__ has stream %R: %S", fn, who, st,
+                     value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return -1;
+    }
+    if (h && h != CUK_STREAM_LEGACY) {
+        cuk_status s = cuk_stream_wait_raw(CUK_STREAM_LEGACY, h);
+        if (s) {
+            raise_status(s);
+            return -1;
+        }
+    }
     v->dtype = (cuk_dtype)d;
     v->rank = rank;
     v->place = CUK_ON_DEVICE;
@@ -464,10 +548,37 @@ int cai_arg(const char *fn, const cuk_param_info *pi, PyObject *cai, cuk_view *v
     return 0;
 }
 
+/* Whether o's __dlpack_device__ says CUDA device memory, where __dlpack__ takes a stream
+   (a host tensor's producer accepts only stream=None). 0 or 1; -1 on error. */
+static int dlpack_on_cuda(PyObject *o) {
+    PyObject *meth = PyObject_GetAttr(o, s_dlpack_device);
+    if (!meth) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *dev = PyObject_CallNoArgs(meth);
+    Py_DECREF(meth);
+    if (!dev) return -1;
+    long type = -1;
+    PyObject *t = PySequence_Check(dev) && PySequence_Size(dev) == 2 ? PySequence_GetItem(dev, 0) : NULL;
+    if (t) type = PyLong_AsLong(t);
+    Py_XDECREF(t);
+    Py_DECREF(dev);
+    if (PyErr_Occurred()) return -1;
+    return type == kDLCUDA || type == kDLCUDAManaged;
+}
+
 int dlpack_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
-    PyObject *meth = PyObject_GetAttrString(o, "__dlpack__");
+    /* DLPack's ordering: the consumer passes the stream it will use, and the producer
+       makes that stream wait for its own pending work. cuk uses the legacy default
+       stream, 1 (stream=None would mean the same, but some producers, PyTorch among
+       them, then do nothing). */
+    int cuda = dlpack_on_cuda(o);
+    if (cuda < 0) return -1;
+    PyObject *meth = PyObject_GetAttr(o, s_dlpack);
     if (!meth) return -1;
-    PyObject *cap = PyObject_CallNoArgs(meth);
+    PyObject *cap = cuda ? PyObject_Call(meth, dl_stream_args, dl_stream_kw) : PyObject_CallNoArgs(meth);
     Py_DECREF(meth);
     if (!cap) return -1;
     DLManagedTensor *t = PyCapsule_GetPointer(cap, "dltensor");
@@ -529,12 +640,14 @@ void held_release(Held *h) {
 }
 
 static PyMethodDef array_funcs[] = {
+    {"stream_wait_cuk", py_stream_wait_cuk, METH_O, "stream_wait_cuk(stream): makes a CUDA stream (a handle) wait for cuk's queued work"},
     {"device_empty", py_device_empty, METH_VARARGS, "device_empty(shape, dtype, zero=False) -> DeviceArray"},
     {"device_wrap", py_device_wrap, METH_VARARGS, "device_wrap(ptr, shape, dtype, base) -> DeviceArray (no copy)"},
     {"to_device", py_to_device, METH_O, "to_device(host_array) -> DeviceArray"},
     {NULL, NULL, 0, NULL}};
 
 int array_init(PyObject *mod) {
+    if (!(dl_stream_args = PyTuple_New(0)) || !(dl_stream_kw = Py_BuildValue("{s:i}", "stream", 1))) return -1;
     if (!(HostBuf_Type = make_type(mod, &hostbuf_spec, NULL))) return -1;
     if (!(DeviceArray_Type = make_type(mod, &devarray_spec, "DeviceArray"))) return -1;
     return PyModule_AddFunctions(mod, array_funcs);

@@ -404,12 +404,28 @@ static struct {
 } type_cache[TYPE_CACHE];
 static int ntype_cache;
 
+/* Whether tp is PyTorch's (its module is torch or below). */
+static bool is_torch_type(PyTypeObject *tp) {
+    PyObject *m = PyObject_GetAttrString((PyObject *)tp, "__module__");
+    const char *s = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8AndSize(m, NULL) : NULL;
+    bool r = s && (!strcmp(s, "torch") || !strncmp(s, "torch.", 6));
+    Py_XDECREF(m);
+    PyErr_Clear();
+    return r;
+}
+
 static int type_kind(PyObject *o) {
     PyTypeObject *tp = Py_TYPE(o);
     for (int i = 0; i < ntype_cache; i++)
         if (type_cache[i].tp == tp) return type_cache[i].kind;
     int kind;
-    if (PyObject_HasAttr((PyObject *)tp, s_cai)) kind = TP_CAI;
+    /* PyTorch's tensors speak both protocols, but their __cuda_array_interface__ names no
+       stream (version 2), so a tensor written on a side stream could be read before the
+       write lands: take them through DLPack, whose __dlpack__(stream=) makes PyTorch
+       order its work before cuk's. CuPy's and Numba's version 3 name their stream, and
+       cost less. */
+    if (is_torch_type(tp) && PyObject_HasAttr((PyObject *)tp, s_dlpack)) kind = TP_DLPACK;
+    else if (PyObject_HasAttr((PyObject *)tp, s_cai)) kind = TP_CAI;
     else if (PyObject_CheckBuffer(o)) kind = TP_BUFFER;
     else if (PyObject_HasAttr((PyObject *)tp, s_dlpack)) kind = TP_DLPACK;
     else kind = TP_OTHER;

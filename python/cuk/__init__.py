@@ -166,7 +166,12 @@ def _result_maker(tp):
     ``__cuda_array_interface__`` and, for CuPy, ask the driver which device the pointer
     is on). The extension asks once per type and calls the maker with
     ``(owner, ptr, nbytes, shape, dtype_index, device_id)``; ``None`` means the general
-    path (:func:`_convert_result`)."""
+    path (:func:`_convert_result`).
+
+    cuk computed the result on the legacy default stream; the caller's library goes on
+    using it on its current stream, which may be a non-blocking one (a
+    ``torch.cuda.stream(s)`` or ``cupy.cuda.Stream(non_blocking=True)`` block): the maker
+    makes that stream wait for cuk's work (an event wait on the device)."""
     mod = tp.__module__.split(".")[0]
     try:
         if mod == "cupy":
@@ -174,18 +179,30 @@ def _result_maker(tp):
             import numpy as np
 
             unowned, memptr, ndarray = cupy.cuda.UnownedMemory, cupy.cuda.MemoryPointer, cupy.ndarray
+            current_stream, wait_cuk = cupy.cuda.get_current_stream, _cuk.stream_wait_cuk
             dts = [np.dtype(n) for n in _DTYPE_NAMES]
 
             def make_cupy(owner, ptr, nbytes, shape, dt, dev):
+                s = current_stream().ptr
+                if s:  # 0 is CuPy's null stream, the legacy one, already after cuk's work
+                    wait_cuk(s)
                 # the memory stays owned by the DeviceArray `owner`, which CuPy keeps alive
                 return ndarray(shape, dts[dt], memptr(unowned(ptr, nbytes, owner, dev), 0))
 
             return make_cupy
         if mod == "torch":
+            import torch
             from torch.utils.dlpack import from_dlpack
 
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+            def current_stream(dev):
+                # DLPack's convention: 1 for the legacy default stream (PyTorch's handle 0)
+                s = raw(dev) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
+                return s or 1
+
             def make_torch(owner, ptr, nbytes, shape, dt, dev):
-                return from_dlpack(owner.__dlpack__())
+                return from_dlpack(owner.__dlpack__(stream=current_stream(dev)))
 
             return make_torch
     except (ImportError, AttributeError):
