@@ -258,6 +258,8 @@ static PyObject *devarray_dlpack_capsule(PyObject *self) {
     }
     return cap;
 }
+
+/* A stream handle argument (_cuk.h says which values mean what). */
 int stream_handle_arg(PyObject *o, bool dlpack, uintptr_t *h) {
     *h = 0;
     if (!o || o == Py_None) return 0;

@@ -373,7 +373,17 @@ static int buffer_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Hel
     if (PyObject_GetBuffer(o, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyErr_Clear();
         if (!(h->keep = host_array(fn, pi, o))) return -1;
-        if (PyObject_GetBuffer(h->keep, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+        if (PyObject_GetBuffer(h->keep, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            /* NumPy made an array it cannot export (object or datetime dtype, ...) */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_Format(ArgumentError, "%s(): parameter '%s' is an array of %s, but the argument's elements are no numbers cuk has: %S",
+                         fn, pi->name, np_name[pi->dtype], value ? value : Py_None);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            return -1;
+        }
     }
     h->has_buf = true;
     cuk_dtype dt;
@@ -571,7 +581,7 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
                     if (kind < KIND_NUMPY) kind = KIND_NUMPY;
                 } else if (PyObject_HasAttr(o, s_dlpack)) {
                     rc = dlpack_arg(fn_name(f), pi, o, &held[i], &v[i]);
-                    if (v[i].place == CUK_ON_DEVICE && kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
+                    if (!rc && v[i].place == CUK_ON_DEVICE && kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
                 } else {
                     rc = pi->rank == 0 ? scalar_arg(fn_name(f), pi, o, &sv[i], &v[i])
                                        : buffer_arg(fn_name(f), pi, o, &held[i], &v[i]);

@@ -70,6 +70,16 @@ def test_strided_array_gets_the_rank_check(m):
     assert "reshape" in msg
 
 
+def test_object_arrays_are_not_converted(m):
+    # was: np.ascontiguousarray(x, dtype=float32) turned the objects into floats
+    x = np.array([1.0, 2.0, 3.0], dtype=object)
+    assert "flts(): parameter 'x': arrays of format 'O'" in err(m.flts, x)
+    assert "format 'O'" in err(m.flts, x[::2])
+    t = np.array(["2024-01-01", "2024-01-02"], dtype="datetime64[D]")  # exports no buffer at all
+    msg = err(m.flts, t)
+    assert msg.startswith("flts(): parameter 'x' is an array of float32, but the argument's elements are no numbers")
+
+
 def test_contiguous_dtype_and_rank_errors(m):
     assert "has dtype float64" in err(m.flts, np.ones(3))
     msg = err(m.total, np.ones((2, 2), np.float32))
