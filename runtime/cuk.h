@@ -71,6 +71,18 @@ cuk_status cuk_device_props_get(int index, cuk_device_props *p);
    shares the context (and its allocations) with CuPy, PyTorch and the Runtime API. */
 cuk_status cuk_device_select(int index);
 cuk_status cuk_device_current(int *index);
+
+/* The calling thread's context stack, for code that manages it as PyCUDA does
+   (Context.push/pop); cuk itself needs neither, since it makes the primary context
+   current wherever it runs. A cuk_context is a CUcontext. */
+typedef struct cuk_context_s cuk_context;
+/* Pushes the selected device's primary context (cuCtxPushCurrent). */
+cuk_status cuk_context_push(void);
+/* Pops the calling thread's current context (cuCtxPopCurrent) into *popped (NULL: not
+   wanted). An empty stack gives CUK_ERR_INVALID. */
+cuk_status cuk_context_pop(cuk_context **popped);
+/* The context current on the calling thread, NULL if none; makes none current. */
+cuk_status cuk_context_current(cuk_context **c);
 /* Waits for all work on the current device; reports any earlier asynchronous error
    (e.g. an illegal memory access in a kernel) with the call that found it. */
 cuk_status cuk_synchronize(void);
@@ -144,6 +156,19 @@ cuk_status cuk_event_query(cuk_event *e); /* CUK_OK or CUK_ERR_NOT_READY */
 /* Milliseconds between two recorded, completed events. */
 cuk_status cuk_event_elapsed(float *ms, cuk_event *start, cuk_event *end);
 
+/* Other libraries name their streams by raw handle (the CUDA Array Interface's "stream",
+   DLPack's __dlpack__(stream=)): CUK_STREAM_LEGACY is the legacy default stream (the one
+   a NULL cuk_stream means, where cuk queues its work), CUK_STREAM_PER_THREAD the
+   per-thread default stream, any other value a CUstream (cudaStream_t) of the current
+   device. 0 is ambiguous between those and is rejected (CUK_ERR_INVALID). */
+#define CUK_STREAM_LEGACY ((uintptr_t)1)
+#define CUK_STREAM_PER_THREAD ((uintptr_t)2)
+/* Makes stream `waiter` wait, on the device, for the work queued so far on stream
+   `producer`: an event recorded on producer and waited for on waiter (cuEventRecord,
+   cuStreamWaitEvent); the host does not block. When both are the same stream there is
+   nothing to do, and no driver call is made. */
+cuk_status cuk_stream_wait_raw(uintptr_t waiter, uintptr_t producer);
+
 /* ---- compilation (needs NVRTC, no GPU) ------------------------------------------------ */
 
 typedef enum cuk_image_kind { CUK_IMAGE_PTX = 0, CUK_IMAGE_CUBIN = 1 } cuk_image_kind;
@@ -197,6 +222,9 @@ cuk_status cuk_module_unload(cuk_module *m); /* no-op for cached (compiled) modu
 /* A kernel by its name (a name expression given at compile time, or an extern "C"
    name). The handle lives as long as the module. */
 cuk_status cuk_module_function(cuk_module *m, const char *name, cuk_function **f);
+/* The address and size in bytes of a __device__ or __constant__ variable of the module
+   (cuModuleGetGlobal; bytes may be NULL). No such variable: CUK_ERR_NOT_FOUND. */
+cuk_status cuk_module_global(cuk_module *m, const char *name, cuk_devptr *p, size_t *bytes);
 
 typedef struct cuk_dim3 {
     unsigned x, y, z;

@@ -162,6 +162,38 @@ cuk_status cuk_device_current(int *index) {
     return CUK_OK;
 }
 
+cuk_status cuk_context_push(void) {
+    Device *d;
+    cuk_status s = dev_selected(&d);
+    if (s) return s;
+    CU_CHECK(cu.cuCtxPushCurrent(d->ctx), "cuCtxPushCurrent_v2");
+    return CUK_OK;
+}
+
+cuk_status cuk_context_pop(cuk_context **popped) {
+    if (popped) *popped = NULL;
+    cuk_status s = driver_load();
+    if (s) return s;
+    CUcontext c = NULL;
+    CUresult r = cu.cuCtxPopCurrent(&c);
+    if (r == CUDA_ERROR_INVALID_CONTEXT)
+        return err_set(CUK_ERR_INVALID, "cuk_context_pop: this thread has no context to pop (its context stack is empty)");
+    if (r) return cu_fail(r, "cuCtxPopCurrent_v2");
+    if (popped) *popped = (cuk_context *)c;
+    return CUK_OK;
+}
+
+cuk_status cuk_context_current(cuk_context **out) {
+    if (!out) return err_set(CUK_ERR_INVALID, "cuk_context_current: NULL argument");
+    *out = NULL;
+    cuk_status s = driver_load();
+    if (s) return s;
+    CUcontext c = NULL;
+    CU_CHECK(cu.cuCtxGetCurrent(&c), "cuCtxGetCurrent");
+    *out = (cuk_context *)c;
+    return CUK_OK;
+}
+
 cuk_status ctx_make_current(Device *d) {
     /* Asking the driver (not a cached thread-local) keeps us right when CuPy or
        PyTorch switch this thread's context behind our back; it is a TLS read. */
@@ -289,6 +321,30 @@ cuk_status cuk_stream_wait_event(cuk_stream *st, cuk_event *e) {
     cuk_status s = ctx_make_current(e->d);
     if (s) return s;
     CU_CHECK(cu.cuStreamWaitEvent(raw_stream(st), e->e, 0), "cuStreamWaitEvent");
+    return CUK_OK;
+}
+
+cuk_status cuk_stream_wait_raw(uintptr_t waiter, uintptr_t producer) {
+    if (!waiter || !producer)
+        return err_set(CUK_ERR_INVALID,
+                       "cuk_stream_wait_raw: stream handle 0 is ambiguous (the legacy or the per-thread default "
+                       "stream?); pass 1 (CUK_STREAM_LEGACY) or 2 (CUK_STREAM_PER_THREAD)");
+    if (waiter == producer) return CUK_OK;
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    CUevent e;
+    CU_CHECK(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    const char *call = "cuEventRecord";
+    CUresult r = cu.cuEventRecord(e, (CUstream)producer);
+    if (!r) {
+        call = "cuStreamWaitEvent";
+        r = cu.cuStreamWaitEvent((CUstream)waiter, e, 0);
+    }
+    /* The wait is queued with the event's state at this point; the driver frees the
+       event once it completes. */
+    cu.cuEventDestroy(e);
+    if (r) return cu_fail(r, call);
     return CUK_OK;
 }
 

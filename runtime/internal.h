@@ -30,6 +30,7 @@ enum {
     CUDA_ERROR_STUB_LIBRARY = 34,
     CUDA_ERROR_NO_DEVICE = 100,
     CUDA_ERROR_INVALID_DEVICE = 101,
+    CUDA_ERROR_INVALID_CONTEXT = 201,
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
@@ -78,6 +79,8 @@ enum {
     X(cuCtxGetCurrent, "cuCtxGetCurrent", 1, (CUcontext *))                                      \
     X(cuCtxSetCurrent, "cuCtxSetCurrent", 1, (CUcontext))                                        \
     X(cuCtxSynchronize, "cuCtxSynchronize", 1, (void))                                           \
+    X(cuCtxPushCurrent, "cuCtxPushCurrent_v2", 1, (CUcontext))                                   \
+    X(cuCtxPopCurrent, "cuCtxPopCurrent_v2", 1, (CUcontext *))                                   \
     X(cuMemGetInfo, "cuMemGetInfo_v2", 1, (size_t *, size_t *))                                  \
     X(cuMemAlloc, "cuMemAlloc_v2", 1, (CUdeviceptr *, size_t))                                   \
     X(cuMemFree, "cuMemFree_v2", 1, (CUdeviceptr))                                               \
@@ -108,6 +111,7 @@ enum {
     X(cuModuleLoadDataEx, "cuModuleLoadDataEx", 1, (CUmodule *, const void *, unsigned, int *, void **)) \
     X(cuModuleUnload, "cuModuleUnload", 1, (CUmodule))                                           \
     X(cuModuleGetFunction, "cuModuleGetFunction", 1, (CUfunction *, CUmodule, const char *))     \
+    X(cuModuleGetGlobal, "cuModuleGetGlobal_v2", 1, (CUdeviceptr *, size_t *, CUmodule, const char *)) \
     X(cuFuncGetAttribute, "cuFuncGetAttribute", 1, (int *, int, CUfunction))                     \
     X(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", 1,                   \
       (int *, int *, CUfunction, CUoccupancyB2DSize, size_t, int))                               \

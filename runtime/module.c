@@ -260,6 +260,26 @@ cuk_status cuk_module_function(cuk_module *m, const char *name, cuk_function **o
     return CUK_OK;
 }
 
+cuk_status cuk_module_global(cuk_module *m, const char *name, cuk_devptr *p, size_t *bytes) {
+    if (bytes) *bytes = 0;
+    if (p) *p = 0;
+    if (!m || !name || !p) return err_set(CUK_ERR_INVALID, "cuk_module_global: NULL argument");
+    cuk_status s = ctx_make_current(m->d);
+    if (s) return s;
+    CUdeviceptr dp = 0;
+    size_t n = 0;
+    CUresult r = cu.cuModuleGetGlobal(&dp, &n, m->mod, lowered(m, name));
+    if (r == CUDA_ERROR_NOT_FOUND)
+        return err_set(CUK_ERR_NOT_FOUND,
+                       "no __device__ or __constant__ variable named '%s' in the module (declare it at file scope, "
+                       "extern \"C\" for a C++ name, or pass its name expression in the compile options' names)",
+                       name);
+    if (r) return cu_fail(r, "cuModuleGetGlobal_v2");
+    *p = dp;
+    if (bytes) *bytes = n;
+    return CUK_OK;
+}
+
 /* f's occupancy figures for `shared` bytes of dynamic shared memory. */
 static cuk_status occupancy(cuk_function *f, unsigned shared, int *block_out, int *per_sm_out) {
     uint64_t w = atomic_load_explicit(&f->occ, memory_order_relaxed);

@@ -166,7 +166,12 @@ def _result_maker(tp):
     ``__cuda_array_interface__`` and, for CuPy, ask the driver which device the pointer
     is on). The extension asks once per type and calls the maker with
     ``(owner, ptr, nbytes, shape, dtype_index, device_id)``; ``None`` means the general
-    path (:func:`_convert_result`)."""
+    path (:func:`_convert_result`).
+
+    cuk computed the result on the legacy default stream; the caller's library goes on
+    using it on its current stream, which may be a non-blocking one (a
+    ``torch.cuda.stream(s)`` or ``cupy.cuda.Stream(non_blocking=True)`` block): the maker
+    makes that stream wait for cuk's work (an event wait on the device)."""
     mod = tp.__module__.split(".")[0]
     try:
         if mod == "cupy":
@@ -174,18 +179,30 @@ def _result_maker(tp):
             import numpy as np
 
             unowned, memptr, ndarray = cupy.cuda.UnownedMemory, cupy.cuda.MemoryPointer, cupy.ndarray
+            current_stream, wait_cuk = cupy.cuda.get_current_stream, _cuk.stream_wait_cuk
             dts = [np.dtype(n) for n in _DTYPE_NAMES]
 
             def make_cupy(owner, ptr, nbytes, shape, dt, dev):
+                s = current_stream().ptr
+                if s:  # 0 is CuPy's null stream, the legacy one, already after cuk's work
+                    wait_cuk(s)
                 # the memory stays owned by the DeviceArray `owner`, which CuPy keeps alive
                 return ndarray(shape, dts[dt], memptr(unowned(ptr, nbytes, owner, dev), 0))
 
             return make_cupy
         if mod == "torch":
+            import torch
             from torch.utils.dlpack import from_dlpack
 
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+            def current_stream(dev):
+                # DLPack's convention: 1 for the legacy default stream (PyTorch's handle 0)
+                s = raw(dev) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
+                return s or 1
+
             def make_torch(owner, ptr, nbytes, shape, dt, dev):
-                return from_dlpack(owner.__dlpack__())
+                return from_dlpack(owner.__dlpack__(stream=current_stream(dev)))
 
             return make_torch
     except (ImportError, AttributeError):
@@ -193,10 +210,50 @@ def _result_maker(tp):
     return None
 
 
+_KINDS = {"b": "bool", "i": "integer", "u": "unsigned integer", "f": "float"}
+
+
+def _sequence_arg(value, dtype, fn, param):
+    """A list or tuple passed for an array parameter of ``dtype`` (a name), as the
+    C-contiguous NumPy array of that dtype it becomes (the extension calls this).
+
+    The values convert where NumPy's ``casting='same_kind'`` allows from the dtype NumPy
+    gives them (``numpy.asarray(value).dtype``): bools to anything, integers to integers
+    and floats, floats to floats. Python ints are weakly typed, as in NumPy 2 (NEP 50):
+    they become any integer dtype, unsigned ones included, that holds every value. A
+    value that does not fit is an error, never wrapped around."""
+    import numpy as np
+
+    where = f"{fn}(): parameter '{param}' is an array of {dtype}"
+    target = np.dtype(dtype)
+    try:
+        a = np.asarray(value)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise ArgumentError(f"{where}, but NumPy makes no array of the {type(value).__name__} given ({e})") from None
+    if a.size == 0:
+        return np.zeros(a.shape, target)  # nothing to convert
+    if a.dtype.kind not in _KINDS:
+        if a.dtype.kind == "O" and all(isinstance(x, int) for x in a.flat):
+            raise ArgumentError(f"{where}, and {max(a.flat, key=abs)} does not fit in it; cuk does not wrap values around")
+        raise ArgumentError(f"{where}, but the {type(value).__name__} holds {a.dtype} values, not numbers; pass numbers")
+    if a.dtype.kind in "iu" and target.kind in "iu":
+        info = np.iinfo(target)
+        lo, hi = int(a.min()), int(a.max())
+        if lo < info.min or hi > info.max:
+            bad = lo if lo < info.min else hi
+            raise ArgumentError(f"{where}, and {bad} does not fit in it ({info.min} to {info.max}); "
+                                "cuk does not wrap values around")
+    elif not np.can_cast(a.dtype, target, "same_kind"):
+        raise ArgumentError(f"{where}, but the {type(value).__name__} holds {_KINDS[a.dtype.kind]} values, which NumPy's "
+                            f"same_kind casting does not turn into {dtype}; convert them first "
+                            f"(e.g. numpy.asarray(x).astype('{dtype}'))")
+    return np.ascontiguousarray(a, dtype=target)
+
+
 def _install_hooks():
     from . import driver
 
-    _cuk._set_hooks(_convert_result, (driver.In, driver.Out, driver.InOut), _result_maker)
+    _cuk._set_hooks(_convert_result, (driver.In, driver.Out, driver.InOut), _result_maker, _sequence_arg)
 
 
 _install_hooks()

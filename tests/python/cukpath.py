@@ -8,3 +8,15 @@ BUILD = os.environ.get("CUK_BUILD_DIR") or os.path.join(ROOT, "build")
 for p in (os.path.join(ROOT, "python"), os.path.join(BUILD, "python")):
     if p not in sys.path:
         sys.path.insert(0, p)
+
+
+def python_child_env(**extra):
+    """The environment for a Python child that imports cuk: this one, with the sanitizer
+    runtime preloaded again under scripts/check.sh's ASan+UBSan stage (conftest.py takes
+    it away from the other children), plus extra."""
+    env = dict(os.environ)
+    pre = env.pop("CUK_PYTHON_CHILD_PRELOAD", None)
+    if pre:
+        env["LD_PRELOAD"] = pre
+    env.update(extra)
+    return env

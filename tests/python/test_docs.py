@@ -1,17 +1,19 @@
 """Keeps the examples in docs/language.md and README.md true: every fenced code block
 with print() calls is run with cukc, and each `print(...);  // expected` comment
-(continued on following `//` lines for multi-line output) must match what it prints."""
+(continued on following `//` lines for multi-line output) must match what it prints.
+The ```python blocks of docs/python.md written as interactive sessions (>>> lines) run
+as doctests against the built extension."""
+import doctest
 import os
 import re
 import subprocess
 
 import pytest
 
+import cukpath  # noqa: F401  (the cuk package, for the Python examples)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CUKC = os.path.abspath(os.environ.get("CUKC") or os.path.join(ROOT, "build", "bin", "cukc"))
-
-if not os.path.exists(CUKC):
-    pytest.skip("cukc is not built (%s); run `make build`" % CUKC, allow_module_level=True)
 
 
 def blocks(path):
@@ -64,6 +66,8 @@ CASES = [(p, ln, code) for p in ("docs/language.md", "README.md") for ln, code i
 
 @pytest.mark.parametrize("path,line,code", CASES, ids=["%s:%d" % (p, l) for p, l, _ in CASES])
 def test_doc_example(path, line, code, tmp_path):
+    if not os.path.exists(CUKC):
+        pytest.skip("cukc is not built (%s); run `make build`" % CUKC)
     if re.search(r"fn main\(\s*[^)\s]", code):
         pytest.skip("main takes parameters")
     if "fn main" in code:
@@ -94,3 +98,29 @@ def test_doc_example(path, line, code, tmp_path):
         got = out[k:k + len(e)]
         assert [norm(g) for g in got] == [norm(x) for x in e], "%s:%d:\n%s" % (path, line, prog)
         k += len(e)
+
+
+def python_sessions(path):
+    """(line number, code) of every ```python block with >>> prompts."""
+    text = open(os.path.join(ROOT, path)).read()
+    return [(text[:m.start()].count("\n") + 1, m.group(1))
+            for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M) if ">>>" in m.group(1)]
+
+
+PY_CASES = python_sessions("docs/python.md")
+
+
+def test_python_doc_has_sessions():
+    assert PY_CASES, "docs/python.md has no ```python block with >>> lines"
+
+
+@pytest.mark.parametrize("line,code", PY_CASES, ids=["docs/python.md:%d" % l for l, _ in PY_CASES])
+def test_python_doc_session(line, code):
+    test = doctest.DocTestParser().get_doctest(code, {}, "docs/python.md:%d" % line, os.path.join(ROOT, "docs/python.md"),
+                                               line)
+    out = []
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test, out=out.append)
+    res = runner.summarize(verbose=False)
+    assert res.attempted > 0
+    assert res.failed == 0, "".join(out)

@@ -52,6 +52,15 @@ static void all_calls_fail(cuk_status want, const char *needle) {
     CHECK(cuk_memcpy_dtoh(buf, 0, 4) == want);
     CHECK(cuk_stream_destroy(NULL) == CUK_OK);
     CHECK(cuk_event_destroy(NULL) == CUK_OK);
+    /* what the Python extension needs from the driver (contexts, globals, foreign streams) */
+    CHECK(cuk_context_push() == want && strstr(cuk_last_error(), needle));
+    cuk_context *c = (cuk_context *)&n;
+    CHECK(cuk_context_pop(&c) == want && c == NULL);
+    CHECK(cuk_context_pop(NULL) == want);
+    c = (cuk_context *)&n;
+    CHECK(cuk_context_current(&c) == want && c == NULL);
+    CHECK(cuk_stream_wait_raw(0x7f00, CUK_STREAM_LEGACY) == want && strstr(cuk_last_error(), needle));
+    CHECK(cuk_stream_wait_raw(CUK_STREAM_LEGACY, CUK_STREAM_PER_THREAD) == want);
     cuk_shutdown(); /* safe, and twice */
     cuk_shutdown();
     CHECK(cuk_init() == want); /* still answers after shutdown */
@@ -120,6 +129,18 @@ int main(void) {
     int st = 0;
     waitpid(pid, &st, 0);
     if (!WIFEXITED(st) || WEXITSTATUS(st)) fails++;
+
+    /* Argument errors of the interop calls come before the driver is needed. */
+    CHECK(cuk_stream_wait_raw(0, CUK_STREAM_LEGACY) == CUK_ERR_INVALID && strstr(cuk_last_error(), "ambiguous"));
+    CHECK(cuk_stream_wait_raw(0x7f00, 0) == CUK_ERR_INVALID && strstr(cuk_last_error(), "ambiguous"));
+    /* the same stream: nothing to order, no driver call */
+    CHECK(cuk_stream_wait_raw(CUK_STREAM_LEGACY, CUK_STREAM_LEGACY) == CUK_OK);
+    CHECK(cuk_stream_wait_raw(0x7f00, 0x7f00) == CUK_OK);
+    CHECK(cuk_context_current(NULL) == CUK_ERR_INVALID);
+    cuk_devptr gp = 1;
+    size_t gn = 1;
+    CHECK(cuk_module_global(NULL, "x", &gp, &gn) == CUK_ERR_INVALID && gp == 0 && gn == 0);
+    CHECK(strstr(cuk_last_error(), "cuk_module_global: NULL argument"));
 
     /* Status names are stable text. */
     CHECK(!strcmp(cuk_status_name(CUK_ERR_NO_DRIVER), "CUK_ERR_NO_DRIVER"));

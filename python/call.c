@@ -1,0 +1,699 @@
+/* Compiled programs and their calls: Program, Function, and the turning of Python
+   arguments into the cuk_views a call takes. */
+#include "_cuk.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- programs ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    cuk_program *p;
+} Program;
+static PyTypeObject *Program_Type;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *prog;
+    cuk_fn *f;
+    int nparams;
+    cuk_param_info *params;
+    cuk_vectorcallfunc vectorcall; /* function_vectorcall (tp_vectorcall_offset points here) */
+} Function;
+static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+static PyTypeObject *Function_Type;
+
+static void program_dealloc(PyObject *self) {
+    cuk_program_free(((Program *)self)->p);
+    heap_free(self);
+}
+
+/* compile(src_or_path, backend, name, require_bundle) -> Program */
+static PyObject *py_compile(PyObject *m, PyObject *args) {
+    (void)m;
+    const char *src, *name = NULL;
+    int backend = 0, require_bundle = 0;
+    if (!PyArg_ParseTuple(args, "s|izp", &src, &backend, &name, &require_bundle)) return NULL;
+    cuk_program_opts o = {.backend = (cuk_backend)backend, .name = name, .require_bundle = require_bundle};
+    cuk_program *p;
+    cuk_status s;
+    Py_BEGIN_ALLOW_THREADS s = cuk_program_compile(&p, src, &o);
+    Py_END_ALLOW_THREADS if (s) return raise_status(s);
+    Program *r = PyObject_New(Program, Program_Type);
+    if (!r) {
+        cuk_program_free(p);
+        return NULL;
+    }
+    r->p = p;
+    return (PyObject *)r;
+}
+
+static PyObject *program_functions(PyObject *self, PyObject *unused) {
+    (void)unused;
+    cuk_program *p = ((Program *)self)->p;
+    int n = cuk_program_nfunctions(p);
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) PyList_SetItem(l, i, PyUnicode_FromString(cuk_program_function_name(p, i)));
+    return l;
+}
+
+static PyObject *program_function(PyObject *self, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8AndSize(arg, NULL);
+    if (!name) return NULL;
+    cuk_fn *f;
+    CHECK(cuk_program_function(((Program *)self)->p, name, &f));
+    Function *r = PyObject_New(Function, Function_Type);
+    if (!r) return NULL;
+    r->prog = Py_NewRef(self);
+    r->f = f;
+    r->vectorcall = NULL;
+    r->nparams = cuk_fn_nparams(f);
+    r->params = PyMem_Calloc((size_t)(r->nparams ? r->nparams : 1), sizeof *r->params);
+    if (!r->params) {
+        Py_DECREF(r);
+        return PyErr_NoMemory();
+    }
+    for (int i = 0; i < r->nparams; i++) cuk_fn_param(f, i, &r->params[i]);
+    r->vectorcall = function_vectorcall;
+    return (PyObject *)r;
+}
+
+static PyObject *program_backend(PyObject *self, void *c) {
+    (void)c;
+    return PyUnicode_FromString(cuk_program_backend(((Program *)self)->p) == CUK_BACKEND_GPU ? "gpu" : "cpu");
+}
+
+static PyMethodDef program_methods[] = {{"functions", program_functions, METH_NOARGS, "the program's function names"},
+                                        {"function", program_function, METH_O, "a function by name"},
+                                        {NULL, NULL, 0, NULL}};
+static PyGetSetDef program_getset[] = {{"backend", program_backend, NULL, "'gpu' or 'cpu'", NULL}, {NULL, NULL, NULL, NULL, NULL}};
+static PyType_Slot program_slots[] = {{Py_tp_dealloc, program_dealloc},
+                                      {Py_tp_methods, program_methods},
+                                      {Py_tp_getset, program_getset},
+                                      {0, 0}};
+static PyType_Spec program_spec = {"cuk._cuk.Program", sizeof(Program), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                   program_slots};
+
+static void function_dealloc(PyObject *self) {
+    Function *f = (Function *)self;
+    PyMem_Free(f->params);
+    Py_XDECREF(f->prog);
+    heap_free(self);
+}
+
+/* What kind of object the caller passed, to give the result back as the same kind. */
+enum { KIND_NONE, KIND_NUMPY, KIND_FOREIGN, KIND_DEVICE };
+
+static const char *fn_name(Function *f) { return cuk_fn_name(f->f); }
+
+int wrong_dtype(const char *fn, const cuk_param_info *pi, cuk_dtype got) {
+    PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s, but the argument has dtype %s; convert it first (e.g. .astype('%s'))",
+                 fn, pi->name, pi->rank ? "an array of" : "a", np_name[pi->dtype], np_name[got], np_name[pi->dtype]);
+    return -1;
+}
+
+/* "a" or "an" before a dtype name. */
+static const char *article(cuk_dtype dt) { return np_name[dt][0] == 'i' ? "an" : "a"; }
+
+/* "(2, 3)" */
+static void shape_text(char *buf, size_t len, int rank, const int64_t *shape) {
+    size_t n = (size_t)snprintf(buf, len, "(");
+    for (int k = 0; k < rank && n < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, "%lld%s", (long long)shape[k], rank == 1 ? "," : k + 1 < rank ? ", " : "");
+    if (n < len) snprintf(buf + n, len - n, ")");
+}
+
+int wrong_rank(const char *fn, const cuk_param_info *pi, int rank, const int64_t *shape) {
+    char sh[160];
+    shape_text(sh, sizeof sh, rank, shape);
+    if (pi->rank == 0)
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s scalar, but the argument is a %d-D array of shape %s; pass one value (e.g. x[0] or x.item())",
+                     fn, pi->name, article(pi->dtype), np_name[pi->dtype], rank, sh);
+    else if (rank == 0)
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is a %d-D array of %s, but the argument is a 0-d array (a scalar); pass a %d-D array (e.g. numpy.full(shape, x, '%s'))",
+                     fn, pi->name, pi->rank, np_name[pi->dtype], pi->rank, np_name[pi->dtype]);
+    else
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is a %d-D array of %s, but the argument is a %d-D array of shape %s; pass a %d-D array (reshape or index it)",
+                     fn, pi->name, pi->rank, np_name[pi->dtype], rank, sh, pi->rank);
+    return -1;
+}
+
+/* The error for an array argument whose dtype or rank is not the parameter's. */
+static int wrong_array(const char *fn, const cuk_param_info *pi, const cuk_view *v) {
+    if (v->dtype != pi->dtype) return wrong_dtype(fn, pi, v->dtype);
+    return wrong_rank(fn, pi, v->rank, v->shape);
+}
+
+/* o's type name (a new reference), for messages. */
+static PyObject *type_name(PyObject *o) {
+    PyObject *n = PyType_GetName(Py_TYPE(o));
+    if (!n) {
+        PyErr_Clear();
+        n = PyUnicode_FromString("?");
+    }
+    return n;
+}
+
+/* A scalar's bytes, as many as its dtype has. */
+typedef union {
+    uint8_t b;
+    int32_t i32;
+    int64_t i64;
+    uint32_t u32;
+    uint64_t u64;
+    float f32;
+    double f64;
+} ScalarBytes;
+
+/* A number as NumPy's casting rules see it: its kind ('b' bool, 'i' signed, 'u'
+   unsigned, 'f' float) and value. A Python int is weak (NEP 50): it may become any
+   integer dtype that holds its value, as in numpy.uint32(5) + 1. */
+typedef struct {
+    char kind;
+    bool weak;
+    long long i;          /* kinds 'b' (0 or 1) and 'i' */
+    unsigned long long u; /* kind 'u' */
+    double f;             /* kind 'f' */
+} Num;
+
+static double half_to_double(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* The number a one-element buffer holds (a NumPy scalar or 0-d array), by its
+   struct-module format; -1 if it is no number NumPy casts to cuk's dtypes (complex,
+   bytes, records, big-endian). */
+static int num_of_buffer(const Py_buffer *b, Num *n) {
+    const char *f = b->format ? b->format : "B";
+    while (*f == '@' || *f == '=' || *f == '<') f++;
+    if (!f[0] || f[1]) return -1;
+    const unsigned char *p = b->buf;
+    Py_ssize_t size = b->itemsize;
+    switch (f[0]) {
+    case '?': n->kind = 'b', n->i = p[0] != 0; return 0;
+    case 'b': case 'h': case 'i': case 'l': case 'q':
+        n->kind = 'i';
+        if (size == 1) n->i = *(const int8_t *)p;
+        else if (size == 2) { int16_t x; memcpy(&x, p, 2); n->i = x; }
+        else if (size == 4) { int32_t x; memcpy(&x, p, 4); n->i = x; }
+        else if (size == 8) { int64_t x; memcpy(&x, p, 8); n->i = x; }
+        else return -1;
+        return 0;
+    case 'B': case 'H': case 'I': case 'L': case 'Q':
+        n->kind = 'u';
+        if (size == 1) n->u = p[0];
+        else if (size == 2) { uint16_t x; memcpy(&x, p, 2); n->u = x; }
+        else if (size == 4) { uint32_t x; memcpy(&x, p, 4); n->u = x; }
+        else if (size == 8) { uint64_t x; memcpy(&x, p, 8); n->u = x; }
+        else return -1;
+        return 0;
+    case 'e': case 'f': case 'd': case 'g':
+        n->kind = 'f';
+        if (size == 2) { uint16_t x; memcpy(&x, p, 2); n->f = half_to_double(x); }
+        else if (size == 4) { float x; memcpy(&x, p, 4); n->f = x; }
+        else if (size == 8) { double x; memcpy(&x, p, 8); n->f = x; }
+        else if (size == (Py_ssize_t)sizeof(long double)) { long double x; memcpy(&x, p, sizeof x); n->f = (double)x; }
+        else return -1;
+        return 0;
+    default: return -1;
+    }
+}
+
+/* A number for a scalar parameter, converted to the parameter's dtype where NumPy's
+   casting='same_kind' allows it and the value fits (never wrapped): Python bool, int
+   and float (and subclasses, such as numpy.float64), NumPy scalars and 0-d host arrays.
+   The view v points at *val. */
+static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, ScalarBytes *val, cuk_view *v) {
+    cuk_dtype dt = pi->dtype;
+    Num n = {0};
+    if (PyBool_Check(o)) {
+        n.kind = 'b';
+        n.i = o == Py_True;
+    } else if (PyLong_Check(o)) {
+        int ovf;
+        n.kind = 'i';
+        n.weak = true;
+        n.i = PyLong_AsLongLongAndOverflow(o, &ovf);
+        if (n.i == -1 && PyErr_Occurred()) return -1;
+        if (ovf > 0) {
+            n.kind = 'u';
+            n.u = PyLong_AsUnsignedLongLong(o);
+            if (PyErr_Occurred()) goto range;
+        } else if (ovf < 0) {
+            goto range;
+        }
+    } else if (PyFloat_Check(o)) {
+        n.kind = 'f';
+        n.f = PyFloat_AsDouble(o);
+        if (n.f == -1.0 && PyErr_Occurred()) return -1;
+    } else if (PyObject_CheckBuffer(o)) {
+        Py_buffer b;
+        if (PyObject_GetBuffer(o, &b, PyBUF_RECORDS_RO) < 0) return -1;
+        int r = 0;
+        if (b.ndim != 0) {
+            int64_t shape[CUK_MAX_RANK];
+            int rank = b.ndim <= CUK_MAX_RANK ? b.ndim : CUK_MAX_RANK;
+            for (int k = 0; k < rank; k++) shape[k] = b.shape ? b.shape[k] : b.len / b.itemsize;
+            PyBuffer_Release(&b);
+            return wrong_rank(fn, pi, b.ndim, shape);
+        }
+        r = num_of_buffer(&b, &n);
+        PyBuffer_Release(&b);
+        if (r < 0) {
+            PyObject *tn = type_name(o);
+            PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, but the argument is a %U, which does not convert to it; pass a real number",
+                         fn, pi->name, np_name[dt], tn);
+            Py_XDECREF(tn);
+            return -1;
+        }
+    } else {
+        PyObject *tn = type_name(o);
+        if (o == Py_None)
+            PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s scalar; got None. Pass a Python or NumPy number", fn, pi->name,
+                         article(dt), np_name[dt]);
+        else
+            PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s scalar; got a %U. Pass a Python or NumPy number", fn, pi->name,
+                         article(dt), np_name[dt], tn);
+        Py_XDECREF(tn);
+        return -1;
+    }
+    /* NumPy's same_kind: bool becomes anything; integers become integers and floats, but
+       a signed one an unsigned one only if it is a weak Python int; floats only floats;
+       nothing but bool becomes bool. */
+    bool kind_ok = dt == CUK_BOOL ? n.kind == 'b'
+                   : dt == CUK_I32 || dt == CUK_I64 ? n.kind != 'f'
+                   : dt == CUK_U32 || dt == CUK_U64 ? n.kind == 'b' || n.kind == 'u' || (n.kind == 'i' && n.weak)
+                                                    : true;
+    if (!kind_ok) {
+        const char *hint = dt == CUK_BOOL                 ? "pass True or False (e.g. x != 0)"
+                           : n.kind == 'f'                ? "pass an integer (e.g. int(x) or round(x))"
+                                                          : "pass a Python int or an unsigned NumPy integer (e.g. numpy.uint32(x))";
+        PyObject *tn = type_name(o);
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, but the argument %R (%U) does not become %s under NumPy's same_kind casting; %s",
+                     fn, pi->name, np_name[dt], o, tn, np_name[dt], hint);
+        Py_XDECREF(tn);
+        return -1;
+    }
+    bool u = n.kind == 'u';
+    switch (dt) {
+    case CUK_BOOL: val->b = (uint8_t)n.i; break;
+    case CUK_I32:
+        if (u ? n.u > INT32_MAX : n.i < INT32_MIN || n.i > INT32_MAX) goto range;
+        val->i32 = (int32_t)(u ? (long long)n.u : n.i);
+        break;
+    case CUK_I64:
+        if (u && n.u > INT64_MAX) goto range;
+        val->i64 = u ? (int64_t)n.u : n.i;
+        break;
+    case CUK_U32:
+        if (u ? n.u > UINT32_MAX : n.i < 0 || n.i > (long long)UINT32_MAX) goto range;
+        val->u32 = (uint32_t)(u ? n.u : (unsigned long long)n.i);
+        break;
+    case CUK_U64:
+        if (!u && n.i < 0) goto range;
+        val->u64 = u ? n.u : (uint64_t)n.i;
+        break;
+    case CUK_F32: val->f32 = (float)(n.kind == 'f' ? n.f : u ? (double)n.u : (double)n.i); break;
+    case CUK_F64: val->f64 = n.kind == 'f' ? n.f : u ? (double)n.u : (double)n.i; break;
+    default: break;
+    }
+    v->dtype = dt;
+    v->rank = 0;
+    v->place = CUK_ON_HOST;
+    v->data = val;
+    v->dev = 0;
+    return 0;
+range:
+    PyErr_Clear();
+    PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, and %R does not fit in it; cuk does not wrap values around", fn, pi->name,
+                 np_name[dt], o);
+    return -1;
+}
+
+/* A C-contiguous NumPy array (new reference) for an array parameter, from an argument
+   that is not a contiguous buffer: a strided array is copied with its own dtype, which
+   the caller then checks as for any array; a list or tuple converts by cuk's
+   _sequence_arg (NumPy's same_kind rule, values must fit); Python numbers, None and
+   other objects are errors. */
+static PyObject *host_array(const char *fn, const cuk_param_info *pi, PyObject *o) {
+    if (PyObject_CheckBuffer(o) || PyObject_HasAttrString(o, "__array__") || PyObject_HasAttrString(o, "__array_interface__") ||
+        PyObject_HasAttrString(o, "__array_struct__")) {
+        if (need_numpy() < 0) return NULL;
+        return PyObject_CallMethod(np_mod, "ascontiguousarray", "O", o);
+    }
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+        if (!sequence_hook) {
+            PyErr_Format(ArgumentError, "%s(): parameter '%s': lists are converted by the cuk package; import cuk", fn, pi->name);
+            return NULL;
+        }
+        return PyObject_CallFunction(sequence_hook, "Osss", o, np_name[pi->dtype], fn, pi->name);
+    }
+    PyObject *tn = type_name(o);
+    if (PyLong_Check(o) || PyFloat_Check(o))
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is a %d-D array of %s, but the argument is a number (%U); pass an array (e.g. numpy.full(shape, x, '%s'))",
+                     fn, pi->name, pi->rank, np_name[pi->dtype], tn, np_name[pi->dtype]);
+    else if (o == Py_None)
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is a %d-D array of %s; got None. Pass a NumPy array, a list, a cuk.DeviceArray or a CUDA array (CuPy, PyTorch, Numba)",
+                     fn, pi->name, pi->rank, np_name[pi->dtype]);
+    else
+        PyErr_Format(ArgumentError, "%s(): parameter '%s' is a %d-D array of %s; got a %U. Pass a NumPy array, a list, a cuk.DeviceArray or a CUDA array (CuPy, PyTorch, Numba)",
+                     fn, pi->name, pi->rank, np_name[pi->dtype], tn);
+    Py_XDECREF(tn);
+    return NULL;
+}
+
+/* A host buffer (NumPy array, array.array, ...), viewed without a copy when it is
+   C-contiguous. Its dtype must be the parameter's. */
+static int buffer_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
+    if (PyObject_GetBuffer(o, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        if (!(h->keep = host_array(fn, pi, o))) return -1;
+        if (PyObject_GetBuffer(h->keep, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            /* NumPy made an array it cannot export (object or datetime dtype, ...) */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_Format(ArgumentError, "%s(): parameter '%s' is an array of %s, but the argument's elements are no numbers cuk has: %S",
+                         fn, pi->name, np_name[pi->dtype], value ? value : Py_None);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            return -1;
+        }
+    }
+    h->has_buf = true;
+    cuk_dtype dt;
+    char what[256];
+    snprintf(what, sizeof what, "%s(): parameter '%s'", fn, pi->name);
+    if (buffer_dtype(&h->buf, what, &dt) < 0) return -1;
+    if (dt != pi->dtype) return wrong_dtype(fn, pi, dt);
+    if (h->buf.ndim > CUK_MAX_RANK) {
+        PyErr_Format(ArgumentError, "%s: at most %d dimensions", what, CUK_MAX_RANK);
+        return -1;
+    }
+    v->dtype = dt;
+    v->rank = h->buf.ndim;
+    for (int k = 0; k < h->buf.ndim; k++) v->shape[k] = h->buf.shape ? h->buf.shape[k] : h->buf.len / h->buf.itemsize;
+    v->place = CUK_ON_HOST;
+    v->data = h->buf.buf;
+    v->dev = 0;
+    return 0;
+}
+
+/* What an object's type speaks, found once per type (the hot path must not look up
+   attributes that are not there: a failed lookup raises and clears an exception). */
+enum { TP_UNKNOWN = 0, TP_CAI, TP_DLPACK, TP_BUFFER, TP_OTHER };
+#define TYPE_CACHE 32
+static struct {
+    PyTypeObject *tp; /* a strong reference */
+    int kind;
+} type_cache[TYPE_CACHE];
+static int ntype_cache;
+
+/* Whether tp is PyTorch's (its module is torch or below). */
+static bool is_torch_type(PyTypeObject *tp) {
+    PyObject *m = PyObject_GetAttrString((PyObject *)tp, "__module__");
+    const char *s = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8AndSize(m, NULL) : NULL;
+    bool r = s && (!strcmp(s, "torch") || !strncmp(s, "torch.", 6));
+    Py_XDECREF(m);
+    PyErr_Clear();
+    return r;
+}
+
+static int type_kind(PyObject *o) {
+    PyTypeObject *tp = Py_TYPE(o);
+    for (int i = 0; i < ntype_cache; i++)
+        if (type_cache[i].tp == tp) return type_cache[i].kind;
+    int kind;
+    /* PyTorch's tensors speak both protocols, but their __cuda_array_interface__ names no
+       stream (version 2), so a tensor written on a side stream could be read before the
+       write lands: take them through DLPack, whose __dlpack__(stream=) makes PyTorch
+       order its work before cuk's. CuPy's and Numba's version 3 name their stream, and
+       cost less. */
+    if (is_torch_type(tp) && PyObject_HasAttr((PyObject *)tp, s_dlpack)) kind = TP_DLPACK;
+    else if (PyObject_HasAttr((PyObject *)tp, s_cai)) kind = TP_CAI;
+    else if (PyObject_CheckBuffer(o)) kind = TP_BUFFER;
+    else if (PyObject_HasAttr((PyObject *)tp, s_dlpack)) kind = TP_DLPACK;
+    else kind = TP_OTHER;
+    if (ntype_cache < TYPE_CACHE) {
+        type_cache[ntype_cache].tp = (PyTypeObject *)Py_NewRef((PyObject *)tp);
+        type_cache[ntype_cache].kind = kind;
+        ntype_cache++;
+    }
+    return kind;
+}
+
+/* The device id results are made for (cuk's current device). */
+static int current_device(void) {
+    int dev = 0;
+    if (cuk_device_current(&dev) != CUK_OK) dev = 0;
+    return dev;
+}
+
+/* A device result as the kind of the foreign array the caller passed (template): through
+   a maker cuk/__init__.py provides per type (CuPy: an ndarray over our memory, PyTorch:
+   from DLPack), found once per type, else through the general hook. Takes d. */
+static PyObject *foreign_result(PyObject *template, PyObject *d) {
+    PyObject *tp = (PyObject *)Py_TYPE(template);
+    PyObject *maker = NULL;
+    if (maker_cache && maker_lookup) {
+        maker = PyDict_GetItem(maker_cache, tp); /* borrowed */
+        if (!maker) {
+            maker = PyObject_CallFunctionObjArgs(maker_lookup, tp, NULL);
+            if (!maker || PyDict_SetItem(maker_cache, tp, maker) < 0) {
+                Py_XDECREF(maker);
+                Py_DECREF(d);
+                return NULL;
+            }
+            Py_DECREF(maker); /* the cache holds it */
+        }
+    }
+    PyObject *r;
+    if (maker && maker != Py_None) {
+        const cuk_view *v = DA(d);
+        PyObject *shape = shape_tuple(v->rank, v->shape);
+        r = shape ? PyObject_CallFunction(maker, "OKnNii", d, (unsigned long long)v->dev, (Py_ssize_t)view_nbytes(v), shape,
+                                          (int)v->dtype, current_device())
+                  : NULL;
+    } else if (foreign_hook) {
+        r = PyObject_CallFunctionObjArgs(foreign_hook, template, d, NULL);
+    } else {
+        return d;
+    }
+    Py_DECREF(d);
+    return r;
+}
+
+/* The call of a compiled function: arguments become views (a DeviceArray's own view,
+   a Python number's value on the stack: no allocation, no Python objects), one call
+   into libcuk (cuk_fn_call_quick with the GIL held when the call only queues a kernel,
+   else cuk_fn_call_views with it released), one Python object for the result. */
+static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Function *f = (Function *)self;
+    Py_ssize_t n = (Py_ssize_t)(nargsf & ~CUK_VECTORCALL_ARGUMENTS_OFFSET);
+    if (kwnames && PyTuple_Size(kwnames)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes positional arguments only", fn_name(f));
+        return NULL;
+    }
+    if (n != f->nparams) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s (%zd given)", fn_name(f), f->nparams, f->nparams == 1 ? "" : "s", n);
+        return NULL;
+    }
+    int kind = KIND_NONE;
+    PyObject *foreign = NULL; /* borrowed: the first foreign array, a template for the result */
+    PyObject *result = NULL;
+    cuk_view vstack[8], *v = vstack;
+    const cuk_view *pstack[8], **vp = pstack;
+    ScalarBytes sstack[8], *sv = sstack;
+    Held hstack[8], *held = NULL; /* only for arguments that need more than a view */
+    if (n > 8) {
+        v = PyMem_Malloc(sizeof *v * (size_t)n);
+        vp = PyMem_Malloc(sizeof *vp * (size_t)n);
+        sv = PyMem_Malloc(sizeof *sv * (size_t)n);
+        if (!v || !vp || !sv) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = args[i];
+        const cuk_param_info *pi = &f->params[i];
+        PyTypeObject *tp = Py_TYPE(o);
+        if (tp == DeviceArray_Type) {
+            /* The hot path: our own device array, passed by its view. */
+            vp[i] = DA(o);
+            kind = KIND_DEVICE;
+            if (vp[i]->dtype != pi->dtype || vp[i]->rank != pi->rank) {
+                wrong_array(fn_name(f), pi, vp[i]);
+                goto done;
+            }
+            continue;
+        }
+        vp[i] = &v[i];
+        if (pi->rank == 0 && (tp == &PyFloat_Type || tp == &PyLong_Type || tp == &PyBool_Type)) {
+            if (scalar_arg(fn_name(f), pi, o, &sv[i], &v[i]) < 0) goto done;
+            continue;
+        }
+        if (PyObject_TypeCheck(o, DeviceArray_Type)) {
+            vp[i] = DA(o);
+            kind = KIND_DEVICE;
+            if (vp[i]->dtype != pi->dtype || vp[i]->rank != pi->rank) {
+                wrong_array(fn_name(f), pi, vp[i]);
+                goto done;
+            }
+            continue;
+        }
+        if (!held) {
+            held = n <= 8 ? hstack : PyMem_Malloc(sizeof *held * (size_t)n);
+            if (!held) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            memset(held, 0, sizeof *held * (size_t)n);
+        }
+        int rc, tk = type_kind(o);
+        if (tk == TP_OTHER) {
+            /* the protocols may be instance attributes (a plain class setting them in
+               __init__): look on the object itself, as for any unusual type */
+            if (PyObject_HasAttr(o, s_cai)) tk = TP_CAI;
+            else if (PyObject_HasAttr(o, s_dlpack)) tk = TP_DLPACK;
+        }
+        if (pi->rank == 0 && tk == TP_BUFFER) {
+            /* a NumPy scalar or 0-d array: by value, converted like a Python number */
+            rc = scalar_arg(fn_name(f), pi, o, &sv[i], &v[i]);
+            if (kind < KIND_NUMPY) kind = KIND_NUMPY;
+        } else if (tk == TP_CAI) {
+            PyObject *cai = PyObject_GetAttr(o, s_cai);
+            if (cai) {
+                rc = cai_arg(fn_name(f), pi, cai, &v[i]);
+                Py_DECREF(cai);
+                if (kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
+            } else if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                /* the type has the property but this object has no device memory (a CPU
+                   tensor): take it as DLPack or a buffer */
+                PyErr_Clear();
+                if (PyObject_CheckBuffer(o)) {
+                    rc = buffer_arg(fn_name(f), pi, o, &held[i], &v[i]);
+                    if (kind < KIND_NUMPY) kind = KIND_NUMPY;
+                } else if (PyObject_HasAttr(o, s_dlpack)) {
+                    rc = dlpack_arg(fn_name(f), pi, o, &held[i], &v[i]);
+                    if (!rc && v[i].place == CUK_ON_DEVICE && kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
+                } else {
+                    rc = pi->rank == 0 ? scalar_arg(fn_name(f), pi, o, &sv[i], &v[i])
+                                       : buffer_arg(fn_name(f), pi, o, &held[i], &v[i]);
+                }
+            } else {
+                rc = -1;
+            }
+        } else if (tk == TP_DLPACK) {
+            rc = dlpack_arg(fn_name(f), pi, o, &held[i], &v[i]);
+            if (!rc && v[i].place == CUK_ON_DEVICE && kind < KIND_FOREIGN) kind = KIND_FOREIGN, foreign = o;
+        } else if (pi->rank == 0 && tk != TP_BUFFER) {
+            rc = scalar_arg(fn_name(f), pi, o, &sv[i], &v[i]);
+        } else {
+            rc = buffer_arg(fn_name(f), pi, o, &held[i], &v[i]);
+            if (kind < KIND_NUMPY) kind = KIND_NUMPY;
+        }
+        if (rc < 0) goto done;
+        /* Arrays of every kind get the same rank check (dtypes were checked above). */
+        if (v[i].rank != pi->rank) {
+            wrong_rank(fn_name(f), pi, v[i].rank, v[i].shape);
+            goto done;
+        }
+    }
+    cuk_view dres;
+    cuk_array *hres = NULL;
+    /* A call that only queues a kernel runs with the GIL held (as CuPy's launches do):
+       releasing and taking it back costs more than the rest of the call. */
+    int quick = 0;
+    cuk_status s = kind >= KIND_FOREIGN ? cuk_fn_call_quick(f->f, vp, (int)n, &dres, &quick) : CUK_OK;
+    if (!s && !quick) {
+        Py_BEGIN_ALLOW_THREADS s = cuk_fn_call_views(f->f, vp, (int)n, &dres, &hres);
+        Py_END_ALLOW_THREADS
+    }
+    if (s) {
+        raise_status(s);
+        goto done;
+    }
+    if (dres.rank >= 0) {
+        result = devarray_new(&dres, true, NULL);
+        if (result && kind == KIND_FOREIGN) result = foreign_result(foreign, result);
+    } else if (hres) {
+        result = numpy_from_host(hres, true);
+    } else {
+        result = Py_NewRef(Py_None);
+    }
+done:
+    if (held) {
+        for (Py_ssize_t i = 0; i < n; i++) held_release(&held[i]);
+        if (held != hstack) PyMem_Free(held);
+    }
+    if (v != vstack) PyMem_Free(v);
+    if (vp != pstack) PyMem_Free((void *)vp);
+    if (sv != sstack) PyMem_Free(sv);
+    return result;
+}
+
+/* tp_call, for callers that do not use vectorcall. */
+static PyObject *function_call(PyObject *self, PyObject *args, PyObject *kw) {
+    if (kw && PyDict_Size(kw)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes positional arguments only", fn_name((Function *)self));
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_Size(args);
+    PyObject *stack[8], **a = n <= 8 ? stack : PyMem_Malloc(sizeof *a * (size_t)(n ? n : 1));
+    if (!a) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) a[i] = PyTuple_GetItem(args, i);
+    PyObject *r = function_vectorcall(self, a, (size_t)n, NULL);
+    if (a != stack) PyMem_Free(a);
+    return r;
+}
+
+static PyObject *function_params(PyObject *self, void *c) {
+    (void)c;
+    Function *f = (Function *)self;
+    PyObject *l = PyList_New(f->nparams);
+    for (int i = 0; l && i < f->nparams; i++) {
+        const cuk_param_info *pi = &f->params[i];
+        PyObject *dims = PyTuple_New(pi->rank);
+        for (int k = 0; dims && k < pi->rank; k++)
+            PyTuple_SetItem(dims, k, pi->dims[k] ? PyUnicode_FromString(pi->dims[k]) : PyLong_FromLongLong(pi->sizes[k]));
+        PyList_SetItem(l, i, Py_BuildValue("(ssN)", pi->name, np_name[pi->dtype], dims));
+    }
+    return l;
+}
+static PyObject *function_name(PyObject *self, void *c) {
+    (void)c;
+    return PyUnicode_FromString(fn_name((Function *)self));
+}
+static PyObject *function_repr(PyObject *self) {
+    return PyUnicode_FromFormat("<cuk function %s>", fn_name((Function *)self));
+}
+static PyGetSetDef function_getset[] = {
+    {"params", function_params, NULL, "[(name, dtype, dims)]: dims holds size names or literal sizes", NULL},
+    {"__name__", function_name, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+static PyMemberDef function_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Function, vectorcall), READONLY, NULL}, {NULL, 0, 0, 0, NULL}};
+static PyType_Slot function_slots[] = {{Py_tp_dealloc, function_dealloc},
+                                       {Py_tp_call, function_call},
+                                       {Py_tp_members, function_members},
+                                       {Py_tp_getset, function_getset},
+                                       {Py_tp_repr, function_repr},
+                                       {0, 0}};
+static PyType_Spec function_spec = {"cuk.Function", sizeof(Function), 0,
+                                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                    function_slots};
+
+static PyMethodDef call_funcs[] = {
+    {"compile", py_compile, METH_VARARGS, "compile(src_or_path, backend=0, name=None) -> Program"}, {NULL, NULL, 0, NULL}};
+
+int call_init(PyObject *mod) {
+    if (!(Program_Type = make_type(mod, &program_spec, "Program"))) return -1;
+    if (!(Function_Type = make_type(mod, &function_spec, "Function"))) return -1;
+    return PyModule_AddFunctions(mod, call_funcs);
+}

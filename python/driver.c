@@ -1,0 +1,108 @@
+/* Driver-level functions: initialisation, devices, synchronisation, the context stack
+   and the kernel cache's counters. */
+#include "_cuk.h"
+
+#include <string.h>
+
+static PyObject *py_init(PyObject *m, PyObject *u) {
+    (void)m;
+    (void)u;
+    CHECK(cuk_init());
+    Py_RETURN_NONE;
+}
+static PyObject *py_gpu_available(PyObject *m, PyObject *u) {
+    (void)m;
+    (void)u;
+    int ok = 0;
+    cuk_gpu_available(&ok);
+    return Py_BuildValue("(Os)", ok ? Py_True : Py_False, ok ? "" : cuk_last_error());
+}
+static PyObject *py_device_count(PyObject *m, PyObject *u) {
+    (void)m;
+    (void)u;
+    int n;
+    CHECK(cuk_device_count(&n));
+    return PyLong_FromLong(n);
+}
+static PyObject *py_device_props(PyObject *m, PyObject *arg) {
+    (void)m;
+    int i = (int)PyLong_AsLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    cuk_device_props p;
+    CHECK(cuk_device_props_get(i, &p));
+    return Py_BuildValue("{s:s,s:s,s:i,s:(ii),s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "name", p.name, "arch", p.arch, "index",
+                         p.index, "compute_capability", p.cc_major, p.cc_minor, "total_memory", (Py_ssize_t)p.total_mem,
+                         "multiprocessor_count", p.sm_count, "l2_cache_size", p.l2_size, "max_threads_per_block",
+                         p.max_threads_per_block, "max_shared_memory_per_block", p.shared_mem_per_block,
+                         "max_shared_memory_per_block_optin", p.shared_mem_per_block_optin, "max_threads_per_multiprocessor",
+                         p.max_threads_per_sm, "warp_size", p.warp_size, "driver_version", p.driver_version);
+}
+static PyObject *py_device_select(PyObject *m, PyObject *arg) {
+    (void)m;
+    int i = (int)PyLong_AsLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    CHECK(cuk_device_select(i));
+    Py_RETURN_NONE;
+}
+static PyObject *py_device_current(PyObject *m, PyObject *u) {
+    (void)m;
+    (void)u;
+    int i;
+    CHECK(cuk_device_current(&i));
+    return PyLong_FromLong(i);
+}
+static PyObject *py_synchronize(PyObject *m, PyObject *u) {
+    (void)m;
+    (void)u;
+    cuk_status s;
+    Py_BEGIN_ALLOW_THREADS s = cuk_synchronize();
+    Py_END_ALLOW_THREADS if (s) return raise_status(s);
+    Py_RETURN_NONE;
+}
+
+/* ctx("push"|"pop"|"current"): the calling thread's context stack, for cuk.driver's
+   Context.push/pop. A failed push or pop is a misuse (LogicError) unless the driver or
+   the GPU is missing. */
+static PyObject *py_ctx(PyObject *m, PyObject *arg) {
+    (void)m;
+    const char *op = PyUnicode_AsUTF8AndSize(arg, NULL);
+    if (!op) return NULL;
+    cuk_status s;
+    cuk_context *c = NULL;
+    if (!strcmp(op, "current")) {
+        int dev;
+        (void)cuk_device_current(&dev); /* makes the primary context current; errors show below */
+        CHECK(cuk_context_current(&c));
+        return PyLong_FromVoidPtr(c);
+    }
+    if (!strcmp(op, "push")) s = cuk_context_push();
+    else if (!strcmp(op, "pop")) s = cuk_context_pop(&c);
+    else return PyErr_Format(PyExc_ValueError, "ctx: unknown operation '%s'", op);
+    if (s == CUK_ERR_INVALID || s == CUK_ERR_DRIVER) return PyErr_Format(LogicError, "%s", cuk_last_error());
+    if (s) return raise_status(s);
+    if (c) return PyLong_FromVoidPtr(c);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_cache_stats(PyObject *m, PyObject *u) {
+    (void)m;
+    (void)u;
+    cuk_cache_stats s;
+    CHECK(cuk_cache_stats_get(&s));
+    return Py_BuildValue("{s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "dir", s.dir, "entries", s.entries, "bytes", s.bytes, "mem_hits",
+                         s.mem_hits, "disk_hits", s.disk_hits, "misses", s.misses, "disk_writes", s.disk_writes, "corrupt", s.corrupt);
+}
+
+static PyMethodDef driver_funcs[] = {
+    {"init", py_init, METH_NOARGS, NULL},
+    {"gpu_available", py_gpu_available, METH_NOARGS, "(ok, why not)"},
+    {"device_count", py_device_count, METH_NOARGS, NULL},
+    {"device_props", py_device_props, METH_O, NULL},
+    {"device_select", py_device_select, METH_O, NULL},
+    {"device_current", py_device_current, METH_NOARGS, NULL},
+    {"synchronize", py_synchronize, METH_NOARGS, NULL},
+    {"ctx", py_ctx, METH_O, NULL},
+    {"cache_stats", py_cache_stats, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+int driver_init(PyObject *mod) { return PyModule_AddFunctions(mod, driver_funcs); }
