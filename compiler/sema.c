@@ -44,9 +44,11 @@ typedef struct Ex {
     bool ok;     /* false after an error (already reported) */
 } Ex;
 
+/* The type variables of one call, as bound from its arguments (one per distinct name;
+   the arrays hold as many as the callee has parameters). */
 typedef struct TypeVars {
-    const char *name[8];
-    DType dt[8];
+    const char **name;
+    DType *dt;
     int n;
 } TypeVars;
 
@@ -1278,7 +1280,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
         return ex_bad();
     }
     /* Type variables and elementwise application. */
-    TypeVars tv = {0};
+    TypeVars tv = {NEWN(c->a, const char *, np + 1), NEWN(c->a, DType, np + 1), 0};
     bool map = false;
     int i = 0;
     for (Node *p = decl->params; p; p = p->next, i++) {
@@ -1442,6 +1444,12 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
         if (is_typevar(tn)) {
             for (int k = 0; k < tv.n; k++)
                 if (strcmp(tv.name[k], tn) == 0) want = tv.dt[k];
+            if (want == DT_VOID) {
+                diag_error(c->d, decl->type->loc, "type variable '%s' in the result type of %s() is not the type of "
+                           "any parameter; use one of the parameters' types", tn, decl->name);
+                c->decl_state[di] = 2;
+                r = ex_bad();
+            }
         } else if (!dtype_from_name(tn, &want)) {
             diag_error(c->d, decl->type->loc, "unknown type '%s'", tn);
             r = ex_bad();
