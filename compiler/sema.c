@@ -1247,6 +1247,23 @@ static int decl_index(Ctx *c, Node *decl) {
 
 static bool is_generic(Node *decl);
 
+/* A size check of an inlined call: a == b, else the run-time error msg (two %lld). */
+typedef struct SizeCheck {
+    Val *a, *b;
+    const char *msg;
+} SizeCheck;
+
+static void check_add(Ctx *c, SizeCheck **v, int *n, int *cap, Val *a, Val *b, const char *msg) {
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 8;
+        SizeCheck *nv = NEWN(c->a, SizeCheck, nc);
+        if (*n) memcpy(nv, *v, sizeof(SizeCheck) * (size_t)*n);
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = (SizeCheck){a, b, msg};
+}
+
 static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     /* Check the callee on its own first, so errors in its body are reported once, at
        their place, and not again at every call that inlines it. */
@@ -1358,9 +1375,9 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     c->tv = &tv;
     if (map && !c->map_fn) c->map_fn = arena_printf(c->a, "%s()", decl->name);
     c->inline_depth++;
-    Val *checks[16][2];
-    const char *checkmsg[16];
-    int nchecks = 0;
+    /* The size checks of this call: sizes that must agree, with their messages. */
+    SizeCheck *checks = NULL;
+    int nchecks = 0, capchecks = 0;
     i = 0;
     bool ok = true;
     for (Node *p = decl->params; p; p = p->next, i++) {
@@ -1375,22 +1392,18 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
             Val *dim = mk1(c, OP_DIM, DT_I64, 0, args[i].v, call->loc);
             dim->axis = ax;
             if (d->kind == N_INT) {
-                if (nchecks < 16) {
-                    checks[nchecks][0] = dim, checks[nchecks][1] = mk_i64(c, d->ival, d->loc);
-                    checkmsg[nchecks++] = arena_printf(c->a, "%s(): axis %d of '%s' has size %%lld but the declared size is %%lld",
-                                                       decl->name, ax, p->name);
-                }
+                check_add(c, &checks, &nchecks, &capchecks, dim, mk_i64(c, d->ival, d->loc),
+                          arena_printf(c->a, "%s(): axis %d of '%s' has size %%lld but the declared size is %%lld",
+                                       decl->name, ax, p->name));
                 continue;
             }
             Sym *prev = NULL;
             for (Sym *q = c->scope->syms; q; q = q->next)
                 if (strcmp(q->name, d->name) == 0 && q != s) prev = q;
             if (prev) {
-                if (nchecks < 16) {
-                    checks[nchecks][0] = prev->val, checks[nchecks][1] = dim;
-                    checkmsg[nchecks++] = arena_printf(c->a, "%s(): size '%s' is %%lld from an earlier parameter but %%lld from '%s'",
-                                                       decl->name, d->name, p->name);
-                }
+                check_add(c, &checks, &nchecks, &capchecks, prev->val, dim,
+                          arena_printf(c->a, "%s(): size '%s' is %%lld from an earlier parameter but %%lld from '%s'",
+                                       decl->name, d->name, p->name));
                 continue;
             }
             Sym *sv = sym_add(c, d->name, d->loc);
@@ -1467,8 +1480,8 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     if (ok && r.ok) {
         for (int k = 0; k < nchecks; k++) {
             Val *cv = mk(c, OP_CHECKDIM, r.v->dt, r.v->rank, 3, call->loc);
-            cv->args[0] = r.v, cv->args[1] = checks[k][0], cv->args[2] = checks[k][1];
-            cv->msg = checkmsg[k];
+            cv->args[0] = r.v, cv->args[1] = checks[k].a, cv->args[2] = checks[k].b;
+            cv->msg = checks[k].msg;
             r.v = cv;
         }
     }
