@@ -70,6 +70,9 @@ typedef struct Ctx {
     Node *cur_decl;     /* the AST function being lowered (for returns) */
     DType ret_dt;
     int ret_rank;
+    Val **ret_dims;     /* per result axis: the declared size, checked at each return */
+    struct SizeFact *facts; /* sizes known equal where the function body runs */
+    int nfacts, capfacts;
     bool in_lambda;
     int lambda_nargs;
     int loop_depth;
@@ -1247,6 +1250,231 @@ static int decl_index(Ctx *c, Node *decl) {
 
 static bool is_generic(Node *decl);
 
+/* ---- declared result sizes -------------------------------------------------------------
+   A function's declared result sizes are checked when it returns (DESIGN.md part 2,
+   "Sizes"): each return value is wrapped in an OP_CHECKDIM per axis whose size is not
+   already known to match. A size is known to match when a small symbolic evaluation of
+   the value's shape gives the declared size: saxpy's `a * x + y` has x's size, which is n
+   (and y's, as the check at entry made sure). Such results carry no check, so the plan
+   and the GPU's direct call path stay as they were. */
+
+typedef enum { SZ_UNKNOWN, SZ_CONST, SZ_DIM, SZ_SCALAR } SizeKind;
+
+/* A size, symbolically: a constant, the size of an array value along an axis, or the
+   value of an i64 scalar. */
+typedef struct Size {
+    SizeKind k;
+    const Val *v; /* SZ_DIM: the array; SZ_SCALAR: the scalar */
+    int axis;
+    int64_t c;
+} Size;
+
+typedef struct SizeFact {
+    Size a, b;
+} SizeFact;
+
+/* Two reads of one immutable slot are one value. */
+static bool same_value(Ctx *c, const Val *a, const Val *b) {
+    if (a == b) return true;
+    return a->op == OP_SLOT && b->op == OP_SLOT && a->slot == b->slot && a->slot < c->fn->nslots &&
+           !c->fn->slots[a->slot].mutable_;
+}
+
+static bool size_eq(Ctx *c, Size a, Size b) {
+    if (a.k != b.k || a.k == SZ_UNKNOWN) return false;
+    if (a.k == SZ_CONST) return a.c == b.c;
+    return a.axis == b.axis && same_value(c, a.v, b.v);
+}
+
+static Size array_size(Ctx *c, const Val *v, int axis, int depth);
+static bool size_same(Ctx *c, Size a, Size b);
+
+static const Val *unchecked(const Val *v) {
+    while (v->op == OP_CHECKDIM) v = v->args[0];
+    return v;
+}
+
+static Size scalar_size(Ctx *c, const Val *s, int depth) {
+    if (!s || depth > 64) return (Size){SZ_UNKNOWN, NULL, 0, 0};
+    if (s->op == OP_CONST && is_int(s->dt)) return (Size){SZ_CONST, NULL, 0, s->c.i};
+    if (s->op == OP_DIM) return array_size(c, s->args[0], s->axis, depth + 1);
+    return (Size){SZ_SCALAR, s, 0, 0};
+}
+
+/* The size of array v along axis, as far as it follows from v's operands (the rules are
+   the backends' shape rules: exec/cpu/eval.c, exec/gpu/exec.c shape_of). */
+static Size array_size(Ctx *c, const Val *v, int axis, int depth) {
+    const Size unknown = {SZ_UNKNOWN, NULL, 0, 0}, one = {SZ_CONST, NULL, 0, 1};
+    if (depth > 64) return unknown;
+    if (op_is_ew(v->op)) {
+        /* Broadcasting: operands of size 1 stretch; the others must agree. */
+        Size k = one;
+        for (int i = 0; i < v->nargs; i++) {
+            const Val *x = v->args[i];
+            int ax = axis - (v->rank - x->rank);
+            if (ax < 0) continue;
+            Size kx = array_size(c, x, ax, depth + 1);
+            if (kx.k == SZ_UNKNOWN) return unknown;
+            if (kx.k == SZ_CONST && kx.c == 1) continue;
+            if (k.k == SZ_CONST && k.c == 1) k = kx;
+            else if (!size_same(c, k, kx)) return unknown;
+        }
+        return k;
+    }
+    const Val *x = v->nargs ? v->args[0] : NULL;
+    switch (v->op) {
+    case OP_CHECKDIM: {
+        /* Past the check, this axis has the size it was checked against. */
+        const Val *d = v->args[1];
+        if (d && d->op == OP_DIM && d->axis == axis && unchecked(d->args[0]) == unchecked(x)) {
+            Size s = scalar_size(c, v->args[2], depth + 1);
+            if (s.k != SZ_UNKNOWN) return s;
+        }
+        return array_size(c, x, axis, depth + 1);
+    }
+    case OP_IOTA: return scalar_size(c, v->args[0], depth + 1);
+    case OP_LINSPACE: return scalar_size(c, v->args[2], depth + 1);
+    case OP_FULL:
+    case OP_RAND:
+    case OP_RANDN: return scalar_size(c, v->args[1 + axis], depth + 1);
+    case OP_REDUCE:
+        if (v->keepdims) return axis == v->axis ? one : array_size(c, x, axis, depth + 1);
+        return array_size(c, x, axis < v->axis ? axis : axis + 1, depth + 1);
+    case OP_SCAN: return x->rank == v->rank ? array_size(c, x, axis, depth + 1) : unknown;
+    case OP_REVERSE: return array_size(c, x, axis, depth + 1);
+    case OP_TRANSPOSE: return array_size(c, x, v->perm[axis], depth + 1);
+    case OP_RESHAPE: {
+        /* A size given as a constant or another array's size (never -1). */
+        Size s = scalar_size(c, v->args[1 + axis], depth + 1);
+        return (s.k == SZ_CONST && s.c >= 0) || s.k == SZ_DIM ? s : unknown;
+    }
+    case OP_SLICE: {
+        /* Only a whole axis (`:`) keeps its size. */
+        int out = -1;
+        for (int k = 0; k < x->rank; k++) {
+            if (v->slmode[k] == SL_INDEX || ++out != axis) continue;
+            if (v->args[1 + 3 * k] || v->args[2 + 3 * k] || v->args[3 + 3 * k]) return unknown;
+            return array_size(c, x, k, depth + 1);
+        }
+        return unknown;
+    }
+    case OP_GATHER: {
+        const Val *idx = v->args[1];
+        if (axis < idx->rank) return array_size(c, idx, axis, depth + 1);
+        return array_size(c, x, axis - idx->rank + 1, depth + 1);
+    }
+    case OP_CONCAT: return axis == v->axis ? unknown : array_size(c, x, axis, depth + 1);
+    case OP_MATMUL: return axis == 0 ? array_size(c, x, 0, depth + 1) : array_size(c, v->args[1], 1, depth + 1);
+    default: return (Size){SZ_DIM, v, axis, 0}; /* slots, loads, calls: sizes only known at run time */
+    }
+}
+
+/* Records that the i64 scalars a and b are equal wherever the current body runs (the
+   size checks at a function's entry, or at an inlined call on its result). */
+static void fact_add(Ctx *c, const Val *a, const Val *b) {
+    Size sa = scalar_size(c, a, 0), sb = scalar_size(c, b, 0);
+    if (sa.k == SZ_UNKNOWN || sb.k == SZ_UNKNOWN) return;
+    if (c->nfacts == c->capfacts) {
+        int nc = c->capfacts ? 2 * c->capfacts : 16;
+        SizeFact *nf = NEWN(c->a, SizeFact, nc);
+        if (c->nfacts) memcpy(nf, c->facts, sizeof(SizeFact) * (size_t)c->nfacts);
+        c->facts = nf;
+        c->capfacts = nc;
+    }
+    c->facts[c->nfacts++] = (SizeFact){sa, sb};
+}
+
+/* Whether a and b are equal: directly, or through a chain of recorded facts. */
+static bool size_same(Ctx *c, Size a, Size b) {
+    if (a.k == SZ_UNKNOWN || b.k == SZ_UNKNOWN) return false;
+    if (size_eq(c, a, b)) return true;
+    if (!c->nfacts) return false;
+    Size *reach = malloc(sizeof(Size) * (size_t)(c->nfacts + 1));
+    if (!reach) die("out of memory");
+    int n = 0;
+    reach[n++] = a;
+    bool found = false;
+    for (bool grew = true; grew && !found;) {
+        grew = false;
+        for (int i = 0; i < c->nfacts && !found; i++) {
+            const SizeFact *f = &c->facts[i];
+            for (int side = 0; side < 2; side++) {
+                Size from = side ? f->b : f->a, to = side ? f->a : f->b;
+                bool has_from = false, has_to = false;
+                for (int j = 0; j < n; j++) {
+                    has_from |= size_eq(c, reach[j], from);
+                    has_to |= size_eq(c, reach[j], to);
+                }
+                if (!has_from || has_to) continue;
+                reach[n++] = to;
+                grew = true;
+                if (size_eq(c, to, b)) found = true;
+                break;
+            }
+        }
+    }
+    free(reach);
+    return found;
+}
+
+/* The declared result sizes of decl, one per axis, read in the scope of its parameters:
+   an integer literal, a parameter's size variable, or an i64 scalar parameter (like a
+   size in a let's type). Anything else is a compile error at the name. */
+static Val **result_dims(Ctx *c, Node *decl) {
+    int rank;
+    type_dims(decl->type, &rank);
+    Val **dims = NEWN(c->a, Val *, rank + 1);
+    int ax = 0;
+    for (Node *d = decl->type->dims; d; d = d->next, ax++) {
+        if (d->kind == N_INT) {
+            dims[ax] = mk_i64(c, d->ival, d->loc);
+            continue;
+        }
+        Sym *s = sym_find(c, d->name);
+        if (!s) {
+            diag_error(c->d, d->loc, "size '%s' in the result type of %s() is not the size of any parameter; "
+                       "use a parameter's size variable or an integer", d->name, decl->name);
+            return NULL;
+        }
+        if (s->dt != DT_I64 || s->rank != 0) {
+            diag_error(c->d, d->loc, "size '%s' in the result type of %s() must be an integer, but '%s' is %s",
+                       d->name, decl->name, d->name, tname(c->a, s->dt, s->rank));
+            return NULL;
+        }
+        if (s->kind == SYM_VAL) {
+            dims[ax] = s->val;
+        } else {
+            dims[ax] = mk(c, OP_SLOT, DT_I64, 0, 0, d->loc);
+            dims[ax]->slot = s->slot;
+        }
+    }
+    return dims;
+}
+
+/* Wraps r, a value decl returns, in a check per axis whose size is not known to be the
+   declared one; a mismatch is a run-time error at loc naming the function, the axis and
+   both sizes. */
+static Val *check_result(Ctx *c, Node *decl, Val *r, Val **dims, Loc loc) {
+    if (!dims) return r;
+    Val *out = r;
+    int ax = 0;
+    for (Node *d = decl->type->dims; d; d = d->next, ax++) {
+        if (size_same(c, array_size(c, r, ax, 0), scalar_size(c, dims[ax], 0))) continue;
+        Val *dim = mk1(c, OP_DIM, DT_I64, 0, r, loc);
+        dim->axis = ax;
+        Val *cv = mk(c, OP_CHECKDIM, r->dt, r->rank, 3, loc);
+        cv->args[0] = out, cv->args[1] = dim, cv->args[2] = dims[ax];
+        if (d->kind == N_INT)
+            cv->msg = arena_printf(c->a, "%s(): the result has size %%lld on axis %d, but its declared size is %%lld",
+                                   decl->name, ax);
+        else
+            cv->msg = arena_printf(c->a, "%s(): the result has size %%lld on axis %d, but its declared size '%s' is %%lld",
+                                   decl->name, ax, d->name);
+        out = cv;
+    }
+    return out;
+}
+
 /* A size check of an inlined call: a == b, else the run-time error msg (two %lld). */
 typedef struct SizeCheck {
     Val *a, *b;
@@ -1254,6 +1482,9 @@ typedef struct SizeCheck {
 } SizeCheck;
 
 static void check_add(Ctx *c, SizeCheck **v, int *n, int *cap, Val *a, Val *b, const char *msg) {
+    /* A check that cannot fail (the same array twice, equal constants) would only keep
+       fusion from seeing through it. */
+    if (size_same(c, scalar_size(c, a, 0), scalar_size(c, b, 0))) return;
     if (*n == *cap) {
         int nc = *cap ? 2 * *cap : 8;
         SizeCheck *nv = NEWN(c->a, SizeCheck, nc);
@@ -1371,6 +1602,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     TypeVars *saved_tv = c->tv;
     Node *saved_decl = c->cur_decl;
     const char *saved_map = c->map_fn;
+    int saved_nfacts = c->nfacts;
     scope_push(c, true);
     c->tv = &tv;
     if (map && !c->map_fn) c->map_fn = arena_printf(c->a, "%s()", decl->name);
@@ -1412,9 +1644,23 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
             sv->dt = DT_I64;
         }
     }
+    /* The checks wrap the result, so wherever the result is used they have passed. */
+    for (int k = 0; k < nchecks; k++) fact_add(c, checks[k].a, checks[k].b);
+    Val **dims = NULL;
+    if (decl->type && decl->type->dims && !map) {
+        dims = result_dims(c, decl);
+        if (!dims) {
+            ok = false;
+            c->decl_state[di] = 2; /* a generic function: report it at the first call only */
+        }
+    }
     Ex r = ex_bad();
-    if (decl->a) {
+    Loc retloc = decl->loc;
+    if (!ok) {
+        /* reported */
+    } else if (decl->a) {
         r = lower_expr(c, decl->a);
+        retloc = node_first_loc(decl->a);
     } else {
         for (Node *s = decl->body; s && ok; s = s->next) {
             if (s->kind == N_LET) {
@@ -1446,6 +1692,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
                 sy->rank = v.v->rank;
             } else {
                 r = lower_expr(c, s->a);
+                retloc = s->loc;
             }
         }
     }
@@ -1478,6 +1725,8 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     }
     if (ok && r.ok) r = concrete(c, r);
     if (ok && r.ok) {
+        /* The result's own sizes first, then the arguments' (outermost, so run first). */
+        r.v = check_result(c, decl, r.v, dims, retloc);
         for (int k = 0; k < nchecks; k++) {
             Val *cv = mk(c, OP_CHECKDIM, r.v->dt, r.v->rank, 3, call->loc);
             cv->args[0] = r.v, cv->args[1] = checks[k].a, cv->args[2] = checks[k].b;
@@ -1491,6 +1740,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     c->tv = saved_tv;
     c->cur_decl = saved_decl;
     c->map_fn = saved_map;
+    c->nfacts = saved_nfacts;
     return ok ? r : ex_bad();
 }
 
@@ -1964,7 +2214,7 @@ static void lower_stmt(Ctx *c, Node *s) {
                            tname(c->a, c->ret_dt, c->ret_rank), tname(c->a, v.v->dt, v.v->rank));
                 return;
             }
-            st->v = v.v;
+            st->v = check_result(c, c->cur_decl, v.v, c->ret_dims, s->loc);
         } else if (c->ret_dt != DT_VOID) {
             diag_error(c->d, s->loc, "%s() must return a value of type %s", c->cur_decl->name, tname(c->a, c->ret_dt, c->ret_rank));
             return;
@@ -2078,6 +2328,9 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
     c->cur_decl = decl;
     c->ret_dt = DT_VOID;
     c->ret_rank = 0;
+    c->ret_dims = NULL;
+    c->facts = NULL;
+    c->nfacts = c->capfacts = 0;
     bool ok = true;
     if (decl->type) {
         int rk;
@@ -2133,16 +2386,14 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
                 Stmt *st = stmt_new(c, S_EVAL, p->loc);
                 st->v = checked;
                 emit(c, st);
+                /* these run first, so the body may rely on them */
+                for (Val *cv = checked; cv->op == OP_CHECKDIM; cv = cv->args[0]) fact_add(c, cv->args[1], cv->args[2]);
             }
         }
     }
-    if (ok && decl->type) {
-        for (Node *d = decl->type->dims; d; d = d->next)
-            if (d->kind == N_IDENT && !sym_find(c, d->name)) {
-                diag_error(c->d, d->loc, "size '%s' in the result type of %s() is not the size of any parameter; "
-                           "use a parameter's size variable or an integer", d->name, decl->name);
-                ok = false;
-            }
+    if (ok && decl->type && decl->type->dims) {
+        c->ret_dims = result_dims(c, decl);
+        ok = c->ret_dims != NULL;
     }
     if (ok) {
         if (decl->a) {
@@ -2161,7 +2412,7 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
             }
             if (v.ok) {
                 Stmt *st = stmt_new(c, S_RETURN, decl->a->loc);
-                st->v = v.v;
+                st->v = check_result(c, decl, v.v, c->ret_dims, node_first_loc(decl->a));
                 emit(c, st);
             }
         } else {

@@ -80,6 +80,9 @@ struct Node {
    returns the N_PROGRAM (possibly partial) or NULL if nothing could be parsed. */
 Node *parse_program(Arena *a, Diag *d, const Src *src);
 
+/* Location of the first token of an expression (binary nodes sit at their operator). */
+Loc node_first_loc(const Node *n);
+
 /* For tests and debugging: prints the tree as an S-expression. */
 void ast_dump(FILE *out, const Node *n);
 

@@ -80,8 +80,6 @@ Node *node_new(ParseCtx *ps, NodeKind k, Loc loc);
 /* Computes n's depth and enforces PARSE_DEPTH_LIMIT (reports and returns a harmless
    stand-in when exceeded). Every grammar action passes its node through it. */
 Node *node_done(ParseCtx *ps, Node *n);
-/* Location of the first token of an expression (binary nodes sit at their operator). */
-Loc node_first_loc(const Node *n);
 
 Node *mk_binary(ParseCtx *ps, AstOp op, Tok optok, Node *l, Node *r);
 Node *mk_unary(ParseCtx *ps, AstOp op, Tok optok, Node *e);
