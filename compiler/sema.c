@@ -1338,6 +1338,7 @@ static Size array_size(Ctx *c, const Val *v, int axis, int depth) {
     case OP_RAND:
     case OP_RANDN: return scalar_size(c, v->args[1 + axis], depth + 1);
     case OP_REDUCE:
+        if (v->axis == AXIS_ALL) return one; /* keepdims: every axis has size 1 */
         if (v->keepdims) return axis == v->axis ? one : array_size(c, x, axis, depth + 1);
         return array_size(c, x, axis < v->axis ? axis : axis + 1, depth + 1);
     case OP_SCAN: return x->rank == v->rank ? array_size(c, x, axis, depth + 1) : unknown;
