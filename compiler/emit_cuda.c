@@ -242,6 +242,16 @@ static void emit_need(KE *ke, Val *v, int d) {
 static void emit_index_load(KE *ke, Val *v, int d) {
     Buf *b = ke->b;
     Val *x = v->args[0];
+    if (x->rank == 0) {
+        /* reshape(6, 1): a scalar has no buffer (fuse.c passes it as a kernel scalar or
+           a literal); its one element is the value itself (the executor checks the size). */
+        char r0[128];
+        ASSERT(v->op == OP_RESHAPE);
+        ref(ke, x, r0, sizeof r0);
+        ind(b, d);
+        bprintf(b, "const %s v%d = %s;\n", ctype(v->dt), v->id, r0);
+        return;
+    }
     emit_offset(ke, v, d);
     if (v->op == OP_RESHAPE) {
         ind(b, d);

@@ -890,12 +890,18 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
         }
         if (!unify(c, xs, ca->npos, nodes, loc, "concat")) return ex_bad();
         int rank = xs[0].v->rank;
-        for (int i = 0; i < ca->npos; i++)
-            if (xs[i].v->rank != rank || rank == 0) {
+        for (int i = 0; i < ca->npos; i++) {
+            if (xs[i].v->rank == 0) {
+                diag_error(c->d, ca->pos[i]->loc, "concat() joins arrays, and this is a scalar; "
+                           "make it an array with reshape(x, 1)");
+                return ex_bad();
+            }
+            if (xs[i].v->rank != rank) {
                 diag_error(c->d, ca->pos[i]->loc, "concat() needs arrays of the same rank (got %s and %s)",
                            tname(c->a, xs[0].v->dt, rank), tname(c->a, xs[i].v->dt, xs[i].v->rank));
                 return ex_bad();
             }
+        }
         if (an) {
             int64_t ax;
             if (!const_int(c, an, &ax, "axis=")) return ex_bad();
@@ -933,6 +939,8 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
         Ex x = concrete(c, arg_ex(c, ca, 0));
         if (!x.ok) return x;
         int r = x.v->rank;
+        /* A scalar is its own transpose (NumPy: np.transpose(6) is 6). */
+        if (r == 0 && ca->npos == 1) return x;
         Val *v = mk1(c, OP_TRANSPOSE, x.v->dt, r, x.v, loc);
         if (ca->npos == 1) {
             for (int i = 0; i < r; i++) v->perm[i] = r - 1 - i;
