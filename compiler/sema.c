@@ -1771,10 +1771,13 @@ static Ex index_expr(Ctx *c, Node *n) {
         diag_error(c->d, n->loc, "cannot index a scalar");
         return ex_bad();
     }
-    /* Gather: one integer array as the index. */
+    /* Gather: one integer array as the index. (A scalar index goes on below with the
+       value lowered here: lowering it again made nested x[x[x[0]]] take 2^depth.) */
+    Ex first = {0};
     if (nitems == 1 && n->args->kind != N_SLICE) {
         Ex ix = lower_expr(c, n->args);
         if (!ix.ok) return ix;
+        first = ix;
         ix = concrete(c, ix);
         if (ix.v->rank > 0) {
             if (!is_int(ix.v->dt)) {
@@ -1803,7 +1806,7 @@ static Ex index_expr(Ctx *c, Node *n) {
                 }
         } else {
             v->slmode[k] = SL_INDEX;
-            v->args[1 + 3 * k] = as_i64(c, lower_expr(c, a), a->loc, "an index");
+            v->args[1 + 3 * k] = as_i64(c, first.ok ? first : lower_expr(c, a), a->loc, "an index");
             if (!v->args[1 + 3 * k]) return ex_bad();
             out--;
         }
