@@ -80,6 +80,10 @@ typedef struct Ctx {
     Val **slot_cache; /* one OP_SLOT read per slot and statement, so a statement's DAG
                          shares its leaves (cleared at every statement) */
     int slot_cache_n;
+    int depth;          /* lower_expr nesting, inlined bodies included (NEST_LIMIT) */
+    bool deep_reported; /* the nesting error was reported (once per function) */
+    int *height;        /* by value id in fn: the value's IR depth, 0 until known */
+    int nheight;
 } Ctx;
 
 static Ex ex_bad(void) { return (Ex){0}; }
@@ -125,7 +129,12 @@ static const char *ex_tname(Ctx *c, Ex e) {
     return tname(c->a, e.v->dt, e.v->rank);
 }
 
+static int val_height(Ctx *c, Val *root);
+static void check_height(Ctx *c, Val *v, Loc loc);
+
 static void emit(Ctx *c, Stmt *s) {
+    if (s->v) check_height(c, s->v, s->loc);
+    if (s->v2) check_height(c, s->v2, s->loc);
     *c->tail = s;
     c->tail = &s->next;
 }
@@ -226,6 +235,71 @@ static Node *find_decl(Ctx *c, const char *name) {
     for (int i = 0; i < c->ndecls; i++)
         if (strcmp(c->decls[i]->name, name) == 0) return c->decls[i];
     return NULL;
+}
+
+/* ---- how deep the IR nests -----------------------------------------------------------
+   Every pass after sema (fusion, the emitter, both executors) recurses over a
+   statement's values, so each statement's IR may be at most NEST_LIMIT deep, however it
+   came to be: inlined calls and lets bound straight stack their bodies onto the
+   expression that uses them. */
+
+/* The depth of root's IR (a leaf is 1), lambda bodies and initial values included;
+   computed without recursion and remembered per value. */
+static int val_height(Ctx *c, Val *root) {
+    int nv = c->fn->nvals;
+    if (c->nheight < nv) {
+        int nn = nv + nv / 2 + 64;
+        int *nh = NEWN(c->a, int, nn);
+        if (c->nheight) memcpy(nh, c->height, sizeof(int) * (size_t)c->nheight);
+        c->height = nh;
+        c->nheight = nn;
+    }
+    if (c->height[root->id]) return c->height[root->id];
+    typedef struct {
+        Val *v;
+        int next; /* the next child to visit: args, then init, then lam */
+    } Item;
+    int cap = 64, n = 0;
+    Item *st = malloc(sizeof(Item) * (size_t)cap);
+    if (!st) die("out of memory");
+    st[n++] = (Item){root, 0};
+    while (n) {
+        Item *it = &st[n - 1];
+        Val *v = it->v, *child = NULL;
+        while (!child && it->next < v->nargs + 2) {
+            int k = it->next++;
+            Val *x = k < v->nargs ? v->args[k] : k == v->nargs ? v->init : v->lam;
+            if (x && !c->height[x->id]) child = x;
+        }
+        if (child) {
+            if (n == cap) {
+                cap *= 2;
+                Item *ns = realloc(st, sizeof(Item) * (size_t)cap);
+                if (!ns) die("out of memory");
+                st = ns;
+            }
+            st[n++] = (Item){child, 0};
+            continue;
+        }
+        int h = 0;
+        for (int k = 0; k < v->nargs + 2; k++) {
+            Val *x = k < v->nargs ? v->args[k] : k == v->nargs ? v->init : v->lam;
+            if (x && c->height[x->id] > h) h = c->height[x->id];
+        }
+        c->height[v->id] = h + 1;
+        n--;
+    }
+    free(st);
+    return c->height[root->id];
+}
+
+static void check_height(Ctx *c, Val *v, Loc loc) {
+    int h = val_height(c, v);
+    if (h <= NEST_LIMIT || c->deep_reported) return;
+    c->deep_reported = true;
+    diag_error(c->d, loc, "this statement's operations nest %d deep once calls and lets are inlined (limit %d); "
+               "compute part of it in a var first (var t = ...;), or move it into a function with an 'if' "
+               "(which is not inlined)", h, NEST_LIMIT);
 }
 
 /* ---- weak literals -------------------------------------------------------------------- */
@@ -1863,7 +1937,26 @@ static Ex lower_ident(Ctx *c, Node *n) {
     return ex_val(v);
 }
 
+static Ex lower_expr_node(Ctx *c, Node *n);
+
+/* Lowering recurses once per level of the expression, and again into each inlined
+   body: NEST_LIMIT levels at most, as for the syntax tree. */
 static Ex lower_expr(Ctx *c, Node *n) {
+    if (c->depth >= NEST_LIMIT) {
+        if (!c->deep_reported)
+            diag_error(c->d, n->loc, "expression nested too deeply once calls are inlined (limit %d); "
+                       "compute part of it in a var first (var t = ...;), or give a function an 'if' "
+                       "(which is not inlined)", NEST_LIMIT);
+        c->deep_reported = true;
+        return ex_bad();
+    }
+    c->depth++;
+    Ex r = lower_expr_node(c, n);
+    c->depth--;
+    return r;
+}
+
+static Ex lower_expr_node(Ctx *c, Node *n) {
     switch (n->kind) {
     case N_INT: {
         Val *v = mk(c, OP_CONST, DT_I64, 0, 0, n->loc);
@@ -2082,7 +2175,9 @@ static void lower_let(Ctx *c, Node *s, Node *rest) {
                 if (r->kind == N_FOR || r->kind == N_WHILE) loop_use = true;
             }
         }
-        if (cheap(val) || (stmts_using <= 1 && !loop_use && !reads_mutable_or_effects(c, val, 0))) {
+        /* Half the nesting limit is left to the statement that uses it. */
+        bool shallow = val_height(c, val) <= NEST_LIMIT / 2;
+        if (cheap(val) || (stmts_using <= 1 && !loop_use && shallow && !reads_mutable_or_effects(c, val, 0))) {
             Sym *sy = sym_add(c, s->name, s->loc);
             sy->kind = SYM_VAL;
             sy->val = val;
@@ -2343,6 +2438,10 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
     c->ret_dims = NULL;
     c->facts = NULL;
     c->nfacts = c->capfacts = 0;
+    c->depth = 0;
+    c->deep_reported = false;
+    c->height = NULL;
+    c->nheight = 0;
     bool ok = true;
     if (decl->type) {
         int rk;
@@ -2441,6 +2540,21 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
     return f;
 }
 
+/* Every user function gets an IR function (they are all possible entry points);
+   generic ones (type variables) are only ever inlined. Lowering recurses once per level
+   of nesting (more in sanitizer builds), so it runs on run_deep's stack. */
+static void lower_all(void *p) {
+    Ctx *c = p;
+    for (int i = 0; i < c->nuser; i++) {
+        if (c->decl_state[i] == 0 && !is_generic(c->decls[i])) {
+            int before = c->d->errors;
+            lower_fn(c, c->decls[i]);
+            c->decl_state[i] = c->d->errors > before ? 2 : 1;
+        }
+        if (c->d->errors >= (c->d->max_errors ? c->d->max_errors : 50)) break;
+    }
+}
+
 Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib) {
     Ctx c = {0};
     c.a = a;
@@ -2466,17 +2580,8 @@ Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib) {
     Program *p = NEW(a, Program);
     p->arena = a;
     c.prog = p;
-    /* Every user function gets an IR function (they are all possible entry points);
-       generic ones (type variables) are only ever inlined. */
     c.decl_state = NEWN(a, unsigned char, n + 1);
-    for (int i = 0; i < c.nuser; i++) {
-        if (c.decl_state[i] == 0 && !is_generic(c.decls[i])) {
-            int before = d->errors;
-            lower_fn(&c, c.decls[i]);
-            c.decl_state[i] = d->errors > before ? 2 : 1;
-        }
-        if (d->errors >= (d->max_errors ? d->max_errors : 50)) break;
-    }
+    run_deep(lower_all, &c);
     /* Calls can lower a callee before its turn: list functions in source order. */
     int k = 0;
     for (int i = 0; i < c.ndecls; i++)
@@ -2487,8 +2592,7 @@ Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib) {
                 p->fns[j] = t;
                 break;
             }
-    /* Stdlib functions are type-checked when used; check the ones with fixed types too
-       so a broken stdlib is caught by every test run. */
+    /* Stdlib functions are type-checked where they are used (tests/lit runs them all). */
     if (d->errors) return NULL;
     return p;
 }

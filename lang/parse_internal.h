@@ -9,7 +9,10 @@
 
 /* Deepest AST (and bracket nesting) the parser builds; later passes recurse over the
    tree, so nothing deeper may reach them. */
-#define PARSE_DEPTH_LIMIT 1000
+#define PARSE_DEPTH_LIMIT NEST_LIMIT
+/* What to do about it, after the message. */
+#define NEST_HINT_EXPR "give parts of it names with let"
+#define NEST_HINT_BLOCK "move the inner blocks into a function"
 
 /* One token: its code (TK_* from the generated grammar.h, 0 = end of file), where it
    starts, its spelling, and the value of a literal. */
