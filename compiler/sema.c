@@ -84,6 +84,10 @@ typedef struct Ctx {
     bool deep_reported; /* the nesting error was reported (once per function) */
     int *height;        /* by value id in fn: the value's IR depth, 0 until known */
     int nheight;
+    struct SizeMemo *szmemo; /* array_size's answers during one question */
+    unsigned *seen;          /* by value id: reads_mutable_or_effects' visits */
+    int nseen;
+    unsigned seen_gen;
 } Ctx;
 
 static Ex ex_bad(void) { return (Ex){0}; }
@@ -1371,23 +1375,86 @@ static bool size_eq(Ctx *c, Size a, Size b) {
 static Size array_size(Ctx *c, const Val *v, int axis, int depth);
 static bool size_same(Ctx *c, Size a, Size b);
 
+/* The sizes found during one question (IR shares values, so without it a chain of
+   `let b = a + a;` takes 2^length steps). */
+typedef struct SizeMemo {
+    const Val **v;
+    int *axis;
+    Size *size;
+    int cap, n;
+} SizeMemo;
+
+static SizeMemo *memo_begin(Ctx *c) {
+    SizeMemo *m = calloc(1, sizeof *m);
+    if (!m) die("out of memory");
+    c->szmemo = m;
+    return m;
+}
+
+static void memo_end(Ctx *c, SizeMemo *m) {
+    free(m->v);
+    free(m->axis);
+    free(m->size);
+    free(m);
+    c->szmemo = NULL;
+}
+
+static size_t memo_slot(const SizeMemo *m, const Val *v, int axis) {
+    size_t h = ((size_t)(uintptr_t)v >> 4) * 31u + (size_t)axis;
+    for (size_t i = h & (size_t)(m->cap - 1);; i = (i + 1) & (size_t)(m->cap - 1))
+        if (!m->v[i] || (m->v[i] == v && m->axis[i] == axis)) return i;
+}
+
+static void memo_put(SizeMemo *m, const Val *v, int axis, Size s) {
+    if (2 * (m->n + 1) > m->cap) {
+        SizeMemo old = *m;
+        m->cap = old.cap ? 2 * old.cap : 64;
+        m->v = calloc((size_t)m->cap, sizeof *m->v);
+        m->axis = calloc((size_t)m->cap, sizeof *m->axis);
+        m->size = calloc((size_t)m->cap, sizeof *m->size);
+        if (!m->v || !m->axis || !m->size) die("out of memory");
+        m->n = 0;
+        for (int i = 0; i < old.cap; i++)
+            if (old.v[i]) memo_put(m, old.v[i], old.axis[i], old.size[i]);
+        free(old.v);
+        free(old.axis);
+        free(old.size);
+    }
+    size_t i = memo_slot(m, v, axis);
+    if (!m->v[i]) m->n++;
+    m->v[i] = v, m->axis[i] = axis, m->size[i] = s;
+}
+
 static const Val *unchecked(const Val *v) {
     while (v->op == OP_CHECKDIM) v = v->args[0];
     return v;
 }
 
 static Size scalar_size(Ctx *c, const Val *s, int depth) {
-    if (!s || depth > 64) return (Size){SZ_UNKNOWN, NULL, 0, 0};
+    if (!s || depth > 2 * NEST_LIMIT) return (Size){SZ_UNKNOWN, NULL, 0, 0};
     if (s->op == OP_CONST && is_int(s->dt)) return (Size){SZ_CONST, NULL, 0, s->c.i};
     if (s->op == OP_DIM) return array_size(c, s->args[0], s->axis, depth + 1);
     return (Size){SZ_SCALAR, s, 0, 0};
 }
 
+static Size array_size_of(Ctx *c, const Val *v, int axis, int depth);
+
 /* The size of array v along axis, as far as it follows from v's operands (the rules are
    the backends' shape rules: exec/cpu/eval.c, exec/gpu/exec.c shape_of). */
 static Size array_size(Ctx *c, const Val *v, int axis, int depth) {
+    SizeMemo *m = c->szmemo;
+    if (m && m->cap) {
+        size_t i = memo_slot(m, v, axis);
+        if (m->v[i]) return m->size[i];
+    }
+    Size s = array_size_of(c, v, axis, depth);
+    if (m) memo_put(m, v, axis, s);
+    return s;
+}
+
+static Size array_size_of(Ctx *c, const Val *v, int axis, int depth) {
     const Size unknown = {SZ_UNKNOWN, NULL, 0, 0}, one = {SZ_CONST, NULL, 0, 1};
-    if (depth > 64) return unknown;
+    if (depth > 2 * NEST_LIMIT) return unknown; /* deeper IR is an error anyway */
     if (op_is_ew(v->op)) {
         /* Broadcasting: operands of size 1 stretch; the others must agree. */
         Size k = one;
@@ -1455,7 +1522,9 @@ static Size array_size(Ctx *c, const Val *v, int axis, int depth) {
 /* Records that the i64 scalars a and b are equal wherever the current body runs (the
    size checks at a function's entry, or at an inlined call on its result). */
 static void fact_add(Ctx *c, const Val *a, const Val *b) {
+    SizeMemo *m = memo_begin(c);
     Size sa = scalar_size(c, a, 0), sb = scalar_size(c, b, 0);
+    memo_end(c, m);
     if (sa.k == SZ_UNKNOWN || sb.k == SZ_UNKNOWN) return;
     if (c->nfacts == c->capfacts) {
         int nc = c->capfacts ? 2 * c->capfacts : 16;
@@ -1542,7 +1611,10 @@ static Val *check_result(Ctx *c, Node *decl, Val *r, Val **dims, Loc loc) {
     Val *out = r;
     int ax = 0;
     for (Node *d = decl->type->dims; d; d = d->next, ax++) {
-        if (size_same(c, array_size(c, r, ax, 0), scalar_size(c, dims[ax], 0))) continue;
+        SizeMemo *m = memo_begin(c);
+        bool known = size_same(c, array_size(c, r, ax, 0), scalar_size(c, dims[ax], 0));
+        memo_end(c, m);
+        if (known) continue;
         Val *dim = mk1(c, OP_DIM, DT_I64, 0, r, loc);
         dim->axis = ax;
         Val *cv = mk(c, OP_CHECKDIM, r->dt, r->rank, 3, loc);
@@ -1567,7 +1639,10 @@ typedef struct SizeCheck {
 static void check_add(Ctx *c, SizeCheck **v, int *n, int *cap, Val *a, Val *b, const char *msg) {
     /* A check that cannot fail (the same array twice, equal constants) would only keep
        fusion from seeing through it. */
-    if (size_same(c, scalar_size(c, a, 0), scalar_size(c, b, 0))) return;
+    SizeMemo *m = memo_begin(c);
+    bool known = size_same(c, scalar_size(c, a, 0), scalar_size(c, b, 0));
+    memo_end(c, m);
+    if (known) return;
     if (*n == *cap) {
         int nc = *cap ? 2 * *cap : 8;
         SizeCheck *nv = NEWN(c->a, SizeCheck, nc);
@@ -2056,13 +2131,30 @@ static int count_ident(Node *n, const char *name, int depth) {
     return k;
 }
 
-static bool reads_mutable_or_effects(Ctx *c, Val *v, int depth) {
+/* c->seen[id] == c->seen_gen: value id was already looked at in this question (the IR
+   shares values: without it a chain of `let b = a + a;` took 2^length steps). */
+static bool reads_mutable_rec(Ctx *c, Val *v, int depth) {
     if (depth > 200) return true;
+    if (c->seen[v->id] == c->seen_gen) return false;
+    c->seen[v->id] = c->seen_gen;
     if (v->op == OP_SLOT && c->fn->slots[v->slot].mutable_) return true;
     if (v->op == OP_CALL || v->op == OP_LOAD) return true;
     for (int i = 0; i < v->nargs; i++)
-        if (v->args[i] && reads_mutable_or_effects(c, v->args[i], depth + 1)) return true;
+        if (v->args[i] && reads_mutable_rec(c, v->args[i], depth + 1)) return true;
     return false;
+}
+
+static bool reads_mutable_or_effects(Ctx *c, Val *v) {
+    int nv = c->fn->nvals;
+    if (c->nseen < nv) {
+        int nn = nv + nv / 2 + 64;
+        unsigned *ns = NEWN(c->a, unsigned, nn);
+        if (c->nseen) memcpy(ns, c->seen, sizeof(unsigned) * (size_t)c->nseen);
+        c->seen = ns;
+        c->nseen = nn;
+    }
+    c->seen_gen++;
+    return reads_mutable_rec(c, v, 0);
 }
 
 
@@ -2177,7 +2269,7 @@ static void lower_let(Ctx *c, Node *s, Node *rest) {
         }
         /* Half the nesting limit is left to the statement that uses it. */
         bool shallow = val_height(c, val) <= NEST_LIMIT / 2;
-        if (cheap(val) || (stmts_using <= 1 && !loop_use && shallow && !reads_mutable_or_effects(c, val, 0))) {
+        if (cheap(val) || (stmts_using <= 1 && !loop_use && shallow && !reads_mutable_or_effects(c, val))) {
             Sym *sy = sym_add(c, s->name, s->loc);
             sy->kind = SYM_VAL;
             sy->val = val;
@@ -2442,6 +2534,8 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
     c->deep_reported = false;
     c->height = NULL;
     c->nheight = 0;
+    c->seen = NULL;
+    c->nseen = 0;
     bool ok = true;
     if (decl->type) {
         int rk;
