@@ -242,6 +242,16 @@ static void emit_need(KE *ke, Val *v, int d) {
 static void emit_index_load(KE *ke, Val *v, int d) {
     Buf *b = ke->b;
     Val *x = v->args[0];
+    if (x->rank == 0) {
+        /* reshape(6, 1): a scalar has no buffer (fuse.c passes it as a kernel scalar or
+           a literal); its one element is the value itself (the executor checks the size). */
+        char r0[128];
+        ASSERT(v->op == OP_RESHAPE);
+        ref(ke, x, r0, sizeof r0);
+        ind(b, d);
+        bprintf(b, "const %s v%d = %s;\n", ctype(v->dt), v->id, r0);
+        return;
+    }
     emit_offset(ke, v, d);
     if (v->op == OP_RESHAPE) {
         ind(b, d);
@@ -1488,19 +1498,31 @@ static void emit_plan_into(E *e, const Plan *pl) {
     for (int i = 0; i < pl->nkernels; i++) emit_kernel(e, pl->kernels[i], nid + 1);
 }
 
-char *emit_cuda_plan(Arena *a, const Plan *pl) {
+/* The emitter recurses once per level of a kernel's expression: it runs on run_deep's
+   stack, whatever the caller's. */
+typedef struct EmitJob {
+    E *e;
+    const Plan *const *plans;
+    int nplans;
+} EmitJob;
+
+static void emit_job(void *p) {
+    EmitJob *j = p;
+    for (int i = 0; i < j->nplans; i++) emit_plan_into(j->e, j->plans[i]);
+}
+
+static char *emit_plans(Arena *a, const Plan *const *plans, int nplans) {
     E e = {.a = a};
     e.have = NEWN(a, bool, (size_t)OP_COUNT * DT_COUNT);
     prelude(&e);
-    emit_plan_into(&e, pl);
+    EmitJob j = {&e, plans, nplans};
+    run_deep(emit_job, &j);
     return finish(&e);
 }
 
+char *emit_cuda_plan(Arena *a, const Plan *pl) { return emit_plans(a, &pl, 1); }
+
 char *emit_cuda_program(Arena *a, const Program *p, const PlanSet *ps) {
-    E e = {.a = a};
-    e.have = NEWN(a, bool, (size_t)OP_COUNT * DT_COUNT);
-    prelude(&e);
-    for (int i = 0; i < ps->nplans; i++) emit_plan_into(&e, ps->plans[i]);
     (void)p;
-    return finish(&e);
+    return emit_plans(a, (const Plan *const *)ps->plans, ps->nplans);
 }

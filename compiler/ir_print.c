@@ -45,10 +45,18 @@ static void print_deps(Printer *p, const Val *v, int depth) {
     if (v->lam) print_val(p, v->lam, depth);
 }
 
+static void print_line(Printer *p, const Val *v, int depth);
+
+/* Recurses once per level of the IR (NEST_LIMIT), on the caller's stack: the line itself
+   is printed by print_line, whose buffers are not on every level's frame. */
 static void print_val(Printer *p, const Val *v, int depth) {
     if (v->id < p->nseen && p->seen[v->id]) return;
     if (v->id < p->nseen) p->seen[v->id] = 1;
     print_deps(p, v, depth);
+    print_line(p, v, depth);
+}
+
+static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int depth) {
     FILE *out = p->out;
     char tb[64];
     type_str(tb, sizeof tb, v->dt, v->rank);

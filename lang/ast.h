@@ -55,6 +55,13 @@ typedef enum {
     N_PROGRAM, /* body: list of N_FN */
 } NodeKind;
 
+/* How deep a program may nest: the height of the syntax tree and the nesting of
+   brackets the parser accepts, and the depth of each statement's IR after sema inlines
+   calls and lets into it. Passes that recurse over trees and IR on the caller's stack
+   (fusion, the GPU executor) stay within a 1 MiB thread stack at this depth; see
+   docs/language.md, "Limits". */
+#define NEST_LIMIT 256
+
 typedef struct Node Node;
 struct Node {
     NodeKind kind;
@@ -73,12 +80,15 @@ struct Node {
     double fval;
     const char *sval;
     const char *text;/* literal spelling */
-    int depth;       /* height of this subtree (leaves are 1); the parser keeps it <= 1000 */
+    int depth;       /* height of this subtree (leaves are 1); the parser keeps it <= NEST_LIMIT */
 };
 
 /* Parses one source file. Syntax errors go to d (several per run, with recovery);
    returns the N_PROGRAM (possibly partial) or NULL if nothing could be parsed. */
 Node *parse_program(Arena *a, Diag *d, const Src *src);
+
+/* Location of the first token of an expression (binary nodes sit at their operator). */
+Loc node_first_loc(const Node *n);
 
 /* For tests and debugging: prints the tree as an S-expression. */
 void ast_dump(FILE *out, const Node *n);

@@ -44,6 +44,42 @@ static int list_depth(int d, const Node *n) {
 
 static bool is_expr(NodeKind k) { return k <= N_LAMBDA; }
 
+static Node *deeper(Node *best, Node *list) {
+    for (; list; list = list->next)
+        if (!best || list->depth > best->depth) best = list;
+    return best;
+}
+
+static Node *deepest_child(Node *m) {
+    Node *best = NULL;
+    Node *one[5] = {m->a, m->b, m->c, m->type, m->els};
+    for (int i = 0; i < 5; i++)
+        if (one[i] && (!best || one[i]->depth > best->depth)) best = one[i];
+    best = deeper(best, m->args);
+    best = deeper(best, m->params);
+    best = deeper(best, m->dims);
+    return deeper(best, m->body);
+}
+
+/* The expression on a too-deep statement's deepest path, when it makes up most of the
+   depth: then the expression is what to split, and the error points at it. */
+static Node *deep_expr(Node *n) {
+    Node *m = n;
+    while (m && !is_expr(m->kind)) m = deepest_child(m);
+    return m && 2 * m->depth > n->depth ? m : NULL;
+}
+
+/* The statement one level below the limit on n's deepest path, where the error points. */
+static Node *too_deep_stmt(Node *n) {
+    Node *m = n;
+    for (int k = 0; k < PARSE_DEPTH_LIMIT; k++) {
+        Node *c = deepest_child(m);
+        if (!c || is_expr(c->kind)) break;
+        m = c;
+    }
+    return m;
+}
+
 Node *node_done(ParseCtx *ps, Node *n) {
     int d = 0;
     d = max_depth(d, n->a);
@@ -61,8 +97,13 @@ Node *node_done(ParseCtx *ps, Node *n) {
        and hand back a leaf in its place so that what is returned stays shallow. */
     if (!ps->deep_reported) {
         ps->deep_reported = true;
-        diag_error(ps->diag, n->loc, "%s nested too deeply (limit %d)",
-                   is_expr(n->kind) ? "expression" : "statement", PARSE_DEPTH_LIMIT);
+        Node *e = is_expr(n->kind) ? n : deep_expr(n);
+        if (e)
+            diag_error(ps->diag, e == n ? n->loc : node_first_loc(e), "expression nested too deeply (limit %d); %s",
+                       PARSE_DEPTH_LIMIT, NEST_HINT_EXPR);
+        else
+            diag_error(ps->diag, too_deep_stmt(n)->loc, "statements nested too deeply (limit %d); %s",
+                       PARSE_DEPTH_LIMIT, NEST_HINT_BLOCK);
     }
     ps->stop = true;
     Node *zero = node_new(ps, N_INT, n->loc);
@@ -293,8 +334,8 @@ void report_syntax_error(ParseCtx *ps, const Tok *tok) {
 void report_stack_overflow(ParseCtx *ps) {
     if (!ps->deep_reported) {
         ps->deep_reported = true;
-        diag_error(ps->diag, ps->cur.loc, "expression nested too deeply (limit %d)",
-                   PARSE_DEPTH_LIMIT);
+        diag_error(ps->diag, ps->cur.loc, "expression nested too deeply (limit %d); %s",
+                   PARSE_DEPTH_LIMIT, NEST_HINT_EXPR);
     }
     ps->stop = true;
 }
@@ -371,8 +412,9 @@ Node *parse_program(Arena *a, Diag *d, const Src *src) {
         if (k == 0) t.loc = dr.last_end;
         if (k == TK_LPAREN || k == TK_LBRACKET || k == TK_LBRACE) {
             if (++nesting > PARSE_DEPTH_LIMIT) {
-                diag_error(d, t.loc, "%s nested too deeply (limit %d)",
-                           k == TK_LBRACE ? "blocks" : "expression", PARSE_DEPTH_LIMIT);
+                diag_error(d, t.loc, "%s nested too deeply (limit %d); %s",
+                           k == TK_LBRACE ? "blocks" : "expression", PARSE_DEPTH_LIMIT,
+                           k == TK_LBRACE ? NEST_HINT_BLOCK : NEST_HINT_EXPR);
                 break;
             }
         } else if ((k == TK_RPAREN || k == TK_RBRACKET || k == TK_RBRACE) && nesting > 0) {

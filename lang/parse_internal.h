@@ -9,7 +9,10 @@
 
 /* Deepest AST (and bracket nesting) the parser builds; later passes recurse over the
    tree, so nothing deeper may reach them. */
-#define PARSE_DEPTH_LIMIT 1000
+#define PARSE_DEPTH_LIMIT NEST_LIMIT
+/* What to do about it, after the message. */
+#define NEST_HINT_EXPR "give parts of it names with let"
+#define NEST_HINT_BLOCK "move the inner blocks into a function"
 
 /* One token: its code (TK_* from the generated grammar.h, 0 = end of file), where it
    starts, its spelling, and the value of a literal. */
@@ -80,8 +83,6 @@ Node *node_new(ParseCtx *ps, NodeKind k, Loc loc);
 /* Computes n's depth and enforces PARSE_DEPTH_LIMIT (reports and returns a harmless
    stand-in when exceeded). Every grammar action passes its node through it. */
 Node *node_done(ParseCtx *ps, Node *n);
-/* Location of the first token of an expression (binary nodes sit at their operator). */
-Loc node_first_loc(const Node *n);
 
 Node *mk_binary(ParseCtx *ps, AstOp op, Tok optok, Node *l, Node *r);
 Node *mk_unary(ParseCtx *ps, AstOp op, Tok optok, Node *e);

@@ -372,9 +372,11 @@ static void expect_deep(char *text, bool ok) {
     if (ok) {
         CHECK(nerr == 0);
     } else {
-        CHECK(nerr == 1 && strstr(msgs, "nested too deeply (limit 1000)"));
+        char want[64];
+        snprintf(want, sizeof want, "nested too deeply (limit %d)", NEST_LIMIT);
+        CHECK(nerr == 1 && strstr(msgs, want));
     }
-    CHECK(tree_depth(p) <= 1002);
+    CHECK(tree_depth(p) <= NEST_LIMIT + 2);
     if ((ok && nerr) || (!ok && (nerr != 1 || !strstr(msgs, "too deeply"))))
         fprintf(stderr, "for %.60s...: %.300s\n", text, msgs);
     free(msgs);
@@ -393,12 +395,19 @@ static void test_deep(void) {
     expect_deep(repeat("fn f() = 0", "[0]", 100000, "", "", 0, ";"), false);
     expect_deep(repeat("fn f() { ", "if c { ", 100000, "", "}", 100000, " }"), false);
     expect_deep(repeat("fn f() { ", "while c { ", 100000, "", "}", 100000, " }"), false);
-    /* Just under the limit is fine. */
-    expect_deep(repeat("fn f() = 1", "+1", 900, "", "", 0, ";"), true);
-    expect_deep(repeat("fn f() = ", "-", 900, "1", "", 0, ";"), true);
-    expect_deep(repeat("fn f() = ", "(", 900, "1", ")", 900, ";"), true);
-    expect_deep(repeat("fn f() = ", "c ? 1 : ", 900, "0", "", 0, ";"), true);
-    expect_deep(repeat("fn f() = ", "g(1, ", 900, "0", ")", 900, ";"), true);
+    /* At the limit is fine (an expression body of height h makes an N_FN node, which
+       does not count); one more is not. */
+    const int L = NEST_LIMIT;
+    expect_deep(repeat("fn f() = 1", "+1", L - 1, "", "", 0, ";"), true);
+    expect_deep(repeat("fn f() = 1", "+1", L, "", "", 0, ";"), false);
+    expect_deep(repeat("fn f() = ", "-", L - 1, "x", "", 0, ";"), true);
+    expect_deep(repeat("fn f() = ", "-", L, "x", "", 0, ";"), false);
+    expect_deep(repeat("fn f() = ", "(", L, "1", ")", L, ";"), true);
+    expect_deep(repeat("fn f() = ", "(", L + 1, "1", ")", L + 1, ";"), false);
+    expect_deep(repeat("fn f() = ", "c ? 1 : ", L - 1, "0", "", 0, ";"), true);
+    expect_deep(repeat("fn f() = ", "c ? 1 : ", L, "0", "", 0, ";"), false);
+    expect_deep(repeat("fn f() = ", "g(1, ", L - 1, "0", ")", L - 1, ";"), true);
+    expect_deep(repeat("fn f() = ", "g(1, ", L, "0", ")", L, ";"), false);
 }
 
 static void test_max_errors(void) {
