@@ -1498,25 +1498,13 @@ static void emit_plan_into(E *e, const Plan *pl) {
     for (int i = 0; i < pl->nkernels; i++) emit_kernel(e, pl->kernels[i], nid + 1);
 }
 
-/* The emitter recurses once per level of a kernel's expression: it runs on run_deep's
-   stack, whatever the caller's. */
-typedef struct EmitJob {
-    E *e;
-    const Plan *const *plans;
-    int nplans;
-} EmitJob;
-
-static void emit_job(void *p) {
-    EmitJob *j = p;
-    for (int i = 0; i < j->nplans; i++) emit_plan_into(j->e, j->plans[i]);
-}
-
+/* The emitter recurses once per level of a kernel's expression: the pipeline runs it on
+   a deep stack. */
 static char *emit_plans(Arena *a, const Plan *const *plans, int nplans) {
     E e = {.a = a};
     e.have = NEWN(a, bool, (size_t)OP_COUNT * DT_COUNT);
     prelude(&e);
-    EmitJob j = {&e, plans, nplans};
-    run_deep(emit_job, &j);
+    for (int i = 0; i < nplans; i++) emit_plan_into(&e, plans[i]);
     return finish(&e);
 }
 

@@ -301,10 +301,6 @@ Fn *program_find(const Program *p, const char *name);
 /* ir_print.c: the stable text form printed by `cukc emit-ir`. */
 void ir_print(FILE *out, const Program *p);
 
-/* Runs fn(arg) to completion on a thread of its own with a large stack, for the passes
-   whose recursion follows the program's nesting (sema, the CUDA emitter), so that they
-   do not depend on the caller's stack (a Python thread may have 1 MiB). */
-void run_deep(void (*fn)(void *), void *arg);
 
 /* Helpers shared by the backends. */
 Val *val_new(Arena *a, Fn *f, OpKind op, DType dt, int rank, int nargs, Loc loc);

@@ -1,38 +1,8 @@
 /* The IR's tables (dtype, op and reduction names), expanded from the X-macros in ir.h,
    and small helpers every backend shares: node creation, broadcasting, shape text. */
-#include <pthread.h>
 #include <string.h>
 
 #include "ir.h"
-
-/* 64 MiB: sema and the emitter recurse once per level of nesting (NEST_LIMIT levels, with
-   calls inlined), at most about 16 KiB a level in unoptimised sanitizer builds; the pages
-   are only committed when touched. */
-#define DEEP_STACK ((size_t)64 << 20)
-
-typedef struct Deep {
-    void (*fn)(void *);
-    void *arg;
-} Deep;
-
-static void *deep_main(void *p) {
-    Deep *d = p;
-    d->fn(d->arg);
-    return NULL;
-}
-
-void run_deep(void (*fn)(void *), void *arg) {
-    Deep d = {fn, arg};
-    pthread_attr_t at;
-    pthread_t t;
-    bool threaded = false;
-    if (pthread_attr_init(&at) == 0) {
-        threaded = pthread_attr_setstacksize(&at, DEEP_STACK) == 0 && pthread_create(&t, &at, deep_main, &d) == 0;
-        pthread_attr_destroy(&at);
-    }
-    if (threaded) pthread_join(t, NULL);
-    else fn(arg); /* no thread to be had: the caller's stack */
-}
 
 const DTypeInfo dtype_info[DT_COUNT] = {
 #define X(n, s, ct, ut, isf, isi, iss, npy) {s, (int)sizeof(ct), isf, isi, iss, npy, #ct},

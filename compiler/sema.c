@@ -2636,9 +2636,8 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
 
 /* Every user function gets an IR function (they are all possible entry points);
    generic ones (type variables) are only ever inlined. Lowering recurses once per level
-   of nesting (more in sanitizer builds), so it runs on run_deep's stack. */
-static void lower_all(void *p) {
-    Ctx *c = p;
+   of nesting (more in sanitizer builds): the pipeline runs it on a deep stack. */
+static void lower_all(Ctx *c) {
     for (int i = 0; i < c->nuser; i++) {
         if (c->decl_state[i] == 0 && !is_generic(c->decls[i])) {
             int before = c->d->errors;
@@ -2675,7 +2674,7 @@ Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib) {
     p->arena = a;
     c.prog = p;
     c.decl_state = NEWN(a, unsigned char, n + 1);
-    run_deep(lower_all, &c);
+    lower_all(&c);
     /* Calls can lower a callee before its turn: list functions in source order. */
     int k = 0;
     for (int i = 0; i < c.ndecls; i++)

@@ -2,6 +2,7 @@
 #ifndef CUK_ARENA_H
 #define CUK_ARENA_H
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct ArenaBlock ArenaBlock;
@@ -44,6 +45,10 @@ typedef struct DieGuard {
 } DieGuard;
 void guard_push(DieGuard *g);
 void guard_pop(DieGuard *g);
+/* For tests: true when $CUK_DIE_AT names this point ("sema", "fuse", "emit", "cpu",
+   "gpu", comma-separated), where the caller then dies on purpose, so that tests can show
+   each library entry point turns a broken invariant into an error. */
+bool die_injected(const char *point);
 #define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
 #define ASSERT(c) ((c) ? (void)0 : die("assertion failed: %s", #c))
 

@@ -1882,6 +1882,7 @@ static void *run_job(void *arg) {
     DieGuard g;
     guard_push(&g);
     if (setjmp(g.jb) == 0) {
+        if (die_injected("cpu")) die("injected (CUK_DIE_AT=cpu)");
         j->ok = call_fn(&r, j->fn, j->args, &j->result, j->fn->loc);
         guard_pop(&g);
     } else {

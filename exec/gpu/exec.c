@@ -1177,6 +1177,7 @@ bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, F
     DieGuard g;
     guard_push(&g);
     if (setjmp(g.jb) == 0) {
+        if (die_injected("gpu")) die("injected (CUK_DIE_AT=gpu)");
         ok = call_locked(s, st, args, result);
         guard_pop(&g);
     } else {

@@ -262,3 +262,20 @@ def test_examples_dir_programs():
     m = cuk.compile(os.path.join(root, "examples", "saxpy.cuk"), device="cpu")
     z = m.saxpy(2.0, np.ones(4, np.float32), np.ones(4, np.float32))
     np.testing.assert_array_equal(z, [3, 3, 3, 3])
+
+
+def test_internal_error_in_compile_is_compile_error(monkeypatch):
+    # A broken invariant in a pass (CUK_DIE_AT injects one) is an exception, not an abort.
+    # (fuse and emit run only for the GPU: tests/gpu/python and tests/lit cover them.)
+    monkeypatch.setenv("CUK_DIE_AT", "sema")
+    with pytest.raises(cuk.CompileError, match=r"internal error at compiler/pipeline.c:\d+: injected"):
+        cuk.compile("fn f(x: f32[n]) -> f32[n] = x * 2.0;", device="cpu")
+
+
+def test_internal_error_in_run_is_run_error(monkeypatch):
+    m = cuk.compile("fn f(x: f32[n]) -> f32[n] = x * 2.0;", device="cpu")
+    monkeypatch.setenv("CUK_DIE_AT", "cpu")
+    with pytest.raises(cuk.RunError, match=r"internal error at exec/cpu/eval.c:\d+: injected"):
+        m.f(np.ones(3, np.float32))
+    monkeypatch.delenv("CUK_DIE_AT")
+    assert m.f(np.ones(3, np.float32)).tolist() == [2.0, 2.0, 2.0]  # still usable

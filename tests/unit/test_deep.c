@@ -139,17 +139,15 @@ static void *pipeline(void *p) {
     FILE *err = open_memstream(&msgs, &len);
     Diag d;
     diag_init(&d, err);
-    Src src;
-    src_from_string(&a, "t.cuk", j->text, &src);
-    Program *prog = compile_src(&a, &d, &src, NULL);
+    Compiled c;
+    Program *prog = pipeline_text(&c, &a, &d, "t.cuk", j->text, STAGE_CUDA) ? c.prog : NULL;
     j->errors = d.errors;
     if (prog) {
         FILE *null = fopen("/dev/null", "w");
         ir_print(null, prog);
-        PlanSet *ps = fuse_program(&a, prog);
-        planset_print(null, ps);
+        planset_print(null, c.plans);
         fclose(null);
-        char *cuda = emit_cuda_program(&a, prog, ps);
+        const char *cuda = pipeline_cuda_program(&c);
         if (!cuda || !strstr(cuda, "__global__")) j->errors = -1;
         if (j->run) {
             char *out = NULL;
@@ -157,7 +155,7 @@ static void *pipeline(void *p) {
             FILE *o = open_memstream(&out, &olen);
             RtErr re;
             Arr *res = NULL;
-            j->ran = cpu_run(prog, program_find(prog, "main"), NULL, &res, o, &re);
+            j->ran = cpu_run(program_find(prog, "main"), NULL, &res, o, &re);
             fclose(o);
             snprintf(j->out, sizeof j->out, "%s", out ? out : "");
             if (!j->ran) fprintf(stderr, "run-time error: %s\n", re.msg);

@@ -402,3 +402,22 @@ def test_kernel_call_forms():
 def test_empty_is_uninitialised_zeros_is_zero():
     assert cuk.empty((3, 4)).shape == (3, 4)
     np.testing.assert_array_equal(cuk.zeros(1000).get(), 0)
+
+
+@pytest.mark.parametrize("point", ["sema", "fuse", "emit"])
+def test_internal_error_in_compile_is_compile_error(point, monkeypatch):
+    # compiling for the GPU runs every pass; a broken invariant in one is a CompileError
+    monkeypatch.setenv("CUK_DIE_AT", point)
+    with pytest.raises(cuk.CompileError, match=r"internal error at compiler/pipeline.c:\d+: injected \(CUK_DIE_AT=%s\)" % point):
+        cuk.compile(SAXPY, device="gpu")
+
+
+def test_internal_error_in_gpu_call_is_run_error(monkeypatch):
+    # gpu_call's guard: the session stays usable, its lock released
+    m = cuk.compile("fn f(x: f32[n]) -> f32 = sum(x * 2.0);", device="gpu")
+    x = np.ones(1000, np.float32)
+    monkeypatch.setenv("CUK_DIE_AT", "gpu")
+    with pytest.raises(cuk.RunError, match=r"internal error at exec/gpu/exec.c:\d+: injected"):
+        m.f(x)
+    monkeypatch.delenv("CUK_DIE_AT")
+    assert float(m.f(x)) == 2000.0
