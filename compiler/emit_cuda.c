@@ -231,6 +231,8 @@ static void emit_need(KE *ke, Val *v, int d) {
     if (v->op == OP_REDUCE) return; /* in a row kernel: set by its phase */
     if (op_is_ew(v->op))
         for (int i = 0; i < v->nargs; i++) emit_need(ke, v->args[i], d);
+    else if (v->op == OP_CHECKDIM)
+        emit_need(ke, v->args[0], d); /* the check itself ran on the host before the launch */
     else if (v->op == OP_FULL || v->op == OP_LINSPACE || v->op == OP_RAND || v->op == OP_RANDN) {
         /* scalar operands are parameters */
     } else if (v->op == OP_GATHER) {
@@ -452,6 +454,11 @@ static void emit_node(KE *ke, Val *v, int d) {
     case OP_CONCAT:
     case OP_RESHAPE:
     case OP_TRANSPOSE: emit_index_load(ke, v, d); return;
+    case OP_CHECKDIM:
+        ref(ke, v->args[0], r0, sizeof r0);
+        ind(b, d);
+        bprintf(b, "const %s v%d = %s;\n", T, v->id, r0);
+        return;
     default: die("emit_node: op %s is not computed inside kernels", op_name[v->op]);
     }
     (void)r1, (void)r2;
@@ -681,6 +688,8 @@ static void collect_rec(KE *ke, Val *v, Leaves *L, bool *seen) {
     if (v->op == OP_REDUCE || v->op == OP_SCAN) return;
     if (op_is_ew(v->op))
         for (int i = 0; i < v->nargs; i++) collect_rec(ke, v->args[i], L, seen);
+    else if (v->op == OP_CHECKDIM)
+        collect_rec(ke, v->args[0], L, seen);
     else if (v->op == OP_GATHER)
         collect_rec(ke, v->args[1], L, seen);
 }

@@ -63,6 +63,8 @@ typedef struct F {
     int *nsets;      /* S_SET count per slot */
     Val **setval;    /* the value of the only S_SET of a slot */
     int cur_region;
+    int *seen;       /* by id: the stamp of the last depends_on query that walked it */
+    int stamp;
     IntVec order;    /* all region Vals, topological within each region, regions in order */
     Plan *plan;
 } F;
@@ -98,6 +100,10 @@ static int classify(const Val *v) {
     case OK_GEN:
     case OK_INDEX: return v->rank == 0 ? C_HOST : C_FUSE;
     case OK_LEAF: return v->rank == 0 ? C_HOST : C_LEAF;
+    case OK_CHECK:
+        /* transparent over a fusible value: the executor checks before the kernel that
+           computes it runs (as the CPU backend checks before it streams the value) */
+        return v->rank == 0 ? C_HOST : classify(v->args[0]) == C_FUSE ? C_FUSE : C_LEAF;
     }
     return C_LEAF;
 }
@@ -244,23 +250,34 @@ static void param_keys(F *f) {
 
 /* ---- costs -------------------------------------------------------------------------- */
 
-static int subtree_cost(F *f, Val *v, int depth) {
+/* The cost of recomputing v's unmaterialised fusible subtree (a shared operand counts
+   once per use, as each use recomputes it), up to limit: the walk stops once it is
+   passed, so that a DAG whose tree is exponentially large costs little to judge. */
+static int subtree_cost(F *f, Val *v, int depth, int limit) {
     if (f->cls[v->id] != C_FUSE || depth > 64) return 0;
     int c = op_info[v->op].cost;
-    for (int i = 0; i < v->nargs; i++)
+    for (int i = 0; i < v->nargs && c <= limit; i++)
         if (v->args[i] && value_arg(v, i) && !f->mat[v->args[i]->id])
-            c += subtree_cost(f, v->args[i], depth + 1);
-    return c > 1000 ? 1000 : c;
+            c += subtree_cost(f, v->args[i], depth + 1, limit - c);
+    return c;
 }
 
 /* ---- the rules ---------------------------------------------------------------------- */
 
-static bool depends_on(F *f, Val *v, Val *target, int depth) {
+/* Whether v depends on target within its region. `seen` marks the values this query has
+   walked (stamped with f->stamp), so that a DAG is walked once, not as a tree. */
+static bool depends_walk(F *f, Val *v, Val *target, int depth) {
     if (v == target) return true;
-    if (!v || depth > 500 || f->region[v->id] != f->region[target->id]) return false;
+    if (!v || depth > 500 || f->region[v->id] != f->region[target->id] || f->seen[v->id] == f->stamp) return false;
+    f->seen[v->id] = f->stamp;
     for (int i = 0; i < v->nargs; i++)
-        if (v->args[i] && depends_on(f, v->args[i], target, depth + 1)) return true;
-    return v->init ? depends_on(f, v->init, target, depth + 1) : false;
+        if (v->args[i] && depends_walk(f, v->args[i], target, depth + 1)) return true;
+    return v->init ? depends_walk(f, v->init, target, depth + 1) : false;
+}
+
+static bool depends_on(F *f, Val *v, Val *target) {
+    f->stamp++;
+    return depends_walk(f, v, target, 0);
 }
 
 /* Nodes a map root m computes in-kernel: through unmaterialised fusible values and the
@@ -395,7 +412,7 @@ static void rule4_horizontal(F *f) {
             bool dep = false;
             for (int k = 0; k < f->order.n && !dep; k++) {
                 int g = f->order.v[k];
-                if (f->group[g] == a && depends_on(f, rb, f->val[g], 0)) dep = true;
+                if (f->group[g] == a && depends_on(f, rb, f->val[g])) dep = true;
             }
             if (!dep) f->group[b] = a;
         }
@@ -429,7 +446,7 @@ static void rule7_recompute(F *f) {
             else if (f->cls[u] == C_FUSE && !f->mat[u])
                 for (int j = 0; j < own[u].n; j++) iv_add(f->a, &own[v], own[u].v[j]);
         }
-        if (own[v].n > 1 && subtree_cost(f, f->val[v], 0) > RECOMPUTE_MAX) {
+        if (own[v].n > 1 && subtree_cost(f, f->val[v], 0, RECOMPUTE_MAX) > RECOMPUTE_MAX) {
             f->mat[v] = true;
             own[v].n = 0;
             iv_add(f->a, &own[v], v);
@@ -564,6 +581,9 @@ static void build_kernels(F *f) {
         int counter = 0;
         const Stmt *st = stmt_of_region(f->fn->body, &counter, f->region[id]);
         if (c == C_FUSE && f->mat[id] && f->inscan[id] < 0) {
+            /* A check whose operand is in memory anyway computes nothing: its consumers
+               read the operand, and the executor checks when it reads the value. */
+            if (v->op == OP_CHECKDIM && f->mat[v->args[0]->id]) continue;
             int nr = 0;
             for (int j = 0; j < f->order.n; j++)
                 if (f->cls[f->order.v[j]] == C_RED && f->rowof[f->order.v[j]] == id) nr++;
@@ -626,6 +646,7 @@ Plan *fuse_fn(Arena *a, Fn *fn) {
     f.inscan = NEWN(a, int, nv);
     f.scantop = NEWN(a, int, nv);
     f.group = NEWN(a, int, nv);
+    f.seen = NEWN(a, int, nv);
     f.keys = NEWN(a, int64_t, (size_t)nv * MAXRANK);
     f.pkeys = NEWN(a, int64_t, (size_t)ns * MAXRANK);
     f.nsets = NEWN(a, int, ns);

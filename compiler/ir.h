@@ -127,6 +127,7 @@ typedef enum {
     OK_EW,     /* elementwise (OP_CAST; EW_OPS are all OK_EW) */
     OK_CONST,  /* a literal, inlined into kernels */
     OK_LEAF,   /* an array that exists before a kernel reads it, or a host value */
+    OK_CHECK,  /* a check of host scalars that passes its operand 0 through */
     OK_GEN,    /* a generator: fused as an input computed from the index */
     OK_INDEX,  /* an index transform: fused as a load at transformed indices */
     OK_REDUCE,
@@ -140,7 +141,7 @@ typedef enum {
     X(SLOT, "slot", OK_LEAF, 0u, 0)       /* read of host variable slot v->slot (params first) */\
     X(ARG, "arg", OK_LEAF, 0u, 0)         /* in a lambda body: argument number v->slot */        \
     X(DIM, "dim", OK_LEAF, 0u, 0)         /* i64 scalar: size of args[0] along axis v->axis */   \
-    X(CHECKDIM, "checkdim", OK_LEAF, 0u, 0) /* args[0] after checking i64 args[1] == args[2];  \
+    X(CHECKDIM, "checkdim", OK_CHECK, 1u, 0) /* args[0] after checking i64 args[1] == args[2]; \
                                               v->msg has two %lld for the two values */        \
     X(IOTA, "iota", OK_GEN, 0u, 1)        /* args: n -> i64[n] (or v->dt) 0, 1, ... */           \
     X(FULL, "full", OK_GEN, 1u, 1)        /* args: value (scalar of v->dt), dims... */           \

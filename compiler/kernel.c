@@ -185,6 +185,8 @@ void plan_print(FILE *out, const Plan *p) {
                     fprintf(out, "(axis=%d)", v->axis);
             } else if (v->op < OP_EW_END) {
                 fprintf(out, " %s", ew_info[v->op].name);
+            } else if (v->op == OP_CHECKDIM) {
+                continue; /* checked on the host before the launch; computes nothing */
             } else {
                 fprintf(out, " %s", op_name[v->op]);
             }

@@ -310,6 +310,15 @@ static bool scalar_of(Frame *f, Val *v, int64_t *out) {
     return true;
 }
 
+/* A checkdim's check: its two sizes, equal. */
+static bool run_check(Frame *f, Val *v) {
+    int64_t a, b;
+    if (!scalar_of(f, v->args[1], &a) || !scalar_of(f, v->args[2], &b)) return false;
+    if (a == b) return true;
+    rt_error(f->s->err, v->loc, v->msg ? v->msg : "sizes %lld and %lld differ", (long long)a, (long long)b);
+    return false;
+}
+
 /* The shape of v without computing it (fused values are never materialised): by the
    shape rules for the ops they cover, by evaluating v for the rest. */
 static bool shape_of(Frame *f, Val *v, Value *out) {
@@ -322,17 +331,24 @@ static bool shape_of(Frame *f, Val *v, Value *out) {
         *out = r; /* a scalar has no shape to compute */
         return true;
     }
-    if (!shape_rule_covers(v)) {
+    if (v->op == OP_CHECKDIM && f->st->writer[v->id] == NULL) {
+        /* fused into a kernel (fuse.c): its check, then its operand's shape, as the CPU
+           backend does even when only the shape is asked for */
+        Value x;
+        if (!run_check(f, v) || !shape_of(f, v->args[0], &x)) return false;
+        memcpy(r.shape, x.shape, sizeof r.shape);
+    } else if (!shape_rule_covers(v)) {
         if (!eval(f, v, &r)) return false;
         /* *out is a view: the memo keeps the reference eval took (callers of shape_of
            release nothing; keeping this one leaked a DBuf per call) */
         *out = r;
         vrelease(f->s, &r);
         return true;
+    } else {
+        Dims d;
+        if (!shape_rule(&f->ops, v, &d, NULL)) return false;
+        memcpy(r.shape, d.d, sizeof r.shape);
     }
-    Dims d;
-    if (!shape_rule(&f->ops, v, &d, NULL)) return false;
-    memcpy(r.shape, d.d, sizeof r.shape);
     touch(f, v->id);
     f->memo[v->id].dt = r.dt;
     f->memo[v->id].rank = r.rank;
@@ -453,6 +469,9 @@ static bool launch(Frame *f, const Kernel *k) {
     Loc loc = k->outs[0]->loc;
     if (!ks->fn && !kernel_fn(f, k, ks)) return false;
 
+    /* the checks fused into the kernel (fuse.c classify) run before it */
+    for (int i = 0; i < k->nvals; i++)
+        if (k->vals[i]->op == OP_CHECKDIM && !run_check(f, k->vals[i])) return false;
     Value space;
     if (!shape_of(f, k->space, &space)) return false;
     int64_t n = nelem(&space);
@@ -673,16 +692,9 @@ static bool eval(Frame *f, Val *v, Value *out) {
         r.s.i = x.shape[v->axis];
         break;
     }
-    case OP_CHECKDIM: {
-        int64_t a, b;
-        if (!scalar_of(f, v->args[1], &a) || !scalar_of(f, v->args[2], &b)) return false;
-        if (a != b) {
-            rt_error(s->err, v->loc, v->msg ? v->msg : "sizes %lld and %lld differ", (long long)a, (long long)b);
-            return false;
-        }
-        if (!eval(f, v->args[0], &r)) return false;
+    case OP_CHECKDIM:
+        if (!run_check(f, v) || !eval(f, v->args[0], &r)) return false;
         break;
-    }
     case OP_CAST: {
         Value x;
         if (!eval(f, v->args[0], &x)) return false;
