@@ -200,17 +200,29 @@ static inline bool op_value_arg(int op, int i) {
     return m == VA_ALL || (i < 32 && ((m >> i) & 1u));
 }
 
-/* Combine operators for OP_REDUCE / OP_SCAN. */
-#define RED_OPS(X)                                   \
-    X(SUM, "sum") X(PROD, "prod") X(MIN, "min") X(MAX, "max") X(ANY, "any") X(ALL, "all") \
-    X(ARGMIN, "argmin") X(ARGMAX, "argmax") X(LAMBDA, "lambda")
+/* Combine operators for OP_REDUCE / OP_SCAN: X(NAME, spelling, reduction builtin, scan
+   builtin), the builtins 0 where there is none (lambdas come through reduce and scan). */
+#define RED_OPS(X)                                                                               \
+    X(SUM, "sum", "sum", "cumsum")                                                               \
+    X(PROD, "prod", "prod", "cumprod")                                                           \
+    X(MIN, "min", "min", "cummin")                                                               \
+    X(MAX, "max", "max", "cummax")                                                               \
+    X(ANY, "any", "any", 0)                                                                      \
+    X(ALL, "all", "all", 0)                                                                      \
+    X(ARGMIN, "argmin", "argmin", 0)                                                             \
+    X(ARGMAX, "argmax", "argmax", 0)                                                             \
+    X(LAMBDA, "lambda", 0, 0)
 typedef enum {
-#define X(n, s) RED_##n,
+#define X(n, ...) RED_##n,
     RED_OPS(X)
 #undef X
         RED_COUNT
 } RedOp;
 extern const char *const red_name[RED_COUNT];
+typedef struct RedInfo {
+    const char *reduce, *scan; /* the builtins' names, or NULL */
+} RedInfo;
+extern const RedInfo red_info[RED_COUNT];
 
 enum { SL_RANGE = 0, SL_INDEX = 1 };
 

@@ -42,7 +42,13 @@ const OpClassInfo op_info[OP_COUNT] = {
 };
 
 const char *const red_name[RED_COUNT] = {
-#define X(n, s) [RED_##n] = s,
+#define X(n, s, ...) [RED_##n] = s,
+    RED_OPS(X)
+#undef X
+};
+
+const RedInfo red_info[RED_COUNT] = {
+#define X(n, s, r, sc) [RED_##n] = {r, sc},
     RED_OPS(X)
 #undef X
 };

@@ -201,14 +201,75 @@ static int edit_distance(const char *a, const char *b) {
     return d[la][lb];
 }
 
-static const char *const builtin_names[] = {
-    "abs", "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "asin",
-    "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf", "floor", "ceil", "round", "trunc",
-    "pow", "fmod", "minimum", "maximum", "clamp", "isnan", "isinf", "where", "sum", "prod", "min",
-    "max", "any", "all", "argmin", "argmax", "mean", "reduce", "cumsum", "cumprod", "cummin",
-    "cummax", "scan", "map", "reverse", "concat", "reshape", "transpose", "len", "dot", "iota",
-    "zeros", "ones", "full", "linspace", "rand", "randn", "print", "load", "save", "bool", "i32",
-    "i64", "u32", "u64", "f32", "f64", NULL};
+/* ---- builtins ---------------------------------------------------------------------
+   The elementwise builtins are EW_OPS' spelling column and the reductions and scans
+   RED_OPS' (compiler/ir.h); casts are the dtype names. The rest are listed here once,
+   with the kind of lowering each gets. */
+typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT, B_STMT, B_LOAD } BuiltinKind;
+#define OTHER_BUILTINS(X)                                                                        \
+    X("mean", B_MEAN) X("reduce", B_GENERIC) X("scan", B_GENERIC) X("map", B_MAP)               \
+    X("iota", B_GEN) X("zeros", B_GEN) X("ones", B_GEN) X("full", B_GEN) X("linspace", B_GEN)   \
+    X("rand", B_GEN) X("randn", B_GEN)                                                          \
+    X("len", B_STRUCT) X("reverse", B_STRUCT) X("concat", B_STRUCT) X("reshape", B_STRUCT)      \
+    X("transpose", B_STRUCT) X("dot", B_STRUCT)                                                 \
+    X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)
+
+typedef struct Builtin {
+    const char *name;
+    BuiltinKind kind;
+    int op; /* B_EW: the OpKind; B_REDUCE, B_SCAN: the RedOp */
+} Builtin;
+
+/* The builtin called name, if any (a user function of that name shadows it). */
+static bool builtin_find(const char *name, Builtin *b) {
+    for (int op = 0; op < OP_EW_END; op++)
+        if (ew_info[op].builtin && strcmp(ew_info[op].builtin, name) == 0) {
+            *b = (Builtin){name, B_EW, op};
+            return true;
+        }
+    for (int r = 0; r < RED_COUNT; r++) {
+        if (red_info[r].reduce && strcmp(red_info[r].reduce, name) == 0) {
+            *b = (Builtin){name, B_REDUCE, r};
+            return true;
+        }
+        if (red_info[r].scan && strcmp(red_info[r].scan, name) == 0) {
+            *b = (Builtin){name, B_SCAN, r};
+            return true;
+        }
+    }
+    static const Builtin others[] = {
+#define X(s, k) {s, k, 0},
+        OTHER_BUILTINS(X)
+#undef X
+    };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (strcmp(others[i].name, name) == 0) {
+            *b = others[i];
+            return true;
+        }
+    return false;
+}
+
+/* Every builtin's name, for "did you mean" (the tables above, then the dtypes). */
+static int builtin_name_at(int i, const char **name) {
+    static const char *const others[] = {
+#define X(s, k) s,
+        OTHER_BUILTINS(X)
+#undef X
+    };
+    int n = 0;
+    for (int op = 0; op < OP_EW_END; op++)
+        if (ew_info[op].builtin && n++ == i) return *name = ew_info[op].builtin, 1;
+    for (int r = 0; r < RED_COUNT; r++) {
+        if (red_info[r].reduce && n++ == i) return *name = red_info[r].reduce, 1;
+        if (red_info[r].scan && n++ == i) return *name = red_info[r].scan, 1;
+    }
+    for (size_t k = 0; k < sizeof others / sizeof others[0]; k++)
+        if (n++ == i) return *name = others[k], 1;
+    for (int dt = 0; dt < DT_COUNT; dt++)
+        if (n++ == i) return *name = dtype_info[dt].name, 1;
+    return 0;
+}
 
 static const char *suggest_name(Ctx *c, const char *name, bool functions) {
     const char *best = NULL;
@@ -227,9 +288,10 @@ static const char *suggest_name(Ctx *c, const char *name, bool functions) {
             int dd = edit_distance(name, c->decls[i]->name);
             if (dd < bd) bd = dd, best = c->decls[i]->name;
         }
-        for (int i = 0; builtin_names[i]; i++) {
-            int dd = edit_distance(name, builtin_names[i]);
-            if (dd < bd) bd = dd, best = builtin_names[i];
+        const char *b;
+        for (int i = 0; builtin_name_at(i, &b); i++) {
+            int dd = edit_distance(name, b);
+            if (dd < bd) bd = dd, best = b;
         }
     }
     return best;
@@ -1218,57 +1280,34 @@ static Ex lower_call(Ctx *c, Node *n) {
         if (c->tv)
             for (int i = 0; i < c->tv->n; i++)
                 if (strcmp(c->tv->name[i], g) == 0) return builtin_cast(c, n, &ca, c->tv->dt[i]);
-        static const struct {
-            const char *name;
-            OpKind op;
-        } ew[] = {{"abs", OP_ABS},       {"sqrt", OP_SQRT},   {"rsqrt", OP_RSQRT}, {"exp", OP_EXP},
-                  {"exp2", OP_EXP2},     {"log", OP_LOG},     {"log2", OP_LOG2},   {"log10", OP_LOG10},
-                  {"sin", OP_SIN},       {"cos", OP_COS},     {"tan", OP_TAN},     {"asin", OP_ASIN},
-                  {"acos", OP_ACOS},     {"atan", OP_ATAN},   {"sinh", OP_SINH},   {"cosh", OP_COSH},
-                  {"tanh", OP_TANH},     {"erf", OP_ERF},     {"floor", OP_FLOOR}, {"ceil", OP_CEIL},
-                  {"round", OP_ROUND},   {"trunc", OP_TRUNC}, {"isnan", OP_ISNAN}, {"isinf", OP_ISINF},
-                  {"atan2", OP_ATAN2},   {"fmod", OP_FMOD},   {"pow", OP_POW},     {"minimum", OP_MINIMUM},
-                  {"maximum", OP_MAXIMUM}, {"clamp", OP_CLAMP}, {"where", OP_SELECT}};
-        for (size_t i = 0; i < sizeof ew / sizeof ew[0]; i++)
-            if (strcmp(ew[i].name, g) == 0) return builtin_ew(c, n, &ca, ew[i].op);
-        static const struct {
-            const char *name;
-            RedOp red;
-            bool scan;
-        } reds[] = {{"sum", RED_SUM, 0},       {"prod", RED_PROD, 0},     {"min", RED_MIN, 0},
-                    {"max", RED_MAX, 0},       {"any", RED_ANY, 0},       {"all", RED_ALL, 0},
-                    {"argmin", RED_ARGMIN, 0}, {"argmax", RED_ARGMAX, 0}, {"cumsum", RED_SUM, 1},
-                    {"cumprod", RED_PROD, 1},  {"cummin", RED_MIN, 1},    {"cummax", RED_MAX, 1}};
+        Builtin b;
         bool in_map = c->map_fn != NULL;
-        for (size_t i = 0; i < sizeof reds / sizeof reds[0]; i++)
-            if (strcmp(reds[i].name, g) == 0) {
+        if (builtin_find(g, &b)) switch (b.kind) {
+            case B_EW: return builtin_ew(c, n, &ca, (OpKind)b.op);
+            case B_REDUCE:
                 if (in_map) goto not_elementwise;
-                return reds[i].scan ? builtin_scan(c, n, &ca, reds[i].red) : builtin_reduce(c, n, &ca, reds[i].red);
+                return builtin_reduce(c, n, &ca, (RedOp)b.op);
+            case B_SCAN:
+                if (in_map) goto not_elementwise;
+                return builtin_scan(c, n, &ca, (RedOp)b.op);
+            case B_MEAN: return in_map ? ex_bad() : builtin_mean(c, n, &ca);
+            case B_GENERIC:
+                if (in_map) goto not_elementwise;
+                return builtin_generic_reduce(c, n, &ca, g[0] == 's');
+            case B_MAP: return builtin_map(c, n, &ca);
+            case B_GEN:
+                if (in_map) goto not_elementwise;
+                return builtin_generator(c, n, &ca, g);
+            case B_STRUCT:
+                if (in_map) goto not_elementwise;
+                return builtin_struct(c, n, &ca, g);
+            case B_STMT:
+                diag_error(c->d, n->loc, "%s() is a statement: write it on its own line, e.g. %s(...);", g, g);
+                return ex_bad();
+            case B_LOAD:
+                diag_error(c->d, n->loc, "load() must initialise a let with a type, e.g. let x: f32[n] = load(\"x.npy\");");
+                return ex_bad();
             }
-        if (strcmp(g, "mean") == 0) return in_map ? ex_bad() : builtin_mean(c, n, &ca);
-        if (strcmp(g, "reduce") == 0 || strcmp(g, "scan") == 0) {
-            if (in_map) goto not_elementwise;
-            return builtin_generic_reduce(c, n, &ca, g[0] == 's');
-        }
-        if (strcmp(g, "map") == 0) return builtin_map(c, n, &ca);
-        if (!strcmp(g, "iota") || !strcmp(g, "zeros") || !strcmp(g, "ones") || !strcmp(g, "full") ||
-            !strcmp(g, "linspace") || !strcmp(g, "rand") || !strcmp(g, "randn")) {
-            if (in_map) goto not_elementwise;
-            return builtin_generator(c, n, &ca, g);
-        }
-        if (!strcmp(g, "len") || !strcmp(g, "reverse") || !strcmp(g, "concat") || !strcmp(g, "reshape") ||
-            !strcmp(g, "transpose") || !strcmp(g, "dot")) {
-            if (in_map) goto not_elementwise;
-            return builtin_struct(c, n, &ca, g);
-        }
-        if (!strcmp(g, "print") || !strcmp(g, "save")) {
-            diag_error(c->d, n->loc, "%s() is a statement: write it on its own line, e.g. %s(...);", g, g);
-            return ex_bad();
-        }
-        if (!strcmp(g, "load")) {
-            diag_error(c->d, n->loc, "load() must initialise a let with a type, e.g. let x: f32[n] = load(\"x.npy\");");
-            return ex_bad();
-        }
     }
     if (!decl && sym_find(c, g)) {
         diag_error(c->d, n->loc, "'%s' is a variable, not a function, so it cannot be called", g);
