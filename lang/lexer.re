@@ -7,6 +7,7 @@
 
 #include "grammar.h"
 #include "parse_internal.h"
+#include "tokens.h"
 
 void lex_init(Lexer *lx, Arena *a, Diag *d, const Src *src) {
     memset(lx, 0, sizeof *lx);
@@ -55,6 +56,25 @@ static void set_tok(Lexer *lx, Tok *t, int kind, const unsigned char *start) {
     t->loc = lex_loc(lx, start);
     t->text = (const char *)start;
     t->len = (int)(lx->cur - start);
+}
+
+/* A name's token: the keyword it spells (lang/tokens.h), else TK_IDENT. */
+static int keyword(const unsigned char *start, const unsigned char *end) {
+    static const struct {
+        const char *text;
+        int tok;
+    } kw[] = {
+#define KW_ROW_KW(n, text) {text, TK_##n},
+#define KW_ROW_PUNCT(n, text)
+#define KW_ROW_CLASS(n, text)
+#define X(n, kind, text) KW_ROW_##kind(n, text)
+        TOKENS(X)
+#undef X
+    };
+    size_t len = (size_t)(end - start);
+    for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
+        if (strlen(kw[i].text) == len && memcmp(kw[i].text, start, len) == 0) return kw[i].tok;
+    return TK_IDENT;
 }
 
 /* Decimal or hex integer; errors leave the value 0 so that parsing goes on. */
@@ -267,18 +287,10 @@ int lex_next(Lexer *lx, Tok *t) {
             continue;
         }
 
-        "fn"     { TOK(TK_FN); }
-        "let"    { TOK(TK_LET); }
-        "var"    { TOK(TK_VAR); }
-        "if"     { TOK(TK_IF); }
-        "else"   { TOK(TK_ELSE); }
-        "for"    { TOK(TK_FOR); }
-        "in"     { TOK(TK_IN); }
-        "while"  { TOK(TK_WHILE); }
-        "return" { TOK(TK_RETURN); }
-        "true"   { TOK(TK_TRUE); }
-        "false"  { TOK(TK_FALSE); }
-        id       { TOK(TK_IDENT); }
+        id       {
+            int k = keyword(start, cur);
+            TOK(k);
+        }
 
         "0" [xX] [0-9a-zA-Z_]* {
             lx->cur = cur;

@@ -5,6 +5,7 @@
 
 #include "grammar.h"
 #include "parse_internal.h"
+#include "tokens.h"
 
 const char *const ast_op_spelling[AOP_COUNT] = {
 #define X(n, s) s,
@@ -172,61 +173,18 @@ void add_fn(ParseCtx *ps, Node *fn) { ps->fns = list_add(ps->fns, fn); }
 
 /* ---- syntax error messages ---------------------------------------------------------- */
 
-/* How a token is named in "expected ..." lists; NULL for codes the lexer never makes. */
+/* How a token is named in "expected ..." lists (lang/tokens.h); NULL for codes the lexer
+   never makes. */
+static const char *const tok_names[] = {
+#define X(n, kind, text) [TK_##n] = TOKEN_NAME_##kind(text),
+    TOKENS(X)
+#undef X
+};
+
 static const char *tok_name(int k) {
-    switch (k) {
-    case 0: return "end of file";
-    case TK_FN: return "'fn'";
-    case TK_LET: return "'let'";
-    case TK_VAR: return "'var'";
-    case TK_IF: return "'if'";
-    case TK_ELSE: return "'else'";
-    case TK_FOR: return "'for'";
-    case TK_IN: return "'in'";
-    case TK_WHILE: return "'while'";
-    case TK_RETURN: return "'return'";
-    case TK_TRUE: return "'true'";
-    case TK_FALSE: return "'false'";
-    case TK_IDENT: return "a name";
-    case TK_INT: return "an integer";
-    case TK_FLOAT: return "a float";
-    case TK_STRING: return "a string";
-    case TK_LPAREN: return "'('";
-    case TK_RPAREN: return "')'";
-    case TK_LBRACKET: return "'['";
-    case TK_RBRACKET: return "']'";
-    case TK_LBRACE: return "'{'";
-    case TK_RBRACE: return "'}'";
-    case TK_COMMA: return "','";
-    case TK_SEMI: return "';'";
-    case TK_COLON: return "':'";
-    case TK_ARROW: return "'->'";
-    case TK_ASSIGN: return "'='";
-    case TK_DOTDOT: return "'..'";
-    case TK_QUESTION: return "'?'";
-    case TK_OROR: return "'||'";
-    case TK_ANDAND: return "'&&'";
-    case TK_PIPE: return "'|'";
-    case TK_CARET: return "'^'";
-    case TK_AMP: return "'&'";
-    case TK_EQEQ: return "'=='";
-    case TK_NE: return "'!='";
-    case TK_LT: return "'<'";
-    case TK_LE: return "'<='";
-    case TK_GT: return "'>'";
-    case TK_GE: return "'>='";
-    case TK_SHL: return "'<<'";
-    case TK_SHR: return "'>>'";
-    case TK_PLUS: return "'+'";
-    case TK_MINUS: return "'-'";
-    case TK_STAR: return "'*'";
-    case TK_SLASH: return "'/'";
-    case TK_PERCENT: return "'%'";
-    case TK_BANG: return "'!'";
-    case TK_TILDE: return "'~'";
-    case TK_STARSTAR: return "'**'";
-    default: return NULL;
-    }
+    if (k == 0) return "end of file";
+    if (k < 0 || k >= (int)(sizeof tok_names / sizeof tok_names[0])) return NULL;
+    return tok_names[k];
 }
 
 /* The offending token as the message shows it. */

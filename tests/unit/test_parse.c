@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ast.h"
+#include "tokens.h"
 
 static int failures;
 
@@ -508,7 +509,42 @@ static void test_diag(void) {
     arena_free(&a);
 }
 
+/* lang/tokens.h and the grammar's %token lines name the same tokens: a terminal missing
+   from the table would vanish from "expected ..." lists, a row the grammar lacks would
+   not compile (TK_NAME undefined) in parse.c. */
+static void test_token_table(void) {
+    static const char *const names[] = {
+#define X(n, kind, text) #n,
+        TOKENS(X)
+#undef X
+    };
+    enum { N = sizeof names / sizeof names[0] };
+    const char *dir = getenv("CUK_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/lang/grammar.y", dir ? dir : ".");
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (!f) return;
+    int found[N] = {0}, declared = 0;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "%token ", 7) != 0) continue;
+        for (char *tok = strtok(line + 7, " .\n"); tok; tok = strtok(NULL, " .\n")) {
+            declared++;
+            int hit = 0;
+            for (int i = 0; i < N; i++)
+                if (strcmp(names[i], tok) == 0) found[i]++, hit = 1;
+            if (!hit) fprintf(stderr, "grammar token %s is not in lang/tokens.h\n", tok);
+            CHECK(hit);
+        }
+    }
+    fclose(f);
+    for (int i = 0; i < N; i++) CHECK(found[i] == 1);
+    CHECK(declared == N);
+}
+
 int main(void) {
+    test_token_table();
     test_diag();
     test_design_example();
     test_expressions();
