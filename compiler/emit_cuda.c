@@ -9,7 +9,10 @@
 
 /* ---- a growable string -------------------------------------------------------------- */
 
+/* In the compile's arena (a grown buffer's old block stays there until the arena goes),
+   so that a broken invariant caught by the pipeline's guard leaks nothing. */
 typedef struct Buf {
+    Arena *a;
     char *s;
     size_t n, cap;
 } Buf;
@@ -19,8 +22,8 @@ static void bputs(Buf *b, const char *s) {
     if (b->n + k + 1 > b->cap) {
         size_t nc = b->cap ? b->cap * 2 : 4096;
         while (nc < b->n + k + 1) nc *= 2;
-        char *ns = realloc(b->s, nc);
-        if (!ns) die("out of memory");
+        char *ns = arena_alloc(b->a, nc);
+        if (b->n) memcpy(ns, b->s, b->n);
         b->s = ns;
         b->cap = nc;
     }
@@ -38,13 +41,11 @@ __attribute__((format(printf, 2, 3))) static void bprintf(Buf *b, const char *fm
         bputs(b, tmp);
         return;
     }
-    char *big = malloc((size_t)k + 1);
-    if (!big) die("out of memory");
+    char *big = arena_alloc(b->a, (size_t)k + 1);
     va_start(ap, fmt);
     vsnprintf(big, (size_t)k + 1, fmt, ap);
     va_end(ap);
     bputs(b, big);
-    free(big);
 }
 
 /* ---- op table as text ---------------------------------------------------------------- */
@@ -147,6 +148,7 @@ typedef struct KE {
     Buf *b;
     bool *inval;   /* by id: in k->vals */
     bool *done;    /* by id: already has a variable in the current scope */
+    bool *seen;    /* by id: scratch for collect_leaves */
     int nid;
     /* Fast paths: when set, a materialised input read at the iteration index is taken
        from a register vector, L<id><leaf_sel> (e.g. ".x[e_]" or "[r_].x[e_]"), and
@@ -594,20 +596,17 @@ static const char *emit_combine(E *e, Val *r) {
         }
         int lo = r->lam->id, hi = r->lam->id;
         lam_bounds(r->lam, &lo, &hi, 0);
-        bool *seen = calloc((size_t)(hi - lo + 1), 1);
-        if (!seen) die("out of memory");
+        bool *seen = NEWN(e->a, bool, hi - lo + 1);
         /* emit_lam_val writes into e->helpers too (helpers): keep the functor body in a
            separate buffer so helpers land before it. */
-        Buf body = {0};
+        Buf body = {.a = e->a};
         emit_lam_val(e, &body, r->lam, seen, lo);
-        free(seen);
         char rr[128];
         if (r->lam->op == OP_CONST) literal(rr, sizeof rr, r->lam->dt, r->lam->c);
         else if (op_is_ew(r->lam->op)) snprintf(rr, sizeof rr, "t%d", r->lam->id);
         else snprintf(rr, sizeof rr, "c%d", r->lam->id);
         if (body.s) bputs(b, body.s);
         bprintf(b, "        return (%s)(%s);\n", A, rr);
-        free(body.s);
         break;
     }
     default: die("no combine for %s", red_name[r->red]);
@@ -695,10 +694,8 @@ static void collect_rec(KE *ke, Val *v, Leaves *L, bool *seen) {
 }
 
 static void collect_leaves(KE *ke, Val **targets, int n, Leaves *L) {
-    bool *seen = calloc((size_t)ke->nid, 1);
-    if (!seen) die("out of memory");
-    for (int i = 0; i < n; i++) collect_rec(ke, targets[i], L, seen);
-    free(seen);
+    memset(ke->seen, 0, (size_t)ke->nid);
+    for (int i = 0; i < n; i++) collect_rec(ke, targets[i], L, ke->seen);
 }
 
 static Leaves leaves_new(KE *ke) {
@@ -724,14 +721,12 @@ static int vec_width(const Leaves *L, Val **outs, int nouts) {
 
 /* The run-time condition for the vector path: flat and every pointer 16-byte aligned. */
 static const char *vec_cond(KE *ke, const Leaves *L, Val **outs, int nouts) {
-    Buf c = {0};
+    Buf c = {.a = ke->e->a};
     bputs(&c, "flat");
     for (int i = 0; i < L->n; i++) bprintf(&c, " && cuk_al16(p.w[%d])", W(ke, KP_IN, L->v[i], 0, 0));
     for (int i = 0; i < nouts; i++)
         if (outs[i]->rank > 0) bprintf(&c, " && cuk_al16(p.w[%d])", W(ke, KP_OUT, outs[i], 0, 0));
-    char *r = arena_strdup(ke->e->a, c.s);
-    free(c.s);
-    return r;
+    return c.s;
 }
 
 /* Declares `cuk_vec<T, V> L<id>[cnt]` (cnt 0: a single vector) for each leaf. */
@@ -1450,12 +1445,11 @@ static void emit_matmul(KE *ke) {
              "        Z[o] = acc;\n    }\n}\n\n");
 }
 
-static void emit_kernel(E *e, const Kernel *k, int nid) {
-    Buf kb = {0};
-    KE ke = {.e = e, .k = k, .b = &kb, .nid = nid};
-    ke.inval = calloc((size_t)nid, 1);
-    ke.done = calloc((size_t)nid, 1);
-    if (!ke.inval || !ke.done) die("out of memory");
+/* marks: three arrays of nid flags, the plan's, cleared here for k */
+static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
+    Buf kb = {.a = e->a};
+    KE ke = {.e = e, .k = k, .b = &kb, .nid = nid, .inval = marks, .done = marks + nid, .seen = marks + 2 * nid};
+    memset(marks, 0, 3 * (size_t)nid);
     for (int i = 0; i < k->nvals; i++) ke.inval[k->vals[i]->id] = true;
     (void)is_in;
     switch (k->kind) {
@@ -1468,15 +1462,10 @@ static void emit_kernel(E *e, const Kernel *k, int nid) {
     /* helpers the kernel needed go first */
     if (e->helpers.s) bputs(&e->out, e->helpers.s);
     if (e->funcs.s) bputs(&e->out, e->funcs.s);
-    free(e->helpers.s);
-    free(e->funcs.s);
-    e->helpers = (Buf){0};
-    e->funcs = (Buf){0};
+    e->helpers = (Buf){.a = e->a};
+    e->funcs = (Buf){.a = e->a};
     bprintf(&e->out, "/* %s: %s */\n", k->name, kernel_kind_name[k->kind]);
     if (kb.s) bputs(&e->out, kb.s);
-    free(kb.s);
-    free(ke.inval);
-    free(ke.done);
 }
 
 static void prelude(E *e) {
@@ -1490,13 +1479,7 @@ static void prelude(E *e) {
     }
 }
 
-static char *finish(E *e) {
-    char *s = arena_strdup(e->a, e->out.s ? e->out.s : "");
-    free(e->out.s);
-    free(e->helpers.s);
-    free(e->funcs.s);
-    return s;
-}
+static char *finish(E *e) { return e->out.s ? e->out.s : arena_strdup(e->a, ""); }
 
 static void emit_plan_into(E *e, const Plan *pl) {
     int nid = pl->fn->nvals > 0 ? pl->fn->nvals : 1;
@@ -1504,13 +1487,14 @@ static void emit_plan_into(E *e, const Plan *pl) {
     for (int i = 0; i < pl->nkernels; i++)
         for (int j = 0; j < pl->kernels[i]->nvals; j++)
             if (pl->kernels[i]->vals[j]->id + 1 > nid) nid = pl->kernels[i]->vals[j]->id + 1;
-    for (int i = 0; i < pl->nkernels; i++) emit_kernel(e, pl->kernels[i], nid + 1);
+    bool *marks = NEWN(e->a, bool, 3 * ((size_t)nid + 1));
+    for (int i = 0; i < pl->nkernels; i++) emit_kernel(e, pl->kernels[i], nid + 1, marks);
 }
 
 /* The emitter recurses once per level of a kernel's expression: the pipeline runs it on
    a deep stack. */
 static char *emit_plans(Arena *a, const Plan *const *plans, int nplans) {
-    E e = {.a = a};
+    E e = {.a = a, .out = {.a = a}, .helpers = {.a = a}, .funcs = {.a = a}};
     e.have = NEWN(a, bool, (size_t)OP_COUNT * DT_COUNT);
     prelude(&e);
     for (int i = 0; i < nplans; i++) emit_plan_into(&e, plans[i]);
