@@ -663,9 +663,93 @@ static FnState *fn_state(GpuSession *s, const Fn *fn) {
     return NULL;
 }
 
+/* The cases of eval with large frames, kept out of it (noinline) so that its own frame,
+   which recursion over nested expressions repeats, stays small. Each fills r. */
+static __attribute__((noinline)) bool eval_load(Frame *f, Val *v, Value *r) {
+    GpuSession *s = f->s;
+    Arr *a = exec_load(s->err, v);
+    if (!a) return false;
+    memcpy(r->shape, a->shape, sizeof r->shape);
+    bool ok = true;
+    if (a->rank == 0) {
+        r->s = arr_get(a, 0);
+    } else if ((ok = dalloc(s, r, v->loc))) {
+        size_t bytes = (size_t)a->size * (size_t)dtype_info[a->dt].size;
+        if (bytes && cuk_memcpy_htod(r->buf->p, a->data, bytes) != CUK_OK) {
+            ok = gpu_fail(s, v->loc, "copy to the device failed");
+            vrelease(s, r);
+        }
+    }
+    arr_release(a);
+    return ok;
+}
+
+static __attribute__((noinline)) bool eval_call(Frame *f, Val *v, Value *r) {
+    GpuSession *s = f->s;
+    Value stack[8], *args = v->nargs <= 8 ? stack : calloc((size_t)v->nargs, sizeof(Value));
+    if (!args) return gpu_fail(s, v->loc, "out of host memory");
+    FnState *cs = fn_state(s, v->fn);
+    ASSERT(cs);
+    int got = 0;
+    bool ok = true;
+    for (; ok && got < v->nargs; got++) ok = eval(f, v->args[got], &args[got]);
+    if (!ok) got--;
+    if (ok) ok = run_fn(s, cs, args, r, v->loc);
+    for (int i = 0; i < got; i++) vrelease(s, &args[i]);
+    if (args != stack) free(args);
+    return ok;
+}
+
+/* An element of a device array read on the host (a rank-0 slice or gather). */
+static __attribute__((noinline)) bool eval_elem(Frame *f, Val *v, Value *r) {
+    GpuSession *s = f->s;
+    Value x;
+    if (v->rank != 0) die("array %s outside a kernel", op_name[v->op]);
+    if (!eval(f, v->args[0], &x)) return false;
+    int64_t off = 0, st[MAXRANK];
+    c_strides(&x, st);
+    bool ok = true;
+    if (v->op == OP_SLICE) {
+        Dims d;
+        SliceAxis ax[MAXRANK];
+        ok = shape_rule(&f->ops, v, &d, ax);
+        for (int q = 0; ok && q < x.rank; q++) off += ax[q].start * st[q];
+    } else {
+        int64_t i = 0, t = 0;
+        ok = scalar_of(f, v->args[1], &i) && shape_index(s->err, v->loc, i, 0, x.shape[0], &t);
+        off = t * st[0];
+    }
+    char bytes[8] = {0};
+    int sz = dtype_info[v->dt].size;
+    if (ok && cuk_memcpy_dtoh(bytes, x.buf->p + (cuk_devptr)(off * sz), (size_t)sz) != CUK_OK)
+        ok = gpu_fail(s, v->loc, "copy from the device failed");
+    if (ok) ok = check_dev_err(s);
+    vrelease(s, &x);
+    if (ok) r->s = scalar_from_bytes(v->dt, bytes);
+    return ok;
+}
+
+static __attribute__((noinline)) bool eval_dim(Frame *f, Val *v, Value *r) {
+    Value x;
+    if (!shape_of(f, v->args[0], &x)) return false;
+    r->s.i = x.shape[v->axis];
+    return true;
+}
+
+/* A host scalar of an elementwise op. */
+static __attribute__((noinline)) bool eval_scalar_ew(Frame *f, Val *v, Value *r) {
+    Scalar x[3] = {{0}};
+    for (int i = 0; i < v->nargs && i < 3; i++) {
+        Value a;
+        if (!eval(f, v->args[i], &a)) return false;
+        x[i] = a.s;
+    }
+    r->s = host_ew(v, x);
+    return true;
+}
+
 /* *out gets a reference the caller releases. */
 static bool eval(Frame *f, Val *v, Value *out) {
-    GpuSession *s = f->s;
     if (f->memo[v->id].set) {
         *out = vretain(&f->memo[v->id]);
         return true;
@@ -677,106 +761,29 @@ static bool eval(Frame *f, Val *v, Value *out) {
         return true;
     }
     Value r = {.dt = v->dt, .rank = v->rank, .set = true};
+    bool ok;
     switch (v->op) {
-    case OP_CONST: r.s = v->c; break;
+    case OP_CONST: r.s = v->c; ok = true; break;
     case OP_SLOT:
-        if (!f->slots[v->slot].set) {
-            rt_error(s->err, v->loc, "variable '%s' is used before it is assigned", f->fn->slots[v->slot].name);
-            return false;
-        }
-        r = vretain(&f->slots[v->slot]);
+        if (!(ok = f->slots[v->slot].set))
+            rt_error(f->s->err, v->loc, "variable '%s' is used before it is assigned", f->fn->slots[v->slot].name);
+        else r = vretain(&f->slots[v->slot]);
         break;
-    case OP_DIM: {
-        Value x;
-        if (!shape_of(f, v->args[0], &x)) return false;
-        r.s.i = x.shape[v->axis];
+    case OP_DIM: ok = eval_dim(f, v, &r); break;
+    case OP_CHECKDIM: ok = run_check(f, v) && eval(f, v->args[0], &r); break;
+    case OP_CAST:
+        ok = eval(f, v->args[0], &r);
+        if (ok) r.s = scalar_cast(r.s, v->args[0]->dt, v->dt), r.dt = v->dt;
         break;
-    }
-    case OP_CHECKDIM:
-        if (!run_check(f, v) || !eval(f, v->args[0], &r)) return false;
-        break;
-    case OP_CAST: {
-        Value x;
-        if (!eval(f, v->args[0], &x)) return false;
-        r.s = scalar_cast(x.s, x.dt, v->dt);
-        break;
-    }
-    case OP_LOAD: {
-        Arr *a = exec_load(s->err, v);
-        if (!a) return false;
-        memcpy(r.shape, a->shape, sizeof r.shape);
-        bool ok = true;
-        if (a->rank == 0) {
-            r.s = arr_get(a, 0);
-        } else if ((ok = dalloc(s, &r, v->loc))) {
-            size_t bytes = (size_t)a->size * (size_t)dtype_info[a->dt].size;
-            if (bytes && cuk_memcpy_htod(r.buf->p, a->data, bytes) != CUK_OK) {
-                ok = gpu_fail(s, v->loc, "copy to the device failed");
-                vrelease(s, &r);
-            }
-        }
-        arr_release(a);
-        if (!ok) return false;
-        break;
-    }
-    case OP_CALL: {
-        Value stack[8], *args = v->nargs <= 8 ? stack : calloc((size_t)v->nargs, sizeof(Value));
-        if (!args) return gpu_fail(s, v->loc, "out of host memory");
-        FnState *cs = fn_state(s, v->fn);
-        ASSERT(cs);
-        int got = 0;
-        bool ok = true;
-        for (; ok && got < v->nargs; got++) ok = eval(f, v->args[got], &args[got]);
-        if (!ok) got--;
-        if (ok) ok = run_fn(s, cs, args, &r, v->loc);
-        for (int i = 0; i < got; i++) vrelease(s, &args[i]);
-        if (args != stack) free(args);
-        if (!ok) return false;
-        break;
-    }
+    case OP_LOAD: ok = eval_load(f, v, &r); break;
+    case OP_CALL: ok = eval_call(f, v, &r); break;
     case OP_SLICE:
-    case OP_GATHER: {
-        /* an element read on the host (rank 0): one element comes back */
-        Value x;
-        if (v->rank != 0) die("array %s outside a kernel", op_name[v->op]);
-        if (!eval(f, v->args[0], &x)) return false;
-        int64_t off = 0, st[MAXRANK];
-        c_strides(&x, st);
-        bool ok = true;
-        if (v->op == OP_SLICE) {
-            Dims d;
-            SliceAxis ax[MAXRANK];
-            ok = shape_rule(&f->ops, v, &d, ax);
-            for (int q = 0; ok && q < x.rank; q++) off += ax[q].start * st[q];
-        } else {
-            int64_t i = 0, t = 0;
-            ok = scalar_of(f, v->args[1], &i) && shape_index(s->err, v->loc, i, 0, x.shape[0], &t);
-            off = t * st[0];
-        }
-        char bytes[8] = {0};
-        int sz = dtype_info[v->dt].size;
-        if (ok && cuk_memcpy_dtoh(bytes, x.buf->p + (cuk_devptr)(off * sz), (size_t)sz) != CUK_OK)
-            ok = gpu_fail(s, v->loc, "copy from the device failed");
-        if (ok) ok = check_dev_err(s);
-        vrelease(s, &x);
-        if (!ok) return false;
-        r.s = scalar_from_bytes(v->dt, bytes);
-        break;
-    }
+    case OP_GATHER: ok = eval_elem(f, v, &r); break;
     default:
-        if (op_is_ew(v->op) && v->rank == 0) {
-            Scalar x[3] = {{0}};
-            for (int i = 0; i < v->nargs && i < 3; i++) {
-                Value a;
-                if (!eval(f, v->args[i], &a)) return false;
-                x[i] = a.s;
-            }
-            r.s = host_ew(v, x);
-            break;
-        }
-        rt_error(s->err, v->loc, "the GPU backend cannot evaluate '%s' here yet; use --device cpu", op_name[v->op]);
-        return false;
+        if ((ok = op_is_ew(v->op) && v->rank == 0)) ok = eval_scalar_ew(f, v, &r);
+        else rt_error(f->s->err, v->loc, "the GPU backend cannot evaluate '%s' here yet; use --device cpu", op_name[v->op]);
     }
+    if (!ok) return false;
     touch(f, v->id);
     f->memo[v->id] = vretain(&r);
     *out = r;
