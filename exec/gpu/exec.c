@@ -331,9 +331,9 @@ static bool shape_of(Frame *f, Val *v, Value *out) {
         *out = r; /* a scalar has no shape to compute */
         return true;
     }
-    if (v->op == OP_CHECKDIM && f->st->writer[v->id] == NULL) {
-        /* fused into a kernel (fuse.c): its check, then its operand's shape, as the CPU
-           backend does even when only the shape is asked for */
+    if (v->op == OP_CHECKDIM) {
+        /* its check, then its operand's shape (also when a kernel computes it, fuse.c),
+           as the CPU backend does even when only the shape is asked for */
         Value x;
         if (!run_check(f, v) || !shape_of(f, v->args[0], &x)) return false;
         memcpy(r.shape, x.shape, sizeof r.shape);
