@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,30 @@ cuk_status cuk_arch_for(int cc_major, int cc_minor, char *arch, size_t archlen, 
     return CUK_OK;
 }
 
+static bool read_all(int fd, void *buf, size_t n) {
+    unsigned char *p = buf;
+    while (n) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        p += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+static bool write_all(int fd, const void *buf, size_t n) {
+    const unsigned char *p = buf;
+    while (n) {
+        ssize_t r = write(fd, p, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        p += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
 /* ---- keys ------------------------------------------------------------------------------- */
 
 static void mix_str(const char *s, uint64_t *a, uint64_t *b) {
@@ -191,68 +216,150 @@ cuk_status cuk_cache_dir(char *buf, size_t len) {
     return CUK_OK;
 }
 
-static cuk_status mkdirs(const char *dir) {
+/* ---- the directory: used only when it is ours and closed to others -------------------------
+
+   Whoever can write the cache directory decides what the cached kernels compute: entries
+   are named by their keys, so another user could plant one for a key we will look up
+   (the checksums catch accidents, not people). So the directory must be a directory,
+   owned by us (the effective uid) and not writable by group or others. If the last
+   component of its path is a symbolic link (~/.cache on a bigger disk, say), the link
+   must be ours or root's, and the directory it leads to must pass the same checks. Every
+   access then goes through one descriptor of the checked directory (openat, renameat,
+   unlinkat), so changing the path afterwards changes nothing. A directory that fails
+   is not used at all: the memory cache alone serves, and a warning says so once per
+   process. The levels cuk creates are 0700 and its files 0600, whatever the umask. */
+
+typedef struct CacheDir {
+    int fd; /* the checked directory, or -1 */
+    char path[4096];
+    char why[1024]; /* when fd < 0: what is wrong and what to do ("" if there is none yet) */
+} CacheDir;
+
+/* Creates the missing levels of cd->path, each 0700: mkdir's mode goes through the umask,
+   which may take away the owner's bits too, so fchmod sets it exactly. */
+static bool mkdirs(CacheDir *cd) {
     char p[4096];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
+    snprintf(p, sizeof p, "%s", cd->path);
+    for (char *s = p + 1;; s++) {
+        if (*s && *s != '/') continue;
+        char c = *s;
         *s = 0;
-        if (mkdir(p, 0755) && errno != EEXIST)
-            return err_set(CUK_ERR_IO, "cannot create kernel cache directory %s: %s", p, strerror(errno));
-        *s = '/';
+        if (mkdir(p, 0700) == 0) {
+            int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            bool ok = fd >= 0 && fchmod(fd, 0700) == 0;
+            if (fd >= 0) close(fd);
+            if (!ok) {
+                snprintf(cd->why, sizeof cd->why, "cannot be given mode 700 (%.900s: %s)", p, strerror(errno));
+                return false;
+            }
+        } else if (errno != EEXIST) {
+            snprintf(cd->why, sizeof cd->why,
+                     "cannot be created (%.900s: %s); set CUK_CACHE_DIR to a directory you can write", p,
+                     strerror(errno));
+            return false;
+        }
+        *s = c;
+        if (!c) return true;
     }
-    if (mkdir(p, 0755) && errno != EEXIST)
-        return err_set(CUK_ERR_IO, "cannot create kernel cache directory %s: %s", p, strerror(errno));
-    return CUK_OK;
 }
 
-static void entry_path(char *buf, size_t len, const char *dir, Key k) {
-    snprintf(buf, len, "%s/%016llx%016llx" ENTRY_EXT, dir, (unsigned long long)k.a,
-             (unsigned long long)k.b);
-}
-
-static bool read_all(int fd, void *buf, size_t n) {
-    unsigned char *p = buf;
-    while (n) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return false;
-        p += r;
-        n -= (size_t)r;
+/* Opens and checks the cache directory, creating it first if create; false with
+   cd->why set (empty when create is false and there is no directory yet). */
+static bool cache_dir_open(CacheDir *cd, bool create) {
+    cd->fd = -1;
+    cd->why[0] = 0;
+    if (cuk_cache_dir(cd->path, sizeof cd->path)) {
+        snprintf(cd->why, sizeof cd->why, "is unknown: %s", cuk_last_error());
+        err_clear();
+        return false;
     }
-    return true;
-}
-
-static bool write_all(int fd, const void *buf, size_t n) {
-    const unsigned char *p = buf;
-    while (n) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return false;
-        p += r;
-        n -= (size_t)r;
+    struct stat ls, st;
+    if (lstat(cd->path, &ls)) {
+        if (errno == ENOENT && !create) return false;
+        if (errno != ENOENT || !mkdirs(cd) || lstat(cd->path, &ls)) {
+            if (!cd->why[0]) snprintf(cd->why, sizeof cd->why, "cannot be read (%s)", strerror(errno));
+            return false;
+        }
     }
-    return true;
+    uid_t me = geteuid();
+    if (S_ISLNK(ls.st_mode) && ls.st_uid != me && ls.st_uid != 0) {
+        snprintf(cd->why, sizeof cd->why,
+                 "is a symbolic link owned by uid %u, not by you (uid %u), who can point it anywhere; set "
+                 "CUK_CACHE_DIR to a directory of your own",
+                 (unsigned)ls.st_uid, (unsigned)me);
+        return false;
+    }
+    int fd = open(cd->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) || !S_ISDIR(st.st_mode)) {
+        snprintf(cd->why, sizeof cd->why, "%s%s%s; set CUK_CACHE_DIR to a directory of your own",
+                 errno == ENOTDIR ? "is not a directory" : "cannot be opened (",
+                 errno == ENOTDIR ? "" : strerror(errno), errno == ENOTDIR ? "" : ")");
+    } else if (st.st_uid != me) {
+        snprintf(cd->why, sizeof cd->why,
+                 "is owned by uid %u, not by you (uid %u); set CUK_CACHE_DIR to a directory of your own",
+                 (unsigned)st.st_uid, (unsigned)me);
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(cd->why, sizeof cd->why,
+                 "is writable by %s (mode %03o); run 'chmod 700 %.900s' or set CUK_CACHE_DIR to a directory of "
+                 "your own",
+                 (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others"
+                 : st.st_mode & S_IWGRP                          ? "its group"
+                                                                 : "others",
+                 (unsigned)(st.st_mode & 07777), cd->path);
+    } else {
+        cd->fd = fd;
+        return true;
+    }
+    if (fd >= 0) close(fd);
+    return false;
 }
 
-/* Removes a bad entry, but only if the path still names the file we read: another
+/* One line on stderr when the disk cache is off for a reason the user did not choose,
+   once per process (and directory). CUK_QUIET, set to anything, silences it, as it
+   silences cukc's notes. */
+static void warn_disk_off(const CacheDir *cd) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char warned[4096];
+    if (!cd->why[0] || getenv("CUK_QUIET")) return;
+    pthread_mutex_lock(&lock);
+    if (strcmp(warned, cd->path)) {
+        snprintf(warned, sizeof warned, "%s", cd->path);
+        fprintf(stderr, "cuk: warning: not using the kernel cache directory %s: it %s (kernels are cached in "
+                        "memory only; CUK_QUIET=1 hides this)\n",
+                cd->path, cd->why);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static void entry_name(char *buf, size_t len, Key k) {
+    snprintf(buf, len, "%016llx%016llx" ENTRY_EXT, (unsigned long long)k.a, (unsigned long long)k.b);
+}
+
+/* Removes a bad entry, but only if the name still stands for the file we read: another
    process may have renamed a good entry over it meanwhile. */
-static void drop_entry(const char *path, int fd) {
+static void drop_entry(int dfd, const char *name, int fd) {
     struct stat a, b;
-    if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
-        unlink(path);
+    if (fstat(fd, &a) == 0 && fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
+        a.st_dev == b.st_dev)
+        unlinkat(dfd, name, 0);
 }
 
-/* A verified image from disk, or NULL (missing, or corrupt: counted and deleted). */
-static cuk_image *disk_read(const char *path, Key k, cuk_image_kind kind) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* A verified image from disk, or NULL: missing; not a regular file of ours (a symlink,
+   say: ignored, and replaced by the next write); or corrupt (counted and deleted). */
+static cuk_image *disk_read(int dfd, const char *name, Key k, cuk_image_kind kind) {
+    /* O_NONBLOCK: a FIFO must not hang the open; a regular file does not notice it. */
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return NULL;
     cuk_image *im = NULL;
     unsigned char *buf = NULL;
     struct stat sb;
     Hdr h;
     bool bad = true;
-    if (fstat(fd, &sb) || sb.st_size < HDR_SIZE || !read_all(fd, &h, sizeof h)) goto out;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+        close(fd);
+        return NULL;
+    }
+    if (sb.st_size < HDR_SIZE || !read_all(fd, &h, sizeof h)) goto out;
     if (memcmp(h.magic, MAGIC, 8) || h.version != FORMAT_VERSION) goto out;
     if (fnv1a(&h, offsetof(Hdr, header_sum), FNV_BASIS) != h.header_sum) goto out;
     if (h.key_a != k.a || h.key_b != k.b || h.kind != (uint32_t)kind) goto out;
@@ -289,23 +396,23 @@ static cuk_image *disk_read(const char *path, Key k, cuk_image_kind kind) {
 out:
     if (bad) {
         atomic_fetch_add(&n_corrupt, 1);
-        drop_entry(path, fd);
+        drop_entry(dfd, name, fd);
     }
     free(buf);
     close(fd);
     return im;
 }
 
-/* Writes an entry to a unique temporary file and renames it into place: readers see
-   either no entry or a whole one. Failure only costs a recompile later. */
-static void disk_write(const char *dir, const char *path, Key k, const cuk_image *im) {
+/* Writes an entry to a unique temporary file (0600) and renames it into place: readers
+   see either no entry or a whole one. Failure only costs a recompile later. */
+static void disk_write(int dfd, const char *name, Key k, const cuk_image *im) {
     static _Atomic unsigned seq;
-    char tmp[4200];
+    char tmp[128];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(tmp, sizeof tmp, "%s/.tmp-%016llx-%ld-%u-%lx", dir, (unsigned long long)k.a, (long)getpid(),
+    snprintf(tmp, sizeof tmp, ".tmp-%016llx-%ld-%u-%lx", (unsigned long long)k.a, (long)getpid(),
              atomic_fetch_add(&seq, 1), (unsigned long)ts.tv_nsec);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return;
     Hdr h;
     memset(&h, 0, sizeof h);
@@ -318,14 +425,15 @@ static void disk_write(const char *dir, const char *path, Key k, const cuk_image
     h.image_len = im->size;
     h.payload_sum = fnv1a(im->data, im->size, fnv1a(im->names, im->names_len, FNV_BASIS));
     h.header_sum = fnv1a(&h, offsetof(Hdr, header_sum), FNV_BASIS);
-    bool ok = write_all(fd, &h, sizeof h) && !fault_hit(FAULT_CACHE_WRITE) &&
+    /* fchmod: the umask may have taken the owner's bits too. */
+    bool ok = fchmod(fd, 0600) == 0 && write_all(fd, &h, sizeof h) && !fault_hit(FAULT_CACHE_WRITE) &&
               write_all(fd, im->names, im->names_len) && write_all(fd, im->data, im->size);
     ok = close(fd) == 0 && ok;
-    if (ok && rename(tmp, path) == 0) {
+    if (ok && renameat(dfd, tmp, dfd, name) == 0) {
         atomic_fetch_add(&n_writes, 1);
         return;
     }
-    unlink(tmp);
+    unlinkat(dfd, tmp, 0);
 }
 
 /* ---- NVRTC ------------------------------------------------------------------------------------ */
@@ -428,27 +536,25 @@ done:
     return CUK_OK;
 }
 
-static bool disk_cache_enabled(const cuk_compile_opts *o) {
-    if (o && o->no_disk_cache) return false;
+static bool disk_cache_disabled_by_env(void) {
     const char *e = getenv("CUK_DISABLE_DISK_CACHE");
-    return !(e && *e && strcmp(e, "0"));
+    return e && *e && strcmp(e, "0");
 }
 
 cuk_status compile_keyed(const char *source, const cuk_compile_opts *o, const char *arch,
                          cuk_image_kind kind, Key k, cuk_image **out) {
     const Nvrtc *n = nvrtc_load();
     if (!n) return CUK_ERR_NO_NVRTC;
-    char dir[4096], path[4200];
-    bool use_disk = disk_cache_enabled(o);
-    if (use_disk) {
-        /* A cache we cannot use is not a reason to fail the compile. */
-        if (cuk_cache_dir(dir, sizeof dir) || mkdirs(dir)) use_disk = false;
-        err_clear();
-    }
-    if (use_disk) {
-        entry_path(path, sizeof path, dir, k);
-        cuk_image *im = disk_read(path, k, kind);
+    char name[64];
+    CacheDir cd = {.fd = -1};
+    /* A cache we cannot use is not a reason to fail the compile. */
+    if (!(o && o->no_disk_cache) && !disk_cache_disabled_by_env() && !cache_dir_open(&cd, true))
+        warn_disk_off(&cd);
+    if (cd.fd >= 0) {
+        entry_name(name, sizeof name, k);
+        cuk_image *im = disk_read(cd.fd, name, k, kind);
         if (im) {
+            close(cd.fd);
             atomic_fetch_add(&n_disk_hits, 1);
             *out = im;
             return CUK_OK;
@@ -456,9 +562,9 @@ cuk_status compile_keyed(const char *source, const cuk_compile_opts *o, const ch
     }
     atomic_fetch_add(&n_misses, 1);
     cuk_status s = nvrtc_compile(n, source, o, arch, kind, out);
-    if (s) return s;
-    if (use_disk) disk_write(dir, path, k, *out);
-    return CUK_OK;
+    if (!s && cd.fd >= 0) disk_write(cd.fd, name, k, *out);
+    if (cd.fd >= 0) close(cd.fd);
+    return s;
 }
 
 cuk_status cuk_compile(const char *source, const cuk_compile_opts *o, cuk_image **out) {
@@ -544,15 +650,23 @@ cuk_status cuk_cache_stats_get(cuk_cache_stats *s) {
     s->corrupt = atomic_load(&n_corrupt);
     cuk_status st = cuk_cache_dir(s->dir, sizeof s->dir);
     if (st) return st;
-    DIR *d = opendir(s->dir);
-    if (!d) return CUK_OK; /* no cache yet: zero entries */
+    CacheDir cd;
+    bool ok = cache_dir_open(&cd, false);
+    if (disk_cache_disabled_by_env()) snprintf(s->disk_off, sizeof s->disk_off, "CUK_DISABLE_DISK_CACHE is set");
+    else if (cd.why[0]) snprintf(s->disk_off, sizeof s->disk_off, "the directory %s", cd.why);
+    if (!ok) return CUK_OK; /* none yet (zero entries), or one we do not read */
+    DIR *d = fdopendir(cd.fd);
+    if (!d) {
+        close(cd.fd);
+        return CUK_OK;
+    }
     struct dirent *e;
-    char path[8192];
+    uid_t me = geteuid();
     while ((e = readdir(d))) {
-        if (!is_entry(e->d_name)) continue;
         struct stat sb;
-        snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
-        if (stat(path, &sb)) continue;
+        if (!is_entry(e->d_name) || fstatat(cd.fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode) ||
+            sb.st_uid != me)
+            continue;
         s->entries++;
         s->bytes += (unsigned long long)sb.st_size;
     }
@@ -561,31 +675,37 @@ cuk_status cuk_cache_stats_get(cuk_cache_stats *s) {
 }
 
 cuk_status cuk_cache_clear(void) {
-    char dir[4096];
-    cuk_status st = cuk_cache_dir(dir, sizeof dir);
-    if (st) return st;
     atomic_store(&n_mem_hits, 0);
     atomic_store(&n_disk_hits, 0);
     atomic_store(&n_misses, 0);
     atomic_store(&n_writes, 0);
     atomic_store(&n_corrupt, 0);
-    DIR *d = opendir(dir);
-    if (!d) return errno == ENOENT ? CUK_OK : err_set(CUK_ERR_IO, "cannot read %s: %s", dir, strerror(errno));
+    CacheDir cd;
+    if (!cache_dir_open(&cd, false)) {
+        /* None yet: nothing to clear. One that fails the checks may hold other users'
+           files: not ours to delete. */
+        if (!cd.why[0]) return CUK_OK;
+        return err_set(CUK_ERR_IO, "not clearing the kernel cache directory %s: it %s", cd.path, cd.why);
+    }
+    DIR *d = fdopendir(cd.fd);
+    if (!d) {
+        int e = errno;
+        close(cd.fd);
+        return err_set(CUK_ERR_IO, "cannot read %s: %s", cd.path, strerror(e));
+    }
     struct dirent *e;
-    char path[8192];
     cuk_status res = CUK_OK;
     while ((e = readdir(d))) {
         /* Only our files: entries and temporary files older than a minute (a younger
            one may be a concurrent writer's). */
         bool tmp = !strncmp(e->d_name, ".tmp-", 5);
         if (!is_entry(e->d_name) && !tmp) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (tmp) {
             struct stat sb;
-            if (stat(path, &sb) || time(NULL) - sb.st_mtime < 60) continue;
+            if (fstatat(cd.fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) || time(NULL) - sb.st_mtime < 60) continue;
         }
-        if (unlink(path) && errno != ENOENT && !res)
-            res = err_set(CUK_ERR_IO, "cannot delete %s: %s", path, strerror(errno));
+        if (unlinkat(cd.fd, e->d_name, 0) && errno != ENOENT && !res)
+            res = err_set(CUK_ERR_IO, "cannot delete %s/%s: %s", cd.path, e->d_name, strerror(errno));
     }
     closedir(d);
     return res;
