@@ -1,9 +1,11 @@
 /* NVRTC compilation to PTX or cubin (no GPU needed) through the on-disk kernel cache:
    checksummed entries written atomically, verified on every read. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +162,322 @@ static void mix_str(const char *s, uint64_t *a, uint64_t *b) {
     hash128(s ? s : "", s ? strlen(s) : 0, a, b);
 }
 
+/* The NVRTC library in use: nvrtcVersion says 13.0 for every 13.0 update, but an update
+   changes the code it generates and its built-in headers (crt/..., compiled into
+   libnvrtc-builtins). So the key also holds the real path, size and mtime of both
+   libraries, found once per process. */
+static void nvrtc_identity(const Nvrtc *n, uint64_t *a, uint64_t *b) {
+    static _Atomic int state; /* 0 not yet, 1 being computed, 2 done */
+    static uint64_t id[2];
+    if (atomic_load(&state) != 2) {
+        int expect = 0;
+        if (atomic_compare_exchange_strong(&state, &expect, 1)) {
+            uint64_t x = 0x452821e638d01377ull, y = 0xbe5466cf34e90c6cull;
+            Dl_info info;
+            char real[PATH_MAX], builtins[PATH_MAX + 64];
+            if (dladdr(*(void **)&n->nvrtcVersion, &info) && info.dli_fname &&
+                realpath(info.dli_fname, real)) {
+                snprintf(builtins, sizeof builtins, "%s", real);
+                char *slash = strrchr(builtins, '/');
+                snprintf(slash ? slash + 1 : builtins, sizeof builtins - (size_t)(slash ? slash + 1 - builtins : 0),
+                         "libnvrtc-builtins.so.%d.%d", n->major, n->minor);
+                const char *files[2] = {real, builtins};
+                for (int i = 0; i < 2; i++) {
+                    struct stat sb;
+                    uint64_t v[3] = {0, 0, 0};
+                    if (stat(files[i], &sb) == 0)
+                        v[0] = (uint64_t)sb.st_size, v[1] = (uint64_t)sb.st_mtim.tv_sec,
+                        v[2] = (uint64_t)sb.st_mtim.tv_nsec;
+                    mix_str(files[i], &x, &y);
+                    hash128(v, sizeof v, &x, &y);
+                }
+            }
+            id[0] = x, id[1] = y;
+            atomic_store(&state, 2);
+        } else {
+            while (atomic_load(&state) != 2) sched_yield();
+        }
+    }
+    hash128(id, sizeof id, a, b);
+}
+
+/* ---- included files in the key ----------------------------------------------------------
+
+   Raw CUDA C may #include files (SourceModule's include_dirs): their contents decide the
+   output as much as the source does, so the key hashes every file the source can include,
+   found as NVRTC finds it: "name" in the including file's directory (for the source
+   itself, the directory of its program name, by default the current one), then in the
+   -I / --include-path directories in order; <name> in those directories only. NVRTC has
+   no other search path (no system directories); its built-in headers are compiled into
+   the library, whose identity is in the key. A name found nowhere is skipped: NVRTC
+   cannot find it either, so it sits in a branch not taken or a comment, or the compile
+   fails and nothing is cached. Files are scanned recursively; the scan over-approximates
+   (it does not evaluate #if), which can only cost a miss, never a stale hit. What it
+   cannot follow keeps the source out of both caches: #include MACRO, #include_next,
+   __has_include in an #if (it asks whether a file exists), a header found but not a
+   readable regular file, more than INC_MAX_FILES files or INC_MAX_BYTES bytes. The
+   source's own #include lines are read once per process (inc_memo); cuk's kernels name
+   only headers in branches NVRTC never takes (<math.h>, "ops.h"), which costs them one
+   access() per key. */
+
+enum { INC_MAX_FILES = 4096, INC_MAX_DEPTH = 64, INC_MAX_BYTES = 256 << 20 };
+
+typedef struct IncScan {
+    const char *const *dirs; /* -I directories, in order */
+    int ndirs;
+    struct {
+        dev_t dev;
+        ino_t ino;
+    } *seen; /* files already hashed */
+    int nseen, cap;
+    size_t bytes;
+    bool uncacheable;
+    uint64_t *a, *b;
+    /* When set, inc_scan_text lists the names ('"' or '<', the name, NUL) instead of
+       looking them up: the top-level source's list is remembered (inc_memo). */
+    char *list;
+    size_t list_len, list_cap;
+} IncScan;
+
+/* The -I / --include-path directories and the -include / --pre-include files. */
+static int inc_options(const cuk_compile_opts *o, const char **dirs, const char **pre, int *npre) {
+    int nd = 0;
+    *npre = 0;
+    for (int i = 0; o && i < o->noptions; i++) {
+        const char *s = o->options[i], *next = i + 1 < o->noptions ? o->options[i + 1] : "";
+        if (!strcmp(s, "-I") || !strcmp(s, "--include-path")) dirs[nd++] = next, i++;
+        else if (!strncmp(s, "--include-path=", 15)) dirs[nd++] = s + 15;
+        else if (!strncmp(s, "-I", 2)) dirs[nd++] = s + 2;
+        else if (!strcmp(s, "-include") || !strcmp(s, "--pre-include")) pre[(*npre)++] = next, i++;
+        else if (!strncmp(s, "--pre-include=", 14)) pre[(*npre)++] = s + 14;
+    }
+    return nd;
+}
+
+static void inc_file(IncScan *sc, const char *path, int depth);
+
+/* Hashes dir[0..dirlen)/name[0..len) if it exists; false if not. */
+static bool inc_try(IncScan *sc, const char *dir, size_t dirlen, const char *name, size_t len, int depth) {
+    char *path = malloc(dirlen + len + 2);
+    if (!path) {
+        sc->uncacheable = true;
+        return false;
+    }
+    memcpy(path, dir, dirlen);
+    size_t at = dirlen;
+    if (dirlen) path[at++] = '/';
+    memcpy(path + at, name, len);
+    path[at + len] = 0;
+    bool found = access(path, F_OK) == 0;
+    if (found) inc_file(sc, path, depth + 1);
+    free(path);
+    return found;
+}
+
+/* Finds name[0..len) as NVRTC does and hashes it: "name" in the includer's directory
+   dir[0..dirlen) first ("" is the current one), then the -I directories; false if it
+   is nowhere. */
+static bool inc_resolve(IncScan *sc, const char *name, size_t len, bool quoted, const char *dir, size_t dirlen,
+                        int depth) {
+    if (len == 0 || len > PATH_MAX) {
+        sc->uncacheable = true;
+        return false;
+    }
+    if (name[0] == '/') return inc_try(sc, "", 0, name, len, depth);
+    if (quoted && inc_try(sc, dir, dirlen, name, len, depth)) return true;
+    for (int i = 0; i < sc->ndirs; i++)
+        if (inc_try(sc, sc->dirs[i], strlen(sc->dirs[i]), name, len, depth)) return true;
+    return false;
+}
+
+/* The end of the directive that starts at p: the first newline not escaped by a
+   backslash (memchr: the emitted kernels have long multi-line #defines). */
+static const char *directive_end(const char *p, const char *end) {
+    for (;;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) return end;
+        if (nl[-1] != '\\' && !(nl[-1] == '\r' && nl - 1 > p && nl[-2] == '\\')) return nl;
+        p = nl + 1;
+    }
+}
+
+/* Scans one text for #include lines (and for what the key cannot follow). Only the
+   directive names are read; a '#' not first on its line is no directive. */
+static void inc_scan_text(IncScan *sc, const char *text, size_t n, const char *dir, size_t dirlen, int depth) {
+    const char *end = text + n;
+    for (const char *h = memchr(text, '#', n); h && !sc->uncacheable;
+         h = h + 1 < end ? memchr(h + 1, '#', (size_t)(end - h - 1)) : NULL) {
+        const char *q = h;
+        while (q > text && (q[-1] == ' ' || q[-1] == '\t')) q--;
+        if (q > text && q[-1] != '\n' && q[-1] != '\r') continue;
+        const char *p = h + 1;
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        size_t w = 0;
+        while (p + w < end && w < 16 && ((p[w] >= 'a' && p[w] <= 'z') || p[w] == '_')) w++;
+#define IS(word) (w == sizeof word - 1 && !memcmp(p, word, w))
+        if (IS("if") || IS("elif")) {
+            /* __has_include(x) asks whether a file exists, which the key cannot see when
+               the text does not also #include x. */
+            const char *eol = directive_end(p, end);
+            if (memmem(p, (size_t)(eol - p), "__has_include", 13)) sc->uncacheable = true;
+            h = eol - 1;
+            continue;
+        }
+        if (IS("include_next") || IS("import")) sc->uncacheable = true;
+        if (!IS("include")) continue;
+#undef IS
+        p += w;
+        const char *eol = directive_end(p, end);
+        while (p < eol && (*p == ' ' || *p == '\t')) p++;
+        char close = p < eol && *p == '"' ? '"' : p < eol && *p == '<' ? '>' : 0;
+        const char *nm = p + 1, *ne = close ? memchr(nm, close, (size_t)(eol - nm)) : NULL;
+        if (!ne) { /* #include MACRO */
+            sc->uncacheable = true;
+            return;
+        }
+        if (!sc->list_cap) {
+            inc_resolve(sc, nm, (size_t)(ne - nm), close == '"', dir, dirlen, depth);
+        } else {
+            size_t len = (size_t)(ne - nm), need = sc->list_len + len + 2;
+            if (need > sc->list_cap) {
+                size_t cap = 2 * need;
+                char *l = realloc(sc->list, cap);
+                if (!l) {
+                    sc->uncacheable = true;
+                    return;
+                }
+                sc->list = l, sc->list_cap = cap;
+            }
+            sc->list[sc->list_len] = close == '"' ? '"' : '<';
+            memcpy(sc->list + sc->list_len + 1, nm, len);
+            sc->list[sc->list_len + 1 + len] = 0;
+            sc->list_len = need;
+        }
+        h = eol - 1;
+    }
+}
+
+/* Hashes one header (its path and bytes) once, then what it includes. */
+static void inc_file(IncScan *sc, const char *path, int depth) {
+    int fd = depth > INC_MAX_DEPTH ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        if (fd >= 0) close(fd);
+        sc->uncacheable = true;
+        return;
+    }
+    for (int i = 0; i < sc->nseen; i++)
+        if (sc->seen[i].dev == sb.st_dev && sc->seen[i].ino == sb.st_ino) {
+            close(fd);
+            return;
+        }
+    sc->bytes += (size_t)sb.st_size;
+    char *buf = NULL;
+    if (sc->nseen == sc->cap && sc->nseen < INC_MAX_FILES) {
+        int cap = sc->cap ? 2 * sc->cap : 16;
+        void *s = realloc(sc->seen, sizeof *sc->seen * (size_t)cap);
+        if (s) sc->seen = s, sc->cap = cap;
+    }
+    size_t n = (size_t)sb.st_size;
+    if (sc->nseen < sc->cap && sc->bytes <= INC_MAX_BYTES) buf = malloc(n ? n : 1);
+    bool ok = buf && read_all(fd, buf, n);
+    close(fd);
+    if (!ok) {
+        free(buf);
+        sc->uncacheable = true;
+        return;
+    }
+    sc->seen[sc->nseen].dev = sb.st_dev;
+    sc->seen[sc->nseen++].ino = sb.st_ino;
+    mix_str(path, sc->a, sc->b);
+    hash128(buf, n, sc->a, sc->b);
+    const char *slash = strrchr(path, '/');
+    inc_scan_text(sc, buf, n, path, slash ? (slash == path ? 1 : (size_t)(slash - path)) : 0, depth);
+    free(buf);
+}
+
+/* The #include lines of recent sources, by the hash of their text: reading the
+   directives of a 40 KB kernel costs a third of hashing it, so they are read once per
+   process (the files they name are still looked up, and read, on every call). */
+enum { MEMO_SLOTS = 64 };
+typedef struct IncMemo {
+    uint64_t a, b;
+    bool used, uncacheable;
+    char *list; /* as IncScan's */
+    size_t len;
+} IncMemo;
+static IncMemo inc_memo[MEMO_SLOTS];
+static pthread_mutex_t inc_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The source's include list (malloc'd, *len bytes; NULL if none) and whether it holds
+   what the key cannot follow. */
+static char *source_includes(const char *source, size_t n, uint64_t ha, uint64_t hb, size_t *len,
+                             bool *uncacheable) {
+    IncMemo *m = &inc_memo[ha % MEMO_SLOTS];
+    char *list = NULL;
+    pthread_mutex_lock(&inc_memo_lock);
+    if (m->used && m->a == ha && m->b == hb) {
+        *uncacheable = m->uncacheable;
+        *len = m->len;
+        if (m->len && (list = malloc(m->len))) memcpy(list, m->list, m->len);
+        bool ok = !m->len || list;
+        pthread_mutex_unlock(&inc_memo_lock);
+        if (ok) return list;
+        *uncacheable = true;
+        return NULL;
+    }
+    pthread_mutex_unlock(&inc_memo_lock);
+    IncScan sc = {.list_cap = 1};
+    inc_scan_text(&sc, source, n, "", 0, 0);
+    *uncacheable = sc.uncacheable;
+    *len = sc.list_len;
+    char *copy = sc.list_len ? malloc(sc.list_len) : NULL;
+    if (copy) memcpy(copy, sc.list, sc.list_len);
+    pthread_mutex_lock(&inc_memo_lock);
+    free(m->list);
+    *m = (IncMemo){.a = ha, .b = hb, .used = copy || !sc.list_len, .uncacheable = sc.uncacheable, .list = copy,
+                   .len = copy ? sc.list_len : 0};
+    pthread_mutex_unlock(&inc_memo_lock);
+    return sc.list;
+}
+
+/* Mixes every file the source may include into the key; false if the key cannot
+   account for them (the source is then kept out of both caches). ha, hb: a hash of
+   the source text. */
+static bool mix_includes(const char *source, size_t n, uint64_t ha, uint64_t hb, const cuk_compile_opts *o,
+                         uint64_t *a, uint64_t *b) {
+    int nopt = o ? o->noptions : 0;
+    size_t len = 0;
+    bool uncacheable = false;
+    char *list = memchr(source, '#', n) ? source_includes(source, n, ha, hb, &len, &uncacheable) : NULL;
+    if (uncacheable || (!list && nopt == 0)) {
+        free(list);
+        return !uncacheable;
+    }
+    const char **dirs = malloc(sizeof *dirs * (size_t)(2 * nopt + 1));
+    if (!dirs) {
+        free(list);
+        return false;
+    }
+    const char **pre = dirs + nopt;
+    int npre;
+    IncScan sc = {.dirs = dirs, .a = a, .b = b};
+    sc.ndirs = inc_options(o, dirs, pre, &npre);
+    /* The source's own directory is its program name's (none: the current one). */
+    const char *pname = o && o->program_name ? o->program_name : "";
+    const char *slash = strrchr(pname, '/');
+    size_t dirlen = slash ? (slash == pname ? 1 : (size_t)(slash - pname)) : 0;
+    /* A pre-include is always read: one found nowhere is one we cannot account for. */
+    for (int i = 0; i < npre && !sc.uncacheable; i++)
+        if (!inc_resolve(&sc, pre[i], strlen(pre[i]), true, pname, dirlen, 0)) sc.uncacheable = true;
+    for (size_t i = 0; i < len && !sc.uncacheable; i += strlen(list + i + 1) + 2)
+        inc_resolve(&sc, list + i + 1, strlen(list + i + 1), list[i] == '"', pname, dirlen, 0);
+    free(sc.seen);
+    free(dirs);
+    free(list);
+    return !sc.uncacheable;
+}
+
 cuk_status compile_key(const char *source, const cuk_compile_opts *o, const char *arch,
                        cuk_image_kind kind, Key *k) {
     const Nvrtc *n = nvrtc_load();
@@ -168,14 +486,24 @@ cuk_status compile_key(const char *source, const cuk_compile_opts *o, const char
     uint64_t fixed[4] = {(uint64_t)n->major, (uint64_t)n->minor, (uint64_t)kind,
                          (uint64_t)(o ? o->noptions : 0) << 32 | (uint64_t)(o ? o->nnames : 0)};
     hash128(fixed, sizeof fixed, &a, &b);
+    nvrtc_identity(n, &a, &b);
     mix_str(CUK_VERSION, &a, &b);
     mix_str(arch, &a, &b);
-    mix_str(source, &a, &b);
+    size_t srclen = strlen(source);
+    hash128(source, srclen, &a, &b);
+    uint64_t ha = a, hb = b; /* stands for the source (with the fields above) */
     for (int i = 0; o && i < o->noptions; i++) mix_str(o->options[i], &a, &b);
     for (int i = 0; o && i < o->nnames; i++) mix_str(o->names[i], &a, &b);
     /* program_name shows up in messages only on a failed compile (never cached), but
        also in __FILE__; include it so the cached output is exactly what NVRTC gives. */
     mix_str(o && o->program_name ? o->program_name : "", &a, &b);
+    k->nocache = !mix_includes(source, srclen, ha, hb, o, &a, &b);
+    if (k->nocache) {
+        /* A key no other compile has: the memory cache never hits it either. */
+        static _Atomic uint64_t nonce;
+        uint64_t v[3] = {atomic_fetch_add(&nonce, 1), (uint64_t)getpid(), (uint64_t)time(NULL)};
+        hash128(v, sizeof v, &a, &b);
+    }
     k->a = a;
     k->b = b;
     return CUK_OK;
@@ -548,7 +876,7 @@ cuk_status compile_keyed(const char *source, const cuk_compile_opts *o, const ch
     char name[64];
     CacheDir cd = {.fd = -1};
     /* A cache we cannot use is not a reason to fail the compile. */
-    if (!(o && o->no_disk_cache) && !disk_cache_disabled_by_env() && !cache_dir_open(&cd, true))
+    if (!k.nocache && !(o && o->no_disk_cache) && !disk_cache_disabled_by_env() && !cache_dir_open(&cd, true))
         warn_disk_off(&cd);
     if (cd.fd >= 0) {
         entry_name(name, sizeof name, k);

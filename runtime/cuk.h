@@ -187,8 +187,8 @@ typedef struct cuk_module_s cuk_module;
 typedef struct cuk_function_s cuk_function;
 
 /* Compiles for the current device and loads the result, through the in-memory cache
-   (key: source, options, names, arch, NVRTC and cuk versions -> loaded module) and the
-   disk cache. Modules belong to the runtime and live until cuk_shutdown(), so a
+   (key: source, the files it #includes, options, names, arch, NVRTC and cuk versions ->
+   loaded module) and the disk cache. Modules belong to the runtime and live until cuk_shutdown(), so a
    repeated call with the same source returns the same module cheaply. */
 cuk_status cuk_module_compile(cuk_module **m, const char *source, const cuk_compile_opts *o);
 /* Loads a PTX or cubin image (e.g. from a bundle). Unload with cuk_module_unload. */
