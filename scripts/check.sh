@@ -286,6 +286,18 @@ else
     record "unit (ASan+UBSan)" 0 1
 fi
 
+# Random programs (tests/fuzz/gen_programs.py crash): GEN_PROGRAMS programs from a fixed
+# seed, each through `cukc run --device cpu`, emit-ir, emit-cuda and emit-ptx with the
+# ASan+UBSan cukc; one test per program. The same seed gives the same programs, so the
+# stage passes or fails the same way on every run. CUK_CHECK_GEN=0 skips it.
+if [ "${CUK_CHECK_GEN:-1}" != 0 ]; then
+    rm -rf "$LOGS/gen-programs"
+    mkdir -p "$LOGS/gen-programs"
+    run_counted "random programs (seed ${GEN_SEED:-1})" "$LOGS/gen-programs.log" \
+        "$PY" tests/fuzz/gen_programs.py crash "$ASAN_BUILD/bin/cukc" "${GEN_SEED:-1}" "${GEN_PROGRAMS:-24}" \
+        "$LOGS/gen-programs"
+fi
+
 if [ "${CUK_CHECK_FUZZ:-1}" != 0 ]; then
     FUZZ_MODE=check run_counted "fuzz (fixed inputs)" "$LOGS/fuzz.log" \
         bash tests/fuzz/run.sh "$BUILD" "${FUZZ_BUILD:-$ROOT/build-fuzz}"
