@@ -419,12 +419,13 @@ static char *source_includes(const char *source, size_t n, uint64_t ha, uint64_t
     if (m->used && m->a == ha && m->b == hb) {
         *uncacheable = m->uncacheable;
         *len = m->len;
-        if (m->len && (list = malloc(m->len))) memcpy(list, m->list, m->len);
-        bool ok = !m->len || list;
+        if (m->len) {
+            list = malloc(m->len);
+            if (list) memcpy(list, m->list, m->len);
+            else *uncacheable = true; /* out of memory: compile uncached */
+        }
         pthread_mutex_unlock(&inc_memo_lock);
-        if (ok) return list;
-        *uncacheable = true;
-        return NULL;
+        return list;
     }
     pthread_mutex_unlock(&inc_memo_lock);
     IncScan sc = {.list_cap = 1};

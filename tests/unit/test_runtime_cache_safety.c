@@ -175,6 +175,7 @@ static void make_forgery(void) {
     CHECK(the_entry(d, e, sizeof e) == 1);
     forged = slurp(e, &forged_len);
     CHECK(e3 && forged && n3 >= 64 && forged_len >= 64);
+    if (!e3 || !forged || n3 < 64 || forged_len < 64) exit(1);
     memcpy(forged + 16, e3 + 16, 16);
     uint64_t sum = fnv1a(forged, 56);
     memcpy(forged + 56, &sum, 8);
