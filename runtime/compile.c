@@ -602,6 +602,8 @@ static bool cache_dir_open(CacheDir *cd, bool create) {
         err_clear();
         return false;
     }
+    /* lstat("link/") follows the link: drop trailing slashes so that a symlink is seen. */
+    for (size_t n = strlen(cd->path); n > 1 && cd->path[n - 1] == '/';) cd->path[--n] = 0;
     struct stat ls, st;
     if (lstat(cd->path, &ls)) {
         if (errno == ENOENT && !create) return false;

@@ -287,6 +287,11 @@ int main(void) {
         snprintf(q, sizeof q, "%s/link-nobody", base);
         CHECK(mkdir(dir, 0700) == 0 && symlink(dir, q) == 0 && lchown(q, 65534, 65534) == 0);
         test_refused("symlink owned by nobody", q, "symbolic link owned by uid 65534", "CUK_CACHE_DIR");
+        /* ... also named with a trailing slash (lstat("link/") would follow the link). */
+        char qs[4500];
+        snprintf(qs, sizeof qs, "%s//", q);
+        r = child(qs, src3, false);
+        CHECK(r.got[0] == 3 && r.disk_hits == 0 && strstr(r.err, "symbolic link owned by uid 65534"));
     } else {
         printf("  (not root: the owned-by-someone-else cases are skipped)\n");
     }
