@@ -31,10 +31,14 @@ demo: build
 check: build build-asan
 	@bash scripts/check.sh $(BUILD) $(ASAN_BUILD)
 
-# libFuzzer targets (tests/fuzz/), FUZZ_SECONDS each, all at once; crashes land in
-# $(FUZZ_BUILD)/crashes/. check-fuzz is the same run that `make check` does.
-fuzz check-fuzz: build
+# libFuzzer targets (tests/fuzz/), all at once; crashes land in $(FUZZ_BUILD)/crashes/.
+# fuzz explores: FUZZ_SECONDS each from random seeds, the corpus growing between runs.
+# check-fuzz is the run `make check` does: fixed inputs (seed, count, fresh corpus), so
+# it passes or fails the same way on every run.
+fuzz: build
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(BUILD) $(FUZZ_BUILD)
+check-fuzz: build
+	@FUZZ_MODE=check bash tests/fuzz/run.sh $(BUILD) $(FUZZ_BUILD)
 
 # valgrind memcheck over the CPU backend running the examples (also part of `make check`).
 check-valgrind: build

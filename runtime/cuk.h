@@ -212,8 +212,8 @@ typedef struct cuk_module_s cuk_module;
 typedef struct cuk_function_s cuk_function;
 
 /* Compiles for the current device and loads the result, through the in-memory cache
-   (key: source, options, names, arch, NVRTC and cuk versions -> loaded module) and the
-   disk cache. Modules belong to the runtime and live until cuk_shutdown(), so a
+   (key: source, the files it #includes, options, names, arch, NVRTC and cuk versions ->
+   loaded module) and the disk cache. Modules belong to the runtime and live until cuk_shutdown(), so a
    repeated call with the same source returns the same module cheaply. */
 cuk_status cuk_module_compile(cuk_module **m, const char *source, const cuk_compile_opts *o);
 /* Loads a PTX or cubin image (e.g. from a bundle). Unload with cuk_module_unload. */
@@ -263,14 +263,20 @@ typedef struct cuk_cache_stats {
     unsigned long long misses;      /* NVRTC compiles */
     unsigned long long disk_writes; /* entries written */
     unsigned long long corrupt;     /* bad entries found, deleted and recompiled */
+    /* "" when the disk cache is in use (or will be, once created); else why not, e.g.
+       "the directory is writable by its group (mode 775); run 'chmod 700 DIR' ..." */
+    char disk_off[1100];
 } cuk_cache_stats;
 
 /* The disk cache directory: $CUK_CACHE_DIR, else $XDG_CACHE_HOME/cuk, else
-   ~/.cache/cuk. */
+   ~/.cache/cuk. It is used only if it is a directory owned by the user and not writable
+   by group or others (docs/gpu.md, "The kernel cache"); else compiles use the memory
+   cache alone, with one warning on stderr per process. */
 cuk_status cuk_cache_dir(char *buf, size_t len);
 cuk_status cuk_cache_stats_get(cuk_cache_stats *s);
 /* Deletes every entry of the disk cache and resets this process's counters. Loaded
-   modules stay loaded. */
+   modules stay loaded. A directory that fails the checks above is left alone (an
+   error). */
 cuk_status cuk_cache_clear(void);
 
 #ifdef __cplusplus

@@ -211,9 +211,11 @@ struct cuk_image_s {
     size_t names_len;
 };
 /* The cache key of one compile: two 64-bit hashes of everything that decides the
-   output (source, options, names, arch, kind, NVRTC version, cuk version). */
+   output (source, the files it includes, options, names, arch, kind, the NVRTC library,
+   cuk version). */
 typedef struct Key {
     uint64_t a, b;
+    bool nocache; /* a source whose includes the key cannot follow: a one-off key, no disk */
 } Key;
 cuk_status compile_key(const char *source, const cuk_compile_opts *o, const char *arch,
                        cuk_image_kind kind, Key *k);

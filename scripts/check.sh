@@ -17,23 +17,33 @@ LIT=/usr/lib/llvm-14/build/utils/lit/lit.py
 LOGS=$BUILD/check-logs
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
+# A kernel cache of this run's own, empty at the start: every stage sees the same cold
+# cache whatever ran before, and neither ~/.cache/cuk nor another run of this script at
+# the same time shares it (lit passes CUK_CACHE_DIR on; tests that need a cache of their
+# own still set theirs).
+export CUK_CACHE_DIR=$LOGS/kernel-cache
 
 total_pass=0
 total_fail=0
 summary=()
 failed_stages=()
 
-# record STAGE PASSED FAILED [SKIPPED]: adds a stage's counts to the totals.
+# record STAGE PASSED FAILED [SKIPPED]: adds a stage's counts to the totals, with the
+# seconds since the last banner.
 record() {
     local stage=$1 p=$2 f=$3 s=${4:-0} extra=""
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
     [ "$s" -gt 0 ] && extra=", $s skipped"
-    summary+=("$(printf '  %-22s %5d passed, %d failed%s' "$stage" "$p" "$f" "$extra")")
+    summary+=("$(printf '  %-24s %5d passed, %d failed%s (%d s)' "$stage" "$p" "$f" "$extra" $((SECONDS - stage_start)))")
     [ "$f" -gt 0 ] && failed_stages+=("$stage")
 }
 
-banner() { printf '\n== %s ==\n' "$*"; }
+stage_start=$SECONDS
+banner() {
+    stage_start=$SECONDS
+    printf '\n== %s ==\n' "$*"
+}
 
 # record_ctest STAGE LOG: records the counts of ctest's "N% tests passed, F tests failed
 # out of T" line in LOG (one failure when the line is missing).
@@ -119,7 +129,8 @@ banner "pytest (tests/python, $PY)"
 if compgen -G "tests/python/test_*.py" >/dev/null || compgen -G "tests/python/*_test.py" >/dev/null; then
     CUKC="$BUILD/bin/cukc" CUK_BUILD_DIR="$BUILD" CUK_SOURCE_DIR="$ROOT" \
         PYTHONDONTWRITEBYTECODE=1 \
-        "$PY" -m pytest -q --tb=short -p no:cacheprovider --junitxml="$LOGS/pytest.xml" tests/python 2>&1 |
+        "$PY" -m pytest -q --tb=short -p no:cacheprovider --basetemp="$LOGS/pytest-tmp" --durations=5 \
+        --junitxml="$LOGS/pytest.xml" tests/python 2>&1 |
         tee "$LOGS/pytest.log"
     rc=${PIPESTATUS[0]}
     read -r p f s < <(junit_counts "$LOGS/pytest.xml")
@@ -178,7 +189,8 @@ else
         echo "check: the interpreter did not import $ASAN_BUILD's extension: $ext"
         record "pytest (ASan+UBSan)" 0 1
     else
-        run_asan_py -m pytest -q --tb=short -p no:cacheprovider --junitxml="$LOGS/pytest-asan.xml" tests/python 2>&1 |
+        run_asan_py -m pytest -q --tb=short -p no:cacheprovider --basetemp="$LOGS/pytest-asan-tmp" --durations=5 \
+            --junitxml="$LOGS/pytest-asan.xml" tests/python 2>&1 |
             tee "$LOGS/pytest-asan.log"
         rc=${PIPESTATUS[0]}
         read -r p f s < <(junit_counts "$LOGS/pytest-asan.xml")
@@ -247,9 +259,11 @@ done
 record "examples" "$p" "$f"
 
 # --- (f) fuzzing and valgrind (tests/fuzz/run.sh, scripts/valgrind.sh) ------------------
-# Each fuzz target runs FUZZ_SECONDS (default 60) and counts as one test; each valgrind
-# run (an example under memcheck) counts as one. CUK_CHECK_FUZZ=0 / CUK_CHECK_VALGRIND=0
-# skip them for a quick local run.
+# Each fuzz target counts as one test: in check mode it runs a fixed number of inputs from
+# a fixed seed and a fresh corpus, so a run fails on a bug only, the same way on every
+# machine (`make fuzz` explores with random seeds instead). Each valgrind run (an example
+# under memcheck) counts as one. CUK_CHECK_FUZZ=0 / CUK_CHECK_VALGRIND=0 skip them for a
+# quick local run.
 run_counted() { # run_counted STAGE LOG CMD...: a script that ends with "N passed, N failed"
     local stage=$1 log=$2
     shift 2
@@ -276,8 +290,20 @@ else
     record "unit (ASan+UBSan)" 0 1
 fi
 
+# Random programs (tests/fuzz/gen_programs.py crash): GEN_PROGRAMS programs from a fixed
+# seed, each through `cukc run --device cpu`, emit-ir, emit-cuda and emit-ptx with the
+# ASan+UBSan cukc; one test per program. The same seed gives the same programs, so the
+# stage passes or fails the same way on every run. CUK_CHECK_GEN=0 skips it.
+if [ "${CUK_CHECK_GEN:-1}" != 0 ]; then
+    rm -rf "$LOGS/gen-programs"
+    mkdir -p "$LOGS/gen-programs"
+    run_counted "random programs (seed ${GEN_SEED:-1})" "$LOGS/gen-programs.log" \
+        "$PY" tests/fuzz/gen_programs.py crash "$ASAN_BUILD/bin/cukc" "${GEN_SEED:-1}" "${GEN_PROGRAMS:-24}" \
+        "$LOGS/gen-programs"
+fi
+
 if [ "${CUK_CHECK_FUZZ:-1}" != 0 ]; then
-    run_counted "fuzz (${FUZZ_SECONDS:-60} s each)" "$LOGS/fuzz.log" \
+    FUZZ_MODE=check run_counted "fuzz (fixed inputs)" "$LOGS/fuzz.log" \
         bash tests/fuzz/run.sh "$BUILD" "${FUZZ_BUILD:-$ROOT/build-fuzz}"
 fi
 if [ "${CUK_CHECK_VALGRIND:-1}" != 0 ]; then

@@ -367,6 +367,7 @@ static int cmd_cache(int argc, char **argv) {
         return EXIT_RUNTIME;
     }
     printf("directory: %s\nentries: %llu\nbytes: %llu\n", s.dir, s.entries, s.bytes);
+    if (s.disk_off[0]) printf("disk cache: off: %s\n", s.disk_off);
     return EXIT_OK;
 }
 

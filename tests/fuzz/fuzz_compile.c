@@ -14,9 +14,15 @@
 #include "lang/ast.h"
 #include "lang/diag.h"
 
-/* Elements allocated or streamed, loop iterations and calls per run: enough for every
-   test program at the sizes seeds use, small enough that a run takes milliseconds. */
-enum { WORK_LIMIT = 1 << 21, ARG_LEN = 3 };
+/* Elements allocated or streamed, loop iterations and calls per run. One unit of work
+   costs from nanoseconds (an element of a streamed array) to about 10 us in this ASan
+   build (a call, a host-loop iteration: each allocates its frame or scalars; the slowest
+   is a recursive function with a large body). 2^13 units keep the worst program we
+   could build (fib(37), a while loop to 10^8, recursion through a 6 KB body) at 0.1 to
+   0.3 s of CPU time on the 2-core CI machine, far inside run.sh's -timeout even on a
+   machine 5x slower and loaded; 2^21 let fib(37) run 21 s and time out. Seeds and the
+   small arguments below need far less. */
+enum { WORK_LIMIT = 1 << 13, ARG_LEN = 3 };
 
 static MemFile src;
 static FILE *diag_out; /* /dev/null, or stderr with CUK_FUZZ_VERBOSE=1 (reproducing) */

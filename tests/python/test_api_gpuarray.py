@@ -13,7 +13,7 @@ from cuk.tools import DeviceMemoryPool
 
 
 def test_basic_usage_pattern():
-    a = np.random.randn(4, 4).astype(np.float32)
+    a = np.random.RandomState(0).randn(4, 4).astype(np.float32)
     a_gpu = ga.to_gpu(a)
     a_doubled = (2 * a_gpu).get()
     np.testing.assert_allclose(a_doubled, 2 * a)
