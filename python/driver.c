@@ -89,8 +89,10 @@ static PyObject *py_cache_stats(PyObject *m, PyObject *u) {
     (void)u;
     cuk_cache_stats s;
     CHECK(cuk_cache_stats_get(&s));
-    return Py_BuildValue("{s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "dir", s.dir, "entries", s.entries, "bytes", s.bytes, "mem_hits",
-                         s.mem_hits, "disk_hits", s.disk_hits, "misses", s.misses, "disk_writes", s.disk_writes, "corrupt", s.corrupt);
+    /* disk_off: empty while the disk cache is used, else why not */
+    return Py_BuildValue("{s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "dir", s.dir, "entries", s.entries, "bytes", s.bytes,
+                         "mem_hits", s.mem_hits, "disk_hits", s.disk_hits, "misses", s.misses, "disk_writes",
+                         s.disk_writes, "corrupt", s.corrupt, "disk_off", s.disk_off);
 }
 
 static PyMethodDef driver_funcs[] = {

@@ -59,3 +59,22 @@ def test_c_example_runs():
     assert "saxpy: 0.5 2.5 4.5" in out
     assert "parameter 'y'" in out
     assert "compile error at bad.cuk:1:27" in out
+
+
+def test_cache_stats_says_whether_the_disk_cache_is_used(tmp_path):
+    # a directory others may write is not used (runtime/compile.c); stats say why
+    import sys
+    code = "from cuk import _cuk; s = _cuk.cache_stats(); print(repr(s['disk_off']), repr(s['dir']))"
+    for mode, off in ((0o700, False), (0o770, True)):
+        d = tmp_path / ("c%o" % mode)
+        d.mkdir()
+        os.chmod(d, mode)
+        env = cukpath.python_child_env(CUK_CACHE_DIR=str(d), CUK_QUIET="1",
+                                       PYTHONPATH=os.pathsep.join([os.path.join(cukpath.BUILD, "python"),
+                                                                   os.path.join(cukpath.ROOT, "python")]))
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        if off:
+            assert "writable by its group" in out.stdout
+        else:
+            assert out.stdout.startswith("''")
