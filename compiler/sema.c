@@ -12,6 +12,11 @@
 /* Calls inlined per program: each call inlines its callee's body, so two calls per body
    nested 64 deep would be 2^64 inlines; stop (with an error) long before. */
 #define MAX_INLINED 100000
+/* IR values per program: inlining copies a callee's body at each call, so a few small
+   functions that each call the last twice grow exponentially even within MAX_INLINED
+   calls (17 levels of a 300-term body took 19 GB). 250,000 values take some 150 MB;
+   real programs stay below a few thousand. */
+#define MAX_VALS 250000
 
 typedef enum { SYM_SLOT, SYM_VAL } SymKind;
 
@@ -64,6 +69,7 @@ typedef struct Ctx {
     Scope *scope;
     int inline_depth;
     long inlined;     /* calls inlined so far (MAX_INLINED) */
+    long nvals_made;  /* IR values made so far, every function (MAX_VALS) */
     bool inline_stop; /* an inline limit was hit: the calls being unwound give no more errors */
     const char *map_fn; /* non-NULL while inlining a scalar function applied elementwise */
     TypeVars *tv;       /* type variables of the function being inlined */
@@ -96,6 +102,7 @@ static Ex ex_val(Val *v) { return (Ex){.v = v, .ok = true}; }
 /* ---- small helpers ------------------------------------------------------------------ */
 
 static Val *mk(Ctx *c, OpKind op, DType dt, int rank, int nargs, Loc loc) {
+    c->nvals_made++;
     return val_new(c->a, c->fn, op, dt, rank, nargs, loc);
 }
 
@@ -1715,6 +1722,13 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
         diag_error(c->d, call->loc, "calls nest too deeply here (is '%s' recursive? straight-line functions are inlined, so they cannot recurse)",
                    decl->name);
         c->inline_stop = true; /* else every sibling call down the chain reports it again */
+        return ex_bad();
+    }
+    if (c->nvals_made > MAX_VALS) {
+        diag_error(c->d, call->loc, "the program grows to more than %d operations once its calls are inlined: "
+                   "functions without control flow are inlined at every call, and these call each other too "
+                   "often; add an 'if' to '%s' to make it a host function", MAX_VALS, decl->name);
+        c->inline_stop = c->inline_depth > 0; /* cleared when the outermost call returns */
         return ex_bad();
     }
     if (++c->inlined > MAX_INLINED) {
