@@ -30,6 +30,18 @@ typedef enum cuk_dtype {
 #define CUK_DTYPE_COUNT 7
 #define CUK_MAX_RANK 8
 
+/* One element of any dtype, as the dtype stores it (a bool is one byte): what
+   cuk_array_scalar and a rank-0 cuk_view's data point at. */
+typedef union cuk_scalar {
+    uint8_t b;
+    int32_t i32;
+    int64_t i64;
+    uint32_t u32;
+    uint64_t u64;
+    float f32;
+    double f64;
+} cuk_scalar;
+
 /* "f32" etc., NULL for a bad value. */
 const char *cuk_dtype_name(cuk_dtype dt);
 /* Bytes per element (bool is one byte), 0 for a bad value. */

@@ -435,17 +435,6 @@ static void flush_stdout(void) {
     if (__fpending(stdout)) fflush(stdout);
 }
 
-/* A scalar's bytes, as many as its dtype has. */
-typedef union ScalarBytes {
-    uint8_t b;
-    int32_t i32;
-    int64_t i64;
-    uint32_t u32;
-    uint64_t u64;
-    float f32;
-    double f64;
-} ScalarBytes;
-
 /* *v = a view of rank elements of dt at p on the device (a result the caller owns). */
 static void device_view(cuk_view *v, cuk_dtype dt, int rank, const int64_t *shape, cuk_devptr p) {
     v->dtype = dt;
@@ -467,7 +456,7 @@ static void gpuval_head(GpuVal *g, const cuk_view *a) {
 }
 
 /* A scalar's bytes in Scalar's representation: i for bool and signed, u, f for floats. */
-static void widen_scalar(cuk_dtype dt, const ScalarBytes *v, GpuVal *g) {
+static void widen_scalar(cuk_dtype dt, const cuk_scalar *v, GpuVal *g) {
     switch (dt) {
     case CUK_BOOL: g->s.i = v->b != 0; break;
     case CUK_I32: g->s.i = v->i32; break;
@@ -500,7 +489,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
         GpuVal *g = &gv[i];
         gpuval_head(g, a);
         if (a->rank == 0) {
-            ScalarBytes v = {0};
+            cuk_scalar v = {0};
             if (a->place == CUK_ON_DEVICE) s = cuk_memcpy_dtoh(&v, a->dev, cuk_dtype_size(a->dtype)), on_device = true;
             else memcpy(&v, a->data, cuk_dtype_size(a->dtype));
             widen_scalar(a->dtype, &v, g);
@@ -537,7 +526,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
     if (s || r.dt == DT_VOID) return s;
     if (r.rank == 0) {
         /* a scalar result comes back on the host; on the device if inputs were there */
-        ScalarBytes v;
+        cuk_scalar v;
         switch ((cuk_dtype)r.dt) {
         case CUK_BOOL: v.b = r.s.i != 0; break;
         case CUK_I32: v.i32 = (int32_t)r.s.i; break;
@@ -703,7 +692,7 @@ cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, 
         if ((a->rank > 0) != (a->place == CUK_ON_DEVICE)) return CUK_OK; /* host arrays, device scalars */
         gpuval_head(g, a);
         if (a->rank == 0) {
-            ScalarBytes v = {0};
+            cuk_scalar v = {0};
             memcpy(&v, a->data, cuk_dtype_size(a->dtype));
             widen_scalar(a->dtype, &v, g);
         } else {

@@ -157,17 +157,6 @@ static PyObject *type_name(PyObject *o) {
     return n;
 }
 
-/* A scalar's bytes, as many as its dtype has. */
-typedef union {
-    uint8_t b;
-    int32_t i32;
-    int64_t i64;
-    uint32_t u32;
-    uint64_t u64;
-    float f32;
-    double f64;
-} ScalarBytes;
-
 /* A number as NumPy's casting rules see it: its kind ('b' bool, 'i' signed, 'u'
    unsigned, 'f' float) and value. A Python int is weak (NEP 50): it may become any
    integer dtype that holds its value, as in numpy.uint32(5) + 1. */
@@ -228,7 +217,7 @@ static int num_of_buffer(const Py_buffer *b, Num *n) {
    casting='same_kind' allows it and the value fits (never wrapped): Python bool, int
    and float (and subclasses, such as numpy.float64), NumPy scalars and 0-d host arrays.
    The view v points at *val. */
-static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, ScalarBytes *val, cuk_view *v) {
+static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk_scalar *val, cuk_view *v) {
     cuk_dtype dt = pi->dtype;
     Num n = {0};
     if (PyBool_Check(o)) {
@@ -508,7 +497,7 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
     PyObject *result = NULL;
     cuk_view vstack[8], *v = vstack;
     const cuk_view *pstack[8], **vp = pstack;
-    ScalarBytes sstack[8], *sv = sstack;
+    cuk_scalar sstack[8], *sv = sstack;
     Held hstack[8], *held = NULL; /* only for arguments that need more than a view */
     if (n > 8) {
         v = PyMem_Malloc(sizeof *v * (size_t)n);

@@ -77,15 +77,7 @@ static cuk_array *parse_arg(const cuk_param_info *pi, const char *text, int *sta
         }
         return a;
     }
-    union {
-        uint8_t b;
-        int32_t i32;
-        int64_t i64;
-        uint32_t u32;
-        uint64_t u64;
-        float f32;
-        double f64;
-    } v = {0};
+    cuk_scalar v = {0};
     char *end = NULL;
     errno = 0;
     if (pi->dtype == CUK_BOOL) {
