@@ -571,18 +571,9 @@ static int dlpack_on_cuda(PyObject *o) {
     return type == kDLCUDA || type == kDLCUDAManaged;
 }
 
-int dlpack_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
-    /* DLPack's ordering: the consumer passes the stream it will use, and the producer
-       makes that stream wait for its own pending work. cuk uses the legacy default
-       stream, 1 (stream=None would mean the same, but some producers, PyTorch among
-       them, then do nothing). */
-    int cuda = dlpack_on_cuda(o);
-    if (cuda < 0) return -1;
-    PyObject *meth = PyObject_GetAttr(o, s_dlpack);
-    if (!meth) return -1;
-    PyObject *cap = cuda ? PyObject_Call(meth, dl_stream_args, dl_stream_kw) : PyObject_CallNoArgs(meth);
-    Py_DECREF(meth);
-    if (!cap) return -1;
+/* Takes a "dltensor" capsule an argument's producer made: the view of its tensor, held
+   (h) until the call is done. */
+static int dlpack_take(const char *fn, const cuk_param_info *pi, PyObject *cap, Held *h, cuk_view *v) {
     DLManagedTensor *t = PyCapsule_GetPointer(cap, "dltensor");
     if (!t) {
         Py_DECREF(cap);
@@ -625,6 +616,73 @@ int dlpack_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, c
         PyErr_Format(ArgumentError, "%s(): parameter '%s': DLPack device type %d is not supported", fn, pi->name,
                      (int)x->device.device_type);
         return -1;
+    }
+    return 0;
+}
+
+int dlpack_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
+    /* DLPack's ordering: the consumer passes the stream it will use, and the producer
+       makes that stream wait for its own pending work. cuk uses the legacy default
+       stream, 1 (stream=None would mean the same, but some producers, PyTorch among
+       them, then do nothing). */
+    int cuda = dlpack_on_cuda(o);
+    if (cuda < 0) return -1;
+    PyObject *meth = PyObject_GetAttr(o, s_dlpack);
+    if (!meth) return -1;
+    PyObject *cap = cuda ? PyObject_Call(meth, dl_stream_args, dl_stream_kw) : PyObject_CallNoArgs(meth);
+    Py_DECREF(meth);
+    if (!cap) return -1;
+    return dlpack_take(fn, pi, cap, h, v);
+}
+
+/* PyTorch's own functions for its tensors, looked up once: torch.utils.dlpack.to_dlpack
+   and torch._C._cuda_getCurrentRawStream. NULL where this PyTorch lacks them. */
+static PyObject *torch_to_dlpack, *torch_raw_stream;
+static int torch_looked_up;
+
+bool torch_fast_path(void) {
+    if (!torch_looked_up) {
+        torch_looked_up = 1;
+        PyObject *dl = PyImport_ImportModule("torch.utils.dlpack");
+        PyObject *c = dl ? PyImport_ImportModule("torch._C") : NULL;
+        torch_to_dlpack = dl ? PyObject_GetAttrString(dl, "to_dlpack") : NULL;
+        torch_raw_stream = c ? PyObject_GetAttrString(c, "_cuda_getCurrentRawStream") : NULL;
+        Py_XDECREF(dl);
+        Py_XDECREF(c);
+        PyErr_Clear();
+        if (!torch_to_dlpack || !torch_raw_stream) {
+            Py_CLEAR(torch_to_dlpack);
+            Py_CLEAR(torch_raw_stream);
+        }
+    }
+    return torch_to_dlpack != NULL;
+}
+
+/* A PyTorch tensor. Its __dlpack__(stream=1) orders PyTorch's current stream before
+   cuk's, but in Python, at 20 us a call on an H100 (2026-11-25,
+   bench/exp/torch_interop_cost.py: torch.cuda.default_stream() and current_stream() are
+   7.6 us each); this does the same ordering in C: the capsule from to_dlpack, then
+   PyTorch's current stream on the tensor's device, and when that is not the legacy
+   default stream cuk uses (PyTorch's handle 0), an event on it that cuk's stream waits
+   for on the device. Needs torch_fast_path(). */
+int torch_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
+    PyObject *cap = PyObject_CallFunctionObjArgs(torch_to_dlpack, o, NULL);
+    if (!cap) return -1;
+    if (dlpack_take(fn, pi, cap, h, v) < 0) return -1;
+    if (v->place != CUK_ON_DEVICE) return 0;
+    PyObject *dev = PyLong_FromLong(h->dlm->dl_tensor.device.device_id);
+    PyObject *st = dev ? PyObject_CallFunctionObjArgs(torch_raw_stream, dev, NULL) : NULL;
+    Py_XDECREF(dev);
+    if (!st) return -1;
+    uintptr_t s = (uintptr_t)PyLong_AsUnsignedLongLong(st);
+    Py_DECREF(st);
+    if (PyErr_Occurred()) return -1;
+    if (s && s != CUK_STREAM_LEGACY) {
+        cuk_status e = cuk_stream_wait_raw(CUK_STREAM_LEGACY, s);
+        if (e) {
+            raise_status(e);
+            return -1;
+        }
     }
     return 0;
 }
