@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "instead.h"
 #include "ir.h"
 
 #define MAX_INLINE_DEPTH 64
@@ -325,6 +326,32 @@ static const char *suggest_name(Ctx *c, const char *name, bool functions) {
         }
     }
     return best;
+}
+
+/* A NumPy, CuPy or Futhark name that cuk spells otherwise or lacks (compiler/instead.h):
+   reports what to write instead and returns true. */
+static bool instead_advice(Ctx *c, Loc loc, const char *name) {
+    static const struct {
+        const char *name;
+        InsteadKind kind;
+        const char *advice;
+    } rows[] = {
+#define X(n, from, kind, advice) {n, INSTEAD_##kind, advice},
+        INSTEAD(X)
+#undef X
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (strcmp(rows[i].name, name) != 0) continue;
+        if (rows[i].kind == INSTEAD_PLANNED)
+            diag_error(c->d, loc, "'%s' is not available yet in cuk (planned: %s; see docs/language.md)", name,
+                       rows[i].advice);
+        else if (rows[i].kind == INSTEAD_USE)
+            diag_error(c->d, loc, "'%s' is not a cuk function; write %s", name, rows[i].advice);
+        else
+            diag_error(c->d, loc, "'%s' is not a cuk function; %s", name, rows[i].advice);
+        return true;
+    }
+    return false;
 }
 
 static Node *find_decl(Ctx *c, const char *name) {
@@ -1350,6 +1377,7 @@ static Ex lower_call(Ctx *c, Node *n) {
         diag_error(c->d, n->loc, "'%s' is a variable, not a function, so it cannot be called", g);
         return ex_bad();
     }
+    if (!decl && instead_advice(c, n->loc, g)) return ex_bad();
     if (!decl) {
         const char *s = suggest_name(c, g, true);
         if (s) diag_error(c->d, n->loc, "unknown function '%s'; did you mean '%s'?", g, s);
