@@ -2,10 +2,12 @@
    conversions, size variables, broadcasting ranks) and builds the IR of compiler/ir.h.
    Functions whose bodies are straight-line (lets and a return) are inlined at their
    call sites so that fusion sees whole expressions; the rest become OP_CALLs. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "instead.h"
 #include "ir.h"
 
 #define MAX_INLINE_DEPTH 64
@@ -278,6 +280,19 @@ static int builtin_name_at(int i, const char **name) {
     return 0;
 }
 
+/* Names that are weak float literals (like 1.0) where no variable of that name is in
+   scope: a let, var or parameter called pi hides the constant, as in Python after
+   `from numpy import pi`. */
+#define FLOAT_CONSTANTS(X) X("inf", INFINITY) X("nan", NAN) X("pi", 3.14159265358979323846)
+
+static bool float_constant(const char *name, double *x) {
+#define X(s, v)                                                                                    \
+    if (strcmp(name, s) == 0) return *x = (v), true;
+    FLOAT_CONSTANTS(X)
+#undef X
+    return false;
+}
+
 static const char *suggest_name(Ctx *c, const char *name, bool functions) {
     const char *best = NULL;
     int bd = (int)strlen(name) <= 3 ? 1 : 2;
@@ -289,6 +304,15 @@ static const char *suggest_name(Ctx *c, const char *name, bool functions) {
                 if (dd < bd) bd = dd, best = s->name;
             }
             if (sc->barrier) break;
+        }
+        static const char *const consts[] = {
+#define X(s, v) s,
+            FLOAT_CONSTANTS(X)
+#undef X
+        };
+        for (size_t i = 0; i < sizeof consts / sizeof consts[0]; i++) {
+            int dd = edit_distance(name, consts[i]);
+            if (dd < bd) bd = dd, best = consts[i];
         }
     } else {
         for (int i = 0; i < c->ndecls; i++) {
@@ -302,6 +326,32 @@ static const char *suggest_name(Ctx *c, const char *name, bool functions) {
         }
     }
     return best;
+}
+
+/* A NumPy, CuPy or Futhark name that cuk spells otherwise or lacks (compiler/instead.h):
+   reports what to write instead and returns true. */
+static bool instead_advice(Ctx *c, Loc loc, const char *name) {
+    static const struct {
+        const char *name;
+        InsteadKind kind;
+        const char *advice;
+    } rows[] = {
+#define X(n, from, kind, advice) {n, INSTEAD_##kind, advice},
+        INSTEAD(X)
+#undef X
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (strcmp(rows[i].name, name) != 0) continue;
+        if (rows[i].kind == INSTEAD_PLANNED)
+            diag_error(c->d, loc, "'%s' is not available yet in cuk (planned: %s; see docs/language.md)", name,
+                       rows[i].advice);
+        else if (rows[i].kind == INSTEAD_USE)
+            diag_error(c->d, loc, "'%s' is not a cuk function; write %s", name, rows[i].advice);
+        else
+            diag_error(c->d, loc, "'%s' is not a cuk function; %s", name, rows[i].advice);
+        return true;
+    }
+    return false;
 }
 
 static Node *find_decl(Ctx *c, const char *name) {
@@ -996,6 +1046,30 @@ static Ex builtin_ew(Ctx *c, Node *call, CallArgs *ca, OpKind op) {
 
 static Ex index_expr(Ctx *c, Node *n);
 
+/* dot(a, b) and a @ b (spelled `what` in messages): vector-vector is a fused multiply
+   and sum, matrix-vector and matrix-matrix an OP_MATMUL. */
+static Ex lower_dot(Ctx *c, Ex *xs, Node **nodes, Loc loc, const char *what) {
+    if (!unify(c, xs, 2, nodes, loc, what[0] == 'd' ? "dot" : "@")) return ex_bad();
+    xs[0] = concrete(c, xs[0]);
+    xs[1] = concrete(c, xs[1]);
+    if (!xs[0].ok || !xs[1].ok) return ex_bad();
+    int ra = xs[0].v->rank, rb = xs[1].v->rank;
+    if (!is_numeric(xs[0].v->dt)) {
+        diag_error(c->d, loc, "%s needs numbers", what);
+        return ex_bad();
+    }
+    if (ra == 1 && rb == 1) {
+        Val *m = mk2(c, OP_MUL, xs[0].v->dt, 1, xs[0].v, xs[1].v, loc);
+        Val *s = mk1(c, OP_REDUCE, xs[0].v->dt, 0, m, loc);
+        s->red = RED_SUM;
+        s->axis = AXIS_ALL;
+        return ex_val(s);
+    }
+    if (ra == 2 && (rb == 1 || rb == 2)) return ex_val(mk2(c, OP_MATMUL, xs[0].v->dt, rb, xs[0].v, xs[1].v, loc));
+    diag_error(c->d, loc, "%s takes two 1-D arrays, or a 2-D array and a 1-D or 2-D one (got %d-D and %d-D)", what, ra, rb);
+    return ex_bad();
+}
+
 static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     Loc loc = call->loc;
     if (strcmp(g, "len") == 0) {
@@ -1116,24 +1190,7 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
         Ex xs[2] = {arg_ex(c, ca, 0), arg_ex(c, ca, 1)};
         Node *nodes[2] = {ca->pos[0], ca->pos[1]};
         if (!xs[0].ok || !xs[1].ok) return ex_bad();
-        if (!unify(c, xs, 2, nodes, loc, "dot")) return ex_bad();
-        xs[0] = concrete(c, xs[0]);
-        xs[1] = concrete(c, xs[1]);
-        int ra = xs[0].v->rank, rb = xs[1].v->rank;
-        if (!is_numeric(xs[0].v->dt)) {
-            diag_error(c->d, loc, "dot() needs numbers");
-            return ex_bad();
-        }
-        if (ra == 1 && rb == 1) {
-            Val *m = mk2(c, OP_MUL, xs[0].v->dt, 1, xs[0].v, xs[1].v, loc);
-            Val *s = mk1(c, OP_REDUCE, xs[0].v->dt, 0, m, loc);
-            s->red = RED_SUM;
-            s->axis = AXIS_ALL;
-            return ex_val(s);
-        }
-        if (ra == 2 && (rb == 1 || rb == 2)) return ex_val(mk2(c, OP_MATMUL, xs[0].v->dt, rb, xs[0].v, xs[1].v, loc));
-        diag_error(c->d, loc, "dot() takes two 1-D arrays, or a 2-D array and a 1-D or 2-D one (got %d-D and %d-D)", ra, rb);
-        return ex_bad();
+        return lower_dot(c, xs, nodes, loc, "dot()");
     }
     die("unknown structural builtin %s", g);
 }
@@ -1320,6 +1377,7 @@ static Ex lower_call(Ctx *c, Node *n) {
         diag_error(c->d, n->loc, "'%s' is a variable, not a function, so it cannot be called", g);
         return ex_bad();
     }
+    if (!decl && instead_advice(c, n->loc, g)) return ex_bad();
     if (!decl) {
         const char *s = suggest_name(c, g, true);
         if (s) diag_error(c->d, n->loc, "unknown function '%s'; did you mean '%s'?", g, s);
@@ -2022,6 +2080,14 @@ static Ex index_expr(Ctx *c, Node *n) {
 
 static Ex lower_ident(Ctx *c, Node *n) {
     Sym *s = sym_find(c, n->name);
+    double fc;
+    if (!s && float_constant(n->name, &fc)) {
+        Val *v = mk(c, OP_CONST, DT_F32, 0, 0, n->loc);
+        v->c.f = fc;
+        Ex e = ex_val(v);
+        e.weak = e.wfloat = true;
+        return e;
+    }
     if (!s) {
         const char *sg = suggest_name(c, n->name, false);
         if (sg) diag_error(c->d, n->loc, "unknown name '%s'; did you mean '%s'?", n->name, sg);
@@ -2143,9 +2209,15 @@ static Ex lower_expr_node(Ctx *c, Node *n) {
         return mk_ew(c, op, &a, 1, nodes, n->loc, sp);
     }
     case N_BINARY: {
+        if (n->op == AOP_MATMUL && c->map_fn) {
+            diag_error(c->d, n->loc, "%s is applied elementwise, so it may only use elementwise operations; '@' (dot) is not one",
+                       c->map_fn);
+            return ex_bad();
+        }
         Ex xs[2] = {lower_expr(c, n->a), lower_expr(c, n->b)};
         if (!xs[0].ok || !xs[1].ok) return ex_bad();
         Node *nodes[2] = {n->a, n->b};
+        if (n->op == AOP_MATMUL) return lower_dot(c, xs, nodes, n->loc, "'@'");
         return mk_ew(c, binop_of(n->op), xs, 2, nodes, n->loc, ast_op_spelling[n->op]);
     }
     case N_TERNARY: {

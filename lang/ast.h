@@ -12,7 +12,8 @@
     X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(MOD, "%") X(POW, "**")             \
     X(EQ, "==") X(NE, "!=") X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=")                \
     X(LAND, "&&") X(LOR, "||") X(BAND, "&") X(BOR, "|") X(BXOR, "^") X(SHL, "<<")       \
-    X(SHR, ">>") X(NEG, "unary -") X(PLUS, "unary +") X(NOT, "!") X(BNOT, "~")
+    X(SHR, ">>") X(NEG, "unary -") X(PLUS, "unary +") X(NOT, "!") X(BNOT, "~")           \
+    X(MATMUL, "@")
 
 typedef enum {
 #define X(n, s) AOP_##n,

@@ -31,7 +31,7 @@ static void syntax_error(void *parser, int major, const Tok *tok);
 %token IDENT INT FLOAT STRING.
 %token LPAREN RPAREN LBRACKET RBRACKET LBRACE RBRACE COMMA SEMI COLON ARROW ASSIGN DOTDOT.
 %token QUESTION OROR ANDAND PIPE CARET AMP EQEQ NE LT LE GT GE SHL SHR.
-%token PLUS MINUS STAR SLASH PERCENT BANG TILDE STARSTAR.
+%token PLUS MINUS STAR SLASH PERCENT BANG TILDE STARSTAR AT.
 
 /* Precedence, lowest first. LAMBDA and UNARY are never produced by the lexer. */
 %right LAMBDA.
@@ -45,7 +45,7 @@ static void syntax_error(void *parser, int major, const Tok *tok);
 %left LT LE GT GE.
 %left SHL SHR.
 %left PLUS MINUS.
-%left STAR SLASH PERCENT.
+%left STAR SLASH PERCENT AT.
 %right UNARY BANG TILDE.
 %right STARSTAR.
 %left LBRACKET.
@@ -153,6 +153,11 @@ stmt(A) ::= IDENT(N) ASSIGN expr(E) SEMI. {
     A->name = arena_strndup(ps->arena, N.text, (size_t)N.len);
     A->a = E;
     A = node_done(ps, A);
+}
+/* Not in the language yet: parsed only to say so (parse.c). */
+stmt(A) ::= expr(E) LBRACKET items RBRACKET ASSIGN(O) expr SEMI. {
+    report_index_assign(ps, E, O);
+    A = NULL;
 }
 stmt(A) ::= ifstmt(I). { A = I; }
 stmt(A) ::= FOR(K) IDENT(N) IN expr(L) DOTDOT expr(H) block(B). {
@@ -298,6 +303,8 @@ expr(A) ::= expr(L) STAR(O) expr(R). { A = mk_binary(ps, AOP_MUL, O, L, R); }
 expr(A) ::= expr(L) SLASH(O) expr(R). { A = mk_binary(ps, AOP_DIV, O, L, R); }
 expr(A) ::= expr(L) PERCENT(O) expr(R). { A = mk_binary(ps, AOP_MOD, O, L, R); }
 expr(A) ::= expr(L) STARSTAR(O) expr(R). { A = mk_binary(ps, AOP_POW, O, L, R); }
+/* a @ b is dot(a, b), at the precedence of '*' as in NumPy. */
+expr(A) ::= expr(L) AT(O) expr(R). { A = mk_binary(ps, AOP_MATMUL, O, L, R); }
 
 expr(A) ::= MINUS(O) expr(E). [UNARY] { A = mk_unary(ps, AOP_NEG, O, E); }
 expr(A) ::= PLUS(O) expr(E). [UNARY] { A = mk_unary(ps, AOP_PLUS, O, E); }

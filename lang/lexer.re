@@ -373,6 +373,7 @@ int lex_next(Lexer *lx, Tok *t) {
         "!" { TOK(TK_BANG); }
         "~" { TOK(TK_TILDE); }
         "**" { TOK(TK_STARSTAR); }
+        "@" { TOK(TK_AT); }
 
         * {
             /* Skip the whole character so one bad character gives one error. */

@@ -209,11 +209,11 @@ static const int expr_start[] = {TK_INT,   TK_FLOAT, TK_STRING, TK_TRUE, TK_FALS
                                   TK_IDENT, TK_LPAREN, TK_MINUS, TK_PLUS, TK_BANG,
                                   TK_TILDE, TK_PIPE,   TK_OROR};
 static const int stmt_start[] = {TK_LET, TK_VAR, TK_IF, TK_FOR, TK_WHILE, TK_RETURN};
-static const int operators[] = {TK_QUESTION, TK_OROR, TK_ANDAND, TK_PIPE,    TK_CARET,
-                                TK_AMP,      TK_EQEQ, TK_NE,     TK_LT,      TK_LE,
-                                TK_GT,       TK_GE,   TK_SHL,    TK_SHR,     TK_PLUS,
-                                TK_MINUS,    TK_STAR, TK_SLASH,  TK_PERCENT, TK_STARSTAR,
-                                TK_LBRACKET, TK_LPAREN};
+static const int operators[] = {TK_QUESTION, TK_OROR,  TK_ANDAND, TK_PIPE,     TK_CARET,
+                                TK_AMP,      TK_EQEQ,  TK_NE,     TK_LT,       TK_LE,
+                                TK_GT,       TK_GE,    TK_SHL,    TK_SHR,      TK_PLUS,
+                                TK_MINUS,    TK_STAR,  TK_SLASH,  TK_PERCENT,  TK_STARSTAR,
+                                TK_AT,       TK_LBRACKET, TK_LPAREN};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* If every token of set is acceptable, clear them and return true. */
@@ -296,6 +296,17 @@ void report_stack_overflow(ParseCtx *ps) {
                    PARSE_DEPTH_LIMIT, NEST_HINT_EXPR);
     }
     ps->stop = true;
+}
+
+/* `x[...] = e;` parses (so that the message can say what it is) but cuk has no array
+   updates yet: report it at the '='. */
+void report_index_assign(ParseCtx *ps, Node *base, Tok eq) {
+    const char *x = base->kind == N_IDENT ? base->name : "x";
+    diag_error(ps->diag, eq.loc,
+               "indexed assignment '%s[...] = ...' is not supported yet: cuk cannot update part of "
+               "an array; compute a new array instead (for element i of a 1-D array: "
+               "where(iota(len(%s)) == i, v, %s))",
+               x, x, x);
 }
 
 /* ---- the driver ----------------------------------------------------------------------- */

@@ -56,7 +56,8 @@
     X(PERCENT, PUNCT, "%")                                                                       \
     X(BANG, PUNCT, "!")                                                                          \
     X(TILDE, PUNCT, "~")                                                                         \
-    X(STARSTAR, PUNCT, "**")
+    X(STARSTAR, PUNCT, "**")                                                                     \
+    X(AT, PUNCT, "@")
 
 /* How a message names a token of each kind: keywords and punctuation in quotes. */
 #define TOKEN_NAME_KW(text) "'" text "'"

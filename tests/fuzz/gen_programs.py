@@ -59,7 +59,7 @@ SCANS = "cumsum cumprod cummin cummax".split()
 I64_EDGE = ["0", "1", "2", "3", "-1", "7", "1000", "9223372036854775807", "(-9223372036854775807 - 1)", "(1 << 62)",
             "4294967296", "0x7fffffffffffffff", "2147483647", "(1 << 63)"]
 F_EDGE = ["0.0", "1.0", "-2.5", "0.5", "1e30", "(0.0 / 0.0)", "(1.0 / 0.0)", "(-1.0 / 0.0)", "3e38", "3.4028235e38", "1e-40",
-          "1e-45", "-0.0", "2.5e-3", "1e9"]
+          "1e-45", "-0.0", "2.5e-3", "1e9", "inf", "-inf", "nan", "pi"]
 HUGE_STEP = ["9223372036854775807", "(-9223372036854775807 - 1)", "4611686018427387904", "-4611686018427387904"]
 
 
@@ -100,7 +100,7 @@ def fsc(d=0):
     if c == 6: return "(%s %s %s)" % (fsc(d + 1), pick("+", "-", "*", "/", "%", "**"), fsc(d + 1))
     if c == 7: return "%s(%s)" % (pick(*F_UN), fsc(d + 1))
     if c == 8: return "f32(%s)" % isc(d + 1)
-    if c == 9: return "dot(%s, %s)" % (farr(d + 1), farr(d + 1))
+    if c == 9: return pick("dot(%s, %s)", "(%s @ %s)") % (farr(d + 1), farr(d + 1))
     if c == 10: return "sum(%s, axis=0)" % farr(d + 1)  # rank 1 -> scalar
     if c == 11: return "(%s ? %s : %s)" % (bsc(d + 1), fsc(d + 1), fsc(d + 1))
     if c == 12: return "sq(%s)" % fsc(d + 1)

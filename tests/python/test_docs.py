@@ -124,3 +124,61 @@ def test_python_doc_session(line, code):
     res = runner.summarize(verbose=False)
     assert res.attempted > 0
     assert res.failed == 0, "".join(out)
+
+
+# ---- "What cuk has instead": compiler/instead.h and its copy in docs/language.md ----
+
+INSTEAD_ROW = re.compile(r'X\("([^"]+)", "([^"]+)", (USE|PLANNED|NOTE), "((?:[^"\\]|\\.)*)"\)')
+
+
+def instead_table():
+    """(name, from, kind, advice) of every row of compiler/instead.h."""
+    text = open(os.path.join(ROOT, "compiler", "instead.h")).read()
+    body = text[text.index("#define INSTEAD(X)"):text.index("typedef enum")]
+    rows = INSTEAD_ROW.findall(body)
+    assert len(rows) == body.count('X("'), "a row of compiler/instead.h is not X(\"name\", \"from\", KIND, \"advice\")"
+    return rows
+
+
+def instead_doc():
+    """{name: (from, cell text without backticks)} of the table in docs/language.md."""
+    text = open(os.path.join(ROOT, "docs", "language.md")).read()
+    sec = text[text.index("## What cuk has instead"):]
+    sec = sec[:sec.index("\n## ")]
+    out = {}
+    for line in sec.splitlines():
+        m = re.match(r"\| `([^`]+)` \| ([^|]+) \| (.*) \|$", line)
+        if m:
+            assert m.group(1) not in out, "%s is twice in the table" % m.group(1)
+            out[m.group(1)] = (m.group(2).strip(), m.group(3).replace("\\|", "|").replace("`", ""))
+    return out
+
+
+def test_instead_doc_matches_compiler():
+    doc = instead_doc()
+    want = {}
+    for name, frm, kind, advice in instead_table():
+        want[name] = (frm, ("planned: " if kind == "PLANNED" else "") + advice)
+    assert sorted(doc) == sorted(want), "names only in the doc: %s; only in compiler/instead.h: %s" % (
+        sorted(set(doc) - set(want)), sorted(set(want) - set(doc)))
+    for name in want:
+        assert doc[name] == want[name], "%s: docs/language.md says %r, compiler/instead.h %r" % (name, doc[name], want[name])
+
+
+@pytest.mark.parametrize("name,frm,kind,advice", instead_table(), ids=[r[0] for r in instead_table()])
+def test_instead_message(name, frm, kind, advice, tmp_path):
+    if not os.path.exists(CUKC):
+        pytest.skip("cukc is not built (%s); run `make build`" % CUKC)
+    src = tmp_path / "t.cuk"
+    src.write_text("fn main() {\n    print(%s(ones(3)));\n}\n" % name)
+    p = subprocess.run([CUKC, "check", str(src)], capture_output=True, text=True, timeout=60)
+    first = p.stderr.splitlines()[0] if p.stderr else ""
+    if kind == "PLANNED":
+        msg = "'%s' is not available yet in cuk (planned: %s; see docs/language.md)" % (name, advice)
+    elif kind == "USE":
+        msg = "'%s' is not a cuk function; write %s" % (name, advice)
+    else:
+        msg = "'%s' is not a cuk function; %s" % (name, advice)
+    assert p.returncode == 1 and first.endswith("t.cuk:2:11: error: " + msg), (
+        "%s no longer gets its advice (did it become a cuk function? then remove its row from "
+        "compiler/instead.h and docs/language.md):\n%s" % (name, p.stderr))

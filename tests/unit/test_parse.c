@@ -311,8 +311,8 @@ static void test_errors(void) {
     expect_error("fn f() {\n  let a = ;\n  let b = 1 +;\n  print(a)\n}\nfn g(x: ) { }\n",
                  "t.cuk:6:9: error: unexpected ')', expected a type", 4);
     expect_error("fn f() {\n  if x = 1 { a; }\n  b = ;\n}\n", "t.cuk:3:7: error: unexpected ';'", 2);
-    expect_error("fn f() {\n\tlet x = 1 @ 2;\n}\n",
-                 "t.cuk:2:12: error: unexpected character '@'\n\tlet x = 1 @ 2;\n\t          ^\n",
+    expect_error("fn f() {\n\tlet x = 1 $ 2;\n}\n",
+                 "t.cuk:2:12: error: unexpected character '$'\n\tlet x = 1 $ 2;\n\t          ^\n",
                  1);
     expect_error("fn f() { let x = a[]; }", "t.cuk:1:20: error: unexpected ']', expected an expression or ':'", 1);
     expect_error("fn f() { g(a b); }", "t.cuk:1:14: error: unexpected name 'b', expected ')' or ','", 1);
