@@ -39,6 +39,10 @@ enum {
    transcendentals. */
 #define RECOMPUTE_MAX 16
 
+/* Index transforms chained in one kernel (rule 1) at most: a longer chain (x[0:][0:]...)
+   writes every CHAIN_MAX-th value, so that the emitted code stays shallow. */
+#define CHAIN_MAX 16
+
 typedef struct IntVec {
     int *v;
     int n, cap;
@@ -342,6 +346,7 @@ static bool chain_operand(const Val *x) {
    chain: pad, roll, stack, concat, slices, reverse, transpose), a matrix product or a
    host operation, or a value an earlier statement computed. Non-fusible results are in memory anyway. */
 static void rule1_vertical(F *f) {
+    int *chain = NEWN(f->a, int, f->nv > 0 ? f->nv : 1); /* index transforms chained so far */
     for (int i = 0; i < f->order.n; i++) {
         int id = f->order.v[i];
         Val *v = f->val[id];
@@ -354,9 +359,14 @@ static void rule1_vertical(F *f) {
         for (int j = 0; j < v->nargs; j++) {
             Val *x = v->args[j];
             if (!x || x->rank == 0 || !needs_mem) continue;
-            if (index_chains(v->op) && chain_operand(x)) continue; /* read through the chain */
+            if (index_chains(v->op) && chain_operand(x) && chain[x->id] < CHAIN_MAX) {
+                if (chain[x->id] + 1 > chain[id]) chain[id] = chain[x->id] + 1; /* read through the chain */
+                continue;
+            }
             if (f->cls[x->id] == C_FUSE) f->mat[x->id] = true;
         }
+        if (v->op == OP_CHECKDIM && v->args[0] && chain[v->args[0]->id] > chain[id]) chain[id] = chain[v->args[0]->id];
+        if (index_chains(v->op) && !chain[id]) chain[id] = 1;
         /* Reached from an earlier statement: that statement wrote it. */
         for (int j = 0; j < v->nargs; j++) {
             Val *x = v->args[j];
