@@ -155,6 +155,7 @@ typedef struct KE {
        flatc says every leaf is known to match the iteration space (offset = i). */
     const char *leaf_sel;
     bool flatc;
+    int uniq;      /* numbers the index arrays and values of index chains */
 } KE;
 
 static int W(const KE *ke, KPKind kind, const Val *v, int a, int b) {
@@ -210,6 +211,20 @@ static void emit_own_index(KE *ke, const Val *v, int d) {
 
 static void emit_node(KE *ke, Val *v, int d);
 static bool row_divisor(const Kernel *k, const Val *r);
+static void emit_need(KE *ke, Val *v, int d);
+
+/* The scalar operands of an index chain (pad's value, stack's scalars), computed once
+   in the scope that reads the chain, before the chain's nested blocks. */
+static void emit_chain_scalars(KE *ke, Val *v, int d, int depth) {
+    if (depth > 64) die("index chain too deep");
+    for (int i = 0; i < v->nargs; i++) {
+        Val *x = v->args[i];
+        if (!x || !op_value_arg(v->op, i)) continue;
+        Val *n = kernel_chain_src(ke->k, x);
+        if (n) emit_chain_scalars(ke, n, d, depth + 1);
+        else if (x->rank == 0) emit_need(ke, x, d);
+    }
+}
 
 /* Emits what v needs, then v, once per scope. */
 static void emit_need(KE *ke, Val *v, int d) {
@@ -239,18 +254,197 @@ static void emit_need(KE *ke, Val *v, int d) {
         /* scalar operands are parameters */
     } else if (v->op == OP_GATHER) {
         emit_need(ke, v->args[1], d);
+    } else if (index_chains(v->op)) {
+        emit_chain_scalars(ke, v, d, 0);
     }
     emit_node(ke, v, d);
+}
+
+static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d, int depth);
+
+/* The stride of source axis k of operand q of index transform v (SRCSTRIDE is in the
+   output's axis order for a transpose). */
+static int src_stride(KE *ke, const Val *v, int k, int q) {
+    if (v->op == OP_TRANSPOSE)
+        for (int a = 0; a < v->rank; a++)
+            if (v->perm[a] == k) return W(ke, KP_SRCSTRIDE, v, a, 0);
+    return W(ke, KP_SRCSTRIDE, v, k, q);
+}
+
+/* out = operand q of index transform v at its multi-index S (a C array, or unused for a
+   scalar operand): from memory, or through the chain. */
+static void emit_src_at(KE *ke, Val *v, int q, const char *S, const char *out, int d, int depth) {
+    Buf *b = ke->b;
+    Val *x = v->args[q];
+    char r0[128];
+    if (x->rank == 0) {
+        ref(ke, x, r0, sizeof r0);
+        ind(b, d);
+        bprintf(b, "%s = %s;\n", out, r0);
+        return;
+    }
+    Val *n = kernel_chain_src(ke->k, x);
+    if (n) {
+        emit_index_at(ke, n, S, out, d, depth + 1);
+        return;
+    }
+    ind(b, d);
+    bprintf(b, "%s = ((const %s *)p.w[%d])[0", out, ctype(v->dt), W(ke, KP_IN, x, 0, 0));
+    for (int k = 0; k < x->rank; k++) bprintf(b, " + %s[%d] * p.w[%d]", S, k, src_stride(ke, v, k, q));
+    bputs(b, "];\n");
+}
+
+/* Declares a fresh index array for a source of rank r; returns its name. */
+static const char *new_index(KE *ke, int r, int d) {
+    const char *S = arena_printf(ke->e->a, "xs%d_", ke->uniq++);
+    ind(ke->b, d);
+    bprintf(ke->b, "long long %s[%d];\n", S, r > 0 ? r : 1);
+    return S;
+}
+
+/* out = index transform v at its own multi-index J (a C array of v->rank entries): the
+   source index it reads, by op, then the source read (from memory or a nested chain). */
+static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d, int depth) {
+    Buf *b = ke->b;
+    Val *x = v->args[0];
+    if (depth > 64) die("index chain too deep");
+    ind(b, d);
+    bputs(b, "{\n");
+    d++;
+    switch (v->op) {
+    case OP_REVERSE:
+    case OP_TRANSPOSE: {
+        const char *S = new_index(ke, x->rank, d);
+        for (int a = 0; a < v->rank; a++) {
+            ind(b, d);
+            if (v->op == OP_TRANSPOSE) bprintf(b, "%s[%d] = %s[%d];\n", S, v->perm[a], J, a);
+            else if (a == 0) bprintf(b, "%s[0] = p.w[%d] - 1 - %s[0];\n", S, W(ke, KP_OWNSHAPE, v, 0, 0), J);
+            else bprintf(b, "%s[%d] = %s[%d];\n", S, a, J, a);
+        }
+        emit_src_at(ke, v, 0, S, out, d, depth);
+        break;
+    }
+    case OP_SLICE: {
+        const char *S = new_index(ke, x->rank, d);
+        int oax = 0;
+        for (int ax = 0; ax < x->rank; ax++) {
+            int st = W(ke, KP_SLSTART, v, ax, 0), sp = W(ke, KP_SLSTEP, v, ax, 0);
+            ind(b, d);
+            if (v->slmode[ax] == SL_INDEX) bprintf(b, "%s[%d] = p.w[%d];\n", S, ax, st);
+            else bprintf(b, "%s[%d] = p.w[%d] + %s[%d] * p.w[%d];\n", S, ax, st, J, oax++, sp);
+        }
+        emit_src_at(ke, v, 0, S, out, d, depth);
+        break;
+    }
+    case OP_CONCAT: {
+        int ax = v->axis;
+        for (int q = 0; q < v->nargs; q++) {
+            ind(b, d);
+            bprintf(b, "%sif (%s[%d] < p.w[%d]) {\n", q ? "else " : "", J, ax, W(ke, KP_CATOFF, v, 0, q + 1));
+            const char *S = new_index(ke, v->rank, d + 1);
+            for (int k = 0; k < v->rank; k++) {
+                ind(b, d + 1);
+                if (k == ax) bprintf(b, "%s[%d] = %s[%d] - p.w[%d];\n", S, k, J, k, W(ke, KP_CATOFF, v, 0, q));
+                else bprintf(b, "%s[%d] = %s[%d];\n", S, k, J, k);
+            }
+            emit_src_at(ke, v, q, S, out, d + 1, depth);
+            ind(b, d);
+            bputs(b, "}\n");
+        }
+        ind(b, d);
+        bprintf(b, "else %s = 0;\n", out);
+        break;
+    }
+    case OP_PAD: {
+        /* inside iff every source index is within the source: 0 <= J - w < own - 2w */
+        int pw = W(ke, KP_PADW, v, 0, 0);
+        char r0[128];
+        const char *S = new_index(ke, v->rank, d);
+        ind(b, d);
+        bputs(b, "bool in_ = true;\n");
+        for (int k = 0; k < v->rank; k++) {
+            ind(b, d);
+            bprintf(b, "%s[%d] = %s[%d] - p.w[%d]; in_ = in_ && (unsigned long long)%s[%d] < "
+                       "(unsigned long long)(p.w[%d] - 2 * p.w[%d]);\n",
+                    S, k, J, k, pw, S, k, W(ke, KP_OWNSHAPE, v, k, 0), pw);
+        }
+        ind(b, d);
+        bputs(b, "if (in_) {\n");
+        emit_src_at(ke, v, 0, S, out, d + 1, depth);
+        ref(ke, v->args[2], r0, sizeof r0);
+        ind(b, d);
+        bprintf(b, "} else %s = %s;\n", out, r0);
+        break;
+    }
+    case OP_ROLL: {
+        int sh = W(ke, KP_ROLLSHIFT, v, 0, 0);
+        const char *S = new_index(ke, v->rank, d);
+        if (v->axis != AXIS_ALL) {
+            int ax = v->axis;
+            for (int k = 0; k < v->rank; k++) {
+                ind(b, d);
+                if (k == ax)
+                    bprintf(b, "{ long long t_ = %s[%d] - p.w[%d]; %s[%d] = t_ < 0 ? t_ + p.w[%d] : t_; }\n", J, k,
+                            sh, S, k, W(ke, KP_OWNSHAPE, v, k, 0));
+                else bprintf(b, "%s[%d] = %s[%d];\n", S, k, J, k);
+            }
+        } else {
+            /* over the flattened array: the C-order offset, rolled, back to an index */
+            ind(b, d);
+            bputs(b, "long long f_ = 0, n_ = 1;\n");
+            for (int k = 0; k < v->rank; k++) {
+                int os = W(ke, KP_OWNSHAPE, v, k, 0);
+                ind(b, d);
+                bprintf(b, "f_ = f_ * p.w[%d] + %s[%d]; n_ *= p.w[%d];\n", os, J, k, os);
+            }
+            ind(b, d);
+            bprintf(b, "f_ -= p.w[%d]; if (f_ < 0) f_ += n_;\n", sh);
+            for (int k = v->rank - 1; k >= 0; k--) {
+                int os = W(ke, KP_OWNSHAPE, v, k, 0);
+                ind(b, d);
+                bprintf(b, "%s[%d] = f_ %% p.w[%d]; f_ /= p.w[%d];\n", S, k, os, os);
+            }
+        }
+        emit_src_at(ke, v, 0, S, out, d, depth);
+        break;
+    }
+    case OP_STACK: {
+        int ax = v->axis;
+        const char *S = new_index(ke, v->rank - 1, d);
+        for (int k = 0, q = 0; k < v->rank; k++) {
+            if (k == ax) continue;
+            ind(b, d);
+            bprintf(b, "%s[%d] = %s[%d];\n", S, q++, J, k);
+        }
+        ind(b, d);
+        bprintf(b, "switch (%s[%d]) {\n", J, ax);
+        for (int q = 0; q < v->nargs; q++) {
+            ind(b, d);
+            bprintf(b, "case %d:\n", q);
+            emit_src_at(ke, v, q, S, out, d + 1, depth);
+            ind(b, d + 1);
+            bputs(b, "break;\n");
+        }
+        ind(b, d);
+        bprintf(b, "default: %s = 0;\n", out);
+        ind(b, d);
+        bputs(b, "}\n");
+        break;
+    }
+    default: die("emit_index_at: %s is not an index chain op", op_name[v->op]);
+    }
+    d--;
+    ind(b, d);
+    bputs(b, "}\n");
 }
 
 static void emit_index_load(KE *ke, Val *v, int d) {
     Buf *b = ke->b;
     Val *x = v->args[0];
-    if (x->rank == 0) {
+    if (v->op == OP_RESHAPE && x->rank == 0) {
         /* reshape(6, 1): a scalar has no buffer (fuse.c passes it as a kernel scalar or
            a literal); its one element is the value itself (the executor checks the size). */
         char r0[128];
-        ASSERT(v->op == OP_RESHAPE);
         ref(ke, x, r0, sizeof r0);
         ind(b, d);
         bprintf(b, "const %s v%d = %s;\n", ctype(v->dt), v->id, r0);
@@ -266,40 +460,13 @@ static void emit_index_load(KE *ke, Val *v, int d) {
     emit_own_index(ke, v, d);
     ind(b, d);
     bprintf(b, "%s v%d;\n", ctype(v->dt), v->id);
+    if (index_chains(v->op)) {
+        emit_index_at(ke, v, arena_printf(ke->e->a, "j%d_", v->id), arena_printf(ke->e->a, "v%d", v->id), d, 0);
+        return;
+    }
     ind(b, d);
     bputs(b, "{\n");
     switch (v->op) {
-    case OP_REVERSE:
-    case OP_TRANSPOSE: {
-        ind(b, d + 1);
-        bputs(b, "long long src = 0");
-        for (int ax = 0; ax < v->rank; ax++) {
-            int ss = W(ke, KP_SRCSTRIDE, v, ax, 0);
-            if (v->op == OP_REVERSE && ax == 0)
-                bprintf(b, " + (p.w[%d] - 1 - j%d_[0]) * p.w[%d]", W(ke, KP_OWNSHAPE, v, 0, 0), v->id, ss);
-            else
-                bprintf(b, " + j%d_[%d] * p.w[%d]", v->id, ax, ss);
-        }
-        bputs(b, ";\n");
-        ind(b, d + 1);
-        bprintf(b, "v%d = ((const %s *)p.w[%d])[src];\n", v->id, ctype(v->dt), W(ke, KP_IN, x, 0, 0));
-        break;
-    }
-    case OP_SLICE: {
-        ind(b, d + 1);
-        bputs(b, "long long src = 0");
-        int oax = 0;
-        for (int ax = 0; ax < x->rank; ax++) {
-            int st = W(ke, KP_SLSTART, v, ax, 0), sp = W(ke, KP_SLSTEP, v, ax, 0);
-            int ss = W(ke, KP_SRCSTRIDE, v, ax, 0);
-            if (v->slmode[ax] == SL_INDEX) bprintf(b, " + p.w[%d] * p.w[%d]", st, ss);
-            else bprintf(b, " + (p.w[%d] + j%d_[%d] * p.w[%d]) * p.w[%d]", st, v->id, oax++, sp, ss);
-        }
-        bputs(b, ";\n");
-        ind(b, d + 1);
-        bprintf(b, "v%d = ((const %s *)p.w[%d])[src];\n", v->id, ctype(v->dt), W(ke, KP_IN, x, 0, 0));
-        break;
-    }
     case OP_GATHER: {
         /* out[j0..j(ri-1), rest] = x[idx[j0..], rest]; idx is contiguous, so its offset
            is the leading part of the own index in C order. */
@@ -340,31 +507,6 @@ static void emit_index_load(KE *ke, Val *v, int d) {
         ind(b, d + 1);
         bprintf(b, "v%d = gin_ ? ((const %s *)p.w[%d])[src] : (%s)0;\n", v->id, ctype(v->dt), W(ke, KP_IN, x, 0, 0),
                 ctype(v->dt));
-        break;
-    }
-    case OP_CONCAT: {
-        int ax = v->axis;
-        for (int q = 0; q < v->nargs; q++) {
-            Val *xq = v->args[q];
-            ind(b, d + 1);
-            bprintf(b, "%sif (j%d_[%d] < p.w[%d]) {\n", q ? "else " : "", v->id, ax, W(ke, KP_CATOFF, v, 0, q + 1));
-            ind(b, d + 2);
-            bputs(b, "long long src = 0");
-            for (int k2 = 0; k2 < xq->rank; k2++) {
-                if (k2 == ax)
-                    bprintf(b, " + (j%d_[%d] - p.w[%d]) * p.w[%d]", v->id, k2, W(ke, KP_CATOFF, v, 0, q),
-                            W(ke, KP_SRCSTRIDE, v, k2, q));
-                else
-                    bprintf(b, " + j%d_[%d] * p.w[%d]", v->id, k2, W(ke, KP_SRCSTRIDE, v, k2, q));
-            }
-            bputs(b, ";\n");
-            ind(b, d + 2);
-            bprintf(b, "v%d = ((const %s *)p.w[%d])[src];\n", v->id, ctype(v->dt), W(ke, KP_IN, xq, 0, 0));
-            ind(b, d + 1);
-            bputs(b, "}\n");
-        }
-        ind(b, d + 1);
-        bprintf(b, "else v%d = 0;\n", v->id);
         break;
     }
     default: die("not an index op");
@@ -455,7 +597,10 @@ static void emit_node(KE *ke, Val *v, int d) {
     case OP_REVERSE:
     case OP_CONCAT:
     case OP_RESHAPE:
-    case OP_TRANSPOSE: emit_index_load(ke, v, d); return;
+    case OP_TRANSPOSE:
+    case OP_PAD:
+    case OP_ROLL:
+    case OP_STACK: emit_index_load(ke, v, d); return;
     case OP_CHECKDIM:
         ref(ke, v->args[0], r0, sizeof r0);
         ind(b, d);

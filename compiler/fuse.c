@@ -39,6 +39,10 @@ enum {
    transcendentals. */
 #define RECOMPUTE_MAX 16
 
+/* Index transforms chained in one kernel (rule 1) at most: a longer chain (x[0:][0:]...)
+   writes every CHAIN_MAX-th value, so that the emitted code stays shallow. */
+#define CHAIN_MAX 16
+
 typedef struct IntVec {
     int *v;
     int n, cap;
@@ -212,6 +216,10 @@ static int64_t dkey_compute(F *f, Val *v, int axis, int depth) {
         if (v->args[0]->rank != v->rank) return uniq;
         return dkey(f, v->args[0], axis, depth + 1);
     case OP_REVERSE: return dkey(f, v->args[0], axis, depth + 1);
+    case OP_ROLL: return dkey(f, v->args[0], axis, depth + 1);
+    case OP_STACK:
+        if (axis == v->axis) return DK(T_CONST, v->nargs);
+        return dkey(f, v->args[0], axis < v->axis ? axis : axis - 1, depth + 1);
     case OP_TRANSPOSE: return dkey(f, v->args[0], v->perm[axis], depth + 1);
     default: return uniq;
     }
@@ -322,11 +330,23 @@ static void absorb_rows(F *f, Val *m, bool *in) {
     }
 }
 
+/* An index transform (through checks) that a consuming index transform can read at
+   the indices it wants, inside the consumer's kernel (kernel.h, index chains). */
+static bool chain_operand(const Val *x) {
+    for (int depth = 0; depth < 64; depth++, x = x->args[0]) {
+        if (index_chains(x->op)) return x->rank > 0;
+        if (x->op != OP_CHECKDIM) return false;
+    }
+    return false;
+}
+
 /* Rule 1: a fusible value (elementwise, generator, index transform) becomes part of the
    body of every kernel that consumes it, unless it must be in memory: a statement's
-   value, the operand of an index transform, a matrix product or a host operation, or a
-   value an earlier statement computed. Non-fusible results are in memory anyway. */
+   value, the operand of an index transform (unless both are index transforms that
+   chain: pad, roll, stack, concat, slices, reverse, transpose), a matrix product or a
+   host operation, or a value an earlier statement computed. Non-fusible results are in memory anyway. */
 static void rule1_vertical(F *f) {
+    int *chain = NEWN(f->a, int, f->nv > 0 ? f->nv : 1); /* index transforms chained so far */
     for (int i = 0; i < f->order.n; i++) {
         int id = f->order.v[i];
         Val *v = f->val[id];
@@ -339,8 +359,14 @@ static void rule1_vertical(F *f) {
         for (int j = 0; j < v->nargs; j++) {
             Val *x = v->args[j];
             if (!x || x->rank == 0 || !needs_mem) continue;
+            if (index_chains(v->op) && chain_operand(x) && chain[x->id] < CHAIN_MAX) {
+                if (chain[x->id] + 1 > chain[id]) chain[id] = chain[x->id] + 1; /* read through the chain */
+                continue;
+            }
             if (f->cls[x->id] == C_FUSE) f->mat[x->id] = true;
         }
+        if (v->op == OP_CHECKDIM && v->args[0] && chain[v->args[0]->id] > chain[id]) chain[id] = chain[v->args[0]->id];
+        if (index_chains(v->op) && !chain[id]) chain[id] = 1;
         /* Reached from an earlier statement: that statement wrote it. */
         for (int j = 0; j < v->nargs; j++) {
             Val *x = v->args[j];

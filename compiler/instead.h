@@ -32,7 +32,7 @@
     X("around", "NumPy", USE, "round(x) (half to even, like NumPy)")                             \
     X("concatenate", "NumPy", USE, "concat(a, b, ...) or concat(a, b, axis=k)")                  \
     X("hstack", "NumPy", USE, "concat(a, b) for 1-D arrays, concat(a, b, axis=1) for 2-D ones")  \
-    X("vstack", "NumPy", USE, "concat(a, b) for 2-D arrays (stacking 1-D rows needs stack(), planned)") \
+    X("vstack", "NumPy", USE, "concat(a, b) for 2-D arrays, stack(a, b) for 1-D rows") \
     X("flip", "NumPy", USE, "reverse(x) or x[::-1] (dimension 0)")                               \
     X("ravel", "NumPy", USE, "reshape(x, -1)")                                                   \
     X("permute_dims", "NumPy", USE, "transpose(x, axes...)")                                     \
@@ -65,9 +65,6 @@
     X("flatnonzero", "NumPy", PLANNED, "nonzero(mask) (i64 flat indices)")                       \
     X("extract", "NumPy", PLANNED, "x[mask] or filter(f, x)")                                    \
     X("compress", "NumPy", PLANNED, "x[mask] or filter(f, x)")                                   \
-    X("pad", "NumPy", PLANNED, "pad(x, w) or pad(x, w, value=v)")                                \
-    X("roll", "NumPy", PLANNED, "roll(x, shift, axis=k)")                                        \
-    X("stack", "NumPy", PLANNED, "stack(a, b, ..., axis=k)")                                     \
     X("partition", "NumPy/Futhark", PLANNED, "partition(f, x) giving (yes, no), Futhark's meaning") \
     X("top_k", "CuPy/PyTorch", PLANNED, "top_k(x, k)")                                           \
     X("filter", "Futhark", PLANNED, "filter(f, x)")                                              \

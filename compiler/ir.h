@@ -158,6 +158,11 @@ typedef enum {
     X(CONCAT, "concat", OK_INDEX, VA_ALL, 4) /* args: xs... along v->axis */                      \
     X(RESHAPE, "reshape", OK_INDEX, 1u, 4)   /* args: x, dims... (one dim may be -1) */           \
     X(TRANSPOSE, "transpose", OK_INDEX, 1u, 4) /* args: x; v->perm */                             \
+    X(PAD, "pad", OK_INDEX, 5u, 4)       /* args: x, w (i64), value (scalar of v->dt): w values  \
+                                            before and after every axis */                      \
+    X(ROLL, "roll", OK_INDEX, 1u, 4)     /* args: x, shift (i64); along v->axis, or over the     \
+                                            flattened array when AXIS_ALL (np.roll) */           \
+    X(STACK, "stack", OK_INDEX, VA_ALL, 4) /* args: xs... (one shape): a new axis v->axis */      \
     X(MATMUL, "matmul", OK_MATMUL, VA_ALL, 0) /* args: x (2-D), y (1-D or 2-D) */                 \
     X(LOAD, "load", OK_LEAF, 0u, 0)       /* v->path: a .npy file of type v->dt, rank v->rank */ \
     X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */
@@ -244,7 +249,7 @@ struct Val {
     int id;        /* numbering within its function, for printing */
     Scalar c;      /* OP_CONST */
     int slot;      /* OP_SLOT slot, OP_ARG index */
-    int axis;      /* OP_DIM, OP_REDUCE, OP_SCAN, OP_CONCAT */
+    int axis;      /* OP_DIM, OP_REDUCE, OP_SCAN, OP_CONCAT, OP_ROLL, OP_STACK */
     bool keepdims; /* OP_REDUCE */
     bool exclusive;/* OP_SCAN */
     RedOp red;     /* OP_REDUCE, OP_SCAN */

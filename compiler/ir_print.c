@@ -78,7 +78,8 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
         if (v->args[i]) fprintf(out, " %%%d", v->args[i]->id);
         else fprintf(out, " _");
     }
-    if (v->op == OP_DIM || v->op == OP_CONCAT || ((v->op == OP_REDUCE || v->op == OP_SCAN) && v->axis != AXIS_ALL))
+    if (v->op == OP_DIM || v->op == OP_CONCAT || v->op == OP_STACK ||
+        ((v->op == OP_REDUCE || v->op == OP_SCAN || v->op == OP_ROLL) && v->axis != AXIS_ALL))
         fprintf(out, " axis=%d", v->axis);
     if (v->op == OP_REDUCE && v->keepdims) fprintf(out, " keepdims");
     if (v->op == OP_SCAN && v->exclusive) fprintf(out, " exclusive");

@@ -46,13 +46,15 @@ void kernel_layout_params(Arena *a, Kernel *k) {
     for (int i = 0; i < k->nvals; i++) {
         Val *v = k->vals[i];
         if (!op_is_gen(v->op) && !op_is_index(v->op)) continue;
-        for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, v, ax, 0);
+        if (!op_is_index(v->op) || kernel_direct(k, v))
+            for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, v, ax, 0);
         for (int ax = 0; ax < v->rank; ax++) add_param(a, k, &cap, KP_OWNSHAPE, v, ax, 0);
         if (!op_is_index(v->op)) continue;
         for (int j = 0; j < v->nargs; j++) {
             Val *x = v->args[j];
             if (!x || !op_value_arg(v->op, j) || x->rank == 0) continue;
             if (v->op == OP_GATHER && j == 1) continue; /* idx is read at its own offset */
+            if (kernel_chain_src(k, x)) continue; /* read through the chain */
             for (int ax = 0; ax < x->rank; ax++) add_param(a, k, &cap, KP_SRCSTRIDE, v, ax, j);
         }
         if (v->op == OP_SLICE)
@@ -63,6 +65,8 @@ void kernel_layout_params(Arena *a, Kernel *k) {
         if (v->op == OP_CONCAT)
             for (int j = 0; j <= v->nargs; j++) add_param(a, k, &cap, KP_CATOFF, v, 0, j);
         if (v->op == OP_GATHER) add_param(a, k, &cap, KP_GLEN, v, 0, 0);
+        if (v->op == OP_PAD) add_param(a, k, &cap, KP_PADW, v, 0, 0);
+        if (v->op == OP_ROLL) add_param(a, k, &cap, KP_ROLLSHIFT, v, 0, 0);
     }
     for (int i = 0; i < k->nins; i++) add_param(a, k, &cap, KP_IN, k->ins[i], 0, 0);
     for (int i = 0; i < k->nscalars; i++) add_param(a, k, &cap, KP_SCALAR, k->scalars[i], 0, 0);
@@ -74,6 +78,51 @@ void kernel_layout_params(Arena *a, Kernel *k) {
             add_param(a, k, &cap, KP_ERR, NULL, 0, 0);
             break;
         }
+}
+
+bool index_chains(int op) {
+    switch (op) {
+    case OP_SLICE:
+    case OP_REVERSE:
+    case OP_TRANSPOSE:
+    case OP_CONCAT:
+    case OP_PAD:
+    case OP_ROLL:
+    case OP_STACK: return true;
+    default: return false;
+    }
+}
+
+static bool in_vals(const Kernel *k, const Val *v) {
+    for (int i = 0; i < k->nvals; i++)
+        if (k->vals[i] == v) return true;
+    return false;
+}
+
+Val *kernel_chain_src(const Kernel *k, Val *x) {
+    x = kernel_canon(k, x);
+    if (x->rank == 0) return NULL;
+    for (int depth = 0; depth < 64 && in_vals(k, x); depth++) {
+        if (index_chains(x->op)) return x;
+        if (x->op != OP_CHECKDIM) return NULL;
+        x = kernel_canon(k, x->args[0]);
+    }
+    return NULL;
+}
+
+bool kernel_direct(const Kernel *k, const Val *v) {
+    for (int i = 0; i < k->nouts; i++)
+        if (k->outs[i] == v) return true;
+    for (int i = 0; i < k->nvals; i++) {
+        const Val *u = k->vals[i];
+        for (int j = 0; j < u->nargs; j++) {
+            if (!u->args[j] || kernel_canon(k, u->args[j]) != v || !op_value_arg(u->op, j)) continue;
+            if (index_chains(u->op) && kernel_chain_src(k, u->args[j]) == v) continue;
+            if (u->op == OP_CHECKDIM && !kernel_direct(k, u)) continue;
+            return true;
+        }
+    }
+    return false;
 }
 
 Val *kernel_canon(const Kernel *k, Val *v) {

@@ -45,6 +45,8 @@ typedef enum {
                     if (atomicCAS(&e[0], 0, v->id + 1) == 0) { e[1] = index; e[2] = size; }
                     and reads no element; the executor reports it as the CPU backend does */
     KP_GLEN,     /* gather v: size of axis 0 of its source (negative indices add it) */
+    KP_PADW,     /* pad v: its width */
+    KP_ROLLSHIFT,/* roll v: its shift modulo the rolled length, in [0, length) */
 } KPKind;
 
 typedef struct KParam {
@@ -130,6 +132,15 @@ void planset_print(FILE *out, const PlanSet *ps);
 
 /* The input a leaf read stands for (itself unless it repeats a slot read). */
 Val *kernel_canon(const Kernel *k, Val *v);
+/* Index chains (rule 1): an index transform whose operand is another index transform
+   (through checks) computed in the same kernel reads it at the source indices it wants,
+   never from memory: the 5-point stencil over pad(x, 1) is one kernel. index_chains
+   says which ops take part, kernel_chain_src gives the transform x reads through (or
+   NULL: x is read from memory or is a scalar), kernel_direct whether v is also needed at
+   the iteration index (an output, or read by something other than a chain). */
+bool index_chains(int op);
+Val *kernel_chain_src(const Kernel *k, Val *x);
+bool kernel_direct(const Kernel *k, const Val *v);
 /* The grid (0: one full wave, for grid-stride kernels) and the scratch bytes k is
    launched with over an iteration space of n elements; axis kernels pass the sizes
    before (outer), along and after (inner) their axis, which is -1 for whole-array

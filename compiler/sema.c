@@ -220,7 +220,8 @@ typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT
     X("iota", B_GEN) X("zeros", B_GEN) X("ones", B_GEN) X("full", B_GEN) X("linspace", B_GEN)   \
     X("rand", B_GEN) X("randn", B_GEN)                                                          \
     X("len", B_STRUCT) X("reverse", B_STRUCT) X("concat", B_STRUCT) X("reshape", B_STRUCT)      \
-    X("transpose", B_STRUCT) X("dot", B_STRUCT)                                                 \
+    X("transpose", B_STRUCT) X("dot", B_STRUCT) X("pad", B_STRUCT) X("roll", B_STRUCT)          \
+    X("stack", B_STRUCT)                                                                        \
     X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)
 
 typedef struct Builtin {
@@ -1070,6 +1071,129 @@ static Ex lower_dot(Ctx *c, Ex *xs, Node **nodes, Loc loc, const char *what) {
     return ex_bad();
 }
 
+/* pad(x, w [, value=v]): w elements of v (0 by default) on both sides of every axis,
+   as np.pad(x, w, constant_values=v). Args: x, w (i64), v (a scalar of x's type). */
+static Ex builtin_pad(Ctx *c, Node *call, CallArgs *ca) {
+    Loc loc = call->loc;
+    Node *vn = named_get(ca, "value");
+    if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "pad")) return ex_bad();
+    Ex x = concrete(c, arg_ex(c, ca, 0));
+    if (!x.ok) return x;
+    if (x.v->rank == 0) {
+        diag_error(c->d, ca->pos[0]->loc, "pad() needs an array, not a scalar; make it one with reshape(x, 1)");
+        return ex_bad();
+    }
+    int64_t wc;
+    Node *wn = ca->pos[1];
+    if ((wn->kind == N_INT || (wn->kind == N_UNARY && wn->op == AOP_NEG && wn->a->kind == N_INT)) &&
+        const_int(c, wn, &wc, "the width") && wc < 0) {
+        diag_error(c->d, wn->loc, "pad() width must be 0 or more, got %lld", (long long)wc);
+        return ex_bad();
+    }
+    Val *w = as_i64(c, arg_ex(c, ca, 1), wn->loc, "pad()'s width");
+    if (!w) return ex_bad();
+    Val *val;
+    if (vn) {
+        Ex e = lower_expr(c, vn);
+        if (!e.ok) return e;
+        if (e.v->rank != 0) {
+            diag_error(c->d, vn->loc, "pad()'s value= must be a scalar of the array's type (%s), not %s",
+                       dtype_info[x.v->dt].name, ex_tname(c, e));
+            return ex_bad();
+        }
+        e = coerce(c, e, x.v->dt, vn->loc, "pad()'s value=");
+        if (!e.ok) return e;
+        val = e.v;
+    } else {
+        val = mk(c, OP_CONST, x.v->dt, 0, 0, loc); /* zero in every type's Scalar form */
+    }
+    Val *v = mk(c, OP_PAD, x.v->dt, x.v->rank, 3, loc);
+    v->args[0] = x.v;
+    v->args[1] = w;
+    v->args[2] = val;
+    return ex_val(v);
+}
+
+/* roll(x, shift [, axis=k]): np.roll. Without axis= the flattened array is rolled and
+   the shape kept (v->axis = AXIS_ALL). Args: x, shift (i64). */
+static Ex builtin_roll(Ctx *c, Node *call, CallArgs *ca) {
+    Node *an = named_get(ca, "axis");
+    if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "roll")) return ex_bad();
+    Ex x = concrete(c, arg_ex(c, ca, 0));
+    if (!x.ok) return x;
+    int rank = x.v->rank;
+    if (rank == 0) {
+        diag_error(c->d, ca->pos[0]->loc, "roll() needs an array, not a scalar; make it one with reshape(x, 1)");
+        return ex_bad();
+    }
+    int axis = AXIS_ALL;
+    if (an) {
+        int64_t ax;
+        if (!const_int(c, an, &ax, "axis=")) return ex_bad();
+        if (ax < -rank || ax >= rank) {
+            diag_error(c->d, an->loc, "roll(): axis %lld is out of range for a %d-D array; use 0 to %d, or -%d to -1",
+                       (long long)ax, rank, rank - 1, rank);
+            return ex_bad();
+        }
+        axis = (int)(ax < 0 ? ax + rank : ax);
+    }
+    Val *s = as_i64(c, arg_ex(c, ca, 1), ca->pos[1]->loc, "roll()'s shift");
+    if (!s) return ex_bad();
+    Val *v = mk2(c, OP_ROLL, x.v->dt, rank, x.v, s, call->loc);
+    v->axis = axis;
+    return ex_val(v);
+}
+
+/* stack(a, b, ..., axis=k): np.stack, a new axis k (0 by default; negative counts
+   from the end of the result's axes). */
+static Ex builtin_stack(Ctx *c, Node *call, CallArgs *ca) {
+    Loc loc = call->loc;
+    Node *an = named_get(ca, "axis");
+    if (!named_check(c, ca, "stack")) return ex_bad();
+    if (ca->npos < 1) {
+        diag_error(c->d, loc, "stack() needs at least one array, e.g. stack(a, b)");
+        return ex_bad();
+    }
+    Ex xs[32];
+    Node *nodes[32];
+    for (int i = 0; i < ca->npos; i++) {
+        xs[i] = lower_expr(c, ca->pos[i]);
+        nodes[i] = ca->pos[i];
+        if (!xs[i].ok) return ex_bad();
+    }
+    if (!unify(c, xs, ca->npos, nodes, loc, "stack")) return ex_bad();
+    for (int i = 0; i < ca->npos; i++) {
+        xs[i] = concrete(c, xs[i]);
+        if (!xs[i].ok) return ex_bad();
+    }
+    int rank = xs[0].v->rank;
+    for (int i = 1; i < ca->npos; i++)
+        if (xs[i].v->rank != rank) {
+            diag_error(c->d, ca->pos[i]->loc, "stack() needs arrays of one shape, but this is %s and the first is %s",
+                       tname(c->a, xs[i].v->dt, xs[i].v->rank), tname(c->a, xs[0].v->dt, rank));
+            return ex_bad();
+        }
+    if (rank + 1 > MAXRANK) {
+        diag_error(c->d, loc, "stack() of %d-D arrays would have more than %d dimensions", rank, MAXRANK);
+        return ex_bad();
+    }
+    int axis = 0;
+    if (an) {
+        int64_t ax;
+        if (!const_int(c, an, &ax, "axis=")) return ex_bad();
+        if (ax < -(rank + 1) || ax > rank) {
+            diag_error(c->d, an->loc, "stack(): axis %lld is out of range for a %d-D result; use 0 to %d, or -%d to -1",
+                       (long long)ax, rank + 1, rank, rank + 1);
+            return ex_bad();
+        }
+        axis = (int)(ax < 0 ? ax + rank + 1 : ax);
+    }
+    Val *v = mk(c, OP_STACK, xs[0].v->dt, rank + 1, ca->npos, loc);
+    for (int i = 0; i < ca->npos; i++) v->args[i] = xs[i].v;
+    v->axis = axis;
+    return ex_val(v);
+}
+
 static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     Loc loc = call->loc;
     if (strcmp(g, "len") == 0) {
@@ -1137,6 +1261,9 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
         v->axis = axis;
         return ex_val(v);
     }
+    if (strcmp(g, "pad") == 0) return builtin_pad(c, call, ca);
+    if (strcmp(g, "roll") == 0) return builtin_roll(c, call, ca);
+    if (strcmp(g, "stack") == 0) return builtin_stack(c, call, ca);
     if (strcmp(g, "reshape") == 0) {
         if (!named_check(c, ca, g)) return ex_bad();
         if (ca->npos < 2 || ca->npos - 1 > MAXRANK) {
@@ -1618,6 +1745,15 @@ static Size array_size_of(Ctx *c, const Val *v, int axis, int depth) {
         return array_size(c, x, axis - idx->rank + 1, depth + 1);
     }
     case OP_CONCAT: return axis == v->axis ? unknown : array_size(c, x, axis, depth + 1);
+    case OP_PAD: {
+        /* pad(x, 0) keeps the sizes; otherwise they are only known at run time. */
+        Size w = scalar_size(c, v->args[1], depth + 1);
+        return w.k == SZ_CONST && w.c == 0 ? array_size(c, x, axis, depth + 1) : unknown;
+    }
+    case OP_ROLL: return array_size(c, x, axis, depth + 1);
+    case OP_STACK:
+        if (axis == v->axis) return (Size){SZ_CONST, NULL, 0, v->nargs};
+        return array_size(c, x, axis < v->axis ? axis : axis - 1, depth + 1);
     case OP_MATMUL: return axis == 0 ? array_size(c, x, 0, depth + 1) : array_size(c, v->args[1], 1, depth + 1);
     default: return (Size){SZ_DIM, v, axis, 0}; /* slots, loads, calls: sizes only known at run time */
     }

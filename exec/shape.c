@@ -68,6 +68,12 @@ bool shape_index(RtErr *e, Loc loc, int64_t i, int axis, int64_t n, int64_t *t) 
     return true;
 }
 
+int64_t shape_roll_shift(int64_t shift, int64_t n) {
+    if (n <= 0) return 0;
+    int64_t r = shift % n;
+    return r < 0 ? r + n : r;
+}
+
 bool shape_concat(RtErr *e, const Val *v, const Dims *xs, int n, Dims *out, int64_t *offs) {
     int axis = v->axis;
     ASSERT(n >= 1 && axis >= 0 && axis < xs[0].rank);
@@ -236,6 +242,9 @@ bool shape_rule_covers(const Val *v) {
     case OP_SLICE:
     case OP_GATHER:
     case OP_CONCAT:
+    case OP_PAD:
+    case OP_ROLL:
+    case OP_STACK:
     case OP_MATMUL: return true;
     default: return op_is_ew(v->op);
     }
@@ -311,6 +320,42 @@ bool shape_rule(const Operands *o, const Val *v, Dims *out, SliceAxis *sl) {
         if (ok) ok = shape_concat(o->err, v, p, v->nargs, out, NULL);
         if (p != xs) free(p);
         return ok;
+    }
+    case OP_PAD: {
+        int64_t w;
+        if (!o->i64(o->fr, v->args[1], &w)) return false;
+        if (w < 0) {
+            rt_error(o->err, v->loc, "pad() width must be 0 or more, got %lld", (long long)w);
+            return false;
+        }
+        *out = x;
+        for (int k = 0; k < x.rank; k++) {
+            if (w > (INT64_MAX - x.d[k]) / 2) {
+                rt_error(o->err, v->loc, "pad() width %lld makes axis %d too large", (long long)w, k);
+                return false;
+            }
+            out->d[k] = x.d[k] + 2 * w;
+        }
+        return shape_fits(o->err, v->loc, v->dt, out);
+    }
+    case OP_ROLL: *out = x; return true;
+    case OP_STACK: {
+        ASSERT(v->axis >= 0 && v->axis <= x.rank && x.rank < MAXRANK);
+        for (int i = 1; i < v->nargs; i++) {
+            Dims y;
+            if (!o->dims(o->fr, v->args[i], &y)) return false;
+            if (!dims_equal(&x, &y)) {
+                char s1[200], s2[200];
+                rt_error(o->err, v->loc,
+                         "all input arrays must have the same shape: stack() argument 1 has shape %s and argument "
+                         "%d has shape %s",
+                         dstr(s1, sizeof s1, &x), i + 1, dstr(s2, sizeof s2, &y));
+                return false;
+            }
+        }
+        out->rank = x.rank + 1;
+        for (int k = 0, q = 0; k < out->rank; k++) out->d[k] = k == v->axis ? v->nargs : x.d[q++];
+        return shape_fits(o->err, v->loc, v->dt, out);
     }
     case OP_MATMUL: {
         Dims y;

@@ -1629,6 +1629,79 @@ out:
     return r;
 }
 
+/* pad(x, w, value): the padded array filled with value, then x's rows copied in. */
+static Arr *eval_pad(Frame *f, const Val *v) {
+    Arr *x = eval(f, v->args[0]), *val = NULL, *r = NULL;
+    int64_t w;
+    Dims od;
+    if (!x || !get_i64(f, v->args[1], &w) || !(val = eval(f, v->args[2]))) goto out;
+    if (!shape_rule(&f->ops, v, &od, NULL) || !(r = new_arr(f, v->loc, x->dt, od.rank, od.d))) goto out;
+    int esz = esize(x->dt), rank = x->rank;
+    ASSERT(val->dt == x->dt && val->size == 1 && rank >= 1);
+    for (int64_t i = 0; i < r->size; i++) memcpy((char *)r->data + i * esz, val->data, (size_t)esz);
+    if (x->size == 0) goto out;
+    int64_t rst[MAXRANK], idx[MAXRANK] = {0}, row = x->shape[rank - 1], nrows = x->size / row;
+    c_strides(rank, od.d, rst);
+    for (int64_t q = 0; q < nrows; q++) {
+        int64_t off = w;
+        for (int k = 0; k < rank - 1; k++) off += (idx[k] + w) * rst[k];
+        memcpy((char *)r->data + off * esz, (const char *)x->data + q * row * esz, (size_t)(row * esz));
+        for (int k = rank - 2; k >= 0 && ++idx[k] == x->shape[k]; k--) idx[k] = 0;
+    }
+out:
+    arr_release(x);
+    arr_release(val);
+    return r;
+}
+
+/* roll(x, shift): along v->axis, or over the flattened array (np.roll). */
+static Arr *eval_roll(Frame *f, const Val *v) {
+    Arr *x = eval(f, v->args[0]), *r = NULL;
+    int64_t shift;
+    if (!x || !get_i64(f, v->args[1], &shift) || !(r = new_arr(f, v->loc, x->dt, x->rank, x->shape))) goto out;
+    int64_t outer = 1, n = x->size, inner = esize(x->dt);
+    if (v->axis != AXIS_ALL) {
+        n = x->shape[v->axis];
+        for (int k = 0; k < v->axis; k++) outer *= x->shape[k];
+        for (int k = v->axis + 1; k < x->rank; k++) inner *= x->shape[k];
+    }
+    if (x->size == 0) goto out;
+    int64_t s = shape_roll_shift(shift, n);
+    for (int64_t o = 0; o < outer; o++) {
+        const char *src = (const char *)x->data + o * n * inner;
+        char *dst = (char *)r->data + o * n * inner;
+        memcpy(dst + s * inner, src, (size_t)((n - s) * inner));
+        memcpy(dst, src + (n - s) * inner, (size_t)(s * inner));
+    }
+out:
+    arr_release(x);
+    return r;
+}
+
+/* stack(xs..., axis=k): per index before the new axis, each operand's block in turn. */
+static Arr *eval_stack(Frame *f, const Val *v) {
+    int n = v->nargs;
+    Arr **xs = calloc((size_t)n, sizeof(Arr *)), *r = NULL;
+    if (!xs) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (!(xs[i] = eval(f, v->args[i]))) goto out;
+    Dims od;
+    if (!shape_rule(&f->ops, v, &od, NULL) || !(r = new_arr(f, v->loc, xs[0]->dt, od.rank, od.d))) goto out;
+    int64_t outer = 1, inner = esize(r->dt);
+    for (int k = 0; k < v->axis; k++) outer *= od.d[k];
+    for (int k = v->axis + 1; k < od.rank; k++) inner *= od.d[k];
+    char *dst = r->data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int i = 0; i < n; i++, dst += inner) memcpy(dst, (const char *)xs[i]->data + o * inner, (size_t)inner);
+out:
+    for (int i = 0; i < n; i++) arr_release(xs[i]);
+    free(xs);
+    return r;
+}
+
 static Arr *eval_reshape(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]), *r = NULL;
     if (!x) return NULL;
@@ -1763,6 +1836,9 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_GATHER: return eval_gather(f, v);
     case OP_REVERSE: return eval_reverse(f, v);
     case OP_CONCAT: return eval_concat(f, v);
+    case OP_PAD: return eval_pad(f, v);
+    case OP_ROLL: return eval_roll(f, v);
+    case OP_STACK: return eval_stack(f, v);
     case OP_RESHAPE: return eval_reshape(f, v);
     case OP_TRANSPOSE: return eval_transpose(f, v);
     case OP_MATMUL: return eval_matmul(f, v);

@@ -605,6 +605,18 @@ static bool launch(Frame *f, const Kernel *k) {
             ok = shape_of(f, p->v->args[0], &x);
             if (ok) w[i] = x.shape[0];
             break;
+        case KP_PADW: {
+            int64_t pw = 0;
+            ok = scalar_of(f, p->v->args[1], &pw);
+            w[i] = pw;
+            break;
+        }
+        case KP_ROLLSHIFT: {
+            int64_t sh = 0;
+            ok = scalar_of(f, p->v->args[1], &sh) && shape_of(f, p->v->args[0], &x);
+            if (ok) w[i] = shape_roll_shift(sh, p->v->axis == AXIS_ALL ? nelem(&x) : x.shape[p->v->axis]);
+            break;
+        }
         }
     }
     if (ok && scratch_bytes) ok = scratch_get(s, scratch_bytes, loc);

@@ -156,7 +156,7 @@ def empty_f():
 
 
 def farr(d=0):
-    c = R.randrange(40)
+    c = R.randrange(43)
     if d > 2 or c == 0: return pick("x", "y", "iota(n, dtype=f32)", "ones(n)", "m[0]", "m[-1, :]")
     if c == 1: return "%s(%s)" % (pick(*F_UN), farr(d + 1))
     if c == 2: return "%s(%s, %s)" % (pick(*F_BIN), farr(d + 1), pick(farr(d + 1), fsc(d + 1)))
@@ -198,6 +198,17 @@ def farr(d=0):
     if c == 36 and "scalar-reshape" not in EXCLUDED: return "reshape(%s, %s)" % (fsc(d + 1), pick("1", "-1", "1, 1", "-1, 1"))
     if c == 37: return "scale(%s, %s)" % (farr(d + 1), fsc(d + 1))
     if c == 38: return "lerp(%s, %s, 0.25)" % (farr(d + 1), farr(d + 1))
+    # pad, roll, stack (index chains): shift and width edges, every axis form
+    if c == 39: return "roll(%s, %s)" % (farr(d + 1), pick("0", "1", "-1", "n", "-n - 2", "k", "9223372036854775807",
+                                                         "(-9223372036854775807 - 1)", "i32(k) * 3"))
+    if c == 40: return "%s[%s]" % (pick("pad(%s, %s)" % (farr(d + 1), pick("0", "1", "2", "k % 3")),
+                                        "pad(%s, 1, value=%s)" % (farr(d + 1), fsc(d + 1))), slice1())
+    if c == 41: return "stack(%s, %s%s)[%s]" % (farr(d + 1), farr(d + 1), pick("", ", axis=0", ", axis=-2"),
+                                                pick("0", "1", "-1"))
+    if c == 42: return pick("stack(%s, %s, axis=1)[:, %s]" % (farr(d + 1), farr(d + 1), pick("0", "-1", "1")),
+                            "roll(%s, %s, axis=%s)[%s]" % (fmat(d + 1), pick("1", "-3", "k"), pick("0", "1", "-1"),
+                                                          pick("0", "-1", "1")),
+                            "roll(%s, %s)[%s]" % (fmat(d + 1), pick("1", "-3", "n + 1"), pick("0", "-1")))
     return "sq(%s)" % farr(d + 1)
 
 
@@ -226,6 +237,7 @@ def iarr(d=0):
     if c == 7: return "%s[%s]" % (iarr(d + 1), slice1())
     if c == 8: return "scan(%s, %s, %s)" % (ilam2(), pick("0", "1"), iarr(d + 1))
     if c == 9: return "concat(%s, %s)" % (iarr(d + 1), pick("iota(0)", iarr(d + 1)))
+    if c == 10 and R.random() < 0.3: return "roll(%s, %s)" % (iarr(d + 1), pick("1", "-2", "k", "n"))
     if c == 10: return "reverse(%s)" % iarr(d + 1)
     if c == 11: return "i64(i32(%s) * 2147483647)" % iarr(d + 1)
     if c == 12: return "%s(%s, axis=%s%s)" % (pick(*IRED), imat(d + 1), pick("0", "1", "-1"), keepdims_false())

@@ -364,6 +364,92 @@ fn main() {
     close(s["vv"], v @ philox.rand(5, 4).astype(np.float64), rtol=1e-5)
 
 
+# --- pad, roll, stack (np.pad with constant_values, np.roll, np.stack) --------------------
+
+def test_pad_roll_stack(tmp_path):
+    _, s = run("""
+fn step(x: f32[n, m]) -> f32[n, m] {
+    let p = pad(x, 1);
+    return 0.25 * (p[0:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, 0:-2] + p[1:-1, 2:]);
+}
+fn main() {
+    let v = iota(7) * 3 - 5;
+    let m = rand(5, 6, seed=4);
+    let c = reshape(iota(60), 3, 4, 5);
+    let d = reshape(linspace(-1.0, 1.0, 24, dtype=f64), 2, 3, 4);
+    save("p1.npy", pad(v, 3));
+    save("p2.npy", pad(m, 2, value=-0.5));
+    save("p3.npy", pad(c, 1, value=7));
+    save("p4.npy", pad(d, 0));
+    save("p5.npy", pad(i32(v) > 0, 2, value=true));
+    save("p6.npy", pad(reshape(zeros(0), 0, 2), 1, value=3.0));
+    save("st.npy", step(m));
+    save("stb.npy", step(rand(67, 129, seed=9)));
+    save("pc.npy", pad(c, 2)[1:-1, ::2, 3:]);
+    save("r1.npy", roll(v, 3));
+    save("r2.npy", roll(v, -10));
+    save("r3.npy", roll(m, 2, axis=0));
+    save("r4.npy", roll(m, -7, axis=-1));
+    save("r5.npy", roll(c, 5));
+    save("r6.npy", roll(c, -2, axis=1));
+    save("r7.npy", roll(d, 13, axis=2));
+    save("r8.npy", roll(i32(v), 100));
+    save("r9.npy", roll(i32(v) % 2 == 0, -1));
+    save("r10.npy", roll(reshape(zeros(0), 3, 0), 2, axis=1));
+    save("r11.npy", roll(roll(m, 1, axis=0), -1, axis=1)[1:4]);
+    save("s1.npy", stack(v, v * 2));
+    save("s2.npy", stack(m, m * 2.0, m * 3.0, axis=2));
+    save("s3.npy", stack(c, c + 1, axis=-2));
+    save("s4.npy", stack(d, d, axis=1));
+    save("s5.npy", stack(i32(v) > 0, i32(v) < 3, axis=-1));
+    save("s6.npy", stack(zeros(0), zeros(0), axis=1));
+    save("s7.npy", stack(1, 2, 3, 4));
+    save("s8.npy", reverse(stack(pad(v, 1), roll(pad(v, 1), 2)))[:, 1:]);
+}
+""", tmp_path)
+    v = np.arange(7) * 3 - 5
+    m = philox.rand((5, 6), 4)
+    c = np.arange(60).reshape(3, 4, 5)
+    d = np.linspace(-1.0, 1.0, 24).reshape(2, 3, 4)
+    eq = np.testing.assert_array_equal
+
+    def step(x):
+        p = np.pad(x, 1)
+        return f32(0.25) * (p[0:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, 0:-2] + p[1:-1, 2:])
+
+    eq(s["p1"], np.pad(v, 3))
+    eq(s["p2"], np.pad(m, 2, constant_values=f32(-0.5)))
+    eq(s["p3"], np.pad(c, 1, constant_values=7))
+    eq(s["p4"], d)
+    eq(s["p5"], np.pad(v > 0, 2, constant_values=True))
+    eq(s["p6"], np.pad(np.zeros((0, 2), f32), 1, constant_values=3))
+    close(s["st"], step(m))
+    close(s["stb"], step(philox.rand((67, 129), 9)))
+    eq(s["pc"], np.pad(c, 2)[1:-1, ::2, 3:])
+    eq(s["r1"], np.roll(v, 3))
+    eq(s["r2"], np.roll(v, -10))
+    eq(s["r3"], np.roll(m, 2, axis=0))
+    eq(s["r4"], np.roll(m, -7, axis=-1))
+    eq(s["r5"], np.roll(c, 5))
+    eq(s["r6"], np.roll(c, -2, axis=1))
+    eq(s["r7"], np.roll(d, 13, axis=2))
+    eq(s["r8"], np.roll(v.astype(np.int32), 100))
+    eq(s["r9"], np.roll(v % 2 == 0, -1))
+    eq(s["r10"], np.zeros((3, 0), f32))
+    eq(s["r11"], np.roll(np.roll(m, 1, axis=0), -1, axis=1)[1:4])
+    eq(s["s1"], np.stack([v, v * 2]))
+    eq(s["s2"], np.stack([m, m * 2, m * 3], axis=2))
+    eq(s["s3"], np.stack([c, c + 1], axis=-2))
+    eq(s["s4"], np.stack([d, d], axis=1))
+    eq(s["s5"], np.stack([v > 0, v < 3], axis=-1))
+    eq(s["s6"], np.stack([np.zeros(0, f32)] * 2, axis=1))
+    eq(s["s7"], np.stack([1, 2, 3, 4]))
+    eq(s["s8"], np.stack([np.pad(v, 1), np.roll(np.pad(v, 1), 2)])[::-1][:, 1:])
+    for k in ("p2", "st", "r3", "s2"):
+        assert s[k].dtype == np.float32, k
+    assert s["r7"].dtype == np.float64 and s["r8"].dtype == np.int32 and s["s5"].dtype == np.bool_
+
+
 def test_generators(tmp_path):
     _, s = run("""
 fn main() {
