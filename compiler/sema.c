@@ -1683,9 +1683,8 @@ static bool result_size_ok(Ctx *c, Node *d) {
         if (d->op == AOP_ADD || d->op == AOP_SUB || d->op == AOP_MUL)
             return result_size_ok(c, d->a) && result_size_ok(c, d->b);
         if (d->op == AOP_DIV || d->op == AOP_MOD) {
-            diag_error(c->d, d->loc, "'%s' in a size: sizes are built with +, - and * only (a quotient may not "
-                       "be whole); declare the size as '?' and the result is checked by its use instead",
-                       ast_op_spelling[d->op]);
+            diag_error(c->d, d->loc, "'%s' in a size: sizes are built with +, - and * only (a quotient need not "
+                       "be whole); declare such a size '?'", ast_op_spelling[d->op]);
             return false;
         }
         break;
@@ -1714,33 +1713,41 @@ static bool type_sizes_ok(Ctx *c, Node *t, bool result) {
             diag_error(c->d, d->loc, "'?' is allowed in result types only: here a size is a size variable or an "
                        "integer (f32[n])");
             ok = false;
-        } else if (d->kind != N_INT && d->kind != N_IDENT) {
+        } else if (d->kind == N_BINARY || d->kind == N_UNARY) {
             diag_error(c->d, node_first_loc(d), "size expressions such as '%s' are allowed in result types only: "
                        "here a size is a size variable or an integer (f32[n])", size_text(c->a, d));
+            ok = false;
+        } else if (d->kind != N_INT && d->kind != N_IDENT) {
+            diag_error(c->d, node_first_loc(d), "this is not a size: here a size is a size variable or an integer (f32[n])");
             ok = false;
         }
     }
     return ok;
 }
 
-/* Every type under n (lets, vars, lambda parameters) takes plain sizes only. */
+/* Every type under n (lets, vars, lambda parameters) takes plain sizes only. The parser
+   bounds the tree's height (NEST_LIMIT), so the recursion is bounded too. */
+static bool list_sizes_ok(Ctx *c, Node *list);
+
 static bool body_sizes_ok(Ctx *c, Node *n) {
+    if (!n) return true;
     bool ok = true;
-    for (; n; n = n->next) {
-        if (n->type && n->type->kind == N_TYPE) ok &= type_sizes_ok(c, n->type, false);
-        Node *one[4] = {n->a, n->b, n->c, n->els};
-        for (int i = 0; i < 4; i++)
-            if (one[i]) ok &= body_sizes_ok(c, one[i]);
-        ok &= body_sizes_ok(c, n->args) & body_sizes_ok(c, n->params) & body_sizes_ok(c, n->body);
-    }
+    if (n->type && n->type->kind == N_TYPE) ok &= type_sizes_ok(c, n->type, false);
+    Node *one[4] = {n->a, n->b, n->c, n->els};
+    for (int i = 0; i < 4; i++) ok &= body_sizes_ok(c, one[i]);
+    return list_sizes_ok(c, n->args) & list_sizes_ok(c, n->params) & list_sizes_ok(c, n->body) & ok;
+}
+
+static bool list_sizes_ok(Ctx *c, Node *list) {
+    bool ok = true;
+    for (; list; list = list->next) ok &= body_sizes_ok(c, list);
     return ok;
 }
 
 static bool check_type_sizes(Ctx *c, Node *decl) {
     bool ok = type_sizes_ok(c, decl->type, true);
     for (Node *p = decl->params; p; p = p->next) ok &= type_sizes_ok(c, p->type, false);
-    if (decl->a) ok &= body_sizes_ok(c, decl->a);
-    return body_sizes_ok(c, decl->body) && ok;
+    return body_sizes_ok(c, decl->a) & list_sizes_ok(c, decl->body) & ok;
 }
 
 /* Wraps r, a value decl returns, in a check per axis whose size is not known to be the
