@@ -1809,52 +1809,163 @@ static bool size_same(Ctx *c, Size a, Size b) {
     return found;
 }
 
-/* The declared result sizes of decl, one per axis, read in the scope of its parameters:
-   an integer literal, a parameter's size variable, or an i64 scalar parameter (like a
-   size in a let's type). Anything else is a compile error at the name. */
+/* One declared result size as an i64 value, read in the scope of decl's parameters: an
+   integer literal, a parameter's size variable, an i64 scalar parameter (like a size in a
+   let's type), or +, - and * of them (check_type_sizes allowed nothing else). Constant
+   operands fold, so `2 * 3` is the constant 6. NULL after an error (reported). */
+static Val *size_val(Ctx *c, Node *decl, Node *d) {
+    if (d->kind == N_INT) return mk_i64(c, d->ival, d->loc);
+    if (d->kind == N_BINARY) {
+        Val *l = size_val(c, decl, d->a);
+        Val *r = l ? size_val(c, decl, d->b) : NULL;
+        if (!r) return NULL;
+        if (l->op == OP_CONST && r->op == OP_CONST) {
+            /* wrapping, as i64 arithmetic does at run time */
+            uint64_t x = (uint64_t)l->c.i, y = (uint64_t)r->c.i;
+            uint64_t z = d->op == AOP_ADD ? x + y : d->op == AOP_SUB ? x - y : x * y;
+            return mk_i64(c, (int64_t)z, d->loc);
+        }
+        return mk2(c, d->op == AOP_ADD ? OP_ADD : d->op == AOP_SUB ? OP_SUB : OP_MUL, DT_I64, 0, l, r, d->loc);
+    }
+    Sym *s = sym_find(c, d->name);
+    if (!s) {
+        diag_error(c->d, d->loc, "size '%s' in the result type of %s() is not the size of any parameter; "
+                   "use a parameter's size variable or an integer", d->name, decl->name);
+        return NULL;
+    }
+    if (s->dt != DT_I64 || s->rank != 0) {
+        diag_error(c->d, d->loc, "size '%s' in the result type of %s() must be an integer, but '%s' is %s",
+                   d->name, decl->name, d->name, tname(c->a, s->dt, s->rank));
+        return NULL;
+    }
+    if (s->kind == SYM_VAL) return s->val;
+    Val *v = mk(c, OP_SLOT, DT_I64, 0, 0, d->loc);
+    v->slot = s->slot;
+    return v;
+}
+
+/* The declared result sizes of decl, one per axis (NULL for `?`, which is not checked). */
 static Val **result_dims(Ctx *c, Node *decl) {
     int rank;
     type_dims(decl->type, &rank);
     Val **dims = NEWN(c->a, Val *, rank + 1);
     int ax = 0;
     for (Node *d = decl->type->dims; d; d = d->next, ax++) {
-        if (d->kind == N_INT) {
-            dims[ax] = mk_i64(c, d->ival, d->loc);
-            continue;
-        }
-        Sym *s = sym_find(c, d->name);
-        if (!s) {
-            diag_error(c->d, d->loc, "size '%s' in the result type of %s() is not the size of any parameter; "
-                       "use a parameter's size variable or an integer", d->name, decl->name);
+        if (d->kind == N_ANYSIZE) continue;
+        dims[ax] = size_val(c, decl, d);
+        if (!dims[ax]) return NULL;
+        if (dims[ax]->op == OP_CONST && dims[ax]->c.i < 0) {
+            diag_error(c->d, node_first_loc(d), "size '%s' in the result type of %s() is %lld: a size cannot be negative",
+                       size_text(c->a, d), decl->name, (long long)dims[ax]->c.i);
             return NULL;
-        }
-        if (s->dt != DT_I64 || s->rank != 0) {
-            diag_error(c->d, d->loc, "size '%s' in the result type of %s() must be an integer, but '%s' is %s",
-                       d->name, decl->name, d->name, tname(c->a, s->dt, s->rank));
-            return NULL;
-        }
-        if (s->kind == SYM_VAL) {
-            dims[ax] = s->val;
-        } else {
-            dims[ax] = mk(c, OP_SLOT, DT_I64, 0, 0, d->loc);
-            dims[ax]->slot = s->slot;
         }
     }
     return dims;
 }
 
+/* Sizes in types (DESIGN.md part 2, "Sizes"): in a result type, a size is an integer, a
+   name, `?`, or +, - and * of integers and names (the names are looked up when the
+   function is lowered, result_dims); everywhere else (parameters, lets, lambdas) only
+   an integer or a name. Checked once per function, before anything is lowered, so a
+   bad size is reported once, at its place. */
+static bool result_size_ok(Ctx *c, Node *d) {
+    switch (d->kind) {
+    case N_INT:
+    case N_IDENT:
+    case N_ANYSIZE: return true; /* the grammar takes '?' only as a whole size */
+    case N_BINARY:
+        if (d->op == AOP_ADD || d->op == AOP_SUB || d->op == AOP_MUL)
+            return result_size_ok(c, d->a) && result_size_ok(c, d->b);
+        if (d->op == AOP_DIV || d->op == AOP_MOD) {
+            diag_error(c->d, d->loc, "'%s' in a size: sizes are built with +, - and * only (a quotient need not "
+                       "be whole); declare such a size '?'", ast_op_spelling[d->op]);
+            return false;
+        }
+        break;
+    case N_UNARY:
+        if (d->op == AOP_NEG && d->a->kind == N_INT) {
+            diag_error(c->d, d->loc, "a size cannot be negative");
+            return false;
+        }
+        break;
+    case N_FLOAT:
+        diag_error(c->d, d->loc, "size %s is not an integer: sizes are integers", d->text ? d->text : "");
+        return false;
+    default: break;
+    }
+    diag_error(c->d, node_first_loc(d), "this is not a size: a size in a result type is an integer, a size variable, "
+               "+, - and * of them (f32[n + 2], f32[n * m]), or ? for a size known only when the function runs");
+    return false;
+}
+
+static bool type_sizes_ok(Ctx *c, Node *t, bool result) {
+    bool ok = true;
+    for (Node *d = t ? t->dims : NULL; d; d = d->next) {
+        if (result) {
+            ok &= result_size_ok(c, d);
+        } else if (d->kind == N_ANYSIZE) {
+            diag_error(c->d, d->loc, "'?' is allowed in result types only: here a size is a size variable or an "
+                       "integer (f32[n])");
+            ok = false;
+        } else if (d->kind == N_BINARY || d->kind == N_UNARY) {
+            diag_error(c->d, node_first_loc(d), "size expressions such as '%s' are allowed in result types only: "
+                       "here a size is a size variable or an integer (f32[n])", size_text(c->a, d));
+            ok = false;
+        } else if (d->kind != N_INT && d->kind != N_IDENT) {
+            diag_error(c->d, node_first_loc(d), "this is not a size: here a size is a size variable or an integer (f32[n])");
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* Every type under n (lets, vars, lambda parameters) takes plain sizes only. The parser
+   bounds the tree's height (NEST_LIMIT), so the recursion is bounded too. */
+static bool list_sizes_ok(Ctx *c, Node *list);
+
+static bool body_sizes_ok(Ctx *c, Node *n) {
+    if (!n) return true;
+    bool ok = true;
+    if (n->type && n->type->kind == N_TYPE) ok &= type_sizes_ok(c, n->type, false);
+    Node *one[4] = {n->a, n->b, n->c, n->els};
+    for (int i = 0; i < 4; i++) ok &= body_sizes_ok(c, one[i]);
+    return list_sizes_ok(c, n->args) & list_sizes_ok(c, n->params) & list_sizes_ok(c, n->body) & ok;
+}
+
+static bool list_sizes_ok(Ctx *c, Node *list) {
+    bool ok = true;
+    for (; list; list = list->next) ok &= body_sizes_ok(c, list);
+    return ok;
+}
+
+static bool check_type_sizes(Ctx *c, Node *decl) {
+    bool ok = type_sizes_ok(c, decl->type, true);
+    for (Node *p = decl->params; p; p = p->next) ok &= type_sizes_ok(c, p->type, false);
+    return body_sizes_ok(c, decl->a) & list_sizes_ok(c, decl->body) & ok;
+}
+
 /* Wraps r, a value decl returns, in a check per axis whose size is not known to be the
    declared one; a mismatch is a run-time error at loc naming the function, the axis and
    both sizes. */
-static Val *check_result(Ctx *c, Node *decl, Val *r, Val **dims, Loc loc) {
+static Val *check_result(Ctx *c, Node *decl, Val *r, Val **dims, Loc loc, bool own) {
     if (!dims) return r;
     Val *out = r;
     int ax = 0;
     for (Node *d = decl->type->dims; d; d = d->next, ax++) {
+        if (!dims[ax]) continue; /* `?` */
         SizeMemo *m = memo_begin(c);
-        bool known = size_same(c, array_size(c, r, ax, 0), scalar_size(c, dims[ax], 0));
+        Size got = array_size(c, r, ax, 0), want = scalar_size(c, dims[ax], 0);
+        bool known = size_same(c, got, want);
         memo_end(c, m);
         if (known) continue;
+        if (own && got.k == SZ_CONST && want.k == SZ_CONST) {
+            /* wrong whatever the arguments: say so now (own: the function on its own,
+               not a call inlined with particular arguments, which may never run) */
+            const char *named = d->kind == N_INT ? "" : arena_printf(c->a, " '%s'", size_text(c->a, d));
+            diag_error(c->d, loc, "%s() returns size %lld on axis %d, but its declared size%s is %lld", decl->name,
+                       (long long)got.c, ax, named, (long long)want.c);
+            return NULL;
+        }
         Val *dim = mk1(c, OP_DIM, DT_I64, 0, r, loc);
         dim->axis = ax;
         Val *cv = mk(c, OP_CHECKDIM, r->dt, r->rank, 3, loc);
@@ -1864,7 +1975,7 @@ static Val *check_result(Ctx *c, Node *decl, Val *r, Val **dims, Loc loc) {
                                    decl->name, ax);
         else
             cv->msg = arena_printf(c->a, "%s(): the result has size %%lld on axis %d, but its declared size '%s' is %%lld",
-                                   decl->name, ax, d->name);
+                                   decl->name, ax, size_text(c->a, d));
         out = cv;
     }
     return out;
@@ -2131,7 +2242,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     if (ok && r.ok) r = concrete(c, r);
     if (ok && r.ok) {
         /* The result's own sizes first, then the arguments' (outermost, so run first). */
-        r.v = check_result(c, decl, r.v, dims, retloc);
+        r.v = check_result(c, decl, r.v, dims, retloc, false);
         for (int k = 0; k < nchecks; k++) {
             Val *cv = mk(c, OP_CHECKDIM, r.v->dt, r.v->rank, 3, call->loc);
             cv->args[0] = r.v, cv->args[1] = checks[k].a, cv->args[2] = checks[k].b;
@@ -2674,7 +2785,8 @@ static void lower_stmt(Ctx *c, Node *s) {
                            tname(c->a, c->ret_dt, c->ret_rank), tname(c->a, v.v->dt, v.v->rank));
                 return;
             }
-            st->v = check_result(c, c->cur_decl, v.v, c->ret_dims, s->loc);
+            st->v = check_result(c, c->cur_decl, v.v, c->ret_dims, s->loc, true);
+            if (!st->v) return;
         } else if (c->ret_dt != DT_VOID) {
             diag_error(c->d, s->loc, "%s() must return a value of type %s", c->cur_decl->name, tname(c->a, c->ret_dt, c->ret_rank));
             return;
@@ -2878,8 +2990,8 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
             }
             if (v.ok) {
                 Stmt *st = stmt_new(c, S_RETURN, decl->a->loc);
-                st->v = check_result(c, decl, v.v, c->ret_dims, node_first_loc(decl->a));
-                emit(c, st);
+                st->v = check_result(c, decl, v.v, c->ret_dims, node_first_loc(decl->a), true);
+                if (st->v) emit(c, st);
             }
         } else {
             lower_block(c, decl->body);
@@ -2935,6 +3047,8 @@ Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib) {
     p->arena = a;
     c.prog = p;
     c.decl_state = NEWN(a, unsigned char, n + 1);
+    for (int i = 0; i < c.nuser; i++)
+        if (!check_type_sizes(&c, c.decls[i])) c.decl_state[i] = 2;
     lower_all(&c);
     /* Calls can lower a callee before its turn: list functions in source order. */
     int k = 0;

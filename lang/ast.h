@@ -39,7 +39,9 @@ typedef enum {
     N_SLICE,   /* a:b:c inside an index; any of a, b, c may be NULL */
     N_LAMBDA,  /* |params| a ; params list of N_PARAM (type may be NULL) */
     /* types */
-    N_TYPE,    /* name = "f32" ...; dims list of N_IDENT / N_INT (NULL = scalar) */
+    N_TYPE,    /* name = "f32" ...; dims: list of sizes (NULL = scalar), each an N_IDENT, an
+                  N_INT, an N_ANYSIZE or (result types only, sema checks) an expression */
+    N_ANYSIZE, /* `?` as a size: known only when the function runs */
     /* statements */
     N_LET,     /* let name [: type] = a */
     N_VAR,     /* var name [: type] = a */
@@ -90,6 +92,10 @@ Node *parse_program(Arena *a, Diag *d, const Src *src);
 
 /* Location of the first token of an expression (binary nodes sit at their operator). */
 Loc node_first_loc(const Node *n);
+
+/* The spelling of a size in a type (`n`, `3`, `?`, `n + 2`, `2 * (n - 1)`), for
+   messages and dumps; parentheses only where the operators need them. */
+const char *size_text(Arena *a, const Node *d);
 
 /* For tests and debugging: prints the tree as an S-expression. */
 void ast_dump(FILE *out, const Node *n);

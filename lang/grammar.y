@@ -111,8 +111,10 @@ type(A) ::= IDENT(N). { A = mk_type(ps, N, NULL); }
 type(A) ::= IDENT(N) LBRACKET dims(D) RBRACKET. { A = mk_type(ps, N, D.head); }
 dims(A) ::= dim(D). { A = list_one(D); }
 dims(A) ::= dims(L) COMMA dim(D). { A = list_add(L, D); }
-dim(A) ::= IDENT(N). { A = mk_leaf(ps, N_IDENT, N); }
-dim(A) ::= INT(N). { A = mk_leaf(ps, N_INT, N); }
+/* A size is any expression here; sema accepts a size variable or an integer, and in a
+   result type +, - and * of them (DESIGN.md part 2, "Sizes"). */
+dim(A) ::= expr(E). { A = E; }
+dim(A) ::= QUESTION(Q). { A = node_done(ps, node_new(ps, N_ANYSIZE, Q.loc)); }
 
 opttype(A) ::= . { A = NULL; }
 opttype(A) ::= COLON type(T). { A = T; }

@@ -249,7 +249,11 @@ void report_syntax_error(ParseCtx *ps, const Tok *tok) {
     const char *items[8];
     int nitems = 0, rest = 0;
     if (stmt) items[nitems++] = "a statement";
-    else if (expr) items[nitems++] = "an expression";
+    else if (expr && ok[TK_QUESTION]) {
+        /* only a size in a type takes an expression or '?' */
+        items[nitems++] = "a size (a name, an integer or '?')";
+        ok[TK_QUESTION] = false;
+    } else if (expr) items[nitems++] = "an expression";
     int only = -1, count = 0;
     for (int i = 0; i < n; i++)
         if (ok[i]) {
@@ -419,14 +423,48 @@ Node *parse_program(Arena *a, Diag *d, const Src *src) {
 
 /* ---- ast_dump --------------------------------------------------------------------------- */
 
+/* How tightly an operator in a size binds (higher binds tighter); leaves bind tightest. */
+static int size_prec(const Node *d) {
+    if (d->kind == N_BINARY) return d->op == AOP_ADD || d->op == AOP_SUB ? 1 : d->op == AOP_POW ? 3 : 2;
+    return d->kind == N_UNARY ? 3 : 4;
+}
+
+const char *size_text(Arena *a, const Node *d) {
+    switch (d->kind) {
+    case N_IDENT: return d->name;
+    case N_ANYSIZE: return "?";
+    case N_INT:
+    case N_FLOAT: return d->text ? d->text : "?";
+    case N_UNARY: {
+        const char *s = ast_op_spelling[d->op];
+        if (strncmp(s, "unary ", 6) == 0) s += 6;
+        const char *x = size_text(a, d->a);
+        return size_prec(d->a) < 3 ? arena_printf(a, "%s(%s)", s, x) : arena_printf(a, "%s%s", s, x);
+    }
+    case N_BINARY: {
+        /* the right operand of a left-associative operator needs parentheses at equal
+           precedence too: n - (m - 1), n * (m * 2) is kept as written */
+        int p = size_prec(d);
+        const char *l = size_text(a, d->a), *r = size_text(a, d->b);
+        bool pl = size_prec(d->a) < p, pr = size_prec(d->b) <= p;
+        return arena_printf(a, "%s%s%s %s %s%s%s", pl ? "(" : "", l, pl ? ")" : "", ast_op_spelling[d->op],
+                            pr ? "(" : "", r, pr ? ")" : "");
+    }
+    default: return "(expression)";
+    }
+}
+
 static void dump_type(FILE *o, const Node *t) {
     fputs(t->name, o);
     if (!t->dims) return;
     fputc('[', o);
+    Arena a;
+    arena_init(&a);
     for (const Node *d = t->dims; d; d = d->next) {
-        fputs(d->kind == N_IDENT ? d->name : d->text, o);
+        fputs(size_text(&a, d), o);
         if (d->next) fputs(", ", o);
     }
+    arena_free(&a);
     fputc(']', o);
 }
 
@@ -488,6 +526,7 @@ static void dump(FILE *o, const Node *n, int ind) {
         dump_type(o, n);
         fputc(')', o);
         return;
+    case N_ANYSIZE: fputs("(size ?)", o); return;
     case N_PARAM: dump_param(o, n); return;
     case N_UNARY: {
         const char *s = ast_op_spelling[n->op];

@@ -104,6 +104,48 @@ static void test_calls(void) {
     CHECK(cuk_program_error(&info) == CUK_OK && info.line == 2);
 }
 
+/* Declared result sizes (DESIGN.md part 2, "Sizes"): an expression over the parameters'
+   sizes and '?' are checked at the return; a mismatch is a run-time error (status, message
+   with both sizes, location), and a '?' result's size is its array's shape. */
+static void test_result_sizes(void) {
+    cuk_program_opts o = {.backend = CUK_BACKEND_CPU, .name = "sizes.cuk"};
+    cuk_program *p = NULL;
+    CHECK(cuk_program_compile(&p,
+                              "fn grow(x: f32[n]) -> f32[n + 2] = concat(x, zeros(2));\n"
+                              "fn bad(x: f32[n]) -> f32[n * 2] = concat(x, x[1:]);\n"
+                              "fn head(x: f32[n], k: i64) -> f32[?] = x[:k];\n",
+                              &o) == CUK_OK);
+    if (!p) return;
+    float h[3] = {1, 2, 3};
+    int64_t n = 3, k = 2;
+    cuk_array *args[2] = {NULL, NULL}, *r = NULL;
+    CHECK(cuk_array_from_host(&args[0], CUK_F32, 1, &n, h, CUK_ON_HOST) == CUK_OK);
+    CHECK(cuk_array_scalar(&args[1], CUK_I64, &k) == CUK_OK);
+    cuk_fn *f = NULL;
+    CHECK(cuk_program_function(p, "grow", &f) == CUK_OK);
+    CHECK(cuk_fn_call(f, args, 1, &r) == CUK_OK);
+    char *s = r ? printed(r) : NULL;
+    CHECK(s && strcmp(s, "[1 2 3 0 0]\n") == 0);
+    free(s);
+    cuk_array_free(r);
+    r = NULL;
+    CHECK(cuk_program_function(p, "head", &f) == CUK_OK);
+    CHECK(cuk_fn_call(f, args, 2, &r) == CUK_OK);
+    s = r ? printed(r) : NULL;
+    CHECK(s && strcmp(s, "[1 2]\n") == 0);
+    free(s);
+    cuk_array_free(r);
+    r = NULL;
+    CHECK(cuk_program_function(p, "bad", &f) == CUK_OK);
+    CHECK(cuk_fn_call(f, args, 1, &r) == CUK_ERR_RUNTIME && r == NULL);
+    CHECK(strstr(cuk_last_error(), "bad(): the result has size 5 on axis 0, but its declared size 'n * 2' is 6") != NULL);
+    cuk_error_info info;
+    CHECK(cuk_program_error(&info) == CUK_OK && info.line == 2 && info.col == 35 && strcmp(info.file, "sizes.cuk") == 0);
+    cuk_array_free(args[0]);
+    cuk_array_free(args[1]);
+    cuk_program_free(p);
+}
+
 static void test_bundles(const char *dir) {
     char srcpath[512], out[512];
     snprintf(srcpath, sizeof srcpath, "%s/p.cuk", dir);
@@ -190,6 +232,7 @@ int main(void) {
     }
     test_arrays_npy_print(dir);
     test_calls();
+    test_result_sizes();
     test_bundles(dir);
     test_guard();
     char cmd[600];
