@@ -359,7 +359,8 @@ static void rule1_vertical(F *f) {
         for (int j = 0; j < v->nargs; j++) {
             Val *x = v->args[j];
             if (!x || x->rank == 0 || !needs_mem) continue;
-            if (index_chains(v->op) && chain_operand(x) && chain[x->id] < CHAIN_MAX) {
+            /* (a rank-0 transform is an element read on the host: its operand is in memory) */
+            if (index_chains(v->op) && v->rank > 0 && chain_operand(x) && chain[x->id] < CHAIN_MAX) {
                 if (chain[x->id] + 1 > chain[id]) chain[id] = chain[x->id] + 1; /* read through the chain */
                 continue;
             }
