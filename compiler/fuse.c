@@ -208,6 +208,7 @@ static int64_t dkey_compute(F *f, Val *v, int axis, int depth) {
     case OP_RANDN: return 1 + axis < v->nargs ? scalar_key(f, v->args[1 + axis], depth) : uniq;
     case OP_REDUCE: {
         Val *x = v->args[0];
+        if (red_segs(v)) return uniq; /* one value per segment */
         if (v->axis == AXIS_ALL) return DK(T_CONST, 1);
         if (v->keepdims) return axis == v->axis ? DK(T_CONST, 1) : dkey(f, x, axis, depth + 1);
         return dkey(f, x, axis < v->axis ? axis : axis + 1, depth + 1);
@@ -355,6 +356,8 @@ static void rule1_vertical(F *f) {
         if (c == C_FUSE && f->root[id]) f->mat[id] = true;
         v->kernel = -1;
         bool needs_mem = op_is_index(v->op) || c == C_MATMUL || c == C_HOST || c == C_LEAF;
+        /* segment offsets are read by position (binary search, bounds), not as elements */
+        if (red_segs(v) && f->cls[red_segs(v)->id] == C_FUSE) f->mat[red_segs(v)->id] = true;
         if (v->op == OP_DIM) needs_mem = false; /* only the shape, known on the host */
         for (int j = 0; j < v->nargs; j++) {
             Val *x = v->args[j];
@@ -435,6 +438,7 @@ static void rule4_horizontal(F *f) {
             Val *rb = f->val[b];
             if (f->cls[b] != C_RED || f->group[b] != b) continue;
             if (f->region[b] != f->region[a] || rb->axis != ra->axis) continue;
+            if (red_segs(rb) != red_segs(ra)) continue; /* segmented ones share their offsets */
             if (!same_shape(f, rb->args[0], ra->args[0])) continue;
             bool dep = false;
             for (int k = 0; k < f->order.n && !dep; k++) {

@@ -15,6 +15,8 @@
     X("amin", "NumPy", USE, "min(x) (axis= and keepdims= as in NumPy)")                          \
     X("cumulative_sum", "NumPy", USE, "cumsum(x)")                                               \
     X("cumulative_prod", "NumPy", USE, "cumprod(x)")                                             \
+    X("reduceat", "NumPy", USE, "sum(x, segments=offs) (offs i64[k + 1]: 0, the segment starts, len(x))") \
+    X("segment_reduce", "PyTorch", USE, "sum(x, segments=offs) (or min, max, prod, mean)")      \
     X("matmul", "NumPy", USE, "a @ b or dot(a, b)")                                              \
     X("inner", "NumPy", USE, "dot(a, b) (two 1-D arrays)")                                       \
     X("vdot", "NumPy", USE, "dot(a, b) (two 1-D arrays)")                                        \

@@ -148,8 +148,10 @@ typedef enum {
     X(LINSPACE, "linspace", OK_GEN, 3u, 2) /* args: start, stop (of v->dt), n; endpoint in */    \
     X(RAND, "rand", OK_GEN, 1u, 20)       /* args: seed (i64), dims...; uniform [0, 1), Philox */\
     X(RANDN, "randn", OK_GEN, 1u, 40)     /* args: seed (i64), dims...; normal, Box-Muller */    \
-    X(REDUCE, "reduce", OK_REDUCE, 3u, 0) /* args: x [, init]; v->red, v->axis, v->keepdims */   \
-    X(SCAN, "scan", OK_SCAN, 3u, 0)       /* args: x [, init]; v->red, v->axis, v->exclusive */  \
+    X(REDUCE, "reduce", OK_REDUCE, 7u, 0) /* args: x [, init [, offs]]; v->red, v->axis,       \
+                                             v->keepdims; offs (i64[k + 1], x 1-D): segments=  */ \
+    X(SCAN, "scan", OK_SCAN, 7u, 0)       /* args: x [, init [, offs]]; v->red, v->axis,         \
+                                             v->exclusive; offs as for reduce (init may be NULL) */\
     X(SLICE, "slice", OK_INDEX, 1u, 4)    /* args[0] = x; per input axis k, args[1+3k..3+3k] =   \
                                              start, stop, step (any may be NULL); v->slmode[k]:  \
                                              SL_INDEX (start only, axis dropped) or SL_RANGE */   \
@@ -310,6 +312,11 @@ typedef struct Program {
     int nfns;
     Fn **fns;      /* the user's functions and the stdlib functions they reach */
 } Program;
+
+/* The segment offsets of a segmented reduce or scan (segments=offs), or NULL. */
+static inline Val *red_segs(const Val *v) {
+    return (v->op == OP_REDUCE || v->op == OP_SCAN) && v->nargs > 2 ? v->args[2] : NULL;
+}
 
 /* sema.c: type-checks the user's program (with the stdlib's functions in scope) and
    lowers it to IR. Returns NULL after reporting errors to d. */

@@ -79,8 +79,9 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
         else fprintf(out, " _");
     }
     if (v->op == OP_DIM || v->op == OP_CONCAT || v->op == OP_STACK ||
-        ((v->op == OP_REDUCE || v->op == OP_SCAN || v->op == OP_ROLL) && v->axis != AXIS_ALL))
+        ((v->op == OP_REDUCE || v->op == OP_SCAN || v->op == OP_ROLL) && v->axis != AXIS_ALL && !red_segs(v)))
         fprintf(out, " axis=%d", v->axis);
+    if (red_segs(v)) fprintf(out, " segments=%%%d", red_segs(v)->id);
     if (v->op == OP_REDUCE && v->keepdims) fprintf(out, " keepdims");
     if (v->op == OP_SCAN && v->exclusive) fprintf(out, " exclusive");
     if (v->lam) fprintf(out, " lambda=%%%d", v->lam->id);

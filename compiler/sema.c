@@ -826,6 +826,47 @@ static int red_rank(int rank, int axis, bool keepdims) {
    OP_ARG 0 and 1 of type dt. */
 static Val *lower_combine(Ctx *c, Node *f, DType dt, const char *fname);
 
+/* segments=offs (reductions and scans): offs is i64[k + 1], x is 1-D. The offsets become
+   operand 2 of the reduce or scan (operand 1 is the initial value or NULL); the values
+   are checked when the op runs (exec/shape.c, shape_check_segments). */
+static bool segments_arg(Ctx *c, Node *call, CallArgs *ca, Val *x, const char *fname, Val **offs) {
+    Node *n = named_get(ca, "segments");
+    *offs = NULL;
+    if (!n) return true;
+    Node *ax = named_get(ca, "axis"), *kd = named_get(ca, "keepdims");
+    if (ax || kd) {
+        diag_error(c->d, (ax ? ax : kd)->loc, "%s() with segments= takes no %s: the segments run along the 1-D array",
+                   fname, ax ? "axis=" : "keepdims=");
+        return false;
+    }
+    if (x->rank != 1) {
+        diag_error(c->d, call->loc,
+                   "%s() with segments= needs a 1-D array, not %s; flatten it first, e.g. reshape(x, -1)", fname,
+                   tname(c->a, x->dt, x->rank));
+        return false;
+    }
+    Ex o = concrete(c, lower_expr(c, n));
+    if (!o.ok) return false;
+    if (o.v->dt != DT_I64 || o.v->rank != 1) {
+        diag_error(c->d, n->loc, "segments= takes the segment offsets as i64[k + 1], not %s%s",
+                   tname(c->a, o.v->dt, o.v->rank),
+                   o.v->rank == 1 && dtype_info[o.v->dt].is_int ? "; convert with i64(offs)" : "");
+        return false;
+    }
+    *offs = o.v;
+    return true;
+}
+
+/* A reduce or scan over x with its segment offsets as operand 2. */
+static Val *mk_seg(Ctx *c, OpKind op, DType dt, Val *x, Val *init, Val *offs, Loc loc) {
+    Val *v = mk(c, op, dt, 1, 3, loc);
+    v->args[0] = x;
+    v->args[1] = init;
+    v->args[2] = offs;
+    v->axis = 0;
+    return v;
+}
+
 static Ex builtin_reduce(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
     const char *fname = call->name;
     if (!want_args(c, call, ca, 1, 1)) return ex_bad();
@@ -833,6 +874,8 @@ static Ex builtin_reduce(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
     if (!x.ok) return x;
     int axis;
     bool keep = false;
+    Val *offs;
+    if (!segments_arg(c, call, ca, x.v, fname, &offs)) return ex_bad();
     Node *kn = named_get(ca, "keepdims");
     if (!axis_arg(c, ca, x.v->rank, &axis, fname)) return ex_bad();
     if (kn && !const_bool(c, kn, &keep, "keepdims=")) return ex_bad();
@@ -848,6 +891,11 @@ static Ex builtin_reduce(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
         return ex_bad();
     }
     DType rdt = (red == RED_ARGMIN || red == RED_ARGMAX) ? DT_I64 : dt;
+    if (offs) {
+        Val *v = mk_seg(c, OP_REDUCE, rdt, x.v, NULL, offs, call->loc);
+        v->red = red;
+        return ex_val(v);
+    }
     if (x.v->rank == 0 && (red == RED_ARGMIN || red == RED_ARGMAX)) return ex_val(mk_i64(c, 0, call->loc));
     Val *v = mk1(c, OP_REDUCE, rdt, red_rank(x.v->rank, axis, keep), x.v, call->loc);
     v->red = red;
@@ -866,6 +914,21 @@ static Ex builtin_mean(Ctx *c, Node *call, CallArgs *ca) {
     }
     int axis;
     bool keep = false;
+    Val *offs;
+    if (!segments_arg(c, call, ca, x.v, "mean", &offs)) return ex_bad();
+    if (offs) {
+        if (!named_check(c, ca, "mean")) return ex_bad();
+        /* sum per segment / its length (offs[1:] - offs[:-1]); an empty segment gives NaN */
+        Val *s = mk_seg(c, OP_REDUCE, x.v->dt, x.v, NULL, offs, call->loc);
+        s->red = RED_SUM;
+        Val *hi = mk(c, OP_SLICE, DT_I64, 1, 4, call->loc), *lo = mk(c, OP_SLICE, DT_I64, 1, 4, call->loc);
+        hi->args[0] = lo->args[0] = offs;
+        hi->args[1] = mk_i64(c, 1, call->loc);
+        lo->args[2] = mk_i64(c, -1, call->loc);
+        Val *len = mk2(c, OP_SUB, DT_I64, 1, hi, lo, call->loc);
+        Val *n = mk1(c, OP_CAST, x.v->dt, 1, len, call->loc);
+        return ex_val(mk2(c, OP_DIV, x.v->dt, 1, s, n, call->loc));
+    }
     Node *kn = named_get(ca, "keepdims");
     if (!axis_arg(c, ca, x.v->rank, &axis, "mean")) return ex_bad();
     if (kn && !const_bool(c, kn, &keep, "keepdims=")) return ex_bad();
@@ -892,6 +955,8 @@ static Ex builtin_generic_reduce(Ctx *c, Node *call, CallArgs *ca, bool scan) {
     }
     int axis;
     bool flag = false;
+    Val *offs = NULL;
+    if (!segments_arg(c, call, ca, x.v, fname, &offs)) return ex_bad();
     if (!axis_arg(c, ca, x.v->rank, &axis, fname)) return ex_bad();
     Node *fl = named_get(ca, scan ? "exclusive" : "keepdims");
     if (fl && !const_bool(c, fl, &flag, scan ? "exclusive=" : "keepdims=")) return ex_bad();
@@ -899,7 +964,10 @@ static Ex builtin_generic_reduce(Ctx *c, Node *call, CallArgs *ca, bool scan) {
     Val *lam = lower_combine(c, ca->pos[0], x.v->dt, fname);
     if (!lam) return ex_bad();
     Val *v;
-    if (scan) {
+    if (offs) {
+        v = mk_seg(c, scan ? OP_SCAN : OP_REDUCE, x.v->dt, x.v, init.v, offs, call->loc);
+        v->exclusive = scan && flag;
+    } else if (scan) {
         v = mk2(c, OP_SCAN, x.v->dt, axis == AXIS_ALL ? (x.v->rank ? 1 : 1) : x.v->rank, x.v, init.v, call->loc);
         v->exclusive = flag;
     } else {
@@ -909,7 +977,7 @@ static Ex builtin_generic_reduce(Ctx *c, Node *call, CallArgs *ca, bool scan) {
     v->red = RED_LAMBDA;
     v->lam = lam;
     v->init = init.v;
-    v->axis = axis;
+    if (!offs) v->axis = axis;
     return ex_val(v);
 }
 
@@ -920,6 +988,8 @@ static Ex builtin_scan(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
     if (!x.ok) return x;
     int axis;
     bool excl = false;
+    Val *offs;
+    if (!segments_arg(c, call, ca, x.v, fname, &offs)) return ex_bad();
     if (!axis_arg(c, ca, x.v->rank, &axis, fname)) return ex_bad();
     Node *en = named_get(ca, "exclusive");
     if (en && !const_bool(c, en, &excl, "exclusive=")) return ex_bad();
@@ -928,9 +998,10 @@ static Ex builtin_scan(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
         diag_error(c->d, call->loc, "%s() needs numbers, not %s", fname, dtype_info[x.v->dt].name);
         return ex_bad();
     }
-    Val *v = mk1(c, OP_SCAN, x.v->dt, axis == AXIS_ALL ? 1 : x.v->rank, x.v, call->loc);
+    Val *v = offs ? mk_seg(c, OP_SCAN, x.v->dt, x.v, NULL, offs, call->loc)
+                  : mk1(c, OP_SCAN, x.v->dt, axis == AXIS_ALL ? 1 : x.v->rank, x.v, call->loc);
     v->red = red;
-    v->axis = axis;
+    if (!offs) v->axis = axis;
     v->exclusive = excl;
     return ex_val(v);
 }
@@ -1718,6 +1789,7 @@ static Size array_size_of(Ctx *c, const Val *v, int axis, int depth) {
     case OP_RAND:
     case OP_RANDN: return scalar_size(c, v->args[1 + axis], depth + 1);
     case OP_REDUCE:
+        if (red_segs(v)) return unknown; /* one value per segment */
         if (v->axis == AXIS_ALL) return one; /* keepdims: every axis has size 1 */
         if (v->keepdims) return axis == v->axis ? one : array_size(c, x, axis, depth + 1);
         return array_size(c, x, axis < v->axis ? axis : axis + 1, depth + 1);

@@ -46,6 +46,10 @@ int64_t shape_roll_shift(int64_t shift, int64_t n);
 /* A reduction that needs a value (min, max, arg*, lambdas without an initial value)
    over an empty axis, with outputs to fill: NumPy's error. */
 bool shape_reduce_has_identity(RtErr *e, const Val *r, const Dims *x);
+/* The offsets of segments=offs (m values) of a segmented reduce or scan r over n
+   elements: offs[0] == 0, non-decreasing, offs[m - 1] == n; else an error at r naming
+   the first offending position. */
+bool shape_check_segments(RtErr *e, const Val *r, const int64_t *offs, int64_t m, int64_t n);
 /* An array of dt and shape fits in memory: the limit arr_new applies, also to fused
    values that are never stored, so that a program fails the same way on both
    backends whether or not a value is stored. */

@@ -1561,6 +1561,198 @@ static Arr *eval_slice(Frame *f, const Val *v) {
     return r;
 }
 
+/* ---- segments=offs: one reduction or scan per segment, restarted at each offset ---- */
+
+/* The offsets of v's segments, checked against n elements (an array the caller
+   releases), or NULL after an error. */
+static Arr *seg_offsets(Frame *f, const Val *v, int64_t n) {
+    Arr *o = eval(f, red_segs(v));
+    if (!o) return NULL;
+    ASSERT(o->dt == DT_I64 && o->rank == 1);
+    if (o->size < 1) {
+        rt_error(f->c->err, v->loc, "segments= needs k + 1 offsets for k segments, not an empty array "
+                                    "(no segments: offs = [0] over an empty array)");
+        arr_release(o);
+        return NULL;
+    }
+    if (!shape_check_segments(f->c->err, v, (const int64_t *)o->data, o->size, n)) {
+        arr_release(o);
+        return NULL;
+    }
+    return o;
+}
+
+typedef struct SegRed {
+    RedSt st;
+    DType in_dt, out_dt;
+    void *conv;
+    const int64_t *offs;
+    int64_t k, seg;  /* segments, the one being folded */
+    int64_t cnt;     /* elements folded into it */
+    SProg *lam;
+    const Cell *init;
+    Arr *res;
+} SegRed;
+
+static void segred_begin(SegRed *r) {
+    red_start(&r->st, r->st.op, r->st.dt, r->lam);
+    if (r->init) {
+        r->st.acc = *r->init;
+        r->st.have = true;
+    }
+    r->cnt = 0;
+}
+
+/* Writes segment r->seg's value and moves to the next one. An empty segment gives the
+   combine's identity (min: +inf or the largest value, ...), argmin/argmax -1, a lambda
+   its initial value. */
+static void segred_end(SegRed *r) {
+    Cell c;
+    RedOp op = r->st.op;
+    if (r->cnt == 0 && (op == RED_ARGMIN || op == RED_ARGMAX)) {
+        c.u64 = 0;
+        c.i64 = -1;
+    } else if (r->cnt == 0 && (op == RED_MIN || op == RED_MAX)) {
+        c = scan_identity(op, r->out_dt);
+    } else {
+        red_result(&r->st, r->out_dt, &c);
+    }
+    int oesz = esize(r->out_dt);
+    memcpy((char *)r->res->data + r->seg * oesz, &c, (size_t)oesz);
+    r->seg++;
+    segred_begin(r);
+}
+
+static bool segred_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
+    SegRed *r = ctx;
+    if (r->conv) {
+        cast_tab[r->st.dt][r->in_dt](r->conv, vals, len);
+        vals = r->conv;
+    }
+    int esz = esize(r->st.dt);
+    while (len > 0) {
+        while (r->seg < r->k && r->offs[r->seg + 1] <= off) segred_end(r);
+        ASSERT(r->seg < r->k);
+        int64_t take = r->offs[r->seg + 1] - off;
+        if (take > len) take = len;
+        red_feed(&r->st, vals, take, 1, off - r->offs[r->seg]);
+        r->cnt += take;
+        vals = (const char *)vals + take * esz;
+        off += take;
+        len -= take;
+    }
+    return true;
+}
+
+static Arr *eval_segreduce(Frame *f, const Val *v) {
+    const Val *initv = v->init;
+    Cell init;
+    init.u64 = 0;
+    if (initv && !get_cell(f, initv, v->dt, &init)) return NULL;
+    SProg lam, *lp = NULL;
+    if (v->red == RED_LAMBDA) {
+        ASSERT(v->lam);
+        if (!sprog_build(f, v->lam, &lam)) return NULL;
+        lp = &lam;
+    }
+    Stream s;
+    Arr *res = NULL, *offs = NULL;
+    void *conv = NULL;
+    if (!stream_open(f, v->args[0], &s)) goto out;
+    if (!(offs = seg_offsets(f, v, s.size))) goto out;
+    int64_t k = offs->size - 1;
+    if (!(res = new_arr(f, v->loc, v->dt, 1, &k))) goto out;
+    DType fdt = red_fold_dt(v->red, s.dt, v->dt);
+    if (fdt != s.dt && !(conv = malloc((size_t)CHUNK * 8))) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        arr_release(res);
+        res = NULL;
+        goto out;
+    }
+    SegRed r = {.in_dt = s.dt, .out_dt = v->dt, .conv = conv, .offs = offs->data, .k = k, .lam = lp,
+                .init = initv ? &init : NULL, .res = res};
+    r.st.op = v->red;
+    r.st.dt = fdt;
+    segred_begin(&r);
+    stream_run(&s, segred_sink, &r);
+    while (r.seg < k) segred_end(&r); /* the last one and empty ones after it */
+out:
+    free(conv);
+    arr_release(offs);
+    stream_close(&s);
+    if (lp) sprog_free(lp);
+    return res;
+}
+
+typedef struct SegScan {
+    ScanSink sink;
+    const Val *v;
+    SProg *lam;
+    const Cell *init;
+    const int64_t *offs;
+    int64_t k, seg;
+} SegScan;
+
+static bool segscan_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
+    SegScan *r = ctx;
+    ScanSink *ss = &r->sink;
+    if (ss->conv) {
+        cast_tab[ss->st.dt][ss->in_dt](ss->conv, vals, len);
+        vals = ss->conv;
+    }
+    int esz = esize(ss->st.dt);
+    while (len > 0) {
+        while (r->seg < r->k && r->offs[r->seg + 1] <= off) {
+            r->seg++;
+            scan_start(&ss->st, r->v, r->lam, r->init != NULL, r->init);
+        }
+        ASSERT(r->seg < r->k);
+        int64_t take = r->offs[r->seg + 1] - off;
+        if (take > len) take = len;
+        scan_feed(&ss->st, vals, (char *)ss->out->data + off * esz, take, 1, 1);
+        vals = (const char *)vals + take * esz;
+        off += take;
+        len -= take;
+    }
+    return true;
+}
+
+static Arr *eval_segscan(Frame *f, const Val *v) {
+    const Val *initv = v->init;
+    Cell init;
+    init.u64 = 0;
+    if (initv && !get_cell(f, initv, v->dt, &init)) return NULL;
+    SProg lam, *lp = NULL;
+    if (v->red == RED_LAMBDA) {
+        ASSERT(v->lam);
+        if (!sprog_build(f, v->lam, &lam)) return NULL;
+        lp = &lam;
+    }
+    Stream s;
+    Arr *res = NULL, *offs = NULL;
+    void *conv = NULL;
+    if (!stream_open(f, v->args[0], &s)) goto out;
+    if (!(offs = seg_offsets(f, v, s.size))) goto out;
+    int64_t n = s.size;
+    if (!(res = new_arr(f, v->loc, v->dt, 1, &n))) goto out;
+    if (s.dt != v->dt && !(conv = malloc((size_t)CHUNK * 8))) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        arr_release(res);
+        res = NULL;
+        goto out;
+    }
+    SegScan r = {.sink = {.in_dt = s.dt, .conv = conv, .out = res}, .v = v, .lam = lp,
+                 .init = initv ? &init : NULL, .offs = offs->data, .k = offs->size - 1};
+    scan_start(&r.sink.st, v, lp, initv != NULL, &init);
+    stream_run(&s, segscan_sink, &r);
+out:
+    free(conv);
+    arr_release(offs);
+    stream_close(&s);
+    if (lp) sprog_free(lp);
+    return res;
+}
+
 static Arr *eval_gather(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]), *idx = NULL, *r = NULL;
     Dims od;
@@ -1830,8 +2022,8 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_ARG: die("IR: an argument of a lambda outside its body");
     case OP_DIM: return eval_dim(f, v);
     case OP_CHECKDIM: return check_dims(f, v) ? eval(f, v->args[0]) : NULL;
-    case OP_REDUCE: return eval_reduce(f, v);
-    case OP_SCAN: return eval_scan(f, v);
+    case OP_REDUCE: return red_segs(v) ? eval_segreduce(f, v) : eval_reduce(f, v);
+    case OP_SCAN: return red_segs(v) ? eval_segscan(f, v) : eval_scan(f, v);
     case OP_SLICE: return eval_slice(f, v);
     case OP_GATHER: return eval_gather(f, v);
     case OP_REVERSE: return eval_reverse(f, v);

@@ -515,6 +515,24 @@ static bool launch(Frame *f, const Kernel *k) {
         len = space.shape[axis];
         for (int q = axis + 1; q < space.rank; q++) inner *= space.shape[q];
     }
+    /* segments=offs: one block per segment; the offsets are checked on the host first
+       (as the CPU backend checks them), which costs a copy of k + 1 values */
+    Val *segs = k->kind == K_REDUCE ? red_segs(k->reds[0]) : k->kind == K_SCAN ? red_segs(k->scan) : NULL;
+    for (int i = 0; ok && segs && i < k->nins; i++) {
+        if (kernel_canon(k, k->ins[i]) != kernel_canon(k, segs)) continue;
+        Arr *oa = download(s, &ins[i], loc);
+        ok = oa != NULL;
+        if (ok && oa->size < 1) {
+            rt_error(s->err, segs->loc, "segments= needs k + 1 offsets for k segments, not an empty array "
+                                        "(no segments: offs = [0] over an empty array)");
+            ok = false;
+        }
+        Val *r = k->kind == K_REDUCE ? k->reds[0] : k->scan;
+        if (ok) ok = shape_check_segments(s->err, r, (const int64_t *)oa->data, oa->size, n);
+        if (ok) axis = 0, outer = oa->size - 1, len = n, inner = 1;
+        arr_release(oa);
+        break;
+    }
     /* min/max/argmin/argmax without an initial value over an empty axis: the CPU
        backend's (and NumPy's) error, before any kernel runs */
     for (int i = 0; ok && (k->kind == K_REDUCE || k->kind == K_ROW) && i < k->nreds; i++) {
