@@ -265,6 +265,9 @@ void report_syntax_error(ParseCtx *ps, const Tok *tok) {
     } else if (!expr && count == 1 && only == TK_IDENT &&
                (top_major == TK_COLON || top_major == TK_ARROW)) {
         items[nitems++] = "a type";
+    } else if (!expr && count == 2 && ok[TK_IDENT] && ok[TK_LPAREN] && top_major == TK_ARROW) {
+        /* a result type, or several in parentheses (-> (f32, i64)) */
+        items[nitems++] = "a type or '(' before several result types";
     } else {
         for (int i = 0; i < n; i++) {
             if (!ok[i]) continue;
