@@ -146,6 +146,12 @@ static void walk_stmts(F *f, Stmt *s, bool top) {
         visit(f, s->v2);
         if (s->v && s->v->rank > 0) f->root[s->v->id] = true;
         if (s->v2 && s->v2->rank > 0) f->root[s->v2->id] = true;
+        if (s->kind == S_RETURN)
+            for (int k = 0; k < s->nvs; k++) {
+                /* several results in one region: rule 4 may compute them in one kernel */
+                visit(f, s->vs[k]);
+                if (s->vs[k]->rank > 0) f->root[s->vs[k]->id] = true;
+            }
         (void)top;
         walk_stmts(f, s->body, false);
         walk_stmts(f, s->els, false);

@@ -270,7 +270,9 @@ typedef enum {
     S_IF,     /* if v { body } else { els } */
     S_FOR,    /* for slot in v .. v2 { body } (i64, half-open) */
     S_WHILE,  /* while v { body } */
-    S_RETURN, /* return v (v NULL for none) */
+    S_RETURN, /* return v (v NULL for none); several results: return vs[0..nvs) */
+    S_CALLN,  /* slots[slots[k]] = result k of the OP_CALL v, k < nvs (slot -1: dropped);
+                 a call of a function with several results (let (a, b) = f(x)) */
     S_PRINT,  /* print(v) */
     S_SAVE,   /* save(path, v) */
     S_EVAL,   /* evaluate v for its effects (a call whose result is dropped) */
@@ -285,7 +287,13 @@ struct Stmt {
     Val *v, *v2;
     Stmt *body, *els;
     const char *path;
+    int nvs;   /* S_RETURN of several results, S_CALLN: how many */
+    Val **vs;  /* S_RETURN: the results */
+    int *slots;/* S_CALLN: where each result goes */
 };
+
+/* How many results a function may return (-> (T1, ..., Tn)). */
+#define MAX_RESULTS 16
 
 typedef struct Slot {
     const char *name;
@@ -300,8 +308,11 @@ struct Fn {
     int nparams;   /* slots 0 .. nparams-1 are the parameters */
     int nslots;
     Slot *slots;
-    DType ret_dt;  /* DT_VOID for none */
+    DType ret_dt;  /* DT_VOID for none, and for several results */
     int ret_rank;
+    int nres;      /* 0 for none or one result (ret_dt says), else 2..MAX_RESULTS */
+    DType *res_dt; /* nres entries: each result's type and rank */
+    int *res_rank;
     Stmt *body;
     int nvals;     /* ids handed out so far */
     bool from_stdlib;

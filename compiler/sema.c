@@ -49,6 +49,11 @@ typedef struct Ex {
     bool weak;
     bool wfloat; /* weak and contains a float literal */
     bool ok;     /* false after an error (already reported) */
+    /* Several values (DESIGN.md part 2, "Several results"): a tuple (a, b) or an inlined
+       call's results in tup[0..ntup), or, with tup NULL, the results of the host call v.
+       Only lets and returns take them apart (lower_tuple); lower_expr refuses them. */
+    int ntup;
+    struct Ex *tup;
 } Ex;
 
 /* The type variables of one call, as bound from its arguments (one per distinct name;
@@ -79,6 +84,12 @@ typedef struct Ctx {
     DType ret_dt;
     int ret_rank;
     Val **ret_dims;     /* per result axis: the declared size, checked at each return */
+    int nres;           /* several results: how many (0 otherwise), their types and sizes */
+    Node **res_types;
+    DType *res_dt;
+    int *res_rank;
+    Val ***res_dims;
+    bool in_while_cond; /* lowering a while condition: no statements may be emitted */
     struct SizeFact *facts; /* sizes known equal where the function body runs */
     int nfacts, capfacts;
     bool in_lambda;
@@ -532,6 +543,9 @@ static Val *as_i64(Ctx *c, Ex e, Loc loc, const char *what) {
 /* ---- expressions ------------------------------------------------------------------------ */
 
 static Ex lower_expr(Ctx *c, Node *n);
+static Ex lower_any(Ctx *c, Node *n);
+static bool tuple_parts(Ctx *c, Ex e, int n, Loc loc, const char *fname, Ex *out);
+static bool lower_let_tuple(Ctx *c, Node *s, Node *rest, bool inlined);
 static void lower_block(Ctx *c, Node *body);
 static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs);
 
@@ -1608,7 +1622,7 @@ static bool inlinable(Node *decl) {
     if (decl->a) return true;
     if (!decl->type) return false;
     for (Node *s = decl->body; s; s = s->next) {
-        if (s->kind == N_LET) continue;
+        if (s->kind == N_LET || (s->kind == N_LETTUPLE && !s->ival)) continue;
         if (s->kind == N_RETURN && !s->next && s->a) return true;
         return false;
     }
@@ -1917,12 +1931,12 @@ static Val *size_val(Ctx *c, Node *decl, Node *d) {
 }
 
 /* The declared result sizes of decl, one per axis (NULL for `?`, which is not checked). */
-static Val **result_dims(Ctx *c, Node *decl) {
+static Val **result_dims(Ctx *c, Node *decl, Node *type) {
     int rank;
-    type_dims(decl->type, &rank);
+    type_dims(type, &rank);
     Val **dims = NEWN(c->a, Val *, rank + 1);
     int ax = 0;
-    for (Node *d = decl->type->dims; d; d = d->next, ax++) {
+    for (Node *d = type->dims; d; d = d->next, ax++) {
         if (d->kind == N_ANYSIZE) continue;
         dims[ax] = size_val(c, decl, d);
         if (!dims[ax]) return NULL;
@@ -2011,7 +2025,11 @@ static bool list_sizes_ok(Ctx *c, Node *list) {
 }
 
 static bool check_type_sizes(Ctx *c, Node *decl) {
-    bool ok = type_sizes_ok(c, decl->type, true);
+    bool ok = true;
+    if (decl->type && decl->type->kind == N_TUPLE)
+        for (Node *t = decl->type->args; t; t = t->next) ok &= type_sizes_ok(c, t, true);
+    else
+        ok = type_sizes_ok(c, decl->type, true);
     for (Node *p = decl->params; p; p = p->next) ok &= type_sizes_ok(c, p->type, false);
     return body_sizes_ok(c, decl->a) & list_sizes_ok(c, decl->body) & ok;
 }
@@ -2019,11 +2037,11 @@ static bool check_type_sizes(Ctx *c, Node *decl) {
 /* Wraps r, a value decl returns, in a check per axis whose size is not known to be the
    declared one; a mismatch is a run-time error at loc naming the function, the axis and
    both sizes. */
-static Val *check_result(Ctx *c, Node *decl, Val *r, Val **dims, Loc loc, bool own) {
+static Val *check_result(Ctx *c, Node *decl, Node *type, Val *r, Val **dims, Loc loc, bool own) {
     if (!dims) return r;
     Val *out = r;
     int ax = 0;
-    for (Node *d = decl->type->dims; d; d = d->next, ax++) {
+    for (Node *d = type->dims; d; d = d->next, ax++) {
         if (!dims[ax]) continue; /* `?` */
         SizeMemo *m = memo_begin(c);
         Size got = array_size(c, r, ax, 0), want = scalar_size(c, dims[ax], 0);
@@ -2076,7 +2094,48 @@ static void check_add(Ctx *c, SizeCheck **v, int *n, int *cap, Val *a, Val *b, c
     (*v)[(*n)++] = (SizeCheck){a, b, msg};
 }
 
+/* One result r of an inlined call of decl, declared type t: converted to it, checked
+   against its declared sizes (dims, NULL for none) and wrapped in the call's size checks
+   (outermost, so they run first). */
+static Ex inline_result(Ctx *c, Node *decl, Node *t, Ex r, TypeVars *tv, bool map, Node *call, int di, Val **dims,
+                        Loc retloc, SizeCheck *checks, int nchecks) {
+    int rk;
+    type_dims(t, &rk);
+    DType want = DT_VOID;
+    const char *tn = t->name;
+    if (is_typevar(tn)) {
+        for (int k = 0; k < tv->n; k++)
+            if (strcmp(tv->name[k], tn) == 0) want = tv->dt[k];
+        if (want == DT_VOID) {
+            diag_error(c->d, t->loc, "type variable '%s' in the result type of %s() is not the type of "
+                       "any parameter; use one of the parameters' types", tn, decl->name);
+            c->decl_state[di] = 2;
+            return ex_bad();
+        }
+    } else if (!dtype_from_name(tn, &want)) {
+        diag_error(c->d, t->loc, "unknown type '%s'", tn);
+        return ex_bad();
+    }
+    r = coerce(c, r, want, decl->loc, arena_printf(c->a, "the result of %s()", decl->name));
+    if (r.ok && !map && r.v->rank != rk) {
+        diag_error(c->d, call->loc, "%s() is declared to return %s but returns %s", decl->name,
+                   tname(c->a, want, rk), tname(c->a, r.v->dt, r.v->rank));
+        return ex_bad();
+    }
+    if (r.ok) r = concrete(c, r);
+    if (!r.ok) return r;
+    r.v = check_result(c, decl, t, r.v, dims, retloc, false);
+    for (int k = 0; k < nchecks; k++) {
+        Val *cv = mk(c, OP_CHECKDIM, r.v->dt, r.v->rank, 3, call->loc);
+        cv->args[0] = r.v, cv->args[1] = checks[k].a, cv->args[2] = checks[k].b;
+        cv->msg = checks[k].msg;
+        r.v = cv;
+    }
+    return r;
+}
+
 static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
+
     /* Check the callee on its own first, so errors in its body are reported once, at
        their place, and not again at every call that inlines it. */
     int di = decl_index(c, decl);
@@ -2183,7 +2242,9 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
         Val *v = mk(c, OP_CALL, f->ret_dt, f->ret_rank, nargs, call->loc);
         for (int k = 0; k < nargs; k++) v->args[k] = args[k].v;
         v->fn = f;
-        return ex_val(v);
+        Ex e = ex_val(v);
+        e.ntup = f->nres; /* several results: taken apart by an S_CALLN (tuple_parts) */
+        return e;
     }
     /* Inline: bind params (and their size variables) to the argument values. */
     Scope *saved = c->scope;
@@ -2234,24 +2295,32 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     }
     /* The checks wrap the result, so wherever the result is used they have passed. */
     for (int k = 0; k < nchecks; k++) fact_add(c, checks[k].a, checks[k].b);
+    bool several = decl->type && decl->type->kind == N_TUPLE;
+    /* The declared result sizes, before the body's lets can shadow a size's name. */
+    int nres = 0;
+    for (Node *t = several ? decl->type->args : NULL; t; t = t->next) nres++;
+    Val ***rdims = NEWN(c->a, Val **, nres + 1);
     Val **dims = NULL;
-    if (decl->type && decl->type->dims && !map) {
-        dims = result_dims(c, decl);
-        if (!dims) {
-            ok = false;
-            c->decl_state[di] = 2; /* a generic function: report it at the first call only */
-        }
+    if (several) {
+        int k = 0;
+        for (Node *t = decl->type->args; t; t = t->next, k++)
+            if (t->dims && !map && !(rdims[k] = result_dims(c, decl, t))) ok = false;
+    } else if (decl->type && decl->type->dims && !map) {
+        ok = (dims = result_dims(c, decl, decl->type)) != NULL;
     }
+    if (!ok) c->decl_state[di] = 2; /* a generic function: report it at the first call only */
     Ex r = ex_bad();
     Loc retloc = decl->loc;
     if (!ok) {
         /* reported */
     } else if (decl->a) {
-        r = lower_expr(c, decl->a);
+        r = several ? lower_any(c, decl->a) : lower_expr(c, decl->a);
         retloc = node_first_loc(decl->a);
     } else {
         for (Node *s = decl->body; s && ok; s = s->next) {
-            if (s->kind == N_LET) {
+            if (s->kind == N_LETTUPLE) {
+                ok = lower_let_tuple(c, s, NULL, true);
+            } else if (s->kind == N_LET) {
                 Ex v = lower_expr(c, s->a);
                 if (!v.ok) {
                     ok = false;
@@ -2279,48 +2348,30 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
                 sy->dt = v.v->dt;
                 sy->rank = v.v->rank;
             } else {
-                r = lower_expr(c, s->a);
+                r = several ? lower_any(c, s->a) : lower_expr(c, s->a);
                 retloc = s->loc;
             }
         }
     }
-    if (ok && r.ok && decl->type) {
-        int rk;
-        type_dims(decl->type, &rk);
-        DType want = DT_VOID;
-        const char *tn = decl->type->name;
-        if (is_typevar(tn)) {
-            for (int k = 0; k < tv.n; k++)
-                if (strcmp(tv.name[k], tn) == 0) want = tv.dt[k];
-            if (want == DT_VOID) {
-                diag_error(c->d, decl->type->loc, "type variable '%s' in the result type of %s() is not the type of "
-                           "any parameter; use one of the parameters' types", tn, decl->name);
-                c->decl_state[di] = 2;
-                r = ex_bad();
-            }
-        } else if (!dtype_from_name(tn, &want)) {
-            diag_error(c->d, decl->type->loc, "unknown type '%s'", tn);
+    if (ok && r.ok && several) {
+        /* Each result as a single one would be: its type, its sizes, the call's checks. */
+        int n = 0;
+        for (Node *t = decl->type->args; t; t = t->next) n++;
+        Ex *parts = NEWN(c->a, Ex, n);
+        if (!tuple_parts(c, r, n, retloc, decl->name, parts)) {
             r = ex_bad();
-        }
-        if (r.ok && want != DT_VOID) {
-            r = coerce(c, r, want, decl->loc, arena_printf(c->a, "the result of %s()", decl->name));
-            if (r.ok && !map && r.v->rank != rk) {
-                diag_error(c->d, call->loc, "%s() is declared to return %s but returns %s", decl->name,
-                           tname(c->a, want, rk), tname(c->a, r.v->dt, r.v->rank));
-                r = ex_bad();
+        } else {
+            int k = 0;
+            for (Node *t = decl->type->args; t && r.ok; t = t->next, k++) {
+                parts[k] = inline_result(c, decl, t, parts[k], &tv, map, call, di, rdims[k], retloc, checks, nchecks);
+                if (!parts[k].ok) r = ex_bad();
             }
+            if (r.ok) r = (Ex){.ok = true, .ntup = n, .tup = parts};
         }
-    }
-    if (ok && r.ok) r = concrete(c, r);
-    if (ok && r.ok) {
-        /* The result's own sizes first, then the arguments' (outermost, so run first). */
-        r.v = check_result(c, decl, r.v, dims, retloc, false);
-        for (int k = 0; k < nchecks; k++) {
-            Val *cv = mk(c, OP_CHECKDIM, r.v->dt, r.v->rank, 3, call->loc);
-            cv->args[0] = r.v, cv->args[1] = checks[k].a, cv->args[2] = checks[k].b;
-            cv->msg = checks[k].msg;
-            r.v = cv;
-        }
+    } else if (ok && r.ok && decl->type) {
+        r = inline_result(c, decl, decl->type, r, &tv, map, call, di, dims, retloc, checks, nchecks);
+    } else if (ok && r.ok) {
+        r = concrete(c, r);
     }
     c->inline_depth--;
     if (c->inline_depth == 0) c->inline_stop = false;
@@ -2454,7 +2505,7 @@ static Ex lower_expr_node(Ctx *c, Node *n);
 
 /* Lowering recurses once per level of the expression, and again into each inlined
    body: NEST_LIMIT levels at most, as for the syntax tree. */
-static Ex lower_expr(Ctx *c, Node *n) {
+static Ex lower_any(Ctx *c, Node *n) {
     if (c->depth >= NEST_LIMIT) {
         if (!c->deep_reported)
             diag_error(c->d, n->loc, "expression nested too deeply once calls are inlined (limit %d); "
@@ -2467,6 +2518,55 @@ static Ex lower_expr(Ctx *c, Node *n) {
     Ex r = lower_expr_node(c, n);
     c->depth--;
     return r;
+}
+
+/* One value: tuples exist for results and lets only (DESIGN.md part 2). */
+static Ex lower_expr(Ctx *c, Node *n) {
+    Ex r = lower_any(c, n);
+    if (!r.ok || !r.ntup) return r;
+    if (n->kind == N_CALL)
+        diag_error(c->d, n->loc, "%s() returns %d results, which cannot be used as one value; bind them first "
+                   "with let (a, b) = %s(...); and use the names", n->name, r.ntup, n->name);
+    else
+        diag_error(c->d, n->loc, "a tuple can only be returned by a function with several results (-> (T1, T2)) "
+                   "or bound with let (a, b) = ...; here one value is needed");
+    return ex_bad();
+}
+
+/* The n parts of e, which must have n of them; the results of a host call go through
+   an S_CALLN into slots of their own, read back as values. */
+static bool tuple_parts(Ctx *c, Ex e, int n, Loc loc, const char *fname, Ex *out) {
+    if (!e.ntup) {
+        diag_error(c->d, loc, "%s() is declared with %d results, but this is one value of type %s; return (a, b) "
+                   "with one value per result", fname, n, ex_tname(c, e));
+        return false;
+    }
+    if (e.ntup != n) {
+        diag_error(c->d, loc, "%s() is declared with %d results, but this gives %d", fname, n, e.ntup);
+        return false;
+    }
+    if (e.tup) {
+        for (int k = 0; k < n; k++) out[k] = e.tup[k];
+        return true;
+    }
+    const Fn *g = e.v->fn;
+    if (c->in_while_cond) {
+        diag_error(c->d, loc, "%s() has several results and control flow, so it cannot run inside a while "
+                   "condition; bind its results with let before the loop", g->name);
+        return false;
+    }
+    Stmt *st = stmt_new(c, S_CALLN, loc);
+    st->v = e.v;
+    st->nvs = n;
+    st->slots = NEWN(c->a, int, n);
+    for (int k = 0; k < n; k++) {
+        st->slots[k] = slot_new(c, arena_printf(c->a, "%s.%d", g->name, k), g->res_dt[k], g->res_rank[k], false);
+        Val *r = mk(c, OP_SLOT, g->res_dt[k], g->res_rank[k], 0, loc);
+        r->slot = st->slots[k];
+        out[k] = ex_val(r);
+    }
+    emit(c, st);
+    return true;
 }
 
 static Ex lower_expr_node(Ctx *c, Node *n) {
@@ -2546,6 +2646,25 @@ static Ex lower_expr_node(Ctx *c, Node *n) {
         return mk_ew(c, OP_SELECT, xs, 3, nodes, n->loc, "?:");
     }
     case N_CALL: return lower_call(c, n);
+    case N_TUPLE: {
+        int k = 0;
+        for (Node *a = n->args; a; a = a->next) k++;
+        if (k > MAX_RESULTS) {
+            diag_error(c->d, n->loc, "a tuple of %d values: at most %d", k, MAX_RESULTS);
+            return ex_bad();
+        }
+        Ex *parts = NEWN(c->a, Ex, k);
+        k = 0;
+        for (Node *a = n->args; a; a = a->next, k++) {
+            if (a->kind == N_TUPLE) {
+                diag_error(c->d, a->loc, "tuples do not nest: a function's results are one flat tuple (a, b, c)");
+                return ex_bad();
+            }
+            parts[k] = lower_expr(c, a);
+            if (!parts[k].ok) return ex_bad();
+        }
+        return (Ex){.ok = true, .ntup = k, .tup = parts};
+    }
     case N_INDEX: return index_expr(c, n);
     case N_LAMBDA:
         diag_error(c->d, n->loc, "a lambda can only be an argument of reduce(), scan() or map()");
@@ -2664,6 +2783,8 @@ static bool check_decl_type(Ctx *c, Node *type, Ex *v, const char *name) {
     return true;
 }
 
+static void bind_value(Ctx *c, const char *name, Loc loc, Val *val, bool mut, Node *rest);
+
 static void lower_let(Ctx *c, Node *s, Node *rest) {
     bool mut = s->kind == N_VAR;
     Ex v;
@@ -2700,12 +2821,17 @@ static void lower_let(Ctx *c, Node *s, Node *rest) {
     }
     Val *val = v.v;
     if (s->type && !bind_size_vars(c, s->type, val, s->loc, &val)) return;
+    bind_value(c, s->name, s->loc, val, mut, rest);
+}
+
+/* Binds name to val: straight (fusion across lets) or materialised in a slot. */
+static void bind_value(Ctx *c, const char *name, Loc loc, Val *val, bool mut, Node *rest) {
     /* Decide: bind the value straight (fusion across lets) or materialise in a slot. */
     if (!mut) {
         int stmts_using = 0;
         bool loop_use = false;
         for (Node *r = rest; r; r = r->next) {
-            int k = count_ident(r, s->name, 0);
+            int k = count_ident(r, name, 0);
             if (k) {
                 stmts_using++;
                 if (r->kind == N_FOR || r->kind == N_WHILE) loop_use = true;
@@ -2714,7 +2840,7 @@ static void lower_let(Ctx *c, Node *s, Node *rest) {
         /* Half the nesting limit is left to the statement that uses it. */
         bool shallow = val_height(c, val) <= NEST_LIMIT / 2;
         if (cheap(val) || (stmts_using <= 1 && !loop_use && shallow && !reads_mutable_or_effects(c, val))) {
-            Sym *sy = sym_add(c, s->name, s->loc);
+            Sym *sy = sym_add(c, name, loc);
             sy->kind = SYM_VAL;
             sy->val = val;
             sy->dt = val->dt;
@@ -2722,17 +2848,95 @@ static void lower_let(Ctx *c, Node *s, Node *rest) {
             return;
         }
     }
-    int slot = slot_new(c, s->name, val->dt, val->rank, mut);
-    Stmt *st = stmt_new(c, S_SET, s->loc);
+    int slot = slot_new(c, name, val->dt, val->rank, mut);
+    Stmt *st = stmt_new(c, S_SET, loc);
     st->slot = slot;
     st->v = val;
     emit(c, st);
-    Sym *sy = sym_add(c, s->name, s->loc);
+    Sym *sy = sym_add(c, name, loc);
     sy->kind = SYM_SLOT;
     sy->slot = slot;
     sy->mutable_ = mut;
     sy->dt = val->dt;
     sy->rank = val->rank;
+}
+
+/* let (a, _, b) = e; (var (a, b) = e;): one name per result of e, `_` drops one. In an
+   inlined body (inlined) every name is bound straight to its value. */
+static bool lower_let_tuple(Ctx *c, Node *s, Node *rest, bool inlined) {
+    int n = 0;
+    for (Node *x = s->args; x; x = x->next) {
+        n++;
+        if (strcmp(x->name, "_") == 0) continue;
+        for (Node *y = s->args; y != x; y = y->next)
+            if (strcmp(y->name, x->name) == 0) {
+                diag_error(c->d, x->loc, "'%s' is bound twice in this let", x->name);
+                return false;
+            }
+    }
+    if (n == 1) {
+        diag_error(c->d, s->loc, "a let of one name needs no parentheses: write let %s = ...;", s->args->name);
+        return false;
+    }
+    Ex v = lower_any(c, s->a);
+    if (!v.ok) return false;
+    const char *what = s->ival ? "var" : "let";
+    if (!v.ntup) {
+        v = concrete(c, v);
+        diag_error(c->d, s->a->loc, "this %s binds %d names, but its value is one value of type %s; a %s (a, b) "
+                   "takes the results of a function with several results", what, n, ex_tname(c, v), what);
+        return false;
+    }
+    if (v.ntup != n) {
+        const char *src = s->a->kind == N_CALL ? arena_printf(c->a, "%s() returns", s->a->name) : "the value has";
+        diag_error(c->d, s->loc, "this %s binds %d name%s, but %s %d results; give one name per result (_ for one "
+                   "you do not need)", what, n, n == 1 ? "" : "s", src, v.ntup);
+        return false;
+    }
+    if (!v.tup && !inlined) {
+        /* a host call: its results go straight into the names' slots */
+        const Fn *g = v.v->fn;
+        Stmt *st = stmt_new(c, S_CALLN, s->loc);
+        st->v = v.v;
+        st->nvs = n;
+        st->slots = NEWN(c->a, int, n);
+        int k = 0;
+        for (Node *x = s->args; x; x = x->next, k++) {
+            st->slots[k] = -1;
+            if (strcmp(x->name, "_") == 0) continue;
+            st->slots[k] = slot_new(c, x->name, g->res_dt[k], g->res_rank[k], s->ival != 0);
+        }
+        emit(c, st);
+        k = 0;
+        for (Node *x = s->args; x; x = x->next, k++) {
+            if (st->slots[k] < 0) continue;
+            Sym *sy = sym_add(c, x->name, x->loc);
+            sy->kind = SYM_SLOT;
+            sy->slot = st->slots[k];
+            sy->mutable_ = s->ival != 0;
+            sy->dt = g->res_dt[k];
+            sy->rank = g->res_rank[k];
+        }
+        return true;
+    }
+    Ex *parts = NEWN(c->a, Ex, n);
+    if (!tuple_parts(c, v, n, s->a->loc, "?", parts)) return false;
+    int k = 0;
+    for (Node *x = s->args; x; x = x->next, k++) {
+        if (strcmp(x->name, "_") == 0) continue;
+        Ex p = concrete(c, parts[k]);
+        if (!p.ok) return false;
+        if (inlined) {
+            Sym *sy = sym_add(c, x->name, x->loc);
+            sy->kind = SYM_VAL;
+            sy->val = p.v;
+            sy->dt = p.v->dt;
+            sy->rank = p.v->rank;
+        } else {
+            bind_value(c, x->name, x->loc, p.v, s->ival != 0, rest);
+        }
+    }
+    return true;
 }
 
 static Val *cond_val(Ctx *c, Node *e, const char *what) {
@@ -2744,6 +2948,33 @@ static Val *cond_val(Ctx *c, Node *e, const char *what) {
         return NULL;
     }
     return v.v;
+}
+
+/* return (a, b) in a function with several results (lower_fn set c->nres and the rest):
+   each result converted, rank-checked and size-checked as a single result is. */
+static void return_tuple(Ctx *c, Node *e, Loc loc) {
+    Ex v = lower_any(c, e);
+    if (!v.ok) return;
+    int n = c->nres;
+    Ex *parts = NEWN(c->a, Ex, n);
+    if (!tuple_parts(c, v, n, node_first_loc(e), c->cur_decl->name, parts)) return;
+    Stmt *st = stmt_new(c, S_RETURN, loc);
+    st->nvs = n;
+    st->vs = NEWN(c->a, Val *, n);
+    Node *pn = e->kind == N_TUPLE ? e->args : NULL;
+    for (int k = 0; k < n; k++, pn = pn ? pn->next : NULL) {
+        Loc at = pn ? node_first_loc(pn) : node_first_loc(e);
+        Ex p = coerce(c, parts[k], c->res_dt[k], at, arena_printf(c->a, "result %d of %s()", k, c->cur_decl->name));
+        if (!p.ok) return;
+        if (p.v->rank != c->res_rank[k]) {
+            diag_error(c->d, at, "result %d of %s() is declared %s, but this is %s", k, c->cur_decl->name,
+                       tname(c->a, c->res_dt[k], c->res_rank[k]), tname(c->a, p.v->dt, p.v->rank));
+            return;
+        }
+        st->vs[k] = check_result(c, c->cur_decl, c->res_types[k], p.v, c->res_dims[k], loc, true);
+        if (!st->vs[k]) return;
+    }
+    emit(c, st);
 }
 
 static Stmt *lower_sub_block(Ctx *c, Node *body) {
@@ -2761,6 +2992,7 @@ static void lower_stmt(Ctx *c, Node *s) {
     switch (s->kind) {
     case N_LET:
     case N_VAR: lower_let(c, s, s->next); return;
+    case N_LETTUPLE: lower_let_tuple(c, s, s->next, false); return;
     case N_ASSIGN: {
         Sym *sy = sym_find(c, s->name);
         if (!sy) {
@@ -2831,7 +3063,9 @@ static void lower_stmt(Ctx *c, Node *s) {
         return;
     }
     case N_WHILE: {
+        c->in_while_cond = true;
         Val *cv = cond_val(c, s->a, "while");
+        c->in_while_cond = false;
         Stmt *st = stmt_new(c, S_WHILE, s->loc);
         st->v = cv;
         c->loop_depth++;
@@ -2842,6 +3076,14 @@ static void lower_stmt(Ctx *c, Node *s) {
     }
     case N_RETURN: {
         Stmt *st = stmt_new(c, S_RETURN, s->loc);
+        if (s->a && c->nres) {
+            return_tuple(c, s->a, s->loc);
+            return;
+        }
+        if (!s->a && c->nres) {
+            diag_error(c->d, s->loc, "%s() must return its %d results: return (a, b);", c->cur_decl->name, c->nres);
+            return;
+        }
         if (s->a) {
             if (c->ret_dt == DT_VOID) {
                 diag_error(c->d, s->loc, "%s() returns a value but declares no result type; add -> type after the parameters",
@@ -2857,7 +3099,7 @@ static void lower_stmt(Ctx *c, Node *s) {
                            tname(c->a, c->ret_dt, c->ret_rank), tname(c->a, v.v->dt, v.v->rank));
                 return;
             }
-            st->v = check_result(c, c->cur_decl, v.v, c->ret_dims, s->loc, true);
+            st->v = check_result(c, c->cur_decl, c->cur_decl->type, v.v, c->ret_dims, s->loc, true);
             if (!st->v) return;
         } else if (c->ret_dt != DT_VOID) {
             diag_error(c->d, s->loc, "%s() must return a value of type %s", c->cur_decl->name, tname(c->a, c->ret_dt, c->ret_rank));
@@ -2973,6 +3215,8 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
     c->ret_dt = DT_VOID;
     c->ret_rank = 0;
     c->ret_dims = NULL;
+    c->nres = 0;
+    c->in_while_cond = false;
     c->facts = NULL;
     c->nfacts = c->capfacts = 0;
     c->depth = 0;
@@ -2982,7 +3226,40 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
     c->seen = NULL;
     c->nseen = 0;
     bool ok = true;
-    if (decl->type) {
+    if (decl->type && decl->type->kind == N_TUPLE) {
+        int n = 0;
+        for (Node *t = decl->type->args; t; t = t->next) n++;
+        if (n == 1) {
+            diag_error(c->d, decl->type->loc, "one result is written without parentheses (-> %s); a tuple of results "
+                       "has two or more", decl->type->args->name);
+            ok = false;
+        } else if (n > MAX_RESULTS) {
+            diag_error(c->d, decl->type->loc, "%s() declares %d results: at most %d", decl->name, n, MAX_RESULTS);
+            ok = false;
+        } else {
+            c->nres = n;
+            c->res_types = NEWN(c->a, Node *, n);
+            c->res_dt = NEWN(c->a, DType, n);
+            c->res_rank = NEWN(c->a, int, n);
+            c->res_dims = NEWN(c->a, Val **, n);
+            int k = 0;
+            for (Node *t = decl->type->args; t; t = t->next, k++) {
+                c->res_types[k] = t;
+                c->res_dt[k] = DT_F32;
+                if (!type_dims(t, &c->res_rank[k])) {
+                    diag_error(c->d, t->loc, "at most %d dimensions", MAXRANK);
+                    ok = false;
+                }
+                if (!dtype_from_name(t->name, &c->res_dt[k])) {
+                    diag_error(c->d, t->loc, "unknown type '%s'; the types are bool, i32, i64, u32, u64, f32, f64", t->name);
+                    ok = false;
+                }
+            }
+            f->nres = n;
+            f->res_dt = c->res_dt;
+            f->res_rank = c->res_rank;
+        }
+    } else if (decl->type) {
         int rk;
         type_dims(decl->type, &rk);
         if (!dtype_from_name(decl->type->name, &c->ret_dt)) {
@@ -3042,10 +3319,20 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
         }
     }
     if (ok && decl->type && decl->type->dims) {
-        c->ret_dims = result_dims(c, decl);
+        c->ret_dims = result_dims(c, decl, decl->type);
         ok = c->ret_dims != NULL;
     }
-    if (ok) {
+    for (int k = 0; ok && k < c->nres; k++)
+        if (c->res_types[k]->dims) ok = (c->res_dims[k] = result_dims(c, decl, c->res_types[k])) != NULL;
+    if (ok && c->nres) {
+        if (decl->a) {
+            return_tuple(c, decl->a, decl->a->loc);
+        } else {
+            lower_block(c, decl->body);
+            if (!always_returns(decl->body))
+                diag_error(c->d, decl->loc, "%s() may end without returning its %d results", decl->name, c->nres);
+        }
+    } else if (ok) {
         if (decl->a) {
             Ex v = lower_expr(c, decl->a);
             if (v.ok && c->ret_dt != DT_VOID) {
@@ -3062,7 +3349,7 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
             }
             if (v.ok) {
                 Stmt *st = stmt_new(c, S_RETURN, decl->a->loc);
-                st->v = check_result(c, decl, v.v, c->ret_dims, node_first_loc(decl->a), true);
+                st->v = check_result(c, decl, decl->type, v.v, c->ret_dims, node_first_loc(decl->a), true);
                 if (st->v) emit(c, st);
             }
         } else {

@@ -83,6 +83,11 @@ typedef struct Target {
     bool (*ret)(void *fr, const Val *v);
     /* the statement is over: drop what was memoised for it */
     void (*end)(void *fr);
+    /* the function's several results are the values of vs[0..n) */
+    bool (*ret_n)(void *fr, int n, Val *const *vs);
+    /* runs the OP_CALL v of a function with n results: slots[slots[k]] = result k
+       (a slot of -1 drops its result) */
+    bool (*call_n)(void *fr, const Val *v, int n, const int *slots);
 } Target;
 
 /* What one run (a cpu_run or a gpu_call) carries through all its calls. */
@@ -109,7 +114,7 @@ bool run_enter(Run *r, Loc loc, const Fn *fn);
 void run_leave(Run *r);
 
 /* Runs statements s of fn with target t on frame fr. Returns WALK_OK (fell off the end),
-   WALK_RETURN (a return statement ran: t->ret has the value) or WALK_ERROR. */
+   WALK_RETURN (a return statement ran: t->ret or t->ret_n has the values) or WALK_ERROR. */
 enum { WALK_OK, WALK_RETURN, WALK_ERROR };
 int walk(Run *r, const Target *t, void *fr, const Fn *fn, const Stmt *s);
 

@@ -198,6 +198,7 @@ typedef struct Frame {
     int *touched;  /* ids set in memo, to clear it quickly */
     int ntouched;
     Arr *ret;      /* what a return statement gave */
+    Arr *rets[MAX_RESULTS]; /* several results */
     Operands ops;  /* how the shape rules (run.h) read operands here */
 } Frame;
 
@@ -1968,7 +1969,8 @@ out:
     return r;
 }
 
-/* Runs an OP_CALL; *res may be NULL for a function that returns nothing. */
+/* Runs an OP_CALL; *res may be NULL for a function that returns nothing. res holds one
+   entry per result of a function with several results. */
 static bool eval_call(Frame *f, const Val *v, Arr **res) {
     Arr *argv[8], **args = v->nargs <= 8 ? argv : calloc((size_t)v->nargs, sizeof(Arr *));
     bool ok = args != NULL;
@@ -2102,10 +2104,32 @@ static bool t_ret(void *fr, const Val *v) {
 
 static void t_end(void *fr) { memo_clear(fr); }
 
-static const Target cpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end};
+static bool t_ret_n(void *fr, int n, Val *const *vs) {
+    Frame *f = fr;
+    ASSERT(n == f->fn->nres);
+    for (int k = 0; k < n; k++)
+        if (!(f->rets[k] = eval(f, vs[k]))) return false;
+    return true;
+}
 
+static bool t_call_n(void *fr, const Val *v, int n, const int *slots) {
+    Frame *f = fr;
+    Arr *res[MAX_RESULTS];
+    ASSERT(n == v->fn->nres && n <= MAX_RESULTS);
+    if (!eval_call(f, v, res)) return false;
+    for (int k = 0; k < n; k++) {
+        if (slots[k] >= 0) set_slot(f, slots[k], res[k]);
+        else arr_release(res[k]);
+    }
+    return true;
+}
+
+static const Target cpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end, t_ret_n, t_call_n};
+
+/* result: one entry, or fn->nres for a function with several results. */
 static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
-    *result = NULL;
+    int nout = fn->nres ? fn->nres : 1;
+    for (int k = 0; k < nout; k++) result[k] = NULL;
     if (!run_enter(c, loc, fn)) return false;
     Frame f;
     memset(&f, 0, sizeof f);
@@ -2122,8 +2146,16 @@ static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
         for (int i = 0; i < fn->nparams; i++) f.slots[i] = arr_retain(args[i]);
         ok = walk(c, &cpu_target, &f, fn, fn->body) != WALK_ERROR;
         memo_clear(&f);
-        if (ok) *result = f.ret;
-        else arr_release(f.ret);
+        if (fn->nres && ok)
+            for (int k = 0; k < fn->nres; k++) ok &= (result[k] = f.rets[k]) != NULL;
+        else if (ok) *result = f.ret;
+        if (!ok) {
+            arr_release(f.ret);
+            for (int k = 0; k < fn->nres; k++) {
+                arr_release(f.rets[k]);
+                result[k] = NULL;
+            }
+        }
         for (int i = 0; i < fn->nslots; i++) arr_release(f.slots[i]);
     }
     run_leave(c);
@@ -2135,7 +2167,7 @@ static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
 
 typedef struct Job {
     const Fn *fn;
-    Arr **args, *result;
+    Arr **args, *result[MAX_RESULTS];
     FILE *out;
     RtErr *err;
     bool ok;
@@ -2151,18 +2183,18 @@ static void *run_job(void *arg) {
     guard_push(&g);
     if (setjmp(g.jb) == 0) {
         if (die_injected("cpu")) die("injected (CUK_DIE_AT=cpu)");
-        j->ok = call_fn(&r, j->fn, j->args, &j->result, j->fn->loc);
+        j->ok = call_fn(&r, j->fn, j->args, j->result, j->fn->loc);
         guard_pop(&g);
     } else {
         j->ok = false;
-        j->result = NULL;
+        memset(j->result, 0, sizeof j->result);
         rt_error(j->err, j->fn->loc, "%s (this is a bug in cuk; please report it with the program)", g.msg);
     }
     return NULL;
 }
 
 bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
-    Job j = {fn, args, NULL, out, err, false};
+    Job j = {fn, args, {NULL}, out, err, false};
     rt_err_init(err);
     pthread_attr_t at;
     pthread_t t;
@@ -2175,9 +2207,9 @@ bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
         pthread_join(t, NULL);
     else
         run_job(&j); /* no thread to be had: the caller's stack, fewer levels */
-    if (result)
-        *result = j.result;
-    else
-        arr_release(j.result);
+    for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) {
+        if (result) result[k] = j.result[k];
+        else arr_release(j.result[k]);
+    }
     return j.ok;
 }

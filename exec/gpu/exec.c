@@ -114,6 +114,7 @@ struct Frame {
     int *touched;         /* the ids whose memo or shape is set, cleared per statement */
     int ntouched;
     Value ret;
+    Value rets[MAX_RESULTS]; /* several results */
     Operands ops; /* how the shape rules (run.h) read operands here */
 };
 
@@ -879,7 +880,31 @@ static bool t_ret(void *fr, const Val *v) {
 
 static void t_end(void *fr) { clear_memo(fr); }
 
-static const Target gpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end};
+static bool t_ret_n(void *fr, int n, Val *const *vs) {
+    Frame *f = fr;
+    ASSERT(n == f->fn->nres);
+    for (int k = 0; k < n; k++)
+        if (!eval(f, vs[k], &f->rets[k])) return false;
+    return true;
+}
+
+static bool t_call_n(void *fr, const Val *v, int n, const int *slots) {
+    Frame *f = fr;
+    Value res[MAX_RESULTS];
+    ASSERT(n == v->fn->nres && n <= MAX_RESULTS);
+    if (!eval_call(f, (Val *)v, res)) return false;
+    for (int k = 0; k < n; k++) {
+        if (slots[k] >= 0) {
+            vrelease(f->s, &f->slots[slots[k]]);
+            f->slots[slots[k]] = res[k];
+        } else {
+            vrelease(f->s, &res[k]);
+        }
+    }
+    return true;
+}
+
+static const Target gpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end, t_ret_n, t_call_n};
 
 /* ---- frames ---------------------------------------------------------------------------- */
 
@@ -926,7 +951,8 @@ static void frame_put(FnState *st, Frame *f) {
     else frame_free(f);
 }
 
-/* Runs st's function with args; loc is the call's (the function's own for an entry). */
+/* Runs st's function with args; loc is the call's (the function's own for an entry).
+   result: one entry, or fn->nres for a function with several results. */
 static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result, Loc loc) {
     const Fn *fn = st->fn;
     if (!run_enter(s->run, loc, fn)) return false;
@@ -937,11 +963,20 @@ static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result, Loc l
     }
     f->ops.err = s->err;
     f->ret = (Value){0};
+    for (int k = 0; k < fn->nres; k++) f->rets[k] = (Value){0};
     for (int i = 0; i < fn->nparams; i++) f->slots[i] = vretain(&args[i]);
     bool ok = walk(s->run, &gpu_target, f, fn, fn->body) != WALK_ERROR;
-    if (ok) *result = f->ret;
-    else vrelease(s, &f->ret);
+    for (int k = 0; ok && k < fn->nres; k++) ok = f->rets[k].set;
+    if (ok && fn->nres) {
+        for (int k = 0; k < fn->nres; k++) result[k] = f->rets[k];
+    } else if (ok) {
+        *result = f->ret;
+    } else {
+        vrelease(s, &f->ret);
+        for (int k = 0; k < fn->nres; k++) vrelease(s, &f->rets[k]);
+    }
     f->ret = (Value){0};
+    for (int k = 0; k < fn->nres; k++) f->rets[k] = (Value){0};
     for (int i = 0; i < fn->nslots; i++) vrelease(s, &f->slots[i]);
     clear_memo(f);
     frame_put(st, f);
@@ -1177,39 +1212,51 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
         v->buf->p = a->p;
         v->buf->borrowed = true;
     }
-    Value r = {0};
-    if (ok) ok = run_fn(s, st, va, &r, fn->loc);
+    Value rs[MAX_RESULTS];
+    int nout = fn->nres ? fn->nres : 1;
+    for (int k = 0; k < nout; k++) rs[k] = (Value){0};
+    if (ok) ok = run_fn(s, st, va, rs, fn->loc);
     if (ok) ok = check_dev_err(s);
-    if (ok && r.set) {
-        result->dt = r.dt;
-        result->rank = r.rank;
-        memcpy(result->shape, r.shape, sizeof r.shape);
-        result->s = r.s;
-        if (r.rank > 0 && r.buf->borrowed) {
-            /* an argument passed through: the caller gets its own copy */
-            size_t bytes = (size_t)nelem(&r) * (size_t)dtype_info[r.dt].size;
-            ok = cuk_mem_alloc(&result->p, bytes) == CUK_OK;
+    for (int k = 0; ok && k < nout; k++) {
+        Value *r = &rs[k];
+        if (!r->set) continue;
+        result[k].dt = r->dt;
+        result[k].rank = r->rank;
+        memcpy(result[k].shape, r->shape, sizeof r->shape);
+        result[k].s = r->s;
+        bool passed = r->rank > 0 && r->buf->borrowed;
+        for (int j = 0; j < k && r->rank > 0 && !passed; j++) passed = rs[j].rank > 0 && rs[j].buf == r->buf;
+        if (passed) {
+            /* an argument passed through (or one array returned twice): the caller
+               gets its own copy */
+            size_t bytes = (size_t)nelem(r) * (size_t)dtype_info[r->dt].size;
+            ok = cuk_mem_alloc(&result[k].p, bytes) == CUK_OK;
             if (!ok) gpu_fail(s, fn->loc, "device allocation failed");
-            else if (bytes && cuk_memcpy_dtod(result->p, r.buf->p, bytes) != CUK_OK) {
+            else if (bytes && cuk_memcpy_dtod(result[k].p, r->buf->p, bytes) != CUK_OK) {
                 ok = gpu_fail(s, fn->loc, "device copy failed");
-                cuk_mem_free(result->p);
-                result->p = 0;
+                cuk_mem_free(result[k].p);
+                result[k].p = 0;
             }
-        } else if (r.rank > 0) {
+        } else if (r->rank > 0) {
             /* hand the block over: the DBuf goes, the memory stays */
-            result->p = r.buf->p;
-            r.buf->borrowed = true;
+            result[k].p = r->buf->p;
+            r->buf->borrowed = true;
         }
-        if (!ok) *result = (GpuVal){.dt = DT_VOID};
     }
-    vrelease(s, &r);
+    if (!ok)
+        for (int k = 0; k < nout; k++) {
+            /* blocks already handed over or copied are the caller's no more */
+            if (result[k].dt != DT_VOID && result[k].rank > 0 && result[k].p) cuk_mem_free(result[k].p);
+            result[k] = (GpuVal){.dt = DT_VOID};
+        }
+    for (int k = 0; k < nout; k++) vrelease(s, &rs[k]);
     for (int i = 0; i < made && i < fn->nparams; i++) vrelease(s, &va[i]);
     if (va != stack) free(va);
     return ok;
 }
 
 bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err) {
-    *result = (GpuVal){.dt = DT_VOID};
+    for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) result[k] = (GpuVal){.dt = DT_VOID};
     FnState *st = fn_state(s, fn);
     if (!st) {
         rt_error(err, fn->loc, "%s() is not a function of this session's program", fn->name);
@@ -1231,7 +1278,7 @@ bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, F
         guard_pop(&g);
     } else {
         ok = false;
-        *result = (GpuVal){.dt = DT_VOID};
+        for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) result[k] = (GpuVal){.dt = DT_VOID};
         rt_error(err, fn->loc, "%s (this is a bug in cuk; please report it with the program)", g.msg);
     }
     s->err = NULL;
