@@ -63,13 +63,11 @@
     X("bincount", "NumPy", PLANNED, "bincount(idx, nbins)")                                          \
     X("searchsorted", "NumPy", PLANNED, "searchsorted(a, v)")                               \
     X("digitize", "NumPy", PLANNED, "searchsorted(a, v)")                                   \
-    X("nonzero", "NumPy", PLANNED, "nonzero(mask) (i64 flat indices)")                           \
-    X("flatnonzero", "NumPy", PLANNED, "nonzero(mask) (i64 flat indices)")                       \
-    X("extract", "NumPy", PLANNED, "x[mask] or filter(f, x)")                                    \
-    X("compress", "NumPy", PLANNED, "x[mask] or filter(f, x)")                                   \
+    X("flatnonzero", "NumPy", USE, "nonzero(mask) (i64 flat indices)")                       \
+    X("extract", "NumPy", USE, "x[mask] or filter(f, x)")                                    \
+    X("compress", "NumPy", USE, "x[mask] or filter(f, x)")                                   \
     X("partition", "NumPy/Futhark", PLANNED, "partition(f, x) giving (yes, no), Futhark's meaning") \
     X("top_k", "CuPy/PyTorch", PLANNED, "top_k(x, k)")                                           \
-    X("filter", "Futhark", PLANNED, "filter(f, x)")                                              \
     X("scatter", "Futhark", PLANNED, "scatter(dest, idx, vals)")                                 \
     X("reduce_by_index", "Futhark", PLANNED, "reduce_by_index(dest, f, idx, vals)")        \
     X("hist", "Futhark", PLANNED, "histogram(x, nbins, lo, hi) or reduce_by_index(dest, f, idx, vals)")               \

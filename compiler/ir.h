@@ -167,7 +167,9 @@ typedef enum {
     X(STACK, "stack", OK_INDEX, VA_ALL, 4) /* args: xs... (one shape): a new axis v->axis */      \
     X(MATMUL, "matmul", OK_MATMUL, VA_ALL, 0) /* args: x (2-D), y (1-D or 2-D) */                 \
     X(LOAD, "load", OK_LEAF, 0u, 0)       /* v->path: a .npy file of type v->dt, rank v->rank */ \
-    X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */
+    X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */\
+    X(COMPACT, "compact", OK_LEAF, 0u, 0) /* args: x, mask (bool, x's shape): x's elements where  \
+                                             mask is true, row-major, 1-D (x[mask], filter) */
 
 /* Every IR op: the elementwise ones first, so op < OP_EW_END means elementwise. */
 typedef enum {

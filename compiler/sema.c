@@ -232,7 +232,7 @@ typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT
     X("rand", B_GEN) X("randn", B_GEN)                                                          \
     X("len", B_STRUCT) X("reverse", B_STRUCT) X("concat", B_STRUCT) X("reshape", B_STRUCT)      \
     X("transpose", B_STRUCT) X("dot", B_STRUCT) X("pad", B_STRUCT) X("roll", B_STRUCT)          \
-    X("stack", B_STRUCT)                                                                        \
+    X("stack", B_STRUCT) X("filter", B_STRUCT) X("nonzero", B_STRUCT)                           \
     X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)
 
 typedef struct Builtin {
@@ -880,6 +880,8 @@ static Val *mk_seg(Ctx *c, OpKind op, DType dt, Val *x, Val *init, Val *offs, Lo
     v->axis = 0;
     return v;
 }
+static Val *rule6_masked(Ctx *c, Val *x, RedOp red, int axis, bool keep, Loc loc);
+static Val *compact_count(Ctx *c, Val *x, Loc loc);
 
 static Ex builtin_reduce(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
     const char *fname = call->name;
@@ -915,6 +917,8 @@ static Ex builtin_reduce(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
     v->red = red;
     v->axis = axis;
     v->keepdims = keep;
+    Val *masked = rule6_masked(c, x.v, red, axis, keep, call->loc);
+    if (masked) v->args[0] = masked, v->axis = AXIS_ALL;
     return ex_val(v);
 }
 
@@ -951,7 +955,10 @@ static Ex builtin_mean(Ctx *c, Node *call, CallArgs *ca) {
     s->red = RED_SUM;
     s->axis = axis;
     s->keepdims = keep;
-    Val *n = mk1(c, OP_CAST, x.v->dt, 0, count_of(c, x.v, axis, call->loc), call->loc);
+    Val *masked = rule6_masked(c, x.v, RED_SUM, axis, keep, call->loc);
+    if (masked) s->args[0] = masked, s->axis = AXIS_ALL;
+    Val *cnt = masked ? compact_count(c, x.v, call->loc) : count_of(c, x.v, axis, call->loc);
+    Val *n = mk1(c, OP_CAST, x.v->dt, 0, cnt, call->loc);
     return ex_val(mk2(c, OP_DIV, x.v->dt, s->rank, s, n, call->loc));
 }
 
@@ -1279,6 +1286,112 @@ static Ex builtin_stack(Ctx *c, Node *call, CallArgs *ca) {
     return ex_val(v);
 }
 
+static Ex map_apply(Ctx *c, Node *call, Node *f, Ex *args, int n, const char *who);
+
+/* ---- filters: x[mask], filter, nonzero ------------------------------------------------
+   All three are OP_COMPACT(x, mask): x's elements where mask (bool, x's shape) is true,
+   in row-major order, as a 1-D array whose size is known only at run time. */
+static Ex make_compact(Ctx *c, Val *x, Val *mask, Loc loc, Loc mloc) {
+    if (mask->dt != DT_BOOL) {
+        diag_error(c->d, mloc, "a mask must be bool, not %s; compare first, e.g. x[x > 0.0]",
+                   tname(c->a, mask->dt, mask->rank));
+        return ex_bad();
+    }
+    if (mask->rank != x->rank) {
+        diag_error(c->d, mloc, "the mask is %d-D but the array is %d-D; a mask has the shape of the array it selects from",
+                   mask->rank, x->rank);
+        return ex_bad();
+    }
+    return ex_val(mk2(c, OP_COMPACT, x->dt, 1, x, mask, loc));
+}
+
+/* rule6 (docs/fusion.md): a reduction over everything of a compaction is a masked
+   reduction of its source, select(mask, x, identity), so the filter never reaches
+   memory and its producers fuse into the reduction (rule 2). Only combines with an
+   identity: min and max of an empty selection are errors, as in NumPy. */
+static Val *rule6_masked(Ctx *c, Val *x, RedOp red, int axis, bool keep, Loc loc) {
+    if (x->op != OP_COMPACT || keep || (axis != AXIS_ALL && axis != 0)) return NULL;
+    Scalar id = {0};
+    switch (red) {
+    case RED_SUM:
+    case RED_ANY: break;
+    case RED_PROD:
+    case RED_ALL:
+        if (is_float(x->dt)) id.f = 1.0;
+        else id.i = 1;
+        break;
+    default: return NULL;
+    }
+    Val *k = mk(c, OP_CONST, x->dt, 0, 0, loc);
+    k->c = id;
+    Val *src = x->args[0], *m = x->args[1];
+    Val *sel = mk(c, OP_SELECT, x->dt, src->rank, 3, loc);
+    sel->args[0] = m, sel->args[1] = src, sel->args[2] = k;
+    return sel;
+}
+
+/* The number of true elements of a compaction's mask, for its size: a sum that fuses
+   with the mask's producers instead of waiting for the compaction. */
+static Val *compact_count(Ctx *c, Val *x, Loc loc) {
+    Val *m = mk1(c, OP_CAST, DT_I64, x->args[1]->rank, x->args[1], loc);
+    Val *s = mk1(c, OP_REDUCE, DT_I64, 0, m, loc);
+    s->red = RED_SUM;
+    s->axis = AXIS_ALL;
+    return s;
+}
+
+static Ex builtin_filter(Ctx *c, Node *call, CallArgs *ca) {
+    if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "filter")) return ex_bad();
+    Ex x = concrete(c, lower_expr(c, ca->pos[1]));
+    if (!x.ok) return x;
+    if (x.v->rank != 1) {
+        diag_error(c->d, ca->pos[1]->loc, "filter(f, x) needs a 1-D array, not %s; for other shapes use x[mask]",
+                   tname(c->a, x.v->dt, x.v->rank));
+        return ex_bad();
+    }
+    Ex m = map_apply(c, call, ca->pos[0], &x, 1, "filter()");
+    if (!m.ok) return m;
+    m = concrete(c, m);
+    if (!m.ok) return m;
+    if (m.v->dt != DT_BOOL) {
+        diag_error(c->d, ca->pos[0]->loc, "the predicate of filter() must return bool, not %s; compare, e.g. |v| v > 0.0",
+                   dtype_info[m.v->dt].name);
+        return ex_bad();
+    }
+    if (m.v->rank == 0) {
+        /* a predicate that does not read its argument: every element or none */
+        Val *f = mk(c, OP_FULL, DT_BOOL, 1, 2, call->loc);
+        f->args[0] = m.v;
+        Val *d = mk1(c, OP_DIM, DT_I64, 0, x.v, call->loc);
+        d->axis = 0;
+        f->args[1] = d;
+        m.v = f;
+    }
+    return make_compact(c, x.v, m.v, call->loc, ca->pos[0]->loc);
+}
+
+static Ex builtin_nonzero(Ctx *c, Node *call, CallArgs *ca) {
+    if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, "nonzero")) return ex_bad();
+    Ex m = concrete(c, arg_ex(c, ca, 0));
+    if (!m.ok) return m;
+    if (m.v->dt != DT_BOOL || m.v->rank == 0) {
+        diag_error(c->d, ca->pos[0]->loc, "nonzero() needs a bool array, not %s; compare first, e.g. nonzero(x != 0)",
+                   tname(c->a, m.v->dt, m.v->rank));
+        return ex_bad();
+    }
+    /* flat indices: compact iota(size) by the mask flattened */
+    Val *mask = m.v;
+    if (mask->rank > 1) {
+        Val *r = mk(c, OP_RESHAPE, DT_BOOL, 1, 2, call->loc);
+        r->args[0] = mask;
+        r->args[1] = mk_i64(c, -1, call->loc);
+        mask = r;
+    }
+    Val *n = count_of(c, m.v, AXIS_ALL, call->loc);
+    Val *io = mk1(c, OP_IOTA, DT_I64, 1, n, call->loc);
+    return make_compact(c, io, mask, call->loc, ca->pos[0]->loc);
+}
+
 static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     Loc loc = call->loc;
     if (strcmp(g, "len") == 0) {
@@ -1289,6 +1402,7 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
             diag_error(c->d, loc, "len() of a scalar");
             return ex_bad();
         }
+        if (x.v->op == OP_COMPACT) return ex_val(compact_count(c, x.v, loc)); /* rule6 */
         Val *d = mk1(c, OP_DIM, DT_I64, 0, x.v, loc);
         d->axis = 0;
         return ex_val(d);
@@ -1404,8 +1518,12 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
         if (!xs[0].ok || !xs[1].ok) return ex_bad();
         return lower_dot(c, xs, nodes, loc, "dot()");
     }
+    if (strcmp(g, "filter") == 0) return builtin_filter(c, call, ca);
+    if (strcmp(g, "nonzero") == 0) return builtin_nonzero(c, call, ca);
     die("unknown structural builtin %s", g);
 }
+
+static Ex map_apply(Ctx *c, Node *call, Node *f, Ex *args, int n, const char *who);
 
 static Ex builtin_map(Ctx *c, Node *call, CallArgs *ca) {
     if (!named_check(c, ca, "map")) return ex_bad();
@@ -1420,23 +1538,29 @@ static Ex builtin_map(Ctx *c, Node *call, CallArgs *ca) {
         args[i] = lower_expr(c, ca->pos[1 + i]);
         if (!args[i].ok) return ex_bad();
     }
+    return map_apply(c, call, f, args, n, "map()");
+}
+
+/* Applies f (a function name or a lambda) elementwise to args: map's body, and
+   filter's predicate. */
+static Ex map_apply(Ctx *c, Node *call, Node *f, Ex *args, int n, const char *who) {
     if (f->kind == N_IDENT) {
         Node *decl = find_decl(c, f->name);
         if (!decl) {
-            diag_error(c->d, f->loc, "map(): unknown function '%s'", f->name);
+            diag_error(c->d, f->loc, "%s: unknown function '%s'", who, f->name);
             return ex_bad();
         }
         return call_user(c, decl, call, args, n);
     }
     if (f->kind != N_LAMBDA) {
-        diag_error(c->d, f->loc, "map() needs a function name or a lambda |x| ... as its first argument");
+        diag_error(c->d, f->loc, "%s needs a function name or a lambda |x| ... as its first argument", who);
         return ex_bad();
     }
     int np = 0;
     for (Node *p = f->params; p; p = p->next) np++;
     if (np != n) {
-        diag_error(c->d, f->loc, "the lambda takes %d parameter%s but map() passes %d array%s", np, np == 1 ? "" : "s", n,
-                   n == 1 ? "" : "s");
+        diag_error(c->d, f->loc, "the lambda takes %d parameter%s but %s passes %d array%s", np, np == 1 ? "" : "s", who,
+                   n, n == 1 ? "" : "s");
         return ex_bad();
     }
     scope_push(c, false);
@@ -1451,8 +1575,8 @@ static Ex builtin_map(Ctx *c, Node *call, CallArgs *ca) {
                 return scope_pop(c), ex_bad();
             }
             if (want != a.v->dt) {
-                diag_error(c->d, p->loc, "lambda parameter '%s' is %s but map() passes %s", p->name,
-                           dtype_info[want].name, dtype_info[a.v->dt].name);
+                diag_error(c->d, p->loc, "lambda parameter '%s' is %s but %s passes %s", p->name,
+                           dtype_info[want].name, who, dtype_info[a.v->dt].name);
                 return scope_pop(c), ex_bad();
             }
         }
@@ -2387,6 +2511,71 @@ static bool cheap(Val *v) { return v->op == OP_CONST || v->op == OP_SLOT || v->o
 
 /* ---- indexing ------------------------------------------------------------------------ */
 
+/* x[i0, i1, ...] with integer arrays (NumPy's advanced indexing): the index arrays
+   broadcast together and pick x[i0[j], i1[j], ..., :]. Each index is normalised and
+   checked against its axis by a gather from iota(size) (the same check and message as
+   x[idx], naming the axis), then the flat offset into x's leading axes is one gather
+   from x reshaped: all of it is index arithmetic that fuses into the consumer.
+   Returns false (nothing lowered) when no item is an array: plain indices and slices. */
+static bool advanced_index(Ctx *c, Node *n, Val *x, int nitems, Ex *items, Ex *out) {
+    bool any = false;
+    int k = 0;
+    for (Node *a = n->args; a; a = a->next, k++)
+        if (a->kind != N_SLICE && items[k].v->rank > 0) any = true;
+    if (!any) return false;
+    k = 0;
+    for (Node *a = n->args; a; a = a->next, k++) {
+        if (a->kind == N_SLICE) {
+            diag_error(c->d, a->loc, "index arrays cannot be mixed with slices; index with arrays on every "
+                                     "leading axis, or slice first and index the result");
+            return *out = ex_bad(), true;
+        }
+        Val *v = items[k].v;
+        if (v->rank > 0 && v->dt == DT_BOOL) {
+            diag_error(c->d, a->loc, "a bool mask must be the only index (x[mask], of x's shape)");
+            return *out = ex_bad(), true;
+        }
+        if (!is_int(v->dt)) {
+            diag_error(c->d, a->loc, "an index array must hold integers, not %s", dtype_info[v->dt].name);
+            return *out = ex_bad(), true;
+        }
+    }
+    if (nitems > x->rank) {
+        diag_error(c->d, n->loc, "too many index arrays: %d for a %d-D array", nitems, x->rank);
+        return *out = ex_bad(), true;
+    }
+    Val *flat = NULL;
+    int brank = 0;
+    for (int i = 0; i < nitems; i++) {
+        Val *v = items[i].v;
+        if (v->rank > brank) brank = v->rank;
+        Val *d = mk1(c, OP_DIM, DT_I64, 0, x, n->loc);
+        d->axis = i;
+        if (v->rank == 0) v = mk2(c, OP_RESHAPE, v->dt, 1, v, mk_i64(c, 1, n->loc), n->loc);
+        Val *io = mk1(c, OP_IOTA, DT_I64, 1, d, n->loc);
+        Val *g = mk2(c, OP_GATHER, DT_I64, v->rank, io, v, n->loc);
+        g->axis = i; /* the axis its bounds message names */
+        flat = flat ? mk2(c, OP_ADD, DT_I64, brank, mk2(c, OP_MUL, DT_I64, flat->rank, flat, d, n->loc), g, n->loc)
+                    : g;
+        if (flat->rank < brank) flat->rank = brank;
+    }
+    /* x viewed as [d0 * ... * d(k-1), rest...] */
+    int rest = x->rank - nitems;
+    Val *xr = x;
+    if (nitems > 1) {
+        xr = mk(c, OP_RESHAPE, x->dt, 1 + rest, 2 + rest, n->loc);
+        xr->args[0] = x;
+        xr->args[1] = mk_i64(c, -1, n->loc);
+        for (int j = 0; j < rest; j++) {
+            Val *d = mk1(c, OP_DIM, DT_I64, 0, x, n->loc);
+            d->axis = nitems + j;
+            xr->args[2 + j] = d;
+        }
+    }
+    *out = ex_val(mk2(c, OP_GATHER, x->dt, flat->rank + rest, xr, flat, n->loc));
+    return true;
+}
+
 static Ex index_expr(Ctx *c, Node *n) {
     Ex x = concrete(c, lower_expr(c, n->a));
     if (!x.ok) return x;
@@ -2409,6 +2598,7 @@ static Ex index_expr(Ctx *c, Node *n) {
         if (!ix.ok) return ix;
         first = ix;
         ix = concrete(c, ix);
+        if (ix.v->rank > 0 && ix.v->dt == DT_BOOL) return make_compact(c, x.v, ix.v, n->loc, n->args->loc);
         if (ix.v->rank > 0) {
             if (!is_int(ix.v->dt)) {
                 diag_error(c->d, n->args->loc, "an index array must hold integers, not %s", dtype_info[ix.v->dt].name);
@@ -2417,6 +2607,19 @@ static Ex index_expr(Ctx *c, Node *n) {
             Val *v = mk2(c, OP_GATHER, x.v->dt, ix.v->rank + rank - 1, x.v, ix.v, n->loc);
             return ex_val(v);
         }
+    }
+    Ex items[MAXRANK];
+    bool pre = nitems > 1 && nitems <= MAXRANK;
+    if (pre) {
+        /* lowered once here, for both advanced_index and the slice below */
+        int k = 0;
+        for (Node *a = n->args; a; a = a->next, k++) {
+            if (a->kind == N_SLICE) continue;
+            items[k] = concrete(c, lower_expr(c, a));
+            if (!items[k].ok) return ex_bad();
+        }
+        Ex r;
+        if (advanced_index(c, n, x.v, nitems, items, &r)) return r;
     }
     if (nitems > rank) {
         diag_error(c->d, n->loc, "too many indices: %d for a %d-D array", nitems, rank);
@@ -2436,7 +2639,7 @@ static Ex index_expr(Ctx *c, Node *n) {
                 }
         } else {
             v->slmode[k] = SL_INDEX;
-            v->args[1 + 3 * k] = as_i64(c, first.ok ? first : lower_expr(c, a), a->loc, "an index");
+            v->args[1 + 3 * k] = as_i64(c, first.ok ? first : pre ? items[k] : lower_expr(c, a), a->loc, "an index");
             if (!v->args[1 + 3 * k]) return ex_bad();
             out--;
         }

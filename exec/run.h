@@ -41,6 +41,8 @@ bool shape_broadcast(RtErr *e, Loc loc, Dims *acc, const Dims *b);
 bool shape_concat(RtErr *e, const Val *v, const Dims *xs, int n, Dims *out, int64_t *offs);
 /* Index i of an axis of size n (negative counts from the end): *t in 0..n-1. */
 bool shape_index(RtErr *e, Loc loc, int64_t i, int axis, int64_t n, int64_t *t);
+/* x[mask]: the mask has x's shape (NumPy's rule and message). */
+bool shape_mask(RtErr *e, Loc loc, const Dims *x, const Dims *mask);
 /* roll(): a shift taken modulo the length n, in [0, n) (0 when n is 0). */
 int64_t shape_roll_shift(int64_t shift, int64_t n);
 /* A reduction that needs a value (min, max, arg*, lambdas without an initial value)

@@ -68,6 +68,19 @@ bool shape_index(RtErr *e, Loc loc, int64_t i, int axis, int64_t n, int64_t *t) 
     return true;
 }
 
+bool shape_mask(RtErr *e, Loc loc, const Dims *x, const Dims *mask) {
+    ASSERT(x->rank == mask->rank);
+    for (int k = 0; k < x->rank; k++)
+        if (x->d[k] != mask->d[k]) {
+            rt_error(e, loc,
+                     "boolean index did not match indexed array along axis %d; size of axis is %lld but size of "
+                     "corresponding boolean axis is %lld",
+                     k, (long long)x->d[k], (long long)mask->d[k]);
+            return false;
+        }
+    return true;
+}
+
 int64_t shape_roll_shift(int64_t shift, int64_t n) {
     if (n <= 0) return 0;
     int64_t r = shift % n;

@@ -1764,7 +1764,7 @@ static Arr *eval_gather(Frame *f, const Val *v) {
     for (int64_t j = 0; j < idx->size; j++) {
         int64_t i = scalar_cast(arr_get(idx, j), idx->dt, DT_I64).i, t;
         if (idx->dt == DT_U64 && arr_get(idx, j).u > INT64_MAX) i = INT64_MAX;
-        if (!shape_index(f->c->err, v->loc, i, 0, x->shape[0], &t)) {
+        if (!shape_index(f->c->err, v->loc, i, v->axis, x->shape[0], &t)) {
             arr_release(r);
             r = NULL;
             goto out;
@@ -1774,6 +1774,68 @@ static Arr *eval_gather(Frame *f, const Val *v) {
 out:
     arr_release(x);
     arr_release(idx);
+    return r;
+}
+
+/* x[mask], filter, nonzero: the two operands stream chunk by chunk side by side, so a
+   fused producer (x > 0.5, a * b) is never stored; the kept elements go straight to the
+   result, allocated at x's size (the most it can hold) and copied into an array of the
+   count's size when fewer are kept. */
+static const void *stream_chunk(Stream *s, int64_t off, int64_t len) {
+    return s->arr ? (const char *)s->arr->data + off * esize(s->dt) : prog_chunk(&s->prog, off, len, NULL);
+}
+
+static Arr *eval_compact(Frame *f, const Val *v) {
+    Stream xs, ms;
+    Arr *r = NULL;
+    if (!stream_open(f, v->args[0], &xs)) return NULL;
+    if (!stream_open(f, v->args[1], &ms)) {
+        stream_close(&xs);
+        return NULL;
+    }
+    Dims xd = {.rank = xs.rank}, md = {.rank = ms.rank};
+    memcpy(xd.d, xs.shape, sizeof xd.d);
+    memcpy(md.d, ms.shape, sizeof md.d);
+    if (!shape_mask(f->c->err, v->loc, &xd, &md)) goto out;
+    int64_t n = xs.size, cnt = 0;
+    if (!(r = new_arr(f, v->loc, v->dt, 1, &n))) goto out;
+    int esz = esize(v->dt);
+    char *dst = r->data;
+    for (int64_t off = 0; off < n; off += CHUNK) {
+        int64_t len = n - off < CHUNK ? n - off : CHUNK;
+        const uint8_t *m = stream_chunk(&ms, off, len);
+        const char *x = stream_chunk(&xs, off, len);
+        switch (esz) {
+#define COMPACT_LOOP(T)                                                                     \
+    for (int64_t i = 0; i < len; i++) {                                                     \
+        ((T *)dst)[cnt] = ((const T *)x)[i];                                                \
+        cnt += m[i] != 0;                                                                   \
+    }                                                                                       \
+    break;
+        case 1: COMPACT_LOOP(uint8_t)
+        case 4: COMPACT_LOOP(uint32_t)
+        case 8: COMPACT_LOOP(uint64_t)
+        default:
+            for (int64_t i = 0; i < len; i++)
+                if (m[i]) memcpy(dst + (cnt++) * esz, x + i * esz, (size_t)esz);
+        }
+#undef COMPACT_LOOP
+    }
+    if (cnt != n) {
+        /* the pool (exec/arr.c) frees by the array's size, so a shorter one is a copy */
+        Arr *t = new_arr(f, v->loc, v->dt, 1, &cnt);
+        if (!t) {
+            arr_release(r);
+            r = NULL;
+            goto out;
+        }
+        memcpy(t->data, r->data, (size_t)(cnt * esz));
+        arr_release(r);
+        r = t;
+    }
+out:
+    stream_close(&xs);
+    stream_close(&ms);
     return r;
 }
 
@@ -2028,6 +2090,7 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_SCAN: return red_segs(v) ? eval_segscan(f, v) : eval_scan(f, v);
     case OP_SLICE: return eval_slice(f, v);
     case OP_GATHER: return eval_gather(f, v);
+    case OP_COMPACT: return eval_compact(f, v);
     case OP_REVERSE: return eval_reverse(f, v);
     case OP_CONCAT: return eval_concat(f, v);
     case OP_PAD: return eval_pad(f, v);

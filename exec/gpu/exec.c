@@ -193,7 +193,8 @@ static bool check_dev_err(GpuSession *s) {
         const FnState *st = &s->fs[i];
         Loc loc = id >= 0 && id < st->fn->nvals && st->byid[id] ? st->byid[id]->loc : st->fn->loc;
         int64_t t;
-        ok = shape_index(s->err, loc, (long long)w[1], 0, (long long)w[2], &t);
+        ok = shape_index(s->err, loc, (long long)w[1], id >= 0 && id < st->fn->nvals && st->byid[id] ? st->byid[id]->axis : 0,
+                         (long long)w[2], &t);
         ASSERT(!ok); /* a kernel only reports an index that is out of bounds */
         if (cuk_memset_d8(s->errblk, 0, bytes, NULL) != CUK_OK) break;
     }
@@ -715,6 +716,47 @@ static __attribute__((noinline)) bool eval_load(Frame *f, Val *v, Value *r) {
     return ok;
 }
 
+/* x[mask], filter, nonzero. Not yet a device kernel: the operands (computed by their
+   kernels) are copied to the host, compacted there and the result copied back. The
+   planned kernel is a single-pass compaction over scan.cuh's look-back (docs/fusion.md,
+   rule 6); reductions and len() of a filter never get here (sema's rule6). */
+static __attribute__((noinline)) bool eval_compact(Frame *f, Val *v, Value *r) {
+    GpuSession *s = f->s;
+    Value xv, mv;
+    if (!eval(f, v->args[0], &xv)) return false;
+    if (!eval(f, v->args[1], &mv)) {
+        vrelease(s, &xv);
+        return false;
+    }
+    Arr *x = download(s, &xv, v->loc), *m = x ? download(s, &mv, v->loc) : NULL;
+    vrelease(s, &xv);
+    vrelease(s, &mv);
+    bool ok = x && m;
+    Dims xd = {0}, md = {0};
+    if (ok) {
+        xd.rank = x->rank, md.rank = m->rank;
+        memcpy(xd.d, x->shape, sizeof xd.d);
+        memcpy(md.d, m->shape, sizeof md.d);
+        ok = shape_mask(s->err, v->loc, &xd, &md);
+    }
+    int64_t cnt = 0;
+    if (ok) {
+        size_t esz = (size_t)dtype_info[v->dt].size;
+        const uint8_t *mk = m->data;
+        for (int64_t i = 0; i < x->size; i++)
+            if (mk[i]) memmove((char *)x->data + (size_t)cnt++ * esz, (const char *)x->data + (size_t)i * esz, esz);
+        r->shape[0] = cnt;
+        if ((ok = dalloc(s, r, v->loc)) && cnt &&
+            cuk_memcpy_htod(r->buf->p, x->data, (size_t)cnt * esz) != CUK_OK) {
+            ok = gpu_fail(s, v->loc, "copy to the device failed");
+            vrelease(s, r);
+        }
+    }
+    arr_release(x);
+    arr_release(m);
+    return ok;
+}
+
 static __attribute__((noinline)) bool eval_call(Frame *f, Val *v, Value *r) {
     GpuSession *s = f->s;
     Value stack[8], *args = v->nargs <= 8 ? stack : calloc((size_t)v->nargs, sizeof(Value));
@@ -747,7 +789,7 @@ static __attribute__((noinline)) bool eval_elem(Frame *f, Val *v, Value *r) {
         for (int q = 0; ok && q < x.rank; q++) off += ax[q].start * st[q];
     } else {
         int64_t i = 0, t = 0;
-        ok = scalar_of(f, v->args[1], &i) && shape_index(s->err, v->loc, i, 0, x.shape[0], &t);
+        ok = scalar_of(f, v->args[1], &i) && shape_index(s->err, v->loc, i, v->axis, x.shape[0], &t);
         off = t * st[0];
     }
     char bytes[8] = {0};
@@ -808,6 +850,7 @@ static bool eval(Frame *f, Val *v, Value *out) {
         break;
     case OP_LOAD: ok = eval_load(f, v, &r); break;
     case OP_CALL: ok = eval_call(f, v, &r); break;
+    case OP_COMPACT: ok = eval_compact(f, v, &r); break;
     case OP_SLICE:
     case OP_GATHER: ok = eval_elem(f, v, &r); break;
     default:
