@@ -165,7 +165,10 @@ typedef enum {
     X(STACK, "stack", OK_INDEX, VA_ALL, 4) /* args: xs... (one shape): a new axis v->axis */      \
     X(MATMUL, "matmul", OK_MATMUL, VA_ALL, 0) /* args: x (2-D), y (1-D or 2-D) */                 \
     X(LOAD, "load", OK_LEAF, 0u, 0)       /* v->path: a .npy file of type v->dt, rank v->rank */ \
-    X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */
+    X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */\
+    X(SCALARCALL, "scalarcall", OK_EW, VA_ALL, 40) /* v->fn(args...) per element (broadcast): a \
+                                             function of scalars with control flow, run inside \
+                                             the kernel (a __device__ function on the GPU) */
 
 /* Every IR op: the elementwise ones first, so op < OP_EW_END means elementwise. */
 typedef enum {
@@ -259,7 +262,7 @@ struct Val {
     unsigned char slmode[MAXRANK];/* OP_SLICE */
     const char *path;             /* OP_LOAD */
     const char *msg;              /* OP_CHECKDIM */
-    Fn *fn;                       /* OP_CALL */
+    Fn *fn;                       /* OP_CALL, OP_SCALARCALL */
     int kernel;                   /* fusion group, -1 until the fusion pass runs */
 };
 
