@@ -3143,14 +3143,14 @@ static bool elem_fn_ok(ElemCheck *e, Fn *f) {
     for (int k = 0; k < e->nok; k++)
         if (e->ok[k] == f) return true;
     if (e->depth >= e->c->prog->nfns + 1) die("per-element check: call chain longer than the program");
-    for (int k = 0; k < f->nslots; k++)
-        if (f->slots[k].rank > 0)
-            return elem_fail(e, f->loc, "%s() runs per element where it is applied to arrays, so it may only use "
-                             "scalars; '%s' is an array", f->name, f->slots[k].name);
     e->stack[e->depth++] = f;
     unsigned char *seen = NEWN(e->c->a, unsigned char, (size_t)f->nvals + 1);
     bool ok = elem_stmts_ok(e, f, f->body, seen);
     e->depth--;
+    for (int k = 0; k < f->nslots && ok; k++)
+        if (f->slots[k].rank > 0)
+            ok = elem_fail(e, f->loc, "%s() runs per element where it is applied to arrays, so it may only use "
+                           "scalars; '%s' is an array", f->name, f->slots[k].name);
     if (ok) e->ok[e->nok++] = f;
     return ok;
 }
@@ -3194,7 +3194,7 @@ Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib) {
     ScalarCalls scalls = {0};
     c.scalls = &scalls;
     lower_all(&c);
-    if (!d->errors) check_scalar_calls(&c);
+    check_scalar_calls(&c);
     /* Calls can lower a callee before its turn: list functions in source order. */
     int k = 0;
     for (int i = 0; i < c.ndecls; i++)
