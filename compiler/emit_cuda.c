@@ -88,6 +88,8 @@ typedef struct E {
     Buf funcs;    /* combine functors, after the helpers they call */
     bool *have;   /* helper (op, dtype) already emitted */
     int nlam;     /* combine functors emitted */
+    const Fn **dfns; /* per-element functions emitted as __device__ functions */
+    int ndfns, capdfns;
 } E;
 
 static void need_helper(E *e, const Val *v) {
@@ -515,6 +517,150 @@ static void emit_index_load(KE *ke, Val *v, int d) {
     bputs(b, "}\n");
 }
 
+/* ---- per-element functions (OP_SCALARCALL) -------------------------------------------- */
+
+/* A function of scalars with control flow, applied to arrays, becomes one __device__
+   function `cukf_<name>` (once per translation unit, its callees before it) that the
+   kernel body calls per element; its slots are locals s<N>, each statement's values
+   temporaries t<id> in the statement's block. Float multiplies are __fmul_rn/__dmul_rn
+   so NVRTC does not contract them into FMAs: the CPU backend rounds every operation, and
+   an iteration count (a Mandelbrot escape test) must come out the same on both. A loop
+   that never ends is the program's bug, as in CUDA C. */
+typedef struct DF {
+    E *e;
+    const Fn *fn;
+    Buf *b;
+    bool *done; /* by value id: its temporary exists in the current statement */
+} DF;
+
+static const char *need_devfn(E *e, const Fn *fn);
+
+static void df_ref(const Val *v, char *buf, size_t n) {
+    if (v->op == OP_CONST) literal(buf, n, v->dt, v->c);
+    else if (v->op == OP_SLOT) snprintf(buf, n, "s%d", v->slot);
+    else snprintf(buf, n, "t%d", v->id);
+}
+
+static void df_val(DF *f, const Val *v, int d) {
+    if (v->op == OP_CONST || v->op == OP_SLOT || f->done[v->id]) return;
+    f->done[v->id] = true;
+    for (int i = 0; i < v->nargs; i++) df_val(f, v->args[i], d);
+    char r[128];
+    const char *T = ctype(v->dt);
+    Buf *b = f->b;
+    if (v->op == OP_CAST) {
+        df_ref(v->args[0], r, sizeof r);
+        ind(b, d);
+        if (v->dt == DT_BOOL) bprintf(b, "const uint8_t t%d = (uint8_t)((%s) != 0);\n", v->id, r);
+        else if (float_to_int(v->args[0]->dt, v->dt)) bprintf(b, "const %s t%d = cuk_f2i<%s>(%s);\n", T, v->id, T, r);
+        else bprintf(b, "const %s t%d = (%s)(%s);\n", T, v->id, T, r);
+        return;
+    }
+    const char *callee;
+    char hn[64];
+    if (v->op == OP_CALL) {
+        callee = need_devfn(f->e, v->fn);
+    } else if (v->op == OP_MUL && dtype_info[v->dt].is_float) {
+        callee = v->dt == DT_F32 ? "__fmul_rn" : "__dmul_rn";
+    } else {
+        if (!(v->op < OP_EW_END)) die("per-element function: op %s (sema's check_scalar_calls)", op_name[v->op]);
+        need_helper(f->e, v);
+        helper_name(hn, sizeof hn, v);
+        callee = hn;
+    }
+    ind(b, d);
+    bprintf(b, "const %s t%d = %s(", T, v->id, callee);
+    for (int i = 0; i < v->nargs; i++) {
+        df_ref(v->args[i], r, sizeof r);
+        bprintf(b, "%s%s", i ? ", " : "", r);
+    }
+    bputs(b, ");\n");
+}
+
+/* A statement's value: its temporaries, then its reference in buf. */
+static void df_stmt_val(DF *f, const Val *v, int d, char *buf, size_t n, bool fresh) {
+    if (fresh) memset(f->done, 0, (size_t)f->fn->nvals + 1);
+    df_val(f, v, d);
+    df_ref(v, buf, n);
+}
+
+static void df_stmts(DF *f, const Stmt *s, int d) {
+    Buf *b = f->b;
+    char r[128], r2[128];
+    for (; s; s = s->next) {
+        switch (s->kind) {
+        case S_SET:
+            ind(b, d), bputs(b, "{\n");
+            df_stmt_val(f, s->v, d + 1, r, sizeof r, true);
+            ind(b, d + 1), bprintf(b, "s%d = %s;\n", s->slot, r);
+            ind(b, d), bputs(b, "}\n");
+            break;
+        case S_IF:
+            ind(b, d), bputs(b, "{\n");
+            df_stmt_val(f, s->v, d + 1, r, sizeof r, true);
+            ind(b, d + 1), bprintf(b, "if (%s) {\n", r);
+            df_stmts(f, s->body, d + 2);
+            ind(b, d + 1), bputs(b, "} else {\n");
+            df_stmts(f, s->els, d + 2);
+            ind(b, d + 1), bputs(b, "}\n");
+            ind(b, d), bputs(b, "}\n");
+            break;
+        case S_WHILE:
+            ind(b, d), bputs(b, "for (;;) {\n");
+            df_stmt_val(f, s->v, d + 1, r, sizeof r, true);
+            ind(b, d + 1), bprintf(b, "if (!(%s)) break;\n", r);
+            df_stmts(f, s->body, d + 1);
+            ind(b, d), bputs(b, "}\n");
+            break;
+        case S_FOR: {
+            ind(b, d), bputs(b, "{\n");
+            df_stmt_val(f, s->v, d + 1, r, sizeof r, true);
+            df_stmt_val(f, s->v2, d + 1, r2, sizeof r2, false);
+            ind(b, d + 1), bprintf(b, "const long long lo%d_ = (long long)(%s), hi%d_ = (long long)(%s);\n", d, r, d, r2);
+            ind(b, d + 1), bprintf(b, "for (long long c%d_ = lo%d_; c%d_ < hi%d_; c%d_++) {\n", d, d, d, d, d);
+            ind(b, d + 2), bprintf(b, "s%d = (%s)c%d_;\n", s->slot, ctype(f->fn->slots[s->slot].dt), d);
+            df_stmts(f, s->body, d + 2);
+            ind(b, d + 1), bputs(b, "}\n");
+            ind(b, d), bputs(b, "}\n");
+            break;
+        }
+        case S_RETURN:
+            ind(b, d), bputs(b, "{\n");
+            df_stmt_val(f, s->v, d + 1, r, sizeof r, true);
+            ind(b, d + 1), bprintf(b, "return %s;\n", r);
+            ind(b, d), bputs(b, "}\n");
+            break;
+        default: die("per-element function: statement %d (sema's check_scalar_calls)", (int)s->kind);
+        }
+    }
+}
+
+/* The __device__ function of fn, emitted into e->funcs (after the helpers it calls). */
+static const char *need_devfn(E *e, const Fn *fn) {
+    const char *name = arena_printf(e->a, "cukf_%s", fn->name);
+    for (int i = 0; i < e->ndfns; i++)
+        if (e->dfns[i] == fn) return name;
+    if (e->ndfns == e->capdfns) {
+        int cap = e->capdfns ? e->capdfns * 2 : 8;
+        const Fn **nd = NEWN(e->a, const Fn *, cap);
+        if (e->ndfns) memcpy(nd, e->dfns, sizeof(Fn *) * (size_t)e->ndfns);
+        e->dfns = nd;
+        e->capdfns = cap;
+    }
+    e->dfns[e->ndfns++] = fn;
+    Buf b = {.a = e->a};
+    DF f = {e, fn, &b, NEWN(e->a, bool, (size_t)fn->nvals + 1)};
+    bprintf(&b, "/* %s(): per element */\nstatic __device__ %s %s(", fn->name, ctype(fn->ret_dt), name);
+    for (int i = 0; i < fn->nparams; i++) bprintf(&b, "%s%s s%d", i ? ", " : "", ctype(fn->slots[i].dt), i);
+    bputs(&b, ") {\n");
+    for (int i = fn->nparams; i < fn->nslots; i++)
+        bprintf(&b, "    %s s%d = 0; /* %s */\n", ctype(fn->slots[i].dt), i, fn->slots[i].name);
+    df_stmts(&f, fn->body, 1);
+    bprintf(&b, "    return (%s)0; /* not reached: every path returns */\n}\n", ctype(fn->ret_dt));
+    bputs(&e->funcs, b.s); /* callees were appended while the body was written */
+    return name;
+}
+
 static void emit_node(KE *ke, Val *v, int d) {
     Buf *b = ke->b;
     char r0[128], r1[128], r2[128];
@@ -539,6 +685,17 @@ static void emit_node(KE *ke, Val *v, int d) {
         return;
     }
     switch (v->op) {
+    case OP_SCALARCALL: {
+        const char *fnm = need_devfn(ke->e, v->fn);
+        ind(b, d);
+        bprintf(b, "const %s v%d = %s(", T, v->id, fnm);
+        for (int i = 0; i < v->nargs; i++) {
+            ref(ke, v->args[i], r0, sizeof r0);
+            bprintf(b, "%s%s", i ? ", " : "", r0);
+        }
+        bputs(b, ");\n");
+        return;
+    }
     case OP_CAST:
         ref(ke, v->args[0], r0, sizeof r0);
         ind(b, d);

@@ -169,7 +169,10 @@ typedef enum {
     X(LOAD, "load", OK_LEAF, 0u, 0)       /* v->path: a .npy file of type v->dt, rank v->rank */ \
     X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */\
     X(COMPACT, "compact", OK_LEAF, 0u, 0) /* args: x, mask (bool, x's shape): x's elements where  \
-                                             mask is true, row-major, 1-D (x[mask], filter) */
+                                             mask is true, row-major, 1-D (x[mask], filter) */ \
+    X(SCALARCALL, "scalarcall", OK_EW, VA_ALL, 40) /* v->fn(args...) per element (broadcast): a \
+                                             function of scalars with control flow, run inside \
+                                             the kernel (a __device__ function on the GPU) */
 
 /* Every IR op: the elementwise ones first, so op < OP_EW_END means elementwise. */
 typedef enum {
@@ -263,7 +266,7 @@ struct Val {
     unsigned char slmode[MAXRANK];/* OP_SLICE */
     const char *path;             /* OP_LOAD */
     const char *msg;              /* OP_CHECKDIM */
-    Fn *fn;                       /* OP_CALL */
+    Fn *fn;                       /* OP_CALL, OP_SCALARCALL */
     int kernel;                   /* fusion group, -1 until the fusion pass runs */
 };
 

@@ -69,7 +69,8 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
     case OP_SLOT: fprintf(out, " $%d %s", v->slot, p->fn->slots[v->slot].name); break;
     case OP_ARG: fprintf(out, " #%d", v->slot); break;
     case OP_LOAD: fprintf(out, " \"%s\"", v->path); break;
-    case OP_CALL: fprintf(out, " @%s", v->fn->name); break;
+    case OP_CALL:
+    case OP_SCALARCALL: fprintf(out, " @%s", v->fn->name); break;
     case OP_REDUCE:
     case OP_SCAN: fprintf(out, ".%s", red_name[v->red]); break;
     default: break;

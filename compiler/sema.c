@@ -64,8 +64,15 @@ typedef struct TypeVars {
     int n;
 } TypeVars;
 
+/* The OP_SCALARCALLs made, checked at the end (shared by the nested contexts of lower_fn). */
+typedef struct ScalarCalls {
+    Val **v;
+    int n, cap;
+} ScalarCalls;
+
 typedef struct Ctx {
     Arena *a;
+    ScalarCalls *scalls;
     Diag *d;
     Node **decls; /* user functions first, then stdlib ones */
     int ndecls;
@@ -2258,6 +2265,45 @@ static Ex inline_result(Ctx *c, Node *decl, Node *t, Ex r, TypeVars *tv, bool ma
     return r;
 }
 
+/* A function of scalars with control flow applied to arrays: an OP_SCALARCALL, run per
+   element inside the kernel. Its body is checked once every function is lowered
+   (check_scalar_calls), when recursion through functions not yet lowered shows. */
+static Ex scalar_call(Ctx *c, Node *decl, Node *call, Ex *args, int nargs, bool generic) {
+    if (generic) {
+        diag_error(c->d, call->loc, "%s() has type variables and control flow, so it cannot be applied to arrays; "
+                   "give its parameters concrete types", decl->name);
+        return ex_bad();
+    }
+    if (!decl->type) {
+        diag_error(c->d, call->loc, "%s() is applied elementwise to arrays but returns nothing; give it a result type",
+                   decl->name);
+        return ex_bad();
+    }
+    Fn *f = lower_fn(c, decl);
+    if (!f) return ex_bad();
+    if (f->ret_rank != 0) {
+        diag_error(c->d, call->loc, "%s() is applied elementwise to arrays, so it must return a scalar, not %s",
+                   decl->name, tname(c->a, f->ret_dt, f->ret_rank));
+        return ex_bad();
+    }
+    int rank = 0;
+    for (int k = 0; k < nargs; k++)
+        if (args[k].v->rank > rank) rank = args[k].v->rank;
+    Val *v = mk(c, OP_SCALARCALL, f->ret_dt, rank, nargs, call->loc);
+    for (int k = 0; k < nargs; k++) v->args[k] = args[k].v;
+    v->fn = f;
+    ScalarCalls *sc = c->scalls;
+    if (sc->n == sc->cap) {
+        int cap = sc->cap ? sc->cap * 2 : 8;
+        Val **nv = NEWN(c->a, Val *, cap);
+        if (sc->n) memcpy(nv, sc->v, sizeof(Val *) * (size_t)sc->n);
+        sc->v = nv;
+        sc->cap = cap;
+    }
+    sc->v[sc->n++] = v;
+    return ex_val(v);
+}
+
 static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
 
     /* Check the callee on its own first, so errors in its body are reported once, at
@@ -2343,11 +2389,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
                            decl->name, p->name);
                 return ex_bad();
             }
-        if (!inlinable(decl)) {
-            diag_error(c->d, call->loc, "%s() is applied elementwise to arrays, so its body must be a single expression (lets and a return)",
-                       decl->name);
-            return ex_bad();
-        }
+        if (!inlinable(decl)) return scalar_call(c, decl, call, args, nargs, tv.n > 0);
     }
     if (!inlinable(decl)) {
         /* A host call: the callee gets its own IR function and frame. */
@@ -3583,6 +3625,106 @@ static void lower_all(Ctx *c) {
     }
 }
 
+/* ---- per-element functions ----------------------------------------------------------- */
+
+/* A function applied to arrays with control flow runs once per element inside a kernel
+   (a __device__ function on the GPU, a scalar interpreter on the CPU): its body may use
+   scalars, set/if/for/while/return and calls of such functions, and may not recurse. */
+typedef struct ElemCheck {
+    Ctx *c;
+    const Val *site; /* the OP_SCALARCALL being checked */
+    Fn **stack;      /* the calls being followed, for recursion */
+    int depth;
+    Fn **ok;         /* functions found fine */
+    int nok;
+} ElemCheck;
+
+static bool elem_fn_ok(ElemCheck *e, Fn *f);
+
+static bool elem_fail(ElemCheck *e, Loc loc, const char *fmt, const char *fname, const char *what) {
+    diag_error(e->c->d, loc, fmt, fname, what);
+    diag_note(e->c->d, e->site->loc, "%s() is applied elementwise to arrays here, so it runs once per element",
+              e->site->fn->name);
+    return false;
+}
+
+static bool elem_val_ok(ElemCheck *e, Fn *f, Val *v, unsigned char *seen) {
+    if (!v || (v->id < f->nvals && seen[v->id])) return true;
+    if (v->id < f->nvals) seen[v->id] = 1;
+    const char *opn = v->op < OP_EW_END ? ew_info[v->op].name : op_name[v->op];
+    if (v->rank > 0)
+        return elem_fail(e, v->loc, "%s() runs per element where it is applied to arrays, so it may only use scalars; "
+                         "this value is %s", f->name, tname(e->c->a, v->dt, v->rank));
+    if (!(v->op < OP_EW_END || v->op == OP_CAST || v->op == OP_CONST || v->op == OP_SLOT || v->op == OP_CALL))
+        return elem_fail(e, v->loc, "%s() runs per element where it is applied to arrays, so it may only use scalar "
+                         "operations; '%s' is not one", f->name, opn);
+    for (int k = 0; k < v->nargs; k++)
+        if (!elem_val_ok(e, f, v->args[k], seen)) return false;
+    if (v->op == OP_CALL) {
+        if (v->fn->ret_dt == DT_VOID || v->fn->ret_rank != 0)
+            return elem_fail(e, v->loc, "%s() runs per element where it is applied to arrays, so the functions it "
+                             "calls must return a scalar; %s() does not", f->name, v->fn->name);
+        for (int k = 0; k < e->depth; k++)
+            if (e->stack[k] == v->fn) {
+                const char *chain = "";
+                for (int j = k; j < e->depth; j++) chain = arena_printf(e->c->a, "%s%s() -> ", chain, e->stack[j]->name);
+                diag_error(e->c->d, v->loc, "%s() calls itself (%s%s()), so it cannot run per element: functions "
+                           "applied elementwise to arrays cannot recurse; write the recursion as a loop "
+                           "(called on scalars, it runs on the host and may recurse)",
+                           v->fn->name, chain, v->fn->name);
+                diag_note(e->c->d, e->site->loc, "%s() is applied elementwise to arrays here", e->site->fn->name);
+                return false;
+            }
+        if (!elem_fn_ok(e, v->fn)) return false;
+    }
+    return true;
+}
+
+static bool elem_stmts_ok(ElemCheck *e, Fn *f, Stmt *s, unsigned char *seen) {
+    for (; s; s = s->next) {
+        switch (s->kind) {
+        case S_SET:
+        case S_IF:
+        case S_FOR:
+        case S_WHILE:
+        case S_RETURN: break;
+        default:
+            return elem_fail(e, s->loc, "%s() runs per element where it is applied to arrays, so it cannot %s",
+                             f->name, s->kind == S_PRINT ? "print" : s->kind == S_SAVE ? "save" : "call functions for their effects");
+        }
+        memset(seen, 0, (size_t)f->nvals + 1);
+        if (!elem_val_ok(e, f, s->v, seen)) return false;
+        memset(seen, 0, (size_t)f->nvals + 1);
+        if (!elem_val_ok(e, f, s->v2, seen)) return false;
+        if (!elem_stmts_ok(e, f, s->body, seen) || !elem_stmts_ok(e, f, s->els, seen)) return false;
+    }
+    return true;
+}
+
+static bool elem_fn_ok(ElemCheck *e, Fn *f) {
+    for (int k = 0; k < e->nok; k++)
+        if (e->ok[k] == f) return true;
+    if (e->depth >= e->c->prog->nfns + 1) die("per-element check: call chain longer than the program");
+    e->stack[e->depth++] = f;
+    unsigned char *seen = NEWN(e->c->a, unsigned char, (size_t)f->nvals + 1);
+    bool ok = elem_stmts_ok(e, f, f->body, seen);
+    e->depth--;
+    for (int k = 0; k < f->nslots && ok; k++)
+        if (f->slots[k].rank > 0)
+            ok = elem_fail(e, f->loc, "%s() runs per element where it is applied to arrays, so it may only use "
+                           "scalars; '%s' is an array", f->name, f->slots[k].name);
+    if (ok) e->ok[e->nok++] = f;
+    return ok;
+}
+
+static void check_scalar_calls(Ctx *c) {
+    for (int i = 0; i < c->scalls->n; i++) {
+        int n = c->prog->nfns + 1;
+        ElemCheck e = {c, c->scalls->v[i], NEWN(c->a, Fn *, n), 0, NEWN(c->a, Fn *, n), 0};
+        elem_fn_ok(&e, c->scalls->v[i]->fn);
+    }
+}
+
 Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib) {
     Ctx c = {0};
     c.a = a;
@@ -3611,7 +3753,10 @@ Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib) {
     c.decl_state = NEWN(a, unsigned char, n + 1);
     for (int i = 0; i < c.nuser; i++)
         if (!check_type_sizes(&c, c.decls[i])) c.decl_state[i] = 2;
+    ScalarCalls scalls = {0};
+    c.scalls = &scalls;
     lower_all(&c);
+    check_scalar_calls(&c);
     /* Calls can lower a callee before its turn: list functions in source order. */
     int k = 0;
     for (int i = 0; i < c.ndecls; i++)

@@ -370,6 +370,266 @@ static void splat(void *dst, const void *elem, int esz, int64_t n) {
     for (int64_t i = 0; i < n; i++) memcpy((char *)dst + i * esz, elem, (size_t)esz);
 }
 
+/* ---- per-element functions (OP_SCALARCALL) --------------------------------------- */
+
+/* A function of scalars with control flow, applied to arrays, runs once per element. Its
+   statements are compiled once per evaluation into a flat program over registers (its
+   slots first), whose instructions are the elementwise loops above with n = 1, so both
+   backends compute each operation alike; nothing is allocated per element. Loops charge
+   the work limit once per iteration, as the statement walker does for host loops. Sema
+   refuses recursion here, so each function has one activation at a time and owns its
+   registers. */
+enum { FI_EW, FI_CAST, FI_MOV, FI_JZ, FI_JMP, FI_LOOP, FI_RET, FI_CALL };
+
+typedef struct FProg FProg;
+typedef struct FIns {
+    int kind, op;
+    DType dt, adt;
+    int in[3], out, tgt;
+    FProg *callee;  /* FI_CALL */
+    int *cargs;     /* FI_CALL: the argument registers, one per callee parameter */
+    Loc loc;        /* FI_LOOP: charged against the work limit */
+} FIns;
+
+struct FProg {
+    const Fn *fn;
+    FIns *ins;
+    int n, cap;
+    Cell *regs;
+    int nregs, rcap;
+    int *regof;     /* by Val id, while compiling one statement */
+    int ret;        /* the register the last return left its value in */
+    FProg *next;    /* every program of one build, to free */
+};
+
+typedef struct FBuild {
+    FProg *all;
+    bool oom;
+} FBuild;
+
+static void fprog_free_all(FProg *p) {
+    while (p) {
+        FProg *nx = p->next;
+        for (int i = 0; i < p->n; i++) free(p->ins[i].cargs);
+        free(p->ins);
+        free(p->regs);
+        free(p->regof);
+        free(p);
+        p = nx;
+    }
+}
+
+static int freg(FBuild *b, FProg *p) {
+    if (p->nregs == p->rcap) {
+        int cap = p->rcap ? p->rcap * 2 : 32;
+        Cell *r = realloc(p->regs, sizeof(Cell) * (size_t)cap);
+        if (!r) {
+            b->oom = true;
+            return 0;
+        }
+        p->regs = r;
+        p->rcap = cap;
+    }
+    p->regs[p->nregs].u64 = 0;
+    return p->nregs++;
+}
+
+static FIns *fins(FBuild *b, FProg *p, int kind) {
+    static FIns spare;
+    if (p->n == p->cap) {
+        int cap = p->cap ? p->cap * 2 : 32;
+        FIns *ni = realloc(p->ins, sizeof(FIns) * (size_t)cap);
+        if (!ni) {
+            b->oom = true;
+            memset(&spare, 0, sizeof spare);
+            return &spare;
+        }
+        p->ins = ni;
+        p->cap = cap;
+    }
+    FIns *in = &p->ins[p->n++];
+    memset(in, 0, sizeof *in);
+    in->kind = kind;
+    return in;
+}
+
+static FProg *fprog_get(FBuild *b, const Fn *fn, int depth);
+
+static int fval(FBuild *b, FProg *p, const Val *v, int depth) {
+    if (b->oom) return 0;
+    if (v->op == OP_SLOT) return v->slot;
+    ASSERT(v->id >= 0 && v->id < p->fn->nvals);
+    if (p->regof[v->id] >= 0) return p->regof[v->id];
+    int in[3] = {0, 0, 0}, r;
+    if (v->op == OP_CONST) {
+        r = freg(b, p);
+        if (!b->oom) cell_set(&p->regs[r], v->dt, v->c);
+    } else if (v->op == OP_CALL) {
+        FProg *q = fprog_get(b, v->fn, depth + 1);
+        int *cargs = malloc(sizeof(int) * (size_t)(v->nargs ? v->nargs : 1));
+        if (!q || !cargs) {
+            free(cargs);
+            b->oom = true;
+            return 0;
+        }
+        for (int k = 0; k < v->nargs; k++) cargs[k] = fval(b, p, v->args[k], depth);
+        r = freg(b, p);
+        FIns *x = b->oom ? NULL : fins(b, p, FI_CALL);
+        if (b->oom) { /* x, if any, is the spare: nothing holds cargs */
+            free(cargs);
+            return 0;
+        }
+        x->callee = q, x->cargs = cargs, x->out = r;
+    } else {
+        ASSERT(v->op < OP_EW_END || v->op == OP_CAST); /* sema's check_scalar_calls */
+        ASSERT(v->nargs <= 3);
+        for (int k = 0; k < v->nargs; k++) in[k] = fval(b, p, v->args[k], depth);
+        r = freg(b, p);
+        FIns *x = fins(b, p, v->op == OP_CAST ? FI_CAST : FI_EW);
+        x->op = v->op, x->dt = v->dt, x->out = r;
+        memcpy(x->in, in, sizeof in);
+        x->adt = v->op == OP_CAST ? v->args[0]->dt : v->args[ew_info[v->op].cls == OC_SELECT ? 1 : 0]->dt;
+    }
+    p->regof[v->id] = r;
+    return r;
+}
+
+/* A statement's value, computed afresh (its DAG may read slots set since). */
+static int fstmt_val(FBuild *b, FProg *p, const Val *v, int depth) {
+    for (int i = 0; i < p->fn->nvals; i++) p->regof[i] = -1;
+    return fval(b, p, v, depth);
+}
+
+static void fjump_here(FProg *p, int at) {
+    if (at < p->n) p->ins[at].tgt = p->n;
+}
+
+static void fstmts(FBuild *b, FProg *p, const Stmt *s, int depth) {
+    for (; s && !b->oom; s = s->next) {
+        switch (s->kind) {
+        case S_SET: {
+            int r = fstmt_val(b, p, s->v, depth);
+            FIns *x = fins(b, p, FI_MOV);
+            x->out = s->slot, x->in[0] = r;
+            break;
+        }
+        case S_IF: {
+            int r = fstmt_val(b, p, s->v, depth);
+            int jz = p->n;
+            fins(b, p, FI_JZ)->in[0] = r;
+            fstmts(b, p, s->body, depth);
+            int jmp = p->n;
+            fins(b, p, FI_JMP);
+            fjump_here(p, jz);
+            fstmts(b, p, s->els, depth);
+            fjump_here(p, jmp);
+            break;
+        }
+        case S_WHILE: {
+            int head = p->n;
+            int r = fstmt_val(b, p, s->v, depth);
+            int jz = p->n;
+            fins(b, p, FI_JZ)->in[0] = r;
+            fstmts(b, p, s->body, depth);
+            FIns *x = fins(b, p, FI_LOOP);
+            x->tgt = head, x->loc = s->loc;
+            fjump_here(p, jz);
+            break;
+        }
+        case S_FOR: {
+            /* ctr = lo; hi fixed at entry; while ctr < hi: slot = ctr; body; ctr++ */
+            int bound[2];
+            for (int k = 0; k < 2; k++) {
+                const Val *e = k ? s->v2 : s->v;
+                int r = fstmt_val(b, p, e, depth);
+                bound[k] = freg(b, p);
+                FIns *x = fins(b, p, e->dt == DT_I64 ? FI_MOV : FI_CAST);
+                x->out = bound[k], x->in[0] = r, x->dt = DT_I64, x->adt = e->dt;
+            }
+            int one = freg(b, p), test = freg(b, p);
+            if (b->oom) return;
+            p->regs[one].i64 = 1;
+            int head = p->n;
+            FIns *x = fins(b, p, FI_EW);
+            x->op = OP_LT, x->dt = DT_BOOL, x->adt = DT_I64, x->out = test, x->in[0] = bound[0], x->in[1] = bound[1];
+            int jz = p->n;
+            fins(b, p, FI_JZ)->in[0] = test;
+            DType sdt = p->fn->slots[s->slot].dt;
+            x = fins(b, p, sdt == DT_I64 ? FI_MOV : FI_CAST);
+            x->out = s->slot, x->in[0] = bound[0], x->dt = sdt, x->adt = DT_I64;
+            fstmts(b, p, s->body, depth);
+            x = fins(b, p, FI_EW);
+            x->op = OP_ADD, x->dt = DT_I64, x->adt = DT_I64, x->out = bound[0], x->in[0] = bound[0], x->in[1] = one;
+            x = fins(b, p, FI_LOOP);
+            x->tgt = head, x->loc = s->loc;
+            fjump_here(p, jz);
+            break;
+        }
+        case S_RETURN: {
+            int r = s->v ? fstmt_val(b, p, s->v, depth) : 0;
+            fins(b, p, FI_RET)->in[0] = r;
+            break;
+        }
+        default: die("IR: statement %d in a per-element function (sema's check_scalar_calls)", (int)s->kind);
+        }
+    }
+}
+
+static FProg *fprog_get(FBuild *b, const Fn *fn, int depth) {
+    for (FProg *q = b->all; q; q = q->next)
+        if (q->fn == fn) return q;
+    if (depth > 1000) die("per-element call chain too deep (recursion: sema's check_scalar_calls)");
+    FProg *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->fn = fn;
+    p->next = b->all;
+    b->all = p;
+    p->regof = malloc(sizeof(int) * (size_t)(fn->nvals ? fn->nvals : 1));
+    if (!p->regof) return NULL;
+    for (int i = 0; i < fn->nslots; i++) freg(b, p);
+    int zero = freg(b, p);
+    fstmts(b, p, fn->body, depth);
+    fins(b, p, FI_RET)->in[0] = zero; /* not reached: sema checks every path returns */
+    return b->oom ? NULL : p;
+}
+
+static bool fprog_exec(Run *run, FProg *p) {
+    Cell *r = p->regs;
+    for (int pc = 0;;) {
+        const FIns *in = &p->ins[pc];
+        switch (in->kind) {
+        case FI_EW:
+            ew_tab[in->op][in->adt](&r[in->out], &r[in->in[0]], &r[in->in[1]], &r[in->in[2]], 1);
+            pc++;
+            break;
+        case FI_CAST:
+            cast_tab[in->dt][in->adt](&r[in->out], &r[in->in[0]], 1);
+            pc++;
+            break;
+        case FI_MOV:
+            r[in->out] = r[in->in[0]];
+            pc++;
+            break;
+        case FI_JZ: pc = r[in->in[0]].b ? pc + 1 : in->tgt; break;
+        case FI_JMP: pc = in->tgt; break;
+        case FI_LOOP:
+            if (cpu_work_limit > 0 && !run_charge(run, in->loc, 1)) return false;
+            pc = in->tgt;
+            break;
+        case FI_RET: p->ret = in->in[0]; return true;
+        case FI_CALL: {
+            FProg *q = in->callee;
+            for (int k = 0; k < q->fn->nparams; k++) q->regs[k] = r[in->cargs[k]];
+            if (!fprog_exec(run, q)) return false;
+            r[in->out] = q->regs[q->ret];
+            pc++;
+            break;
+        }
+        default: die("bad per-element instruction %d", in->kind);
+        }
+    }
+}
+
 /* ---- fused elementwise programs -------------------------------------------------- */
 
 static bool fusable(int op) { return op_is_ew(op) || op_is_gen(op); }
@@ -390,7 +650,7 @@ static __attribute__((noinline)) bool check_dims(Frame *f, const Val *v) {
     return true;
 }
 
-enum { NK_OP, NK_CAST, NK_LEAF, NK_GEN };
+enum { NK_OP, NK_CAST, NK_LEAF, NK_GEN, NK_SCALL };
 enum { LM_DIRECT, LM_SPLAT, LM_WALK };
 
 typedef struct PNode {
@@ -410,6 +670,8 @@ typedef struct PNode {
     uint64_t seed;
     void *buf;
     const void *cur; /* this chunk's values */
+    int *xin;        /* NK_SCALL: the inputs, one per argument */
+    FProg *fp;       /* NK_SCALL: the function's program, and those of its callees */
 } PNode;
 
 typedef struct Prog {
@@ -421,10 +683,16 @@ typedef struct Prog {
     int64_t *idx;    /* chunk offsets scratch */
     double *dtmp;    /* chunk of doubles for generators */
     void *mem;
+    Run *run;        /* NK_SCALL loops charge the work limit */
+    bool failed;     /* a chunk stopped with an error */
 } Prog;
 
 static void prog_free(Prog *p) {
-    for (int i = 0; i < p->n; i++) arr_release(p->nodes[i].arr);
+    for (int i = 0; i < p->n; i++) {
+        arr_release(p->nodes[i].arr);
+        free(p->nodes[i].xin);
+        fprog_free_all(p->nodes[i].fp);
+    }
     free(p->nodes);
     free(p->idx);
     free(p->dtmp);
@@ -506,6 +774,50 @@ static __attribute__((noinline)) int prog_add_gen(Frame *f, Prog *p, const Val *
     return i;
 }
 
+static int prog_add(Frame *f, Prog *p, const Val *v);
+
+/* An OP_SCALARCALL: its arguments broadcast together, the function compiled once. */
+static __attribute__((noinline)) int prog_add_scall(Frame *f, Prog *p, const Val *v) {
+    int *xin = malloc(sizeof(int) * (size_t)(v->nargs ? v->nargs : 1));
+    if (!xin) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        return -1;
+    }
+    Dims sh = {0};
+    for (int k = 0; k < v->nargs; k++) {
+        xin[k] = prog_add(f, p, v->args[k]);
+        if (xin[k] < 0) {
+            free(xin);
+            return -1;
+        }
+        const PNode *a = &p->nodes[xin[k]];
+        Dims ad = {.rank = a->rank};
+        memcpy(ad.d, a->shape, sizeof ad.d);
+        if (k == 0) sh = ad;
+        else if (!shape_broadcast(f->c->err, v->loc, &sh, &ad)) {
+            free(xin);
+            return -1;
+        }
+    }
+    FBuild b = {0};
+    FProg *fp = fprog_get(&b, v->fn, 0);
+    int i = fp ? prog_push(f, p, v) : -1;
+    if (i < 0) {
+        free(xin);
+        fprog_free_all(b.all);
+        if (!fp) rt_error(f->c->err, v->loc, "out of memory");
+        return -1;
+    }
+    PNode *nd = &p->nodes[i];
+    nd->kind = NK_SCALL;
+    nd->nin = 0;
+    nd->xin = xin;
+    nd->fp = b.all;
+    nd->rank = sh.rank;
+    memcpy(nd->shape, sh.d, sizeof sh.d);
+    return i;
+}
+
 /* Adds v (and what it needs) to the program; returns its node index or -1. */
 static int prog_add(Frame *f, Prog *p, const Val *v) {
     for (int i = 0; i < p->n; i++)
@@ -531,6 +843,7 @@ static int prog_add(Frame *f, Prog *p, const Val *v) {
         return i;
     }
     if (op_is_gen(v->op)) return prog_add_gen(f, p, v);
+    if (v->op == OP_SCALARCALL) return prog_add_scall(f, p, v);
     int in[3], nin = v->op == OP_CAST ? 1 : ew_info[v->op].arity;
     ASSERT(nin == v->nargs);
     for (int k = 0; k < nin; k++) {
@@ -570,6 +883,7 @@ static int prog_add(Frame *f, Prog *p, const Val *v) {
 /* Builds the chunk program of the elementwise DAG under root and sets up its buffers. */
 static bool prog_build(Frame *f, const Val *root, Prog *p) {
     memset(p, 0, sizeof *p);
+    p->run = f->c;
     if (prog_add(f, p, root) < 0) {
         prog_free(p);
         return false;
@@ -713,6 +1027,26 @@ static const void *prog_chunk(Prog *p, int64_t off, int64_t len, void *out) {
             cast_tab[nd->dt][nd->adt](dst, p->nodes[nd->in[0]].cur, len);
             nd->cur = dst;
             break;
+        case NK_SCALL: {
+            /* nd->fp is the program of nd->v->fn: fprog_get put it last in its list */
+            FProg *q = nd->fp;
+            while (q->fn != nd->v->fn) q = q->next;
+            int na = nd->v->nargs;
+            for (int64_t k = 0; k < len; k++) {
+                for (int j = 0; j < na; j++) {
+                    const PNode *x = &p->nodes[nd->xin[j]];
+                    int xs = esize(x->dt);
+                    memcpy(&q->regs[j], (const char *)x->cur + k * xs, (size_t)xs);
+                }
+                if (!fprog_exec(p->run, q)) {
+                    p->failed = true;
+                    return NULL;
+                }
+                memcpy((char *)dst + k * esz, &q->regs[q->ret], (size_t)esz);
+            }
+            nd->cur = dst;
+            break;
+        }
         case NK_OP:
             ew_tab[nd->v->op][nd->adt](dst, p->nodes[nd->in[0]].cur,
                                        nd->nin > 1 ? p->nodes[nd->in[1]].cur : NULL,
@@ -777,6 +1111,7 @@ static bool stream_run(Stream *s, SinkFn sink, void *ctx) {
         int64_t len = s->size - off < CHUNK ? s->size - off : CHUNK;
         const void *vals = s->arr ? (const char *)s->arr->data + off * esz
                                   : prog_chunk(&s->prog, off, len, NULL);
+        if (!vals && s->prog.failed) return false;
         if (!sink(ctx, vals, off, len)) return false;
     }
     return true;
@@ -795,7 +1130,11 @@ static Arr *stream_take(Frame *f, Stream *s, Loc loc) {
         int esz = esize(s->dt);
         for (int64_t off = 0; off < s->size; off += s->prog.chunk) {
             int64_t len = s->size - off < s->prog.chunk ? s->size - off : s->prog.chunk;
-            prog_chunk(&s->prog, off, len, (char *)a->data + off * esz);
+            if (!prog_chunk(&s->prog, off, len, (char *)a->data + off * esz) && s->prog.failed) {
+                arr_release(a);
+                a = NULL;
+                break;
+            }
         }
     }
     prog_free(&s->prog);
