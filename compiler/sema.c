@@ -2587,10 +2587,11 @@ static bool advanced_index(Ctx *c, Node *n, Val *x, int nitems, Ex *items, Ex *o
         return *out = ex_bad(), true;
     }
     Val *flat = NULL;
-    int brank = 0;
+    int brank = 1; /* the broadcast rank of the index arrays (a scalar index becomes [1]) */
+    for (int i = 0; i < nitems; i++)
+        if (items[i].v->rank > brank) brank = items[i].v->rank;
     for (int i = 0; i < nitems; i++) {
         Val *v = items[i].v;
-        if (v->rank > brank) brank = v->rank;
         Val *d = mk1(c, OP_DIM, DT_I64, 0, x, n->loc);
         d->axis = i;
         if (v->rank == 0) v = mk2(c, OP_RESHAPE, v->dt, 1, v, mk_i64(c, 1, n->loc), n->loc);
@@ -2599,7 +2600,6 @@ static bool advanced_index(Ctx *c, Node *n, Val *x, int nitems, Ex *items, Ex *o
         g->axis = i; /* the axis its bounds message names */
         flat = flat ? mk2(c, OP_ADD, DT_I64, brank, mk2(c, OP_MUL, DT_I64, flat->rank, flat, d, n->loc), g, n->loc)
                     : g;
-        if (flat->rank < brank) flat->rank = brank;
     }
     /* x viewed as [d0 * ... * d(k-1), rest...] */
     int rest = x->rank - nitems;
