@@ -1601,6 +1601,14 @@ static bool hist_ordered(const Val *h) {
 /* Whether a reduce_by_index keeps its block's bins in shared memory (builtin add). */
 static bool hist_private(const Val *h) { return h->op == OP_HIST && h->red == RED_SUM && !hist_ordered(h); }
 
+/* Counting (bincount, histogram: an integer add of the constant 1): private bins are
+   32-bit counters (a block counts fewer than 2^32 elements), so twice as many fit and
+   the shared atomics are 32-bit ones. */
+static bool hist_counts(const Val *h) {
+    const Val *x = h->args[2];
+    return hist_private(h) && !dtype_info[h->dt].is_float && x->op == OP_CONST && x->c.i == 1;
+}
+
 /* The bits of an untouched private bin: -0.0 for floats (x + -0.0 is x), else 0. */
 static const char *hist_zero(DType dt) { return dt == DT_F32 ? "-0.0f" : dt == DT_F64 ? "-0.0" : "0"; }
 
@@ -1616,6 +1624,7 @@ static void emit_hist_update(KE *ke, int d) {
     bprintf(ke->b, "{ const long long t_ = (long long)(%s); if (t_ >= 0 && t_ < m_) { const %s x_ = (%s)(%s); ", ix,
             T, T, x);
     if (h->op == OP_SCATTER) bputs(ke->b, "out_[t_] = x_;");
+    else if (hist_counts(h)) bputs(ke->b, "if (priv_) atomicAdd(&sh_[t_], 1u); else cuk_atomic_add(&out_[t_], x_);");
     else if (hist_private(h)) bputs(ke->b, "if (priv_) cuk_atomic_add(&sh_[t_], x_); else cuk_atomic_add(&out_[t_], x_);");
     else if (h->red == RED_SUM) bputs(ke->b, "cuk_atomic_add(&out_[t_], x_);");
     else if ((h->red == RED_MIN || h->red == RED_MAX) && !dtype_info[h->dt].is_float)
@@ -1704,13 +1713,14 @@ static void emit_hist(KE *ke) {
         emit_hist_ordered(ke, h, T, HIST_SHARED_BYTES / (esz + 1));
         return;
     }
-    int cap = HIST_SHARED_BYTES / esz;
-    bool priv = hist_private(h);
+    bool priv = hist_private(h), cnt = hist_counts(h);
+    const char *ST = cnt ? "unsigned int" : T;
+    int cap = HIST_SHARED_BYTES / (cnt ? 4 : esz);
     if (priv) {
-        bprintf(b, "    __shared__ %s sh_[%d];\n    const bool priv_ = m_ <= %d;\n", T, cap, cap);
+        bprintf(b, "    __shared__ %s sh_[%d];\n    const bool priv_ = m_ <= %d;\n", ST, cap, cap);
         bprintf(b, "    if (priv_) {\n        for (long long q = threadIdx.x; q < m_; q += blockDim.x) sh_[q] = %s;\n"
                    "        __syncthreads();\n    }\n",
-                hist_zero(h->dt));
+                cnt ? "0u" : hist_zero(h->dt));
     }
     Val *tg[2] = {h->args[1], h->args[2]};
     const int U = 4;
@@ -1762,8 +1772,8 @@ static void emit_hist(KE *ke) {
                                              : "x_ != 0";
         bprintf(b, "    if (priv_) {\n        __syncthreads();\n"
                    "        for (long long q = threadIdx.x; q < m_; q += blockDim.x) {\n"
-                   "            const %s x_ = sh_[q];\n            if (%s) cuk_atomic_add(&out_[q], x_);\n        }\n    }\n",
-                T, zero);
+                   "            const %s x_ = sh_[q];\n            if (%s) cuk_atomic_add(&out_[q], (%s)x_);\n        }\n    }\n",
+                ST, cnt ? "x_ != 0u" : zero, T);
     }
     bputs(b, "}\n\n");
 }

@@ -91,12 +91,13 @@ typedef struct Kernel {
    over an SM-count grid and against a loop over chunks: docs/performance.md). */
 #define MAP_UNROLL 2
 
-/* K_HIST: a block keeps its own bins in shared memory (HIST_SHARED_BYTES, so 4096
-   64-bit or 8192 32-bit ones) when a builtin add's bins fit, and adds them to the
-   result once at its end; otherwise every update is a global atomic. A block takes
-   HIST_PER_BLOCK elements at least, and the grid HIST_MAX_GRID blocks at most. */
+/* K_HIST: a block keeps its own bins in shared memory (HIST_SHARED_BYTES: 8192
+   32-bit counters for bincount and histogram, 4096 64-bit or 8192 32-bit sums for a
+   builtin add) and adds each touched one to the result at its end; with more bins
+   every update is a global atomic. A block takes HIST_PER_BLOCK elements at least, the
+   grid HIST_MAX_GRID blocks at most (8 per SM of an H100/H200). */
 #define HIST_SHARED_BYTES 32768
-#define HIST_PER_BLOCK 8192
+#define HIST_PER_BLOCK 4096
 #define HIST_MAX_GRID 1056
 
 /* K_SCAN scratch (kernels/scan.cuh, CUK_TILE_BYTES): the tile ticket, then one 128-byte

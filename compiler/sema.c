@@ -1472,7 +1472,7 @@ static Ex builtin_hist(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     }
     Ex idx = hist_index(c, ca, ii, g);
     if (!idx.ok) return idx;
-    Ex vals = coerce(c, arg_ex(c, ca, ii + 1), dt, ca->pos[ii + 1]->loc, arena_printf(c->a, "the values of %s()", g));
+    Ex vals = coerce(c, arg_ex(c, ca, ii + 1), dt, ca->pos[ii + 1]->loc, arena_printf(c->a, "the values argument of %s()", g));
     if (!vals.ok) return vals;
     if (vals.v->rank > 1) {
         diag_error(c->d, ca->pos[ii + 1]->loc, "%s() takes its values as a 1-D array or a scalar, not %s", g,
