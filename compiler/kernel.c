@@ -261,6 +261,17 @@ void plan_print(FILE *out, const Plan *p) {
         if (!k->nins && !k->nscalars) fprintf(out, " -");
         fprintf(out, "  outputs:");
         for (int j = 0; j < k->nouts; j++) print_ref(out, p->fn, k->outs[j]);
+        if (k->kind == K_HIST) {
+            /* what the executor copies into the output first, or "fill" for a zeros() or
+               full() that no kernel writes (rule 6) */
+            const Val *d = k->outs[0]->args[0];
+            bool written = d->op != OP_FULL;
+            for (int q = 0; q < p->nkernels && !written; q++)
+                for (int j = 0; j < p->kernels[q]->nouts; j++) written = written || p->kernels[q]->outs[j] == d;
+            fprintf(out, "  dest:");
+            if (written) print_ref(out, p->fn, d);
+            else fprintf(out, " fill");
+        }
         fputc('\n', out);
     }
 }
