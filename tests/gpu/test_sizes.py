@@ -130,7 +130,8 @@ fn main(n: i64) {
     save("add.npy", reduce_by_index(zeros(1 << 20), add, (iota(n) * 7919) % (1 << 20), x));
     save("add_i.npy", reduce_by_index(zeros(300, dtype=i32), add, k - 500, i32(iota(n) % 7)));
     save("add_det.npy", reduce_by_index(zeros(100, dtype=f64), add, k % 100, f64(x), deterministic=true));
-    save("add_det_big.npy", reduce_by_index(zeros(5000), add, k * 5, x, deterministic=true));
+    save("add_det_big.npy", reduce_by_index(zeros(7000), add, k * 7, x, deterministic=true));
+    save("bincount_big.npy", bincount(k * 13, 13000));
     save("min.npy", reduce_by_index(full(2.0, 1000), min, k, x));
     save("max_i.npy", reduce_by_index(full(-1, 1000), max, k, iota(n)));
     save("mul.npy", reduce_by_index(ones(7, dtype=i64), mul, iota(n) % 7, 1 + iota(n) % 3));
@@ -141,7 +142,7 @@ fn main(n: i64) {
 """, {"bincount.npy": (0, 0), "bincount_i32.npy": (0, 0), "hist256.npy": (0, 0), "hist1024.npy": (0, 0),
       "hist_big.npy": (0, 0), "add.npy": (1e-5, 1e-6), "add_i.npy": (0, 0), "add_det.npy": (1e-9, 1e-12),
       "add_det_big.npy": (1e-5, 1e-6), "min.npy": (0, 0), "max_i.npy": (0, 0), "mul.npy": (0, 0),
-      "lam.npy": (0, 0), "scatter.npy": (0, 0), "scatter_dup.npy": (0, 0)},
+      "lam.npy": (0, 0), "scatter.npy": (0, 0), "scatter_dup.npy": (0, 0), "bincount_big.npy": (0, 0)},
         ["bincount.npy", "hist256.npy", "add_det.npy", "add_det_big.npy", "min.npy"]),
 }
 
