@@ -164,8 +164,13 @@ typedef struct cuk_param_info {
 const char *cuk_fn_name(const cuk_fn *f);
 int cuk_fn_nparams(const cuk_fn *f);
 cuk_status cuk_fn_param(const cuk_fn *f, int i, cuk_param_info *info);
-/* The result's dtype and rank; *has_result = 0 for a function that returns nothing. */
+/* The result's dtype and rank; *has_result = 0 for a function that returns nothing.
+   For a function with several results (-> (T1, T2)), result 0's. */
 cuk_status cuk_fn_result(const cuk_fn *f, int *has_result, cuk_dtype *dt, int *rank);
+/* How many results f has: 0 (none), 1, or n for a function declared -> (T1, ..., Tn). */
+int cuk_fn_nresults(const cuk_fn *f);
+/* Result k's dtype and rank, k < cuk_fn_nresults(f). */
+cuk_status cuk_fn_result_at(const cuk_fn *f, int k, cuk_dtype *dt, int *rank);
 
 /* Calls f with one array per parameter (a rank-0 array for a scalar). Dtypes and ranks
    must match the parameters exactly and size variables must agree, else CUK_ERR_INVALID
@@ -174,6 +179,12 @@ cuk_status cuk_fn_result(const cuk_fn *f, int *has_result, cuk_dtype *dt, int *r
    else on the host. Arguments are only read. print() inside the function writes to
    stdout. Several threads may call functions of one program at once. */
 cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result);
+/* cuk_fn_call with one output per result: results[k] gets result k, as cuk_fn_call's
+   *result would be (results may be NULL to drop them). nresults must be
+   cuk_fn_nresults(f) (1 for a function of one result); a function with several results
+   must be called this way (cuk_fn_call gives CUK_ERR_INVALID saying so). On an error
+   every results[k] is NULL. */
+cuk_status cuk_fn_call_n(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **results, int nresults);
 /* A borrowed description of an argument or a result for cuk_fn_call_views: dtype, rank,
    shape and where the elements are. The view owns nothing. For a rank-0 value on the
    host, data points at the value (a float for CUK_F32, ...). */
@@ -197,6 +208,10 @@ void cuk_array_view(const cuk_array *a, cuk_view *v);
    host array (as from cuk_fn_call; NULL when the function returns nothing). */
 cuk_status cuk_fn_call_views(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dev_result,
                              cuk_array **host_result);
+/* cuk_fn_call_views with one output per result: dev_results[k] and host_results[k] as
+   above for result k, nresults as for cuk_fn_call_n. */
+cuk_status cuk_fn_call_views_n(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dev_results,
+                               cuk_array **host_results, int nresults);
 /* cuk_fn_call_views' fast path, which never waits on the device or compiles: when f
    runs on the GPU as one kernel already compiled and every array argument is a device
    view (scalars on the host) of one shape, queues it (a pool allocation and an

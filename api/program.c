@@ -326,8 +326,22 @@ cuk_status cuk_fn_param(const cuk_fn *f, int i, cuk_param_info *info) {
     return CUK_OK;
 }
 
+int cuk_fn_nresults(const cuk_fn *f) { return !f ? 0 : f->fn->nres ? f->fn->nres : f->fn->ret_dt != DT_VOID; }
+
+cuk_status cuk_fn_result_at(const cuk_fn *f, int k, cuk_dtype *dt, int *rank) {
+    int n = cuk_fn_nresults(f);
+    if (!f || k < 0 || k >= n) return err_set(CUK_ERR_INVALID, "cuk_fn_result_at: no result %d", k);
+    if (dt) *dt = (cuk_dtype)(f->fn->nres ? f->fn->res_dt[k] : f->fn->ret_dt);
+    if (rank) *rank = f->fn->nres ? f->fn->res_rank[k] : f->fn->ret_rank;
+    return CUK_OK;
+}
+
 cuk_status cuk_fn_result(const cuk_fn *f, int *has_result, cuk_dtype *dt, int *rank) {
     if (!f) return err_set(CUK_ERR_INVALID, "cuk_fn_result: NULL function");
+    if (f->fn->nres) {
+        if (has_result) *has_result = 1;
+        return cuk_fn_result_at(f, 0, dt, rank);
+    }
     bool has = f->fn->ret_dt != DT_VOID;
     if (has_result) *has_result = has;
     if (dt) *dt = has ? (cuk_dtype)f->fn->ret_dt : CUK_F32;
@@ -473,6 +487,9 @@ static void widen_scalar(cuk_dtype dt, const cuk_scalar *v, GpuVal *g) {
    *dres whose pool block the caller owns) if any argument was there, else it comes to
    the host (*hres). This is the per-call path of compiled functions: no host memory is
    allocated here for up to 16 arguments. */
+static cuk_status session_result(GpuVal r, bool on_device, cuk_view *dres, cuk_array **hres);
+
+/* dres and hres have one entry per result (nout(f)). */
 static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, cuk_array **hres) {
     GpuVal stack[16], *gv = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *gv);
     cuk_devptr tstack[16], *tmp = nargs <= 16 ? tstack : calloc((size_t)nargs, sizeof *tmp);
@@ -507,13 +524,14 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
             g->borrowed = false;
         }
     }
-    GpuVal r;
-    r.dt = DT_VOID;
+    GpuVal rs[MAX_RESULTS];
+    int nr = f->fn->nres ? f->fn->nres : 1;
+    for (int k = 0; k < nr; k++) rs[k].dt = DT_VOID;
     if (!s) {
         RtErr err; /* not = {0}: that clears its 1 KiB message buffer on every call */
         rt_err_init(&err);
         flush_stdout();
-        bool ok = gpu_call(f->prog->session, f->fn, gv, &r, stdout, &err);
+        bool ok = gpu_call(f->prog->session, f->fn, gv, rs, stdout, &err);
         flush_stdout();
         if (!ok) s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
     }
@@ -523,7 +541,22 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
         if (tmp[i]) cuk_mem_free(tmp[i]);
     if (gv != stack) free(gv);
     if (tmp != tstack) free(tmp);
-    if (s || r.dt == DT_VOID) return s;
+    for (int k = 0; k < nr; k++) {
+        if (s) {
+            if (rs[k].dt != DT_VOID && rs[k].rank > 0 && rs[k].p) cuk_mem_free(rs[k].p);
+            continue;
+        }
+        s = session_result(rs[k], on_device, &dres[k], &hres[k]);
+        if (s) /* the results before this one are freed by the caller */
+            continue;
+    }
+    return s;
+}
+
+/* One result of a GPU call, as session_call describes it. */
+static cuk_status session_result(GpuVal r, bool on_device, cuk_view *dres, cuk_array **hres) {
+    cuk_status s = CUK_OK;
+    if (r.dt == DT_VOID) return s;
     if (r.rank == 0) {
         /* a scalar result comes back on the host; on the device if inputs were there */
         cuk_scalar v;
@@ -565,7 +598,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
 }
 
 /* The CPU backend: host Arrs in; device arguments are copied in (and the result out to
-   the device). Arguments are already checked. */
+   the device). Arguments are already checked. result has one entry per result. */
 static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
     cuk_status s = CUK_OK;
     Arr *stack[16], **in = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *in);
@@ -589,58 +622,78 @@ static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
             in[i] = args[i]->arr;
         }
     }
-    Arr *res = NULL;
+    Arr *res[MAX_RESULTS] = {NULL};
+    int nr = f->fn->nres ? f->fn->nres : 1;
     if (!s) {
         RtErr err = {0};
         bool ok;
         flush_stdout(); /* print() output keeps its order with the caller's */
-        ok = cpu_run(f->fn, in, &res, stdout, &err);
+        ok = cpu_run(f->fn, in, res, stdout, &err);
         flush_stdout();
         if (!ok) {
             s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
-            if (res) arr_release(res);
-            res = NULL;
+            for (int k = 0; k < nr; k++) {
+                arr_release(res[k]);
+                res[k] = NULL;
+            }
         }
     }
-    /* A result that is an argument's own storage (fn id(x) = x) must not alias the
-       caller's memory: give the caller a copy. */
-    if (!s && res) {
+    /* A result that is an argument's own storage (fn id(x) = x), or another result's,
+       must not alias the caller's memory: give the caller a copy. */
+    for (int k = 0; !s && k < nr; k++) {
+        if (!res[k]) continue;
         bool alias = false;
         for (int i = 0; i < nargs; i++)
-            if (in[i] == res || (in[i] && in[i]->data == res->data)) alias = true;
+            if (in[i] == res[k] || (in[i] && in[i]->data == res[k]->data)) alias = true;
+        for (int j = 0; j < k; j++)
+            if (res[j] && res[j]->data == res[k]->data && res[k]->size) alias = true;
         if (alias) {
-            Arr *c = arr_new(res->dt, res->rank, res->shape);
+            Arr *c = arr_new(res[k]->dt, res[k]->rank, res[k]->shape);
             if (!c) s = err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
-            else memcpy(c->data, res->data, (size_t)res->size * (size_t)dtype_info[res->dt].size);
-            arr_release(res);
-            res = c;
+            else memcpy(c->data, res[k]->data, (size_t)res[k]->size * (size_t)dtype_info[res[k]->dt].size);
+            arr_release(res[k]);
+            res[k] = c;
         }
     }
     for (int i = 0; i < nargs; i++) cuk_array_free(tmp[i]);
     if (in != stack) free(in);
     if (tmp != stage) free(tmp);
-    if (s) return s;
-    if (!res) return CUK_OK;
-    cuk_array *r;
-    if ((s = array_from_arr(&r, res))) return s;
-    if (on_device) {
-        cuk_array *d;
-        s = cuk_array_copy(&d, r, CUK_ON_DEVICE);
-        cuk_array_free(r);
-        if (s) return s;
-        r = d;
+    for (int k = 0; k < nr; k++) {
+        if (s || !res[k]) {
+            arr_release(res[k]);
+            continue;
+        }
+        cuk_array *r;
+        if ((s = array_from_arr(&r, res[k]))) continue;
+        if (on_device) {
+            cuk_array *d;
+            s = cuk_array_copy(&d, r, CUK_ON_DEVICE);
+            cuk_array_free(r);
+            if (s) continue;
+            r = d;
+        }
+        result[k] = r;
     }
-    *result = r;
-    return CUK_OK;
+    return s;
 }
 
-cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
+/* One call, nres results: results (NULL: dropped) has nres entries. */
+static cuk_status call_n(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **results, int nres) {
     last_info_set = false;
     if (!f || nargs < 0 || (nargs && !args)) return err_set(CUK_ERR_INVALID, "cuk_fn_call: NULL argument");
-    if (result) *result = NULL;
+    int want = f->fn->nres ? f->fn->nres : 1;
+    if (results)
+        for (int k = 0; k < nres; k++) results[k] = NULL;
+    if (nres != want) {
+        if (f->fn->nres)
+            return err_set(CUK_ERR_INVALID, "%s() has %d results: call it with cuk_fn_call_n and %d outputs",
+                           f->fn->name, want, want);
+        return err_set(CUK_ERR_INVALID, "%s() has one result, but %d outputs were given", f->fn->name, nres);
+    }
     cuk_view vstack[16], *v = nargs <= 16 ? vstack : calloc((size_t)nargs, sizeof *v);
     const cuk_view *pstack[16], **vp = nargs <= 16 ? pstack : calloc((size_t)nargs, sizeof *vp);
     cuk_status s = CUK_OK;
+    cuk_array *r[MAX_RESULTS] = {NULL};
     if (!v || !vp) {
         s = err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
         goto out;
@@ -650,31 +703,44 @@ cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array *
         vp[i] = args[i] ? &v[i] : NULL;
     }
     if ((s = check_views(f, vp, nargs))) goto out;
-    cuk_array *r = NULL;
     if (f->prog->session) {
-        cuk_view d;
-        d.rank = -1;
-        s = session_call(f, vp, nargs, &d, &r);
-        if (!s && d.rank >= 0) {
+        cuk_view d[MAX_RESULTS];
+        for (int k = 0; k < want; k++) d[k].rank = -1;
+        s = session_call(f, vp, nargs, d, r);
+        for (int k = 0; k < want; k++) {
+            if (d[k].rank < 0) continue;
+            if (s) {
+                cuk_mem_free(d[k].dev);
+                continue;
+            }
             /* a device result: an array that owns the pool block */
-            if ((s = array_head(&r, d.dtype, d.rank, d.shape))) cuk_mem_free(d.dev);
+            if ((s = array_head(&r[k], d[k].dtype, d[k].rank, d[k].shape))) cuk_mem_free(d[k].dev);
             else {
-                r->place = CUK_ON_DEVICE;
-                r->dev = d.dev;
-                r->owns_dev = d.dev != 0;
+                r[k]->place = CUK_ON_DEVICE;
+                r[k]->dev = d[k].dev;
+                r[k]->owns_dev = d[k].dev != 0;
             }
         }
     } else {
-        s = backend_call(f, args, nargs, &r);
+        s = backend_call(f, args, nargs, r);
     }
-    if (!s) {
-        if (result) *result = r;
-        else cuk_array_free(r);
+    for (int k = 0; k < want; k++) {
+        if (!s && results) results[k] = r[k];
+        else cuk_array_free(r[k]);
     }
 out:
     if (v != vstack) free(v);
     if (vp != pstack) free(vp);
     return s;
+}
+
+cuk_status cuk_fn_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **result) {
+    if (result) *result = NULL;
+    return call_n(f, args, nargs, result, 1);
+}
+
+cuk_status cuk_fn_call_n(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **results, int nresults) {
+    return call_n(f, args, nargs, results, nresults);
 }
 
 cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, int *done) {
@@ -710,15 +776,32 @@ cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, 
     return CUK_OK;
 }
 
-cuk_status cuk_fn_call_views(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, cuk_array **hres) {
+cuk_status cuk_fn_call_views_n(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, cuk_array **hres,
+                               int nresults) {
     last_info_set = false;
     if (!f || !dres || !hres || nargs < 0 || (nargs && !args))
         return err_set(CUK_ERR_INVALID, "cuk_fn_call_views: NULL argument");
-    dres->rank = -1;
-    *hres = NULL;
+    int want = f->fn->nres ? f->fn->nres : 1;
+    for (int k = 0; k < nresults; k++) {
+        dres[k].rank = -1;
+        hres[k] = NULL;
+    }
+    if (nresults != want)
+        return err_set(CUK_ERR_INVALID, "%s() has %d result%s, but %d outputs were given%s", f->fn->name, want,
+                       want == 1 ? "" : "s", nresults, f->fn->nres ? ": use cuk_fn_call_views_n" : "");
     cuk_status s = check_views(f, args, nargs);
     if (s) return s;
-    if (f->prog->session) return session_call(f, args, nargs, dres, hres);
+    if (f->prog->session) {
+        s = session_call(f, args, nargs, dres, hres);
+        if (s)
+            for (int k = 0; k < want; k++) {
+                if (dres[k].rank >= 0 && dres[k].dev) cuk_mem_free(dres[k].dev);
+                dres[k].rank = -1;
+                cuk_array_free(hres[k]);
+                hres[k] = NULL;
+            }
+        return s;
+    }
     /* The CPU backend takes arrays: wrap the views. */
     cuk_array *stack[16], **a = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *a);
     if (!a) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -728,20 +811,30 @@ cuk_status cuk_fn_call_views(cuk_fn *f, const cuk_view *const *args, int nargs, 
         if (v->place == CUK_ON_DEVICE) s = cuk_array_wrap_device(&a[i], v->dtype, v->rank, v->shape, v->dev ? v->dev : 1);
         else s = cuk_array_wrap_host(&a[i], v->dtype, v->rank, v->shape, v->data);
     }
-    cuk_array *r = NULL;
-    if (!s) s = backend_call(f, a, nargs, &r);
+    cuk_array *r[MAX_RESULTS] = {NULL};
+    if (!s) s = backend_call(f, a, nargs, r);
     for (int i = 0; i < nargs; i++) cuk_array_free(a[i]);
     if (a != stack) free(a);
-    if (s || !r) return s;
-    if (r->place == CUK_ON_DEVICE) {
-        /* hand the pool block over as a view */
-        device_view(dres, r->dt, r->rank, r->shape, r->dev);
-        r->owns_dev = false;
-        cuk_array_free(r);
-        return CUK_OK;
+    for (int k = 0; k < want; k++) {
+        if (s || !r[k]) {
+            cuk_array_free(r[k]);
+            continue;
+        }
+        if (r[k]->place == CUK_ON_DEVICE) {
+            /* hand the pool block over as a view */
+            device_view(&dres[k], r[k]->dt, r[k]->rank, r[k]->shape, r[k]->dev);
+            r[k]->owns_dev = false;
+            cuk_array_free(r[k]);
+            continue;
+        }
+        hres[k] = r[k];
     }
-    *hres = r;
-    return CUK_OK;
+    return s;
+}
+
+cuk_status cuk_fn_call_views(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, cuk_array **hres) {
+    if (!f || !dres || !hres) return err_set(CUK_ERR_INVALID, "cuk_fn_call_views: NULL argument");
+    return cuk_fn_call_views_n(f, args, nargs, dres, hres, 1);
 }
 
 cuk_status cuk_program_call(cuk_program *p, const char *name, cuk_array *const *args, int nargs, cuk_array **result) {

@@ -87,7 +87,14 @@ static void signature(Buf *b, const Fn *f) {
             k += (size_t)snprintf(line + k, sizeof line - k, r ? ",_" : "[_");
         if (f->slots[i].rank && k < sizeof line) k += (size_t)snprintf(line + k, sizeof line - k, "]");
     }
-    if (k < sizeof line) {
+    if (k < sizeof line && f->nres) {
+        /* several results: -> (f32, i64[..]) */
+        k += (size_t)snprintf(line + k, sizeof line - k, ") -> (");
+        for (int r = 0; r < f->nres && k < sizeof line; r++)
+            k += (size_t)snprintf(line + k, sizeof line - k, "%s%s%s", r ? ", " : "", dtype_info[f->res_dt[r]].name,
+                                  f->res_rank[r] ? "[..]" : "");
+        if (k < sizeof line) k += (size_t)snprintf(line + k, sizeof line - k, ")\n");
+    } else if (k < sizeof line) {
         const char *rt = f->ret_dt == DT_VOID ? "void" : dtype_info[f->ret_dt].name;
         k += (size_t)snprintf(line + k, sizeof line - k, ") -> %s%s\n", rt, f->ret_rank ? "[..]" : "");
     }

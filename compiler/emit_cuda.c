@@ -1003,7 +1003,7 @@ static void finish_value(KE *ke, Val *r, int j, const char *dst, int d) {
     char iv[128];
     ind(b, d);
     if (r->red == RED_ARGMIN || r->red == RED_ARGMAX) {
-        bprintf(b, "%s = has%d ? acc%d.i : 0;\n", dst, j, j);
+        bprintf(b, "%s = has%d ? acc%d.i : %d;\n", dst, j, j, red_segs(r) ? -1 : 0);
         return;
     }
     if (init) {
@@ -1070,6 +1070,31 @@ static void emit_reduce(KE *ke) {
     bool ordered = any_lambda(k);
     Val **ins = NEWN(ke->e->a, Val *, k->nreds);
     for (int j = 0; j < k->nreds; j++) ins[j] = k->reds[j]->args[0];
+    Val *segs = red_segs(k->reds[0]);
+    if (segs) {
+        /* segments=offs: one block per segment (grid-stride over segments), the
+           segment split among its threads as an axis reduction's line is */
+        bprintf(b, "    const long long *offs_ = (const long long *)p.w[%d];\n",
+                W(ke, KP_IN, kernel_canon(k, segs), 0, 0));
+        bprintf(b, "    const long long nseg = p.w[%d];\n", W(ke, KP_OUTER, NULL, 0, 0));
+        bputs(b, "    for (long long o = blockIdx.x; o < nseg; o += gridDim.x) {\n"
+                 "        const long long lo_ = offs_[o], hi_ = offs_[o + 1];\n");
+        declare_accs(ke, types, 2);
+        block_loop(ke, ordered, "i", "lo_", "hi_", 2);
+        reset_scope(ke);
+        emit_eval(ke, ins, k->nreds, 3);
+        for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "(i - lo_)", 3);
+        bputs(b, "        }}\n");
+        for (int j = 0; j < k->nreds; j++) {
+            Val *r = k->reds[j];
+            bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
+            bputs(b, "        if (threadIdx.x == 0) {\n");
+            finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 3);
+            bputs(b, "        }\n");
+        }
+        bputs(b, "        __syncthreads();\n    }\n}\n\n");
+        return;
+    }
     if (k->axis == AXIS_ALL || k->rank <= 1) {
         bprintf(b, "    char *scratch = (char *)p.w[%d];\n", W(ke, KP_SCRATCH, NULL, 0, 0));
         declare_accs(ke, types, 1);
@@ -1385,6 +1410,48 @@ static void emit_scan(KE *ke) {
     const char *T = ctype(s->dt);
     Val *in = s->args[0];
     emit_combine_instance(ke, s, type, 0, 1);
+    if (red_segs(s)) {
+        /* segments=offs: one block per segment (grid-stride over segments), scanned in
+           chunks of blockDim.x elements with a carry (kernels/scan.cuh) */
+        Val *init = red_init(s);
+        const char *id = red_identity(s->red, s->dt);
+        char iv[128], x[128];
+        if (init) ref(ke, init, iv, sizeof iv);
+        bprintf(b, "    const long long *offs_ = (const long long *)p.w[%d];\n",
+                W(ke, KP_IN, kernel_canon(k, red_segs(s)), 0, 0));
+        bprintf(b, "    const long long nseg = p.w[%d];\n", W(ke, KP_OUTER, NULL, 0, 0));
+        bputs(b, "    for (long long o = blockIdx.x; o < nseg; o += gridDim.x) {\n"
+                 "        const long long lo_ = offs_[o], hi_ = offs_[o + 1];\n");
+        bprintf(b, "        cuk_opt<%s> carry_;\n        carry_.h = 0;\n", T);
+        bputs(b, "        for (long long c_ = lo_; c_ < hi_; c_ += blockDim.x) {\n"
+                 "            const long long i = c_ + threadIdx.x;\n");
+        bprintf(b, "            cuk_opt<%s> x_, inc_, exc_, tot_;\n            x_.h = 0;\n", T);
+        bputs(b, "            if (i < hi_) {\n");
+        reset_scope(ke);
+        emit_eval(ke, &in, 1, 4);
+        ref(ke, in, x, sizeof x);
+        bprintf(b, "                x_.v = (%s)(%s);\n                x_.h = 1;\n            }\n", T, x);
+        bputs(b, "            cuk_block_scan_opt(x_, op0, inc_, exc_, tot_);\n"
+                 "            if (i < hi_) {\n");
+        bprintf(b, "                %s v%d;\n", T, s->id);
+        if (!s->exclusive) {
+            bprintf(b, "                const cuk_opt<%s> F_ = cuk_opt_cat(carry_, inc_, op0);\n", T);
+            if (init) bprintf(b, "                v%d = op0((%s)(%s), F_.v);\n", s->id, T, iv);
+            else bprintf(b, "                v%d = F_.v;\n", s->id);
+        } else {
+            bprintf(b, "                const cuk_opt<%s> F_ = cuk_opt_cat(carry_, exc_, op0);\n", T);
+            if (init) bprintf(b, "                v%d = F_.h ? op0((%s)(%s), F_.v) : (%s)(%s);\n", s->id, T, iv, T, iv);
+            else bprintf(b, "                v%d = F_.h ? F_.v : (%s)(%s);\n", s->id, T, id ? id : "0");
+        }
+        reset_scope(ke);
+        ke->done[s->id] = true;
+        emit_eval(ke, k->outs, k->nouts, 4);
+        store(ke, k->outs[0], "i", 4);
+        bputs(b, "            }\n"
+                 "            carry_ = cuk_opt_cat(carry_, tot_, op0);\n"
+                 "        }\n    }\n}\n\n");
+        return;
+    }
     if (k->axis != AXIS_ALL && k->rank > 1) {
         /* along an axis: one thread per line, in order */
         int wo = W(ke, KP_OUTER, NULL, 0, 0), wl = W(ke, KP_LEN, NULL, 0, 0), wi = W(ke, KP_INNER, NULL, 0, 0);

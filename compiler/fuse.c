@@ -16,7 +16,8 @@
      rule7_recompute   a value several kernels need is recomputed in each when cheap,
                        else written once
 
-   (Rule 6's filters come with part 2 of the language.) The kernel records, their parameter blocks, launch shapes and plan printing are in
+   (Rule 6's reductions of filters are rewritten by sema: rule6_masked in sema.c.) The
+   kernel records, their parameter blocks, launch shapes and plan printing are in
    kernel.c. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -149,6 +150,12 @@ static void walk_stmts(F *f, Stmt *s, bool top) {
         visit(f, s->v2);
         if (s->v && s->v->rank > 0) f->root[s->v->id] = true;
         if (s->v2 && s->v2->rank > 0) f->root[s->v2->id] = true;
+        if (s->kind == S_RETURN)
+            for (int k = 0; k < s->nvs; k++) {
+                /* several results in one region: rule 4 may compute them in one kernel */
+                visit(f, s->vs[k]);
+                if (s->vs[k]->rank > 0) f->root[s->vs[k]->id] = true;
+            }
         (void)top;
         walk_stmts(f, s->body, false);
         walk_stmts(f, s->els, false);
@@ -211,6 +218,7 @@ static int64_t dkey_compute(F *f, Val *v, int axis, int depth) {
     case OP_RANDN: return 1 + axis < v->nargs ? scalar_key(f, v->args[1 + axis], depth) : uniq;
     case OP_REDUCE: {
         Val *x = v->args[0];
+        if (red_segs(v)) return uniq; /* one value per segment */
         if (v->axis == AXIS_ALL) return DK(T_CONST, 1);
         if (v->keepdims) return axis == v->axis ? DK(T_CONST, 1) : dkey(f, x, axis, depth + 1);
         return dkey(f, x, axis < v->axis ? axis : axis + 1, depth + 1);
@@ -360,11 +368,14 @@ static void rule1_vertical(F *f) {
         if (c == C_FUSE && f->root[id]) f->mat[id] = true;
         v->kernel = -1;
         bool needs_mem = op_is_index(v->op) || c == C_MATMUL || c == C_HOST || c == C_LEAF;
+        /* segment offsets are read by position (binary search, bounds), not as elements */
+        if (red_segs(v) && f->cls[red_segs(v)->id] == C_FUSE) f->mat[red_segs(v)->id] = true;
         if (v->op == OP_DIM) needs_mem = false; /* only the shape, known on the host */
         for (int j = 0; j < v->nargs; j++) {
             Val *x = v->args[j];
             if (!x || x->rank == 0 || !needs_mem) continue;
-            if (index_chains(v->op) && chain_operand(x) && chain[x->id] < CHAIN_MAX) {
+            /* (a rank-0 transform is an element read on the host: its operand is in memory) */
+            if (index_chains(v->op) && v->rank > 0 && chain_operand(x) && chain[x->id] < CHAIN_MAX) {
                 if (chain[x->id] + 1 > chain[id]) chain[id] = chain[x->id] + 1; /* read through the chain */
                 continue;
             }
@@ -454,6 +465,7 @@ static void rule4_horizontal(F *f) {
             Val *rb = f->val[b];
             if (f->cls[b] != C_RED || f->group[b] != b) continue;
             if (f->region[b] != f->region[a] || rb->axis != ra->axis) continue;
+            if (red_segs(rb) != red_segs(ra)) continue; /* segmented ones share their offsets */
             if (!same_shape(f, rb->args[0], ra->args[0])) continue;
             bool dep = false;
             for (int k = 0; k < f->order.n && !dep; k++) {

@@ -15,6 +15,8 @@
     X("amin", "NumPy", USE, "min(x) (axis= and keepdims= as in NumPy)")                          \
     X("cumulative_sum", "NumPy", USE, "cumsum(x)")                                               \
     X("cumulative_prod", "NumPy", USE, "cumprod(x)")                                             \
+    X("reduceat", "NumPy", USE, "sum(x, segments=offs) (offs i64[k + 1]: 0, the segment starts, len(x))") \
+    X("segment_reduce", "PyTorch", USE, "sum(x, segments=offs) (or min, max, prod, mean)")      \
     X("matmul", "NumPy", USE, "a @ b or dot(a, b)")                                              \
     X("inner", "NumPy", USE, "dot(a, b) (two 1-D arrays)")                                       \
     X("vdot", "NumPy", USE, "dot(a, b) (two 1-D arrays)")                                        \
@@ -64,13 +66,11 @@
     X("put", "NumPy", USE, "scatter(dest, idx, vals)")                                           \
     X("searchsorted", "NumPy", PLANNED, "searchsorted(a, v)")                               \
     X("digitize", "NumPy", PLANNED, "searchsorted(a, v)")                                   \
-    X("nonzero", "NumPy", PLANNED, "nonzero(mask) (i64 flat indices)")                           \
-    X("flatnonzero", "NumPy", PLANNED, "nonzero(mask) (i64 flat indices)")                       \
-    X("extract", "NumPy", PLANNED, "x[mask] or filter(f, x)")                                    \
-    X("compress", "NumPy", PLANNED, "x[mask] or filter(f, x)")                                   \
+    X("flatnonzero", "NumPy", USE, "nonzero(mask) (i64 flat indices)")                       \
+    X("extract", "NumPy", USE, "x[mask] or filter(f, x)")                                    \
+    X("compress", "NumPy", USE, "x[mask] or filter(f, x)")                                   \
     X("partition", "NumPy/Futhark", PLANNED, "partition(f, x) giving (yes, no), Futhark's meaning") \
     X("top_k", "CuPy/PyTorch", PLANNED, "top_k(x, k)")                                           \
-    X("filter", "Futhark", PLANNED, "filter(f, x)")                                              \
     X("hist", "Futhark", USE, "histogram(x, nbins, lo, hi) or reduce_by_index(dest, f, idx, vals)")               \
     X("rotate", "Futhark", PLANNED, "roll(x, shift, axis=k)")                                    \
     X("replicate", "Futhark", USE, "full(v, n) (the value comes first)")                         \

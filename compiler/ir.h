@@ -150,8 +150,10 @@ typedef enum {
     X(LINSPACE, "linspace", OK_GEN, 3u, 2) /* args: start, stop (of v->dt), n; endpoint in */    \
     X(RAND, "rand", OK_GEN, 1u, 20)       /* args: seed (i64), dims...; uniform [0, 1), Philox */\
     X(RANDN, "randn", OK_GEN, 1u, 40)     /* args: seed (i64), dims...; normal, Box-Muller */    \
-    X(REDUCE, "reduce", OK_REDUCE, 3u, 0) /* args: x [, init]; v->red, v->axis, v->keepdims */   \
-    X(SCAN, "scan", OK_SCAN, 3u, 0)       /* args: x [, init]; v->red, v->axis, v->exclusive */  \
+    X(REDUCE, "reduce", OK_REDUCE, 7u, 0) /* args: x [, init [, offs]]; v->red, v->axis,       \
+                                             v->keepdims; offs (i64[k + 1], x 1-D): segments=  */ \
+    X(SCAN, "scan", OK_SCAN, 7u, 0)       /* args: x [, init [, offs]]; v->red, v->axis,         \
+                                             v->exclusive; offs as for reduce (init may be NULL) */\
     X(SLICE, "slice", OK_INDEX, 1u, 4)    /* args[0] = x; per input axis k, args[1+3k..3+3k] =   \
                                              start, stop, step (any may be NULL); v->slmode[k]:  \
                                              SL_INDEX (start only, axis dropped) or SL_RANGE */   \
@@ -173,7 +175,9 @@ typedef enum {
                                              v->red(dest[idx[j]], vals[j]) (SUM PROD MIN MAX or  \
                                              LAMBDA with v->lam); v->exclusive: deterministic=true*/\
     X(LOAD, "load", OK_LEAF, 0u, 0)       /* v->path: a .npy file of type v->dt, rank v->rank */ \
-    X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */
+    X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */\
+    X(COMPACT, "compact", OK_LEAF, 0u, 0) /* args: x, mask (bool, x's shape): x's elements where  \
+                                             mask is true, row-major, 1-D (x[mask], filter) */
 
 /* Every IR op: the elementwise ones first, so op < OP_EW_END means elementwise. */
 typedef enum {
@@ -276,7 +280,9 @@ typedef enum {
     S_IF,     /* if v { body } else { els } */
     S_FOR,    /* for slot in v .. v2 { body } (i64, half-open) */
     S_WHILE,  /* while v { body } */
-    S_RETURN, /* return v (v NULL for none) */
+    S_RETURN, /* return v (v NULL for none); several results: return vs[0..nvs) */
+    S_CALLN,  /* slots[slots[k]] = result k of the OP_CALL v, k < nvs (slot -1: dropped);
+                 a call of a function with several results (let (a, b) = f(x)) */
     S_PRINT,  /* print(v) */
     S_SAVE,   /* save(path, v) */
     S_EVAL,   /* evaluate v for its effects (a call whose result is dropped) */
@@ -291,7 +297,13 @@ struct Stmt {
     Val *v, *v2;
     Stmt *body, *els;
     const char *path;
+    int nvs;   /* S_RETURN of several results, S_CALLN: how many */
+    Val **vs;  /* S_RETURN: the results */
+    int *slots;/* S_CALLN: where each result goes */
 };
+
+/* How many results a function may return (-> (T1, ..., Tn)). */
+#define MAX_RESULTS 16
 
 typedef struct Slot {
     const char *name;
@@ -306,8 +318,11 @@ struct Fn {
     int nparams;   /* slots 0 .. nparams-1 are the parameters */
     int nslots;
     Slot *slots;
-    DType ret_dt;  /* DT_VOID for none */
+    DType ret_dt;  /* DT_VOID for none, and for several results */
     int ret_rank;
+    int nres;      /* 0 for none or one result (ret_dt says), else 2..MAX_RESULTS */
+    DType *res_dt; /* nres entries: each result's type and rank */
+    int *res_rank;
     Stmt *body;
     int nvals;     /* ids handed out so far */
     bool from_stdlib;
@@ -318,6 +333,11 @@ typedef struct Program {
     int nfns;
     Fn **fns;      /* the user's functions and the stdlib functions they reach */
 } Program;
+
+/* The segment offsets of a segmented reduce or scan (segments=offs), or NULL. */
+static inline Val *red_segs(const Val *v) {
+    return (v->op == OP_REDUCE || v->op == OP_SCAN) && v->nargs > 2 ? v->args[2] : NULL;
+}
 
 /* sema.c: type-checks the user's program (with the stdlib's functions in scope) and
    lowers it to IR. Returns NULL after reporting errors to d. */

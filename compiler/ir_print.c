@@ -80,8 +80,9 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
         else fprintf(out, " _");
     }
     if (v->op == OP_DIM || v->op == OP_CONCAT || v->op == OP_STACK ||
-        ((v->op == OP_REDUCE || v->op == OP_SCAN || v->op == OP_ROLL) && v->axis != AXIS_ALL))
+        ((v->op == OP_REDUCE || v->op == OP_SCAN || v->op == OP_ROLL) && v->axis != AXIS_ALL && !red_segs(v)))
         fprintf(out, " axis=%d", v->axis);
+    if (red_segs(v)) fprintf(out, " segments=%%%d", red_segs(v)->id);
     if (v->op == OP_REDUCE && v->keepdims) fprintf(out, " keepdims");
     if (v->op == OP_SCAN && v->exclusive) fprintf(out, " exclusive");
     if (v->op == OP_HIST && v->exclusive) fprintf(out, " deterministic");
@@ -105,6 +106,8 @@ static void print_stmts(Printer *p, const Stmt *s, int depth) {
     for (; s; s = s->next) {
         if (s->v) print_val(p, s->v, depth);
         if (s->v2) print_val(p, s->v2, depth);
+        if (s->kind == S_RETURN)
+            for (int k = 0; k < s->nvs; k++) print_val(p, s->vs[k], depth);
         indent(out, depth);
         switch (s->kind) {
         case S_SET: fprintf(out, "$%d %s = %%%d\n", s->slot, p->fn->slots[s->slot].name, s->v->id); break;
@@ -133,12 +136,24 @@ static void print_stmts(Printer *p, const Stmt *s, int depth) {
             fprintf(out, "}\n");
             break;
         case S_RETURN:
-            if (s->v) fprintf(out, "return %%%d\n", s->v->id);
+            if (s->nvs) {
+                fprintf(out, "return (");
+                for (int k = 0; k < s->nvs; k++) fprintf(out, "%s%%%d", k ? ", " : "", s->vs[k]->id);
+                fprintf(out, ")\n");
+            } else if (s->v) fprintf(out, "return %%%d\n", s->v->id);
             else fprintf(out, "return\n");
             break;
         case S_PRINT: fprintf(out, "print %%%d\n", s->v->id); break;
         case S_SAVE: fprintf(out, "save \"%s\" %%%d\n", s->path, s->v->id); break;
         case S_EVAL: fprintf(out, "eval %%%d\n", s->v->id); break;
+        case S_CALLN:
+            fprintf(out, "(");
+            for (int k = 0; k < s->nvs; k++) {
+                if (s->slots[k] < 0) fprintf(out, "%s_", k ? ", " : "");
+                else fprintf(out, "%s$%d %s", k ? ", " : "", s->slots[k], p->fn->slots[s->slots[k]].name);
+            }
+            fprintf(out, ") = %%%d\n", s->v->id);
+            break;
         }
     }
 }
@@ -154,8 +169,17 @@ void ir_print(FILE *out, const Program *prog) {
             type_str(tb, sizeof tb, f->slots[k].dt, f->slots[k].rank);
             fprintf(out, "%s$%d %s: %s", k ? ", " : "", k, f->slots[k].name, tb);
         }
-        type_str(tb, sizeof tb, f->ret_dt, f->ret_rank);
-        fprintf(out, ") -> %s {\n", tb);
+        if (f->nres) {
+            fprintf(out, ") -> (");
+            for (int k = 0; k < f->nres; k++) {
+                type_str(tb, sizeof tb, f->res_dt[k], f->res_rank[k]);
+                fprintf(out, "%s%s", k ? ", " : "", tb);
+            }
+            fprintf(out, ") {\n");
+        } else {
+            type_str(tb, sizeof tb, f->ret_dt, f->ret_rank);
+            fprintf(out, ") -> %s {\n", tb);
+        }
         print_stmts(&p, f->body, 1);
         fprintf(out, "}\n");
         free(p.seen);

@@ -245,7 +245,9 @@ void plan_print(FILE *out, const Plan *p) {
                 fprintf(out, " hist.%s%s", red_name[v->red], v->exclusive ? "(deterministic)" : "");
             } else if (v->op == OP_REDUCE || v->op == OP_SCAN) {
                 fprintf(out, " %s.%s", v->op == OP_REDUCE ? "red" : "scan", red_name[v->red]);
-                if (v->axis != AXIS_ALL && !(v->op == OP_SCAN && v->args[0]->rank == 1))
+                if (red_segs(v))
+                    fprintf(out, "(segments)");
+                else if (v->axis != AXIS_ALL && !(v->op == OP_SCAN && v->args[0]->rank == 1))
                     fprintf(out, "(axis=%d)", v->axis);
             } else if (v->op < OP_EW_END) {
                 fprintf(out, " %s", ew_info[v->op].name);

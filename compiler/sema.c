@@ -49,6 +49,11 @@ typedef struct Ex {
     bool weak;
     bool wfloat; /* weak and contains a float literal */
     bool ok;     /* false after an error (already reported) */
+    /* Several values (DESIGN.md part 2, "Several results"): a tuple (a, b) or an inlined
+       call's results in tup[0..ntup), or, with tup NULL, the results of the host call v.
+       Only lets and returns take them apart (lower_tuple); lower_expr refuses them. */
+    int ntup;
+    struct Ex *tup;
 } Ex;
 
 /* The type variables of one call, as bound from its arguments (one per distinct name;
@@ -79,6 +84,12 @@ typedef struct Ctx {
     DType ret_dt;
     int ret_rank;
     Val **ret_dims;     /* per result axis: the declared size, checked at each return */
+    int nres;           /* several results: how many (0 otherwise), their types and sizes */
+    Node **res_types;
+    DType *res_dt;
+    int *res_rank;
+    Val ***res_dims;
+    bool in_while_cond; /* lowering a while condition: no statements may be emitted */
     struct SizeFact *facts; /* sizes known equal where the function body runs */
     int nfacts, capfacts;
     bool in_lambda;
@@ -221,7 +232,7 @@ typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT
     X("rand", B_GEN) X("randn", B_GEN)                                                          \
     X("len", B_STRUCT) X("reverse", B_STRUCT) X("concat", B_STRUCT) X("reshape", B_STRUCT)      \
     X("transpose", B_STRUCT) X("dot", B_STRUCT) X("pad", B_STRUCT) X("roll", B_STRUCT)          \
-    X("stack", B_STRUCT)                                                                        \
+    X("stack", B_STRUCT) X("filter", B_STRUCT) X("nonzero", B_STRUCT)                           \
     X("scatter", B_HIST) X("reduce_by_index", B_HIST) X("bincount", B_HIST) X("histogram", B_HIST) \
     X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)
 
@@ -533,6 +544,9 @@ static Val *as_i64(Ctx *c, Ex e, Loc loc, const char *what) {
 /* ---- expressions ------------------------------------------------------------------------ */
 
 static Ex lower_expr(Ctx *c, Node *n);
+static Ex lower_any(Ctx *c, Node *n);
+static bool tuple_parts(Ctx *c, Ex e, int n, Loc loc, const char *fname, Ex *out);
+static bool lower_let_tuple(Ctx *c, Node *s, Node *rest, bool inlined);
 static void lower_block(Ctx *c, Node *body);
 static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs);
 
@@ -827,6 +841,49 @@ static int red_rank(int rank, int axis, bool keepdims) {
    OP_ARG 0 and 1 of type dt. */
 static Val *lower_combine(Ctx *c, Node *f, DType dt, const char *fname);
 
+/* segments=offs (reductions and scans): offs is i64[k + 1], x is 1-D. The offsets become
+   operand 2 of the reduce or scan (operand 1 is the initial value or NULL); the values
+   are checked when the op runs (exec/shape.c, shape_check_segments). */
+static bool segments_arg(Ctx *c, Node *call, CallArgs *ca, Val *x, const char *fname, Val **offs) {
+    Node *n = named_get(ca, "segments");
+    *offs = NULL;
+    if (!n) return true;
+    Node *ax = named_get(ca, "axis"), *kd = named_get(ca, "keepdims");
+    if (ax || kd) {
+        diag_error(c->d, (ax ? ax : kd)->loc, "%s() with segments= takes no %s: the segments run along the 1-D array",
+                   fname, ax ? "axis=" : "keepdims=");
+        return false;
+    }
+    if (x->rank != 1) {
+        diag_error(c->d, call->loc,
+                   "%s() with segments= needs a 1-D array, not %s; flatten it first, e.g. reshape(x, -1)", fname,
+                   tname(c->a, x->dt, x->rank));
+        return false;
+    }
+    Ex o = concrete(c, lower_expr(c, n));
+    if (!o.ok) return false;
+    if (o.v->dt != DT_I64 || o.v->rank != 1) {
+        diag_error(c->d, n->loc, "segments= takes the segment offsets as i64[k + 1], not %s%s",
+                   tname(c->a, o.v->dt, o.v->rank),
+                   o.v->rank == 1 && dtype_info[o.v->dt].is_int ? "; convert with i64(offs)" : "");
+        return false;
+    }
+    *offs = o.v;
+    return true;
+}
+
+/* A reduce or scan over x with its segment offsets as operand 2. */
+static Val *mk_seg(Ctx *c, OpKind op, DType dt, Val *x, Val *init, Val *offs, Loc loc) {
+    Val *v = mk(c, op, dt, 1, 3, loc);
+    v->args[0] = x;
+    v->args[1] = init;
+    v->args[2] = offs;
+    v->axis = 0;
+    return v;
+}
+static Val *rule6_masked(Ctx *c, Val *x, RedOp red, int axis, bool keep, Loc loc);
+static Val *compact_count(Ctx *c, Val *x, Loc loc);
+
 static Ex builtin_reduce(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
     const char *fname = call->name;
     if (!want_args(c, call, ca, 1, 1)) return ex_bad();
@@ -834,6 +891,8 @@ static Ex builtin_reduce(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
     if (!x.ok) return x;
     int axis;
     bool keep = false;
+    Val *offs;
+    if (!segments_arg(c, call, ca, x.v, fname, &offs)) return ex_bad();
     Node *kn = named_get(ca, "keepdims");
     if (!axis_arg(c, ca, x.v->rank, &axis, fname)) return ex_bad();
     if (kn && !const_bool(c, kn, &keep, "keepdims=")) return ex_bad();
@@ -849,11 +908,18 @@ static Ex builtin_reduce(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
         return ex_bad();
     }
     DType rdt = (red == RED_ARGMIN || red == RED_ARGMAX) ? DT_I64 : dt;
+    if (offs) {
+        Val *v = mk_seg(c, OP_REDUCE, rdt, x.v, NULL, offs, call->loc);
+        v->red = red;
+        return ex_val(v);
+    }
     if (x.v->rank == 0 && (red == RED_ARGMIN || red == RED_ARGMAX)) return ex_val(mk_i64(c, 0, call->loc));
     Val *v = mk1(c, OP_REDUCE, rdt, red_rank(x.v->rank, axis, keep), x.v, call->loc);
     v->red = red;
     v->axis = axis;
     v->keepdims = keep;
+    Val *masked = rule6_masked(c, x.v, red, axis, keep, call->loc);
+    if (masked) v->args[0] = masked, v->axis = AXIS_ALL;
     return ex_val(v);
 }
 
@@ -867,6 +933,21 @@ static Ex builtin_mean(Ctx *c, Node *call, CallArgs *ca) {
     }
     int axis;
     bool keep = false;
+    Val *offs;
+    if (!segments_arg(c, call, ca, x.v, "mean", &offs)) return ex_bad();
+    if (offs) {
+        if (!named_check(c, ca, "mean")) return ex_bad();
+        /* sum per segment / its length (offs[1:] - offs[:-1]); an empty segment gives NaN */
+        Val *s = mk_seg(c, OP_REDUCE, x.v->dt, x.v, NULL, offs, call->loc);
+        s->red = RED_SUM;
+        Val *hi = mk(c, OP_SLICE, DT_I64, 1, 4, call->loc), *lo = mk(c, OP_SLICE, DT_I64, 1, 4, call->loc);
+        hi->args[0] = lo->args[0] = offs;
+        hi->args[1] = mk_i64(c, 1, call->loc);
+        lo->args[2] = mk_i64(c, -1, call->loc);
+        Val *len = mk2(c, OP_SUB, DT_I64, 1, hi, lo, call->loc);
+        Val *n = mk1(c, OP_CAST, x.v->dt, 1, len, call->loc);
+        return ex_val(mk2(c, OP_DIV, x.v->dt, 1, s, n, call->loc));
+    }
     Node *kn = named_get(ca, "keepdims");
     if (!axis_arg(c, ca, x.v->rank, &axis, "mean")) return ex_bad();
     if (kn && !const_bool(c, kn, &keep, "keepdims=")) return ex_bad();
@@ -875,7 +956,10 @@ static Ex builtin_mean(Ctx *c, Node *call, CallArgs *ca) {
     s->red = RED_SUM;
     s->axis = axis;
     s->keepdims = keep;
-    Val *n = mk1(c, OP_CAST, x.v->dt, 0, count_of(c, x.v, axis, call->loc), call->loc);
+    Val *masked = rule6_masked(c, x.v, RED_SUM, axis, keep, call->loc);
+    if (masked) s->args[0] = masked, s->axis = AXIS_ALL;
+    Val *cnt = masked ? compact_count(c, x.v, call->loc) : count_of(c, x.v, axis, call->loc);
+    Val *n = mk1(c, OP_CAST, x.v->dt, 0, cnt, call->loc);
     return ex_val(mk2(c, OP_DIV, x.v->dt, s->rank, s, n, call->loc));
 }
 
@@ -893,6 +977,8 @@ static Ex builtin_generic_reduce(Ctx *c, Node *call, CallArgs *ca, bool scan) {
     }
     int axis;
     bool flag = false;
+    Val *offs = NULL;
+    if (!segments_arg(c, call, ca, x.v, fname, &offs)) return ex_bad();
     if (!axis_arg(c, ca, x.v->rank, &axis, fname)) return ex_bad();
     Node *fl = named_get(ca, scan ? "exclusive" : "keepdims");
     if (fl && !const_bool(c, fl, &flag, scan ? "exclusive=" : "keepdims=")) return ex_bad();
@@ -900,7 +986,10 @@ static Ex builtin_generic_reduce(Ctx *c, Node *call, CallArgs *ca, bool scan) {
     Val *lam = lower_combine(c, ca->pos[0], x.v->dt, fname);
     if (!lam) return ex_bad();
     Val *v;
-    if (scan) {
+    if (offs) {
+        v = mk_seg(c, scan ? OP_SCAN : OP_REDUCE, x.v->dt, x.v, init.v, offs, call->loc);
+        v->exclusive = scan && flag;
+    } else if (scan) {
         v = mk2(c, OP_SCAN, x.v->dt, axis == AXIS_ALL ? (x.v->rank ? 1 : 1) : x.v->rank, x.v, init.v, call->loc);
         v->exclusive = flag;
     } else {
@@ -910,7 +999,7 @@ static Ex builtin_generic_reduce(Ctx *c, Node *call, CallArgs *ca, bool scan) {
     v->red = RED_LAMBDA;
     v->lam = lam;
     v->init = init.v;
-    v->axis = axis;
+    if (!offs) v->axis = axis;
     return ex_val(v);
 }
 
@@ -921,6 +1010,8 @@ static Ex builtin_scan(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
     if (!x.ok) return x;
     int axis;
     bool excl = false;
+    Val *offs;
+    if (!segments_arg(c, call, ca, x.v, fname, &offs)) return ex_bad();
     if (!axis_arg(c, ca, x.v->rank, &axis, fname)) return ex_bad();
     Node *en = named_get(ca, "exclusive");
     if (en && !const_bool(c, en, &excl, "exclusive=")) return ex_bad();
@@ -929,9 +1020,10 @@ static Ex builtin_scan(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
         diag_error(c->d, call->loc, "%s() needs numbers, not %s", fname, dtype_info[x.v->dt].name);
         return ex_bad();
     }
-    Val *v = mk1(c, OP_SCAN, x.v->dt, axis == AXIS_ALL ? 1 : x.v->rank, x.v, call->loc);
+    Val *v = offs ? mk_seg(c, OP_SCAN, x.v->dt, x.v, NULL, offs, call->loc)
+                  : mk1(c, OP_SCAN, x.v->dt, axis == AXIS_ALL ? 1 : x.v->rank, x.v, call->loc);
     v->red = red;
-    v->axis = axis;
+    if (!offs) v->axis = axis;
     v->exclusive = excl;
     return ex_val(v);
 }
@@ -1195,6 +1287,112 @@ static Ex builtin_stack(Ctx *c, Node *call, CallArgs *ca) {
     return ex_val(v);
 }
 
+static Ex map_apply(Ctx *c, Node *call, Node *f, Ex *args, int n, const char *who);
+
+/* ---- filters: x[mask], filter, nonzero ------------------------------------------------
+   All three are OP_COMPACT(x, mask): x's elements where mask (bool, x's shape) is true,
+   in row-major order, as a 1-D array whose size is known only at run time. */
+static Ex make_compact(Ctx *c, Val *x, Val *mask, Loc loc, Loc mloc) {
+    if (mask->dt != DT_BOOL) {
+        diag_error(c->d, mloc, "a mask must be bool, not %s; compare first, e.g. x[x > 0.0]",
+                   tname(c->a, mask->dt, mask->rank));
+        return ex_bad();
+    }
+    if (mask->rank != x->rank) {
+        diag_error(c->d, mloc, "the mask is %d-D but the array is %d-D; a mask has the shape of the array it selects from",
+                   mask->rank, x->rank);
+        return ex_bad();
+    }
+    return ex_val(mk2(c, OP_COMPACT, x->dt, 1, x, mask, loc));
+}
+
+/* rule6 (docs/fusion.md): a reduction over everything of a compaction is a masked
+   reduction of its source, select(mask, x, identity), so the filter never reaches
+   memory and its producers fuse into the reduction (rule 2). Only combines with an
+   identity: min and max of an empty selection are errors, as in NumPy. */
+static Val *rule6_masked(Ctx *c, Val *x, RedOp red, int axis, bool keep, Loc loc) {
+    if (x->op != OP_COMPACT || keep || (axis != AXIS_ALL && axis != 0)) return NULL;
+    Scalar id = {0};
+    switch (red) {
+    case RED_SUM:
+    case RED_ANY: break;
+    case RED_PROD:
+    case RED_ALL:
+        if (is_float(x->dt)) id.f = 1.0;
+        else id.i = 1;
+        break;
+    default: return NULL;
+    }
+    Val *k = mk(c, OP_CONST, x->dt, 0, 0, loc);
+    k->c = id;
+    Val *src = x->args[0], *m = x->args[1];
+    Val *sel = mk(c, OP_SELECT, x->dt, src->rank, 3, loc);
+    sel->args[0] = m, sel->args[1] = src, sel->args[2] = k;
+    return sel;
+}
+
+/* The number of true elements of a compaction's mask, for its size: a sum that fuses
+   with the mask's producers instead of waiting for the compaction. */
+static Val *compact_count(Ctx *c, Val *x, Loc loc) {
+    Val *m = mk1(c, OP_CAST, DT_I64, x->args[1]->rank, x->args[1], loc);
+    Val *s = mk1(c, OP_REDUCE, DT_I64, 0, m, loc);
+    s->red = RED_SUM;
+    s->axis = AXIS_ALL;
+    return s;
+}
+
+static Ex builtin_filter(Ctx *c, Node *call, CallArgs *ca) {
+    if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "filter")) return ex_bad();
+    Ex x = concrete(c, lower_expr(c, ca->pos[1]));
+    if (!x.ok) return x;
+    if (x.v->rank != 1) {
+        diag_error(c->d, ca->pos[1]->loc, "filter(f, x) needs a 1-D array, not %s; for other shapes use x[mask]",
+                   tname(c->a, x.v->dt, x.v->rank));
+        return ex_bad();
+    }
+    Ex m = map_apply(c, call, ca->pos[0], &x, 1, "filter()");
+    if (!m.ok) return m;
+    m = concrete(c, m);
+    if (!m.ok) return m;
+    if (m.v->dt != DT_BOOL) {
+        diag_error(c->d, ca->pos[0]->loc, "the predicate of filter() must return bool, not %s; compare, e.g. |v| v > 0.0",
+                   dtype_info[m.v->dt].name);
+        return ex_bad();
+    }
+    if (m.v->rank == 0) {
+        /* a predicate that does not read its argument: every element or none */
+        Val *f = mk(c, OP_FULL, DT_BOOL, 1, 2, call->loc);
+        f->args[0] = m.v;
+        Val *d = mk1(c, OP_DIM, DT_I64, 0, x.v, call->loc);
+        d->axis = 0;
+        f->args[1] = d;
+        m.v = f;
+    }
+    return make_compact(c, x.v, m.v, call->loc, ca->pos[0]->loc);
+}
+
+static Ex builtin_nonzero(Ctx *c, Node *call, CallArgs *ca) {
+    if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, "nonzero")) return ex_bad();
+    Ex m = concrete(c, arg_ex(c, ca, 0));
+    if (!m.ok) return m;
+    if (m.v->dt != DT_BOOL || m.v->rank == 0) {
+        diag_error(c->d, ca->pos[0]->loc, "nonzero() needs a bool array, not %s; compare first, e.g. nonzero(x != 0)",
+                   tname(c->a, m.v->dt, m.v->rank));
+        return ex_bad();
+    }
+    /* flat indices: compact iota(size) by the mask flattened */
+    Val *mask = m.v;
+    if (mask->rank > 1) {
+        Val *r = mk(c, OP_RESHAPE, DT_BOOL, 1, 2, call->loc);
+        r->args[0] = mask;
+        r->args[1] = mk_i64(c, -1, call->loc);
+        mask = r;
+    }
+    Val *n = count_of(c, m.v, AXIS_ALL, call->loc);
+    Val *io = mk1(c, OP_IOTA, DT_I64, 1, n, call->loc);
+    return make_compact(c, io, mask, call->loc, ca->pos[0]->loc);
+}
+
 static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     Loc loc = call->loc;
     if (strcmp(g, "len") == 0) {
@@ -1205,6 +1403,7 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
             diag_error(c->d, loc, "len() of a scalar");
             return ex_bad();
         }
+        if (x.v->op == OP_COMPACT) return ex_val(compact_count(c, x.v, loc)); /* rule6 */
         Val *d = mk1(c, OP_DIM, DT_I64, 0, x.v, loc);
         d->axis = 0;
         return ex_val(d);
@@ -1320,6 +1519,8 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
         if (!xs[0].ok || !xs[1].ok) return ex_bad();
         return lower_dot(c, xs, nodes, loc, "dot()");
     }
+    if (strcmp(g, "filter") == 0) return builtin_filter(c, call, ca);
+    if (strcmp(g, "nonzero") == 0) return builtin_nonzero(c, call, ca);
     die("unknown structural builtin %s", g);
 }
 
@@ -1496,6 +1697,7 @@ static Ex builtin_hist(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     }
     return ex_val(v);
 }
+static Ex map_apply(Ctx *c, Node *call, Node *f, Ex *args, int n, const char *who);
 
 static Ex builtin_map(Ctx *c, Node *call, CallArgs *ca) {
     if (!named_check(c, ca, "map")) return ex_bad();
@@ -1510,23 +1712,29 @@ static Ex builtin_map(Ctx *c, Node *call, CallArgs *ca) {
         args[i] = lower_expr(c, ca->pos[1 + i]);
         if (!args[i].ok) return ex_bad();
     }
+    return map_apply(c, call, f, args, n, "map()");
+}
+
+/* Applies f (a function name or a lambda) elementwise to args: map's body, and
+   filter's predicate. */
+static Ex map_apply(Ctx *c, Node *call, Node *f, Ex *args, int n, const char *who) {
     if (f->kind == N_IDENT) {
         Node *decl = find_decl(c, f->name);
         if (!decl) {
-            diag_error(c->d, f->loc, "map(): unknown function '%s'", f->name);
+            diag_error(c->d, f->loc, "%s: unknown function '%s'", who, f->name);
             return ex_bad();
         }
         return call_user(c, decl, call, args, n);
     }
     if (f->kind != N_LAMBDA) {
-        diag_error(c->d, f->loc, "map() needs a function name or a lambda |x| ... as its first argument");
+        diag_error(c->d, f->loc, "%s needs a function name or a lambda |x| ... as its first argument", who);
         return ex_bad();
     }
     int np = 0;
     for (Node *p = f->params; p; p = p->next) np++;
     if (np != n) {
-        diag_error(c->d, f->loc, "the lambda takes %d parameter%s but map() passes %d array%s", np, np == 1 ? "" : "s", n,
-                   n == 1 ? "" : "s");
+        diag_error(c->d, f->loc, "the lambda takes %d parameter%s but %s passes %d array%s", np, np == 1 ? "" : "s", who,
+                   n, n == 1 ? "" : "s");
         return ex_bad();
     }
     scope_push(c, false);
@@ -1541,8 +1749,8 @@ static Ex builtin_map(Ctx *c, Node *call, CallArgs *ca) {
                 return scope_pop(c), ex_bad();
             }
             if (want != a.v->dt) {
-                diag_error(c->d, p->loc, "lambda parameter '%s' is %s but map() passes %s", p->name,
-                           dtype_info[want].name, dtype_info[a.v->dt].name);
+                diag_error(c->d, p->loc, "lambda parameter '%s' is %s but %s passes %s", p->name,
+                           dtype_info[want].name, who, dtype_info[a.v->dt].name);
                 return scope_pop(c), ex_bad();
             }
         }
@@ -1715,7 +1923,7 @@ static bool inlinable(Node *decl) {
     if (decl->a) return true;
     if (!decl->type) return false;
     for (Node *s = decl->body; s; s = s->next) {
-        if (s->kind == N_LET) continue;
+        if (s->kind == N_LET || (s->kind == N_LETTUPLE && !s->ival)) continue;
         if (s->kind == N_RETURN && !s->next && s->a) return true;
         return false;
     }
@@ -1896,6 +2104,7 @@ static Size array_size_of(Ctx *c, const Val *v, int axis, int depth) {
     case OP_RAND:
     case OP_RANDN: return scalar_size(c, v->args[1 + axis], depth + 1);
     case OP_REDUCE:
+        if (red_segs(v)) return unknown; /* one value per segment */
         if (v->axis == AXIS_ALL) return one; /* keepdims: every axis has size 1 */
         if (v->keepdims) return axis == v->axis ? one : array_size(c, x, axis, depth + 1);
         return array_size(c, x, axis < v->axis ? axis : axis + 1, depth + 1);
@@ -2025,12 +2234,12 @@ static Val *size_val(Ctx *c, Node *decl, Node *d) {
 }
 
 /* The declared result sizes of decl, one per axis (NULL for `?`, which is not checked). */
-static Val **result_dims(Ctx *c, Node *decl) {
+static Val **result_dims(Ctx *c, Node *decl, Node *type) {
     int rank;
-    type_dims(decl->type, &rank);
+    type_dims(type, &rank);
     Val **dims = NEWN(c->a, Val *, rank + 1);
     int ax = 0;
-    for (Node *d = decl->type->dims; d; d = d->next, ax++) {
+    for (Node *d = type->dims; d; d = d->next, ax++) {
         if (d->kind == N_ANYSIZE) continue;
         dims[ax] = size_val(c, decl, d);
         if (!dims[ax]) return NULL;
@@ -2119,7 +2328,11 @@ static bool list_sizes_ok(Ctx *c, Node *list) {
 }
 
 static bool check_type_sizes(Ctx *c, Node *decl) {
-    bool ok = type_sizes_ok(c, decl->type, true);
+    bool ok = true;
+    if (decl->type && decl->type->kind == N_TUPLE)
+        for (Node *t = decl->type->args; t; t = t->next) ok &= type_sizes_ok(c, t, true);
+    else
+        ok = type_sizes_ok(c, decl->type, true);
     for (Node *p = decl->params; p; p = p->next) ok &= type_sizes_ok(c, p->type, false);
     return body_sizes_ok(c, decl->a) & list_sizes_ok(c, decl->body) & ok;
 }
@@ -2127,11 +2340,11 @@ static bool check_type_sizes(Ctx *c, Node *decl) {
 /* Wraps r, a value decl returns, in a check per axis whose size is not known to be the
    declared one; a mismatch is a run-time error at loc naming the function, the axis and
    both sizes. */
-static Val *check_result(Ctx *c, Node *decl, Val *r, Val **dims, Loc loc, bool own) {
+static Val *check_result(Ctx *c, Node *decl, Node *type, Val *r, Val **dims, Loc loc, bool own) {
     if (!dims) return r;
     Val *out = r;
     int ax = 0;
-    for (Node *d = decl->type->dims; d; d = d->next, ax++) {
+    for (Node *d = type->dims; d; d = d->next, ax++) {
         if (!dims[ax]) continue; /* `?` */
         SizeMemo *m = memo_begin(c);
         Size got = array_size(c, r, ax, 0), want = scalar_size(c, dims[ax], 0);
@@ -2184,7 +2397,48 @@ static void check_add(Ctx *c, SizeCheck **v, int *n, int *cap, Val *a, Val *b, c
     (*v)[(*n)++] = (SizeCheck){a, b, msg};
 }
 
+/* One result r of an inlined call of decl, declared type t: converted to it, checked
+   against its declared sizes (dims, NULL for none) and wrapped in the call's size checks
+   (outermost, so they run first). */
+static Ex inline_result(Ctx *c, Node *decl, Node *t, Ex r, TypeVars *tv, bool map, Node *call, int di, Val **dims,
+                        Loc retloc, SizeCheck *checks, int nchecks) {
+    int rk;
+    type_dims(t, &rk);
+    DType want = DT_VOID;
+    const char *tn = t->name;
+    if (is_typevar(tn)) {
+        for (int k = 0; k < tv->n; k++)
+            if (strcmp(tv->name[k], tn) == 0) want = tv->dt[k];
+        if (want == DT_VOID) {
+            diag_error(c->d, t->loc, "type variable '%s' in the result type of %s() is not the type of "
+                       "any parameter; use one of the parameters' types", tn, decl->name);
+            c->decl_state[di] = 2;
+            return ex_bad();
+        }
+    } else if (!dtype_from_name(tn, &want)) {
+        diag_error(c->d, t->loc, "unknown type '%s'", tn);
+        return ex_bad();
+    }
+    r = coerce(c, r, want, decl->loc, arena_printf(c->a, "the result of %s()", decl->name));
+    if (r.ok && !map && r.v->rank != rk) {
+        diag_error(c->d, call->loc, "%s() is declared to return %s but returns %s", decl->name,
+                   tname(c->a, want, rk), tname(c->a, r.v->dt, r.v->rank));
+        return ex_bad();
+    }
+    if (r.ok) r = concrete(c, r);
+    if (!r.ok) return r;
+    r.v = check_result(c, decl, t, r.v, dims, retloc, false);
+    for (int k = 0; k < nchecks; k++) {
+        Val *cv = mk(c, OP_CHECKDIM, r.v->dt, r.v->rank, 3, call->loc);
+        cv->args[0] = r.v, cv->args[1] = checks[k].a, cv->args[2] = checks[k].b;
+        cv->msg = checks[k].msg;
+        r.v = cv;
+    }
+    return r;
+}
+
 static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
+
     /* Check the callee on its own first, so errors in its body are reported once, at
        their place, and not again at every call that inlines it. */
     int di = decl_index(c, decl);
@@ -2291,7 +2545,9 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
         Val *v = mk(c, OP_CALL, f->ret_dt, f->ret_rank, nargs, call->loc);
         for (int k = 0; k < nargs; k++) v->args[k] = args[k].v;
         v->fn = f;
-        return ex_val(v);
+        Ex e = ex_val(v);
+        e.ntup = f->nres; /* several results: taken apart by an S_CALLN (tuple_parts) */
+        return e;
     }
     /* Inline: bind params (and their size variables) to the argument values. */
     Scope *saved = c->scope;
@@ -2342,24 +2598,32 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     }
     /* The checks wrap the result, so wherever the result is used they have passed. */
     for (int k = 0; k < nchecks; k++) fact_add(c, checks[k].a, checks[k].b);
+    bool several = decl->type && decl->type->kind == N_TUPLE;
+    /* The declared result sizes, before the body's lets can shadow a size's name. */
+    int nres = 0;
+    for (Node *t = several ? decl->type->args : NULL; t; t = t->next) nres++;
+    Val ***rdims = NEWN(c->a, Val **, nres + 1);
     Val **dims = NULL;
-    if (decl->type && decl->type->dims && !map) {
-        dims = result_dims(c, decl);
-        if (!dims) {
-            ok = false;
-            c->decl_state[di] = 2; /* a generic function: report it at the first call only */
-        }
+    if (several) {
+        int k = 0;
+        for (Node *t = decl->type->args; t; t = t->next, k++)
+            if (t->dims && !map && !(rdims[k] = result_dims(c, decl, t))) ok = false;
+    } else if (decl->type && decl->type->dims && !map) {
+        ok = (dims = result_dims(c, decl, decl->type)) != NULL;
     }
+    if (!ok) c->decl_state[di] = 2; /* a generic function: report it at the first call only */
     Ex r = ex_bad();
     Loc retloc = decl->loc;
     if (!ok) {
         /* reported */
     } else if (decl->a) {
-        r = lower_expr(c, decl->a);
+        r = several ? lower_any(c, decl->a) : lower_expr(c, decl->a);
         retloc = node_first_loc(decl->a);
     } else {
         for (Node *s = decl->body; s && ok; s = s->next) {
-            if (s->kind == N_LET) {
+            if (s->kind == N_LETTUPLE) {
+                ok = lower_let_tuple(c, s, NULL, true);
+            } else if (s->kind == N_LET) {
                 Ex v = lower_expr(c, s->a);
                 if (!v.ok) {
                     ok = false;
@@ -2387,48 +2651,30 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
                 sy->dt = v.v->dt;
                 sy->rank = v.v->rank;
             } else {
-                r = lower_expr(c, s->a);
+                r = several ? lower_any(c, s->a) : lower_expr(c, s->a);
                 retloc = s->loc;
             }
         }
     }
-    if (ok && r.ok && decl->type) {
-        int rk;
-        type_dims(decl->type, &rk);
-        DType want = DT_VOID;
-        const char *tn = decl->type->name;
-        if (is_typevar(tn)) {
-            for (int k = 0; k < tv.n; k++)
-                if (strcmp(tv.name[k], tn) == 0) want = tv.dt[k];
-            if (want == DT_VOID) {
-                diag_error(c->d, decl->type->loc, "type variable '%s' in the result type of %s() is not the type of "
-                           "any parameter; use one of the parameters' types", tn, decl->name);
-                c->decl_state[di] = 2;
-                r = ex_bad();
-            }
-        } else if (!dtype_from_name(tn, &want)) {
-            diag_error(c->d, decl->type->loc, "unknown type '%s'", tn);
+    if (ok && r.ok && several) {
+        /* Each result as a single one would be: its type, its sizes, the call's checks. */
+        int n = 0;
+        for (Node *t = decl->type->args; t; t = t->next) n++;
+        Ex *parts = NEWN(c->a, Ex, n);
+        if (!tuple_parts(c, r, n, retloc, decl->name, parts)) {
             r = ex_bad();
-        }
-        if (r.ok && want != DT_VOID) {
-            r = coerce(c, r, want, decl->loc, arena_printf(c->a, "the result of %s()", decl->name));
-            if (r.ok && !map && r.v->rank != rk) {
-                diag_error(c->d, call->loc, "%s() is declared to return %s but returns %s", decl->name,
-                           tname(c->a, want, rk), tname(c->a, r.v->dt, r.v->rank));
-                r = ex_bad();
+        } else {
+            int k = 0;
+            for (Node *t = decl->type->args; t && r.ok; t = t->next, k++) {
+                parts[k] = inline_result(c, decl, t, parts[k], &tv, map, call, di, rdims[k], retloc, checks, nchecks);
+                if (!parts[k].ok) r = ex_bad();
             }
+            if (r.ok) r = (Ex){.ok = true, .ntup = n, .tup = parts};
         }
-    }
-    if (ok && r.ok) r = concrete(c, r);
-    if (ok && r.ok) {
-        /* The result's own sizes first, then the arguments' (outermost, so run first). */
-        r.v = check_result(c, decl, r.v, dims, retloc, false);
-        for (int k = 0; k < nchecks; k++) {
-            Val *cv = mk(c, OP_CHECKDIM, r.v->dt, r.v->rank, 3, call->loc);
-            cv->args[0] = r.v, cv->args[1] = checks[k].a, cv->args[2] = checks[k].b;
-            cv->msg = checks[k].msg;
-            r.v = cv;
-        }
+    } else if (ok && r.ok && decl->type) {
+        r = inline_result(c, decl, decl->type, r, &tv, map, call, di, dims, retloc, checks, nchecks);
+    } else if (ok && r.ok) {
+        r = concrete(c, r);
     }
     c->inline_depth--;
     if (c->inline_depth == 0) c->inline_stop = false;
@@ -2443,6 +2689,71 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
 static bool cheap(Val *v) { return v->op == OP_CONST || v->op == OP_SLOT || v->op == OP_DIM; }
 
 /* ---- indexing ------------------------------------------------------------------------ */
+
+/* x[i0, i1, ...] with integer arrays (NumPy's advanced indexing): the index arrays
+   broadcast together and pick x[i0[j], i1[j], ..., :]. Each index is normalised and
+   checked against its axis by a gather from iota(size) (the same check and message as
+   x[idx], naming the axis), then the flat offset into x's leading axes is one gather
+   from x reshaped: all of it is index arithmetic that fuses into the consumer.
+   Returns false (nothing lowered) when no item is an array: plain indices and slices. */
+static bool advanced_index(Ctx *c, Node *n, Val *x, int nitems, Ex *items, Ex *out) {
+    bool any = false;
+    int k = 0;
+    for (Node *a = n->args; a; a = a->next, k++)
+        if (a->kind != N_SLICE && items[k].v->rank > 0) any = true;
+    if (!any) return false;
+    k = 0;
+    for (Node *a = n->args; a; a = a->next, k++) {
+        if (a->kind == N_SLICE) {
+            diag_error(c->d, a->loc, "index arrays cannot be mixed with slices; index with arrays on every "
+                                     "leading axis, or slice first and index the result");
+            return *out = ex_bad(), true;
+        }
+        Val *v = items[k].v;
+        if (v->rank > 0 && v->dt == DT_BOOL) {
+            diag_error(c->d, a->loc, "a bool mask must be the only index (x[mask], of x's shape)");
+            return *out = ex_bad(), true;
+        }
+        if (!is_int(v->dt)) {
+            diag_error(c->d, a->loc, "an index array must hold integers, not %s", dtype_info[v->dt].name);
+            return *out = ex_bad(), true;
+        }
+    }
+    if (nitems > x->rank) {
+        diag_error(c->d, n->loc, "too many index arrays: %d for a %d-D array", nitems, x->rank);
+        return *out = ex_bad(), true;
+    }
+    Val *flat = NULL;
+    int brank = 0;
+    for (int i = 0; i < nitems; i++) {
+        Val *v = items[i].v;
+        if (v->rank > brank) brank = v->rank;
+        Val *d = mk1(c, OP_DIM, DT_I64, 0, x, n->loc);
+        d->axis = i;
+        if (v->rank == 0) v = mk2(c, OP_RESHAPE, v->dt, 1, v, mk_i64(c, 1, n->loc), n->loc);
+        Val *io = mk1(c, OP_IOTA, DT_I64, 1, d, n->loc);
+        Val *g = mk2(c, OP_GATHER, DT_I64, v->rank, io, v, n->loc);
+        g->axis = i; /* the axis its bounds message names */
+        flat = flat ? mk2(c, OP_ADD, DT_I64, brank, mk2(c, OP_MUL, DT_I64, flat->rank, flat, d, n->loc), g, n->loc)
+                    : g;
+        if (flat->rank < brank) flat->rank = brank;
+    }
+    /* x viewed as [d0 * ... * d(k-1), rest...] */
+    int rest = x->rank - nitems;
+    Val *xr = x;
+    if (nitems > 1) {
+        xr = mk(c, OP_RESHAPE, x->dt, 1 + rest, 2 + rest, n->loc);
+        xr->args[0] = x;
+        xr->args[1] = mk_i64(c, -1, n->loc);
+        for (int j = 0; j < rest; j++) {
+            Val *d = mk1(c, OP_DIM, DT_I64, 0, x, n->loc);
+            d->axis = nitems + j;
+            xr->args[2 + j] = d;
+        }
+    }
+    *out = ex_val(mk2(c, OP_GATHER, x->dt, flat->rank + rest, xr, flat, n->loc));
+    return true;
+}
 
 static Ex index_expr(Ctx *c, Node *n) {
     Ex x = concrete(c, lower_expr(c, n->a));
@@ -2466,6 +2777,7 @@ static Ex index_expr(Ctx *c, Node *n) {
         if (!ix.ok) return ix;
         first = ix;
         ix = concrete(c, ix);
+        if (ix.v->rank > 0 && ix.v->dt == DT_BOOL) return make_compact(c, x.v, ix.v, n->loc, n->args->loc);
         if (ix.v->rank > 0) {
             if (!is_int(ix.v->dt)) {
                 diag_error(c->d, n->args->loc, "an index array must hold integers, not %s", dtype_info[ix.v->dt].name);
@@ -2474,6 +2786,19 @@ static Ex index_expr(Ctx *c, Node *n) {
             Val *v = mk2(c, OP_GATHER, x.v->dt, ix.v->rank + rank - 1, x.v, ix.v, n->loc);
             return ex_val(v);
         }
+    }
+    Ex items[MAXRANK];
+    bool pre = nitems > 1 && nitems <= MAXRANK;
+    if (pre) {
+        /* lowered once here, for both advanced_index and the slice below */
+        int k = 0;
+        for (Node *a = n->args; a; a = a->next, k++) {
+            if (a->kind == N_SLICE) continue;
+            items[k] = concrete(c, lower_expr(c, a));
+            if (!items[k].ok) return ex_bad();
+        }
+        Ex r;
+        if (advanced_index(c, n, x.v, nitems, items, &r)) return r;
     }
     if (nitems > rank) {
         diag_error(c->d, n->loc, "too many indices: %d for a %d-D array", nitems, rank);
@@ -2493,7 +2818,7 @@ static Ex index_expr(Ctx *c, Node *n) {
                 }
         } else {
             v->slmode[k] = SL_INDEX;
-            v->args[1 + 3 * k] = as_i64(c, first.ok ? first : lower_expr(c, a), a->loc, "an index");
+            v->args[1 + 3 * k] = as_i64(c, first.ok ? first : pre ? items[k] : lower_expr(c, a), a->loc, "an index");
             if (!v->args[1 + 3 * k]) return ex_bad();
             out--;
         }
@@ -2562,7 +2887,7 @@ static Ex lower_expr_node(Ctx *c, Node *n);
 
 /* Lowering recurses once per level of the expression, and again into each inlined
    body: NEST_LIMIT levels at most, as for the syntax tree. */
-static Ex lower_expr(Ctx *c, Node *n) {
+static Ex lower_any(Ctx *c, Node *n) {
     if (c->depth >= NEST_LIMIT) {
         if (!c->deep_reported)
             diag_error(c->d, n->loc, "expression nested too deeply once calls are inlined (limit %d); "
@@ -2575,6 +2900,55 @@ static Ex lower_expr(Ctx *c, Node *n) {
     Ex r = lower_expr_node(c, n);
     c->depth--;
     return r;
+}
+
+/* One value: tuples exist for results and lets only (DESIGN.md part 2). */
+static Ex lower_expr(Ctx *c, Node *n) {
+    Ex r = lower_any(c, n);
+    if (!r.ok || !r.ntup) return r;
+    if (n->kind == N_CALL)
+        diag_error(c->d, n->loc, "%s() returns %d results, which cannot be used as one value; bind them first "
+                   "with let (a, b) = %s(...); and use the names", n->name, r.ntup, n->name);
+    else
+        diag_error(c->d, n->loc, "a tuple can only be returned by a function with several results (-> (T1, T2)) "
+                   "or bound with let (a, b) = ...; here one value is needed");
+    return ex_bad();
+}
+
+/* The n parts of e, which must have n of them; the results of a host call go through
+   an S_CALLN into slots of their own, read back as values. */
+static bool tuple_parts(Ctx *c, Ex e, int n, Loc loc, const char *fname, Ex *out) {
+    if (!e.ntup) {
+        diag_error(c->d, loc, "%s() is declared with %d results, but this is one value of type %s; return (a, b) "
+                   "with one value per result", fname, n, ex_tname(c, e));
+        return false;
+    }
+    if (e.ntup != n) {
+        diag_error(c->d, loc, "%s() is declared with %d results, but this gives %d", fname, n, e.ntup);
+        return false;
+    }
+    if (e.tup) {
+        for (int k = 0; k < n; k++) out[k] = e.tup[k];
+        return true;
+    }
+    const Fn *g = e.v->fn;
+    if (c->in_while_cond) {
+        diag_error(c->d, loc, "%s() has several results and control flow, so it cannot run inside a while "
+                   "condition; bind its results with let before the loop", g->name);
+        return false;
+    }
+    Stmt *st = stmt_new(c, S_CALLN, loc);
+    st->v = e.v;
+    st->nvs = n;
+    st->slots = NEWN(c->a, int, n);
+    for (int k = 0; k < n; k++) {
+        st->slots[k] = slot_new(c, arena_printf(c->a, "%s.%d", g->name, k), g->res_dt[k], g->res_rank[k], false);
+        Val *r = mk(c, OP_SLOT, g->res_dt[k], g->res_rank[k], 0, loc);
+        r->slot = st->slots[k];
+        out[k] = ex_val(r);
+    }
+    emit(c, st);
+    return true;
 }
 
 static Ex lower_expr_node(Ctx *c, Node *n) {
@@ -2654,6 +3028,25 @@ static Ex lower_expr_node(Ctx *c, Node *n) {
         return mk_ew(c, OP_SELECT, xs, 3, nodes, n->loc, "?:");
     }
     case N_CALL: return lower_call(c, n);
+    case N_TUPLE: {
+        int k = 0;
+        for (Node *a = n->args; a; a = a->next) k++;
+        if (k > MAX_RESULTS) {
+            diag_error(c->d, n->loc, "a tuple of %d values: at most %d", k, MAX_RESULTS);
+            return ex_bad();
+        }
+        Ex *parts = NEWN(c->a, Ex, k);
+        k = 0;
+        for (Node *a = n->args; a; a = a->next, k++) {
+            if (a->kind == N_TUPLE) {
+                diag_error(c->d, a->loc, "tuples do not nest: a function's results are one flat tuple (a, b, c)");
+                return ex_bad();
+            }
+            parts[k] = lower_expr(c, a);
+            if (!parts[k].ok) return ex_bad();
+        }
+        return (Ex){.ok = true, .ntup = k, .tup = parts};
+    }
     case N_INDEX: return index_expr(c, n);
     case N_LAMBDA:
         diag_error(c->d, n->loc, "a lambda can only be an argument of reduce(), scan() or map()");
@@ -2772,6 +3165,8 @@ static bool check_decl_type(Ctx *c, Node *type, Ex *v, const char *name) {
     return true;
 }
 
+static void bind_value(Ctx *c, const char *name, Loc loc, Val *val, bool mut, Node *rest);
+
 static void lower_let(Ctx *c, Node *s, Node *rest) {
     bool mut = s->kind == N_VAR;
     Ex v;
@@ -2808,12 +3203,17 @@ static void lower_let(Ctx *c, Node *s, Node *rest) {
     }
     Val *val = v.v;
     if (s->type && !bind_size_vars(c, s->type, val, s->loc, &val)) return;
+    bind_value(c, s->name, s->loc, val, mut, rest);
+}
+
+/* Binds name to val: straight (fusion across lets) or materialised in a slot. */
+static void bind_value(Ctx *c, const char *name, Loc loc, Val *val, bool mut, Node *rest) {
     /* Decide: bind the value straight (fusion across lets) or materialise in a slot. */
     if (!mut) {
         int stmts_using = 0;
         bool loop_use = false;
         for (Node *r = rest; r; r = r->next) {
-            int k = count_ident(r, s->name, 0);
+            int k = count_ident(r, name, 0);
             if (k) {
                 stmts_using++;
                 if (r->kind == N_FOR || r->kind == N_WHILE) loop_use = true;
@@ -2822,7 +3222,7 @@ static void lower_let(Ctx *c, Node *s, Node *rest) {
         /* Half the nesting limit is left to the statement that uses it. */
         bool shallow = val_height(c, val) <= NEST_LIMIT / 2;
         if (cheap(val) || (stmts_using <= 1 && !loop_use && shallow && !reads_mutable_or_effects(c, val))) {
-            Sym *sy = sym_add(c, s->name, s->loc);
+            Sym *sy = sym_add(c, name, loc);
             sy->kind = SYM_VAL;
             sy->val = val;
             sy->dt = val->dt;
@@ -2830,17 +3230,95 @@ static void lower_let(Ctx *c, Node *s, Node *rest) {
             return;
         }
     }
-    int slot = slot_new(c, s->name, val->dt, val->rank, mut);
-    Stmt *st = stmt_new(c, S_SET, s->loc);
+    int slot = slot_new(c, name, val->dt, val->rank, mut);
+    Stmt *st = stmt_new(c, S_SET, loc);
     st->slot = slot;
     st->v = val;
     emit(c, st);
-    Sym *sy = sym_add(c, s->name, s->loc);
+    Sym *sy = sym_add(c, name, loc);
     sy->kind = SYM_SLOT;
     sy->slot = slot;
     sy->mutable_ = mut;
     sy->dt = val->dt;
     sy->rank = val->rank;
+}
+
+/* let (a, _, b) = e; (var (a, b) = e;): one name per result of e, `_` drops one. In an
+   inlined body (inlined) every name is bound straight to its value. */
+static bool lower_let_tuple(Ctx *c, Node *s, Node *rest, bool inlined) {
+    int n = 0;
+    for (Node *x = s->args; x; x = x->next) {
+        n++;
+        if (strcmp(x->name, "_") == 0) continue;
+        for (Node *y = s->args; y != x; y = y->next)
+            if (strcmp(y->name, x->name) == 0) {
+                diag_error(c->d, x->loc, "'%s' is bound twice in this let", x->name);
+                return false;
+            }
+    }
+    if (n == 1) {
+        diag_error(c->d, s->loc, "a let of one name needs no parentheses: write let %s = ...;", s->args->name);
+        return false;
+    }
+    Ex v = lower_any(c, s->a);
+    if (!v.ok) return false;
+    const char *what = s->ival ? "var" : "let";
+    if (!v.ntup) {
+        v = concrete(c, v);
+        diag_error(c->d, s->a->loc, "this %s binds %d names, but its value is one value of type %s; a %s (a, b) "
+                   "takes the results of a function with several results", what, n, ex_tname(c, v), what);
+        return false;
+    }
+    if (v.ntup != n) {
+        const char *src = s->a->kind == N_CALL ? arena_printf(c->a, "%s() returns", s->a->name) : "the value has";
+        diag_error(c->d, s->loc, "this %s binds %d name%s, but %s %d results; give one name per result (_ for one "
+                   "you do not need)", what, n, n == 1 ? "" : "s", src, v.ntup);
+        return false;
+    }
+    if (!v.tup && !inlined) {
+        /* a host call: its results go straight into the names' slots */
+        const Fn *g = v.v->fn;
+        Stmt *st = stmt_new(c, S_CALLN, s->loc);
+        st->v = v.v;
+        st->nvs = n;
+        st->slots = NEWN(c->a, int, n);
+        int k = 0;
+        for (Node *x = s->args; x; x = x->next, k++) {
+            st->slots[k] = -1;
+            if (strcmp(x->name, "_") == 0) continue;
+            st->slots[k] = slot_new(c, x->name, g->res_dt[k], g->res_rank[k], s->ival != 0);
+        }
+        emit(c, st);
+        k = 0;
+        for (Node *x = s->args; x; x = x->next, k++) {
+            if (st->slots[k] < 0) continue;
+            Sym *sy = sym_add(c, x->name, x->loc);
+            sy->kind = SYM_SLOT;
+            sy->slot = st->slots[k];
+            sy->mutable_ = s->ival != 0;
+            sy->dt = g->res_dt[k];
+            sy->rank = g->res_rank[k];
+        }
+        return true;
+    }
+    Ex *parts = NEWN(c->a, Ex, n);
+    if (!tuple_parts(c, v, n, s->a->loc, "?", parts)) return false;
+    int k = 0;
+    for (Node *x = s->args; x; x = x->next, k++) {
+        if (strcmp(x->name, "_") == 0) continue;
+        Ex p = concrete(c, parts[k]);
+        if (!p.ok) return false;
+        if (inlined) {
+            Sym *sy = sym_add(c, x->name, x->loc);
+            sy->kind = SYM_VAL;
+            sy->val = p.v;
+            sy->dt = p.v->dt;
+            sy->rank = p.v->rank;
+        } else {
+            bind_value(c, x->name, x->loc, p.v, s->ival != 0, rest);
+        }
+    }
+    return true;
 }
 
 static Val *cond_val(Ctx *c, Node *e, const char *what) {
@@ -2852,6 +3330,33 @@ static Val *cond_val(Ctx *c, Node *e, const char *what) {
         return NULL;
     }
     return v.v;
+}
+
+/* return (a, b) in a function with several results (lower_fn set c->nres and the rest):
+   each result converted, rank-checked and size-checked as a single result is. */
+static void return_tuple(Ctx *c, Node *e, Loc loc) {
+    Ex v = lower_any(c, e);
+    if (!v.ok) return;
+    int n = c->nres;
+    Ex *parts = NEWN(c->a, Ex, n);
+    if (!tuple_parts(c, v, n, node_first_loc(e), c->cur_decl->name, parts)) return;
+    Stmt *st = stmt_new(c, S_RETURN, loc);
+    st->nvs = n;
+    st->vs = NEWN(c->a, Val *, n);
+    Node *pn = e->kind == N_TUPLE ? e->args : NULL;
+    for (int k = 0; k < n; k++, pn = pn ? pn->next : NULL) {
+        Loc at = pn ? node_first_loc(pn) : node_first_loc(e);
+        Ex p = coerce(c, parts[k], c->res_dt[k], at, arena_printf(c->a, "result %d of %s()", k, c->cur_decl->name));
+        if (!p.ok) return;
+        if (p.v->rank != c->res_rank[k]) {
+            diag_error(c->d, at, "result %d of %s() is declared %s, but this is %s", k, c->cur_decl->name,
+                       tname(c->a, c->res_dt[k], c->res_rank[k]), tname(c->a, p.v->dt, p.v->rank));
+            return;
+        }
+        st->vs[k] = check_result(c, c->cur_decl, c->res_types[k], p.v, c->res_dims[k], loc, true);
+        if (!st->vs[k]) return;
+    }
+    emit(c, st);
 }
 
 static Stmt *lower_sub_block(Ctx *c, Node *body) {
@@ -2869,6 +3374,7 @@ static void lower_stmt(Ctx *c, Node *s) {
     switch (s->kind) {
     case N_LET:
     case N_VAR: lower_let(c, s, s->next); return;
+    case N_LETTUPLE: lower_let_tuple(c, s, s->next, false); return;
     case N_ASSIGN: {
         Sym *sy = sym_find(c, s->name);
         if (!sy) {
@@ -2939,7 +3445,9 @@ static void lower_stmt(Ctx *c, Node *s) {
         return;
     }
     case N_WHILE: {
+        c->in_while_cond = true;
         Val *cv = cond_val(c, s->a, "while");
+        c->in_while_cond = false;
         Stmt *st = stmt_new(c, S_WHILE, s->loc);
         st->v = cv;
         c->loop_depth++;
@@ -2950,6 +3458,14 @@ static void lower_stmt(Ctx *c, Node *s) {
     }
     case N_RETURN: {
         Stmt *st = stmt_new(c, S_RETURN, s->loc);
+        if (s->a && c->nres) {
+            return_tuple(c, s->a, s->loc);
+            return;
+        }
+        if (!s->a && c->nres) {
+            diag_error(c->d, s->loc, "%s() must return its %d results: return (a, b);", c->cur_decl->name, c->nres);
+            return;
+        }
         if (s->a) {
             if (c->ret_dt == DT_VOID) {
                 diag_error(c->d, s->loc, "%s() returns a value but declares no result type; add -> type after the parameters",
@@ -2965,7 +3481,7 @@ static void lower_stmt(Ctx *c, Node *s) {
                            tname(c->a, c->ret_dt, c->ret_rank), tname(c->a, v.v->dt, v.v->rank));
                 return;
             }
-            st->v = check_result(c, c->cur_decl, v.v, c->ret_dims, s->loc, true);
+            st->v = check_result(c, c->cur_decl, c->cur_decl->type, v.v, c->ret_dims, s->loc, true);
             if (!st->v) return;
         } else if (c->ret_dt != DT_VOID) {
             diag_error(c->d, s->loc, "%s() must return a value of type %s", c->cur_decl->name, tname(c->a, c->ret_dt, c->ret_rank));
@@ -3081,6 +3597,8 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
     c->ret_dt = DT_VOID;
     c->ret_rank = 0;
     c->ret_dims = NULL;
+    c->nres = 0;
+    c->in_while_cond = false;
     c->facts = NULL;
     c->nfacts = c->capfacts = 0;
     c->depth = 0;
@@ -3090,7 +3608,40 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
     c->seen = NULL;
     c->nseen = 0;
     bool ok = true;
-    if (decl->type) {
+    if (decl->type && decl->type->kind == N_TUPLE) {
+        int n = 0;
+        for (Node *t = decl->type->args; t; t = t->next) n++;
+        if (n == 1) {
+            diag_error(c->d, decl->type->loc, "one result is written without parentheses (-> %s); a tuple of results "
+                       "has two or more", decl->type->args->name);
+            ok = false;
+        } else if (n > MAX_RESULTS) {
+            diag_error(c->d, decl->type->loc, "%s() declares %d results: at most %d", decl->name, n, MAX_RESULTS);
+            ok = false;
+        } else {
+            c->nres = n;
+            c->res_types = NEWN(c->a, Node *, n);
+            c->res_dt = NEWN(c->a, DType, n);
+            c->res_rank = NEWN(c->a, int, n);
+            c->res_dims = NEWN(c->a, Val **, n);
+            int k = 0;
+            for (Node *t = decl->type->args; t; t = t->next, k++) {
+                c->res_types[k] = t;
+                c->res_dt[k] = DT_F32;
+                if (!type_dims(t, &c->res_rank[k])) {
+                    diag_error(c->d, t->loc, "at most %d dimensions", MAXRANK);
+                    ok = false;
+                }
+                if (!dtype_from_name(t->name, &c->res_dt[k])) {
+                    diag_error(c->d, t->loc, "unknown type '%s'; the types are bool, i32, i64, u32, u64, f32, f64", t->name);
+                    ok = false;
+                }
+            }
+            f->nres = n;
+            f->res_dt = c->res_dt;
+            f->res_rank = c->res_rank;
+        }
+    } else if (decl->type) {
         int rk;
         type_dims(decl->type, &rk);
         if (!dtype_from_name(decl->type->name, &c->ret_dt)) {
@@ -3150,10 +3701,20 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
         }
     }
     if (ok && decl->type && decl->type->dims) {
-        c->ret_dims = result_dims(c, decl);
+        c->ret_dims = result_dims(c, decl, decl->type);
         ok = c->ret_dims != NULL;
     }
-    if (ok) {
+    for (int k = 0; ok && k < c->nres; k++)
+        if (c->res_types[k]->dims) ok = (c->res_dims[k] = result_dims(c, decl, c->res_types[k])) != NULL;
+    if (ok && c->nres) {
+        if (decl->a) {
+            return_tuple(c, decl->a, decl->a->loc);
+        } else {
+            lower_block(c, decl->body);
+            if (!always_returns(decl->body))
+                diag_error(c->d, decl->loc, "%s() may end without returning its %d results", decl->name, c->nres);
+        }
+    } else if (ok) {
         if (decl->a) {
             Ex v = lower_expr(c, decl->a);
             if (v.ok && c->ret_dt != DT_VOID) {
@@ -3170,7 +3731,7 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
             }
             if (v.ok) {
                 Stmt *st = stmt_new(c, S_RETURN, decl->a->loc);
-                st->v = check_result(c, decl, v.v, c->ret_dims, node_first_loc(decl->a), true);
+                st->v = check_result(c, decl, decl->type, v.v, c->ret_dims, node_first_loc(decl->a), true);
                 if (st->v) emit(c, st);
             }
         } else {

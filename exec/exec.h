@@ -53,7 +53,8 @@ void rt_error(RtErr *e, Loc loc, const char *fmt, ...) __attribute__((format(pri
 void rt_report(const RtErr *e, Diag *d);
 
 /* Runs fn with the given arguments (one Arr per parameter, matching dtype and rank).
-   *result gets the returned value (NULL for none). print() output goes to out.
+   *result gets the returned value (NULL for none); for a function with several results,
+   result[0..fn->nres) gets them. print() output goes to out.
    Returns false and fills err on a run-time error. */
 bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err);
 /* For the fuzzer (tests/fuzz/): when > 0, cpu_run stops with a run-time error once the
@@ -118,7 +119,8 @@ typedef struct GpuVal {
    queued: it waits for the device only where a value must come to the host (print,
    save, a scalar read or returned, an index bounds check). Kernel faults therefore may
    surface at a later synchronising call. On a run-time error returns false and fills
-   err (*result is then DT_VOID). */
+   err (*result is then DT_VOID). For a function with several results, result has
+   fn->nres entries and each gets one as above. */
 bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err);
 
 /* gpu_call's fast path, for a caller that must not block (the Python extension keeps

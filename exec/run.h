@@ -41,11 +41,17 @@ bool shape_broadcast(RtErr *e, Loc loc, Dims *acc, const Dims *b);
 bool shape_concat(RtErr *e, const Val *v, const Dims *xs, int n, Dims *out, int64_t *offs);
 /* Index i of an axis of size n (negative counts from the end): *t in 0..n-1. */
 bool shape_index(RtErr *e, Loc loc, int64_t i, int axis, int64_t n, int64_t *t);
+/* x[mask]: the mask has x's shape (NumPy's rule and message). */
+bool shape_mask(RtErr *e, Loc loc, const Dims *x, const Dims *mask);
 /* roll(): a shift taken modulo the length n, in [0, n) (0 when n is 0). */
 int64_t shape_roll_shift(int64_t shift, int64_t n);
 /* A reduction that needs a value (min, max, arg*, lambdas without an initial value)
    over an empty axis, with outputs to fill: NumPy's error. */
 bool shape_reduce_has_identity(RtErr *e, const Val *r, const Dims *x);
+/* The offsets of segments=offs (m values) of a segmented reduce or scan r over n
+   elements: offs[0] == 0, non-decreasing, offs[m - 1] == n; else an error at r naming
+   the first offending position. */
+bool shape_check_segments(RtErr *e, const Val *r, const int64_t *offs, int64_t m, int64_t n);
 /* An array of dt and shape fits in memory: the limit arr_new applies, also to fused
    values that are never stored, so that a program fails the same way on both
    backends whether or not a value is stored. */
@@ -79,6 +85,11 @@ typedef struct Target {
     bool (*ret)(void *fr, const Val *v);
     /* the statement is over: drop what was memoised for it */
     void (*end)(void *fr);
+    /* the function's several results are the values of vs[0..n) */
+    bool (*ret_n)(void *fr, int n, Val *const *vs);
+    /* runs the OP_CALL v of a function with n results: slots[slots[k]] = result k
+       (a slot of -1 drops its result) */
+    bool (*call_n)(void *fr, const Val *v, int n, const int *slots);
 } Target;
 
 /* What one run (a cpu_run or a gpu_call) carries through all its calls. */
@@ -105,7 +116,7 @@ bool run_enter(Run *r, Loc loc, const Fn *fn);
 void run_leave(Run *r);
 
 /* Runs statements s of fn with target t on frame fr. Returns WALK_OK (fell off the end),
-   WALK_RETURN (a return statement ran: t->ret has the value) or WALK_ERROR. */
+   WALK_RETURN (a return statement ran: t->ret or t->ret_n has the values) or WALK_ERROR. */
 enum { WALK_OK, WALK_RETURN, WALK_ERROR };
 int walk(Run *r, const Target *t, void *fr, const Fn *fn, const Stmt *s);
 

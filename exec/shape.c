@@ -68,6 +68,19 @@ bool shape_index(RtErr *e, Loc loc, int64_t i, int axis, int64_t n, int64_t *t) 
     return true;
 }
 
+bool shape_mask(RtErr *e, Loc loc, const Dims *x, const Dims *mask) {
+    ASSERT(x->rank == mask->rank);
+    for (int k = 0; k < x->rank; k++)
+        if (x->d[k] != mask->d[k]) {
+            rt_error(e, loc,
+                     "boolean index did not match indexed array along axis %d; size of axis is %lld but size of "
+                     "corresponding boolean axis is %lld",
+                     k, (long long)x->d[k], (long long)mask->d[k]);
+            return false;
+        }
+    return true;
+}
+
 int64_t shape_roll_shift(int64_t shift, int64_t n) {
     if (n <= 0) return 0;
     int64_t r = shift % n;
@@ -98,7 +111,33 @@ bool shape_concat(RtErr *e, const Val *v, const Dims *xs, int n, Dims *out, int6
     return true;
 }
 
+bool shape_check_segments(RtErr *e, const Val *r, const int64_t *offs, int64_t m, int64_t n) {
+    const char *what = r->op == OP_SCAN ? "scan" : "reduction";
+    ASSERT(m >= 1);
+    if (offs[0] != 0) {
+        rt_error(e, r->loc, "segments=: offs[0] is %lld, but the first segment of a %s must start at 0",
+                 (long long)offs[0], what);
+        return false;
+    }
+    for (int64_t i = 1; i < m; i++)
+        if (offs[i] < offs[i - 1]) {
+            rt_error(e, r->loc,
+                     "segments=: offsets must be non-decreasing, but offs[%lld] = %lld is less than "
+                     "offs[%lld] = %lld",
+                     (long long)i, (long long)offs[i], (long long)(i - 1), (long long)offs[i - 1]);
+            return false;
+        }
+    if (offs[m - 1] != n) {
+        rt_error(e, r->loc,
+                 "segments=: the last offset, offs[%lld] = %lld, must be the length of the array (%lld)",
+                 (long long)(m - 1), (long long)offs[m - 1], (long long)n);
+        return false;
+    }
+    return true;
+}
+
 bool shape_reduce_has_identity(RtErr *e, const Val *r, const Dims *x) {
+    if (red_segs(r)) return true; /* an empty segment gives the identity (or -1: arg*) */
     bool needs_value = !red_init(r) &&
                        (r->red == RED_MIN || r->red == RED_MAX || r->red == RED_ARGMIN || r->red == RED_ARGMAX ||
                         r->red == RED_LAMBDA);
@@ -299,6 +338,19 @@ bool shape_rule(const Operands *o, const Val *v, Dims *out, SliceAxis *sl) {
     default: break;
     }
     if (!o->dims(o->fr, v->args[0], &x)) return false;
+    if (red_segs(v)) {
+        Dims od;
+        if (!o->dims(o->fr, red_segs(v), &od)) return false;
+        ASSERT(od.rank == 1 && x.rank == 1);
+        if (od.d[0] < 1) {
+            rt_error(o->err, v->loc, "segments= needs k + 1 offsets for k segments, not an empty array "
+                                     "(no segments: offs = [0] over an empty array)");
+            return false;
+        }
+        if (v->op == OP_SCAN) *out = x;
+        else out->rank = 1, out->d[0] = od.d[0] - 1;
+        return true;
+    }
     switch (v->op) {
     case OP_REDUCE:
         for (int k = 0; k < x.rank; k++) {

@@ -108,8 +108,12 @@ int walk(Run *r, const Target *t, void *fr, const Fn *fn, const Stmt *s) {
             break;
         case S_PRINT:
         case S_SAVE: ok = print_or_save(r, t, fr, s); break;
+        case S_CALLN:
+            ok = t->call_n(fr, s->v, s->nvs, s->slots);
+            t->end(fr);
+            break;
         case S_RETURN:
-            ok = t->ret(fr, s->v);
+            ok = s->nvs ? t->ret_n(fr, s->nvs, s->vs) : t->ret(fr, s->v);
             t->end(fr);
             return ok ? WALK_RETURN : WALK_ERROR;
         case S_IF: {

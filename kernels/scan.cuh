@@ -125,4 +125,44 @@ template <class T, class Op> CUK_FN cuk_opt<T> cuk_opt_cat(cuk_opt<T> a, cuk_opt
     return r;
 }
 
+/* Segmented scans (segments=offs): a block scans one segment in chunks of blockDim.x
+   elements, one per thread, in thread order. Gives each thread the combine of the
+   chunk's elements up to its own (inc) and before it (exc), and the chunk's total;
+   threads past the segment's end pass x.h = 0. Every thread must call it. */
+template <class T, class Op>
+CUK_FN void cuk_block_scan_opt(cuk_opt<T> x, Op op, cuk_opt<T> &inc, cuk_opt<T> &exc, cuk_opt<T> &total) {
+    __shared__ T s_v[32];
+    __shared__ int s_h[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int d = 1; d < 32; d <<= 1) {
+        cuk_opt<T> o;
+        o.v = cuk_shfl_up(x.v, d);
+        o.h = __shfl_up_sync(CUK_FULL_MASK, x.h, d);
+        if (lane >= d) x = cuk_opt_cat(o, x, op);
+    }
+    cuk_opt<T> wex;
+    wex.v = cuk_shfl_up(x.v, 1);
+    wex.h = __shfl_up_sync(CUK_FULL_MASK, x.h, 1);
+    if (lane == 0) wex.h = 0;
+    __syncthreads(); /* s_v may still be read by the previous chunk */
+    if (lane == 31) {
+        s_v[warp] = x.v;
+        s_h[warp] = x.h;
+    }
+    __syncthreads();
+    cuk_opt<T> pre, tot;
+    pre.h = 0;
+    tot.h = 0;
+    for (int w = 0; w < nw; w++) {
+        cuk_opt<T> sw;
+        sw.v = s_v[w];
+        sw.h = s_h[w];
+        if (w < warp) pre = cuk_opt_cat(pre, sw, op);
+        tot = cuk_opt_cat(tot, sw, op);
+    }
+    inc = cuk_opt_cat(pre, x, op);
+    exc = cuk_opt_cat(pre, wex, op);
+    total = tot;
+}
+
 #endif

@@ -38,6 +38,8 @@ typedef enum {
     N_INDEX,   /* a[args...]; each arg an expr or N_SLICE */
     N_SLICE,   /* a:b:c inside an index; any of a, b, c may be NULL */
     N_LAMBDA,  /* |params| a ; params list of N_PARAM (type may be NULL) */
+    N_TUPLE,   /* (a, b, ...): args list of exprs; as a result type (N_FN's type), a
+                  list of N_TYPE. Sema allows tuples as results and let bindings only */
     /* types */
     N_TYPE,    /* name = "f32" ...; dims: list of sizes (NULL = scalar), each an N_IDENT, an
                   N_INT, an N_ANYSIZE or (result types only, sema checks) an expression */
@@ -45,6 +47,7 @@ typedef enum {
     /* statements */
     N_LET,     /* let name [: type] = a */
     N_VAR,     /* var name [: type] = a */
+    N_LETTUPLE,/* let (x, _, y) = a; args: list of N_IDENT (`_` discards); ival 1 for var */
     N_ASSIGN,  /* name = a */
     N_IF,      /* if a { body } else { els }; els is a N_BLOCK or N_IF or NULL */
     N_FOR,     /* for name in a..b { body } */

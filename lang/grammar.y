@@ -72,6 +72,10 @@ static void syntax_error(void *parser, int major, const Tok *tok);
 %type sl {Node *}
 %type lparams {List}
 %type lparam {Node *}
+%type types {List}
+%type exprs {List}
+%type names {List}
+%type name {Node *}
 
 program ::= fns.
 
@@ -106,6 +110,15 @@ param(A) ::= IDENT(N) COLON type(T). { A = mk_param(ps, N, T); }
 
 ret(A) ::= . { A = NULL; }
 ret(A) ::= ARROW type(T). { A = T; }
+/* Several results (DESIGN.md part 2): -> (f32[?], i64[?]). One type in parentheses is
+   parsed too, for sema to say that a 1-tuple is not a thing. */
+ret(A) ::= ARROW LPAREN(L) types(T) RPAREN. {
+    A = node_new(ps, N_TUPLE, L.loc);
+    A->args = T.head;
+    A = node_done(ps, A);
+}
+types(A) ::= type(T). { A = list_one(T); }
+types(A) ::= types(L) COMMA type(T). { A = list_add(L, T); }
 
 type(A) ::= IDENT(N). { A = mk_type(ps, N, NULL); }
 type(A) ::= IDENT(N) LBRACKET dims(D) RBRACKET. { A = mk_type(ps, N, D.head); }
@@ -150,6 +163,23 @@ stmt(A) ::= VAR(K) IDENT(N) opttype(T) ASSIGN expr(E) SEMI. {
     A->a = E;
     A = node_done(ps, A);
 }
+/* let (a, b) = f(x); binds the results of a function with several results. */
+stmt(A) ::= LET(K) LPAREN names(L) RPAREN ASSIGN expr(E) SEMI. {
+    A = node_new(ps, N_LETTUPLE, K.loc);
+    A->args = L.head;
+    A->a = E;
+    A = node_done(ps, A);
+}
+stmt(A) ::= VAR(K) LPAREN names(L) RPAREN ASSIGN expr(E) SEMI. {
+    A = node_new(ps, N_LETTUPLE, K.loc);
+    A->args = L.head;
+    A->a = E;
+    A->ival = 1;
+    A = node_done(ps, A);
+}
+names(A) ::= name(N). { A = list_one(N); }
+names(A) ::= names(L) COMMA name(N). { A = list_add(L, N); }
+name(A) ::= IDENT(T). { A = mk_leaf(ps, N_IDENT, T); }
 stmt(A) ::= IDENT(N) ASSIGN expr(E) SEMI. {
     A = node_new(ps, N_ASSIGN, N.loc);
     A->name = arena_strndup(ps->arena, N.text, (size_t)N.len);
@@ -217,6 +247,15 @@ expr(A) ::= TRUE(T). { A = mk_leaf(ps, N_BOOL, T); }
 expr(A) ::= FALSE(T). { A = mk_leaf(ps, N_BOOL, T); }
 expr(A) ::= IDENT(T). { A = mk_leaf(ps, N_IDENT, T); }
 expr(A) ::= LPAREN expr(E) RPAREN. { A = E; }
+/* A tuple: (a, b). Sema allows it only as a function's results. */
+expr(A) ::= LPAREN(L) expr(E) COMMA exprs(R) RPAREN. {
+    A = node_new(ps, N_TUPLE, L.loc);
+    E->next = R.head;
+    A->args = E;
+    A = node_done(ps, A);
+}
+exprs(A) ::= expr(E). { A = list_one(E); }
+exprs(A) ::= exprs(L) COMMA expr(E). { A = list_add(L, E); }
 
 expr(A) ::= IDENT(N) LPAREN args(L) RPAREN. {
     A = node_new(ps, N_CALL, N.loc);

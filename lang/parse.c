@@ -265,6 +265,9 @@ void report_syntax_error(ParseCtx *ps, const Tok *tok) {
     } else if (!expr && count == 1 && only == TK_IDENT &&
                (top_major == TK_COLON || top_major == TK_ARROW)) {
         items[nitems++] = "a type";
+    } else if (!expr && count == 2 && ok[TK_IDENT] && ok[TK_LPAREN] && top_major == TK_ARROW) {
+        /* a result type, or several in parentheses (-> (f32, i64)) */
+        items[nitems++] = "a type or '(' before several result types";
     } else {
         for (int i = 0; i < n; i++) {
             if (!ok[i]) continue;
@@ -582,6 +585,23 @@ static void dump(FILE *o, const Node *n, int ind) {
         }
         child(o, n->a, ind + 2);
         break;
+    case N_TUPLE:
+        fputs("(tuple", o);
+        for (const Node *a = n->args; a; a = a->next) {
+            if (a->kind == N_TYPE) {
+                fputc(' ', o);
+                dump_type(o, a);
+            } else {
+                child(o, a, ind + 2);
+            }
+        }
+        break;
+    case N_LETTUPLE:
+        fputs(n->ival ? "(var (" : "(let (", o);
+        for (const Node *a = n->args; a; a = a->next) fprintf(o, "%s%s", a == n->args ? "" : " ", a->name);
+        fputc(')', o);
+        child(o, n->a, ind + 2);
+        break;
     case N_ASSIGN:
         fprintf(o, "(assign %s", n->name);
         child(o, n->a, ind + 2);
@@ -623,7 +643,14 @@ static void dump(FILE *o, const Node *n, int ind) {
     case N_FN:
         fprintf(o, "(fn %s", n->name);
         for (const Node *p = n->params; p; p = p->next) child(o, p, ind + 2);
-        if (n->type) {
+        if (n->type && n->type->kind == N_TUPLE) {
+            fprintf(o, "\n%*s(ret (tuple", ind + 2, "");
+            for (const Node *t = n->type->args; t; t = t->next) {
+                fputc(' ', o);
+                dump_type(o, t);
+            }
+            fputs("))", o);
+        } else if (n->type) {
             fprintf(o, "\n%*s(ret ", ind + 2, "");
             dump_type(o, n->type);
             fputc(')', o);

@@ -477,6 +477,48 @@ static PyObject *foreign_result(PyObject *template, PyObject *d) {
     return r;
 }
 
+/* A function with several results (-> (T1, T2)): a tuple with one object per result,
+   each as a single result would be. */
+static PyObject *call_several(Function *f, const cuk_view **vp, Py_ssize_t n, int nres, int kind, PyObject *foreign) {
+    cuk_view dres[16];
+    cuk_array *hres[16];
+    if (nres > 16) {
+        PyErr_Format(PyExc_TypeError, "%s() has %d results: at most 16", fn_name(f), nres);
+        return NULL;
+    }
+    cuk_status s;
+    Py_BEGIN_ALLOW_THREADS s = cuk_fn_call_views_n(f->f, vp, (int)n, dres, hres, nres);
+    Py_END_ALLOW_THREADS
+    if (s) {
+        raise_status(s);
+        return NULL;
+    }
+    PyObject *t = PyTuple_New(nres);
+    for (int k = 0; k < nres; k++) {
+        PyObject *r = NULL;
+        if (!t) {
+            /* nothing to put them in: free what the call gave */
+            if (dres[k].rank >= 0 && dres[k].dev) cuk_mem_free(dres[k].dev);
+            cuk_array_free(hres[k]);
+            continue;
+        }
+        if (dres[k].rank >= 0) {
+            r = devarray_new(&dres[k], true, NULL);
+            if (r && kind == KIND_FOREIGN) r = foreign_result(foreign, r);
+        } else if (hres[k]) {
+            r = numpy_from_host(hres[k], true);
+        } else {
+            r = Py_NewRef(Py_None);
+        }
+        if (!r) {
+            Py_CLEAR(t);
+            continue;
+        }
+        PyTuple_SetItem(t, k, r); /* steals r */
+    }
+    return t;
+}
+
 /* The call of a compiled function: arguments become views (a DeviceArray's own view,
    a Python number's value on the stack: no allocation, no Python objects), one call
    into libcuk (cuk_fn_call_quick with the GIL held when the call only queues a kernel,
@@ -593,6 +635,11 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
             wrong_rank(fn_name(f), pi, v[i].rank, v[i].shape);
             goto done;
         }
+    }
+    int nres = cuk_fn_nresults(f->f);
+    if (nres >= 2) {
+        result = call_several(f, vp, n, nres, kind, foreign);
+        goto done;
     }
     cuk_view dres;
     cuk_array *hres = NULL;

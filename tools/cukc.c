@@ -211,17 +211,21 @@ static int cmd_run(int argc, char **argv) {
             st = EXIT_USAGE;
         }
     if (!st) {
-        cuk_array *result = NULL;
-        s = cuk_fn_call(fn, args, np, &result);
+        /* one output per result; several results print one per line, in order */
+        cuk_array *result[16] = {NULL};
+        int nr = cuk_fn_nresults(fn);
+        if (nr < 1) nr = 1;
+        s = nr <= 16 ? cuk_fn_call_n(fn, args, np, result, nr) : CUK_ERR_INVALID;
         /* a fault in the last kernels is reported here, not lost at exit */
         if (!s && cuk_program_backend(p) == CUK_BACKEND_GPU && cuk_synchronize() != CUK_OK) s = CUK_ERR_RUNTIME;
-        if (!s && result) s = cuk_array_print(result, stdout);
+        for (int k = 0; k < nr && !s; k++)
+            if (result[k]) s = cuk_array_print(result[k], stdout);
         fflush(stdout);
         if (s) {
             api_error(s);
             st = EXIT_RUNTIME;
         }
-        cuk_array_free(result);
+        for (int k = 0; k < 16; k++) cuk_array_free(result[k]);
     }
     for (int j = 0; j < 64; j++) cuk_array_free(args[j]);
     cuk_program_free(p);

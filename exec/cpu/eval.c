@@ -198,6 +198,7 @@ typedef struct Frame {
     int *touched;  /* ids set in memo, to clear it quickly */
     int ntouched;
     Arr *ret;      /* what a return statement gave */
+    Arr *rets[MAX_RESULTS]; /* several results */
     Operands ops;  /* how the shape rules (run.h) read operands here */
 } Frame;
 
@@ -1561,6 +1562,198 @@ static Arr *eval_slice(Frame *f, const Val *v) {
     return r;
 }
 
+/* ---- segments=offs: one reduction or scan per segment, restarted at each offset ---- */
+
+/* The offsets of v's segments, checked against n elements (an array the caller
+   releases), or NULL after an error. */
+static Arr *seg_offsets(Frame *f, const Val *v, int64_t n) {
+    Arr *o = eval(f, red_segs(v));
+    if (!o) return NULL;
+    ASSERT(o->dt == DT_I64 && o->rank == 1);
+    if (o->size < 1) {
+        rt_error(f->c->err, v->loc, "segments= needs k + 1 offsets for k segments, not an empty array "
+                                    "(no segments: offs = [0] over an empty array)");
+        arr_release(o);
+        return NULL;
+    }
+    if (!shape_check_segments(f->c->err, v, (const int64_t *)o->data, o->size, n)) {
+        arr_release(o);
+        return NULL;
+    }
+    return o;
+}
+
+typedef struct SegRed {
+    RedSt st;
+    DType in_dt, out_dt;
+    void *conv;
+    const int64_t *offs;
+    int64_t k, seg;  /* segments, the one being folded */
+    int64_t cnt;     /* elements folded into it */
+    SProg *lam;
+    const Cell *init;
+    Arr *res;
+} SegRed;
+
+static void segred_begin(SegRed *r) {
+    red_start(&r->st, r->st.op, r->st.dt, r->lam);
+    if (r->init) {
+        r->st.acc = *r->init;
+        r->st.have = true;
+    }
+    r->cnt = 0;
+}
+
+/* Writes segment r->seg's value and moves to the next one. An empty segment gives the
+   combine's identity (min: +inf or the largest value, ...), argmin/argmax -1, a lambda
+   its initial value. */
+static void segred_end(SegRed *r) {
+    Cell c;
+    RedOp op = r->st.op;
+    if (r->cnt == 0 && (op == RED_ARGMIN || op == RED_ARGMAX)) {
+        c.u64 = 0;
+        c.i64 = -1;
+    } else if (r->cnt == 0 && (op == RED_MIN || op == RED_MAX)) {
+        c = scan_identity(op, r->out_dt);
+    } else {
+        red_result(&r->st, r->out_dt, &c);
+    }
+    int oesz = esize(r->out_dt);
+    memcpy((char *)r->res->data + r->seg * oesz, &c, (size_t)oesz);
+    r->seg++;
+    segred_begin(r);
+}
+
+static bool segred_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
+    SegRed *r = ctx;
+    if (r->conv) {
+        cast_tab[r->st.dt][r->in_dt](r->conv, vals, len);
+        vals = r->conv;
+    }
+    int esz = esize(r->st.dt);
+    while (len > 0) {
+        while (r->seg < r->k && r->offs[r->seg + 1] <= off) segred_end(r);
+        ASSERT(r->seg < r->k);
+        int64_t take = r->offs[r->seg + 1] - off;
+        if (take > len) take = len;
+        red_feed(&r->st, vals, take, 1, off - r->offs[r->seg]);
+        r->cnt += take;
+        vals = (const char *)vals + take * esz;
+        off += take;
+        len -= take;
+    }
+    return true;
+}
+
+static Arr *eval_segreduce(Frame *f, const Val *v) {
+    const Val *initv = v->init;
+    Cell init;
+    init.u64 = 0;
+    if (initv && !get_cell(f, initv, v->dt, &init)) return NULL;
+    SProg lam, *lp = NULL;
+    if (v->red == RED_LAMBDA) {
+        ASSERT(v->lam);
+        if (!sprog_build(f, v->lam, &lam)) return NULL;
+        lp = &lam;
+    }
+    Stream s;
+    Arr *res = NULL, *offs = NULL;
+    void *conv = NULL;
+    if (!stream_open(f, v->args[0], &s)) goto out;
+    if (!(offs = seg_offsets(f, v, s.size))) goto out;
+    int64_t k = offs->size - 1;
+    if (!(res = new_arr(f, v->loc, v->dt, 1, &k))) goto out;
+    DType fdt = red_fold_dt(v->red, s.dt, v->dt);
+    if (fdt != s.dt && !(conv = malloc((size_t)CHUNK * 8))) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        arr_release(res);
+        res = NULL;
+        goto out;
+    }
+    SegRed r = {.in_dt = s.dt, .out_dt = v->dt, .conv = conv, .offs = offs->data, .k = k, .lam = lp,
+                .init = initv ? &init : NULL, .res = res};
+    r.st.op = v->red;
+    r.st.dt = fdt;
+    segred_begin(&r);
+    stream_run(&s, segred_sink, &r);
+    while (r.seg < k) segred_end(&r); /* the last one and empty ones after it */
+out:
+    free(conv);
+    arr_release(offs);
+    stream_close(&s);
+    if (lp) sprog_free(lp);
+    return res;
+}
+
+typedef struct SegScan {
+    ScanSink sink;
+    const Val *v;
+    SProg *lam;
+    const Cell *init;
+    const int64_t *offs;
+    int64_t k, seg;
+} SegScan;
+
+static bool segscan_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
+    SegScan *r = ctx;
+    ScanSink *ss = &r->sink;
+    if (ss->conv) {
+        cast_tab[ss->st.dt][ss->in_dt](ss->conv, vals, len);
+        vals = ss->conv;
+    }
+    int esz = esize(ss->st.dt);
+    while (len > 0) {
+        while (r->seg < r->k && r->offs[r->seg + 1] <= off) {
+            r->seg++;
+            scan_start(&ss->st, r->v, r->lam, r->init != NULL, r->init);
+        }
+        ASSERT(r->seg < r->k);
+        int64_t take = r->offs[r->seg + 1] - off;
+        if (take > len) take = len;
+        scan_feed(&ss->st, vals, (char *)ss->out->data + off * esz, take, 1, 1);
+        vals = (const char *)vals + take * esz;
+        off += take;
+        len -= take;
+    }
+    return true;
+}
+
+static Arr *eval_segscan(Frame *f, const Val *v) {
+    const Val *initv = v->init;
+    Cell init;
+    init.u64 = 0;
+    if (initv && !get_cell(f, initv, v->dt, &init)) return NULL;
+    SProg lam, *lp = NULL;
+    if (v->red == RED_LAMBDA) {
+        ASSERT(v->lam);
+        if (!sprog_build(f, v->lam, &lam)) return NULL;
+        lp = &lam;
+    }
+    Stream s;
+    Arr *res = NULL, *offs = NULL;
+    void *conv = NULL;
+    if (!stream_open(f, v->args[0], &s)) goto out;
+    if (!(offs = seg_offsets(f, v, s.size))) goto out;
+    int64_t n = s.size;
+    if (!(res = new_arr(f, v->loc, v->dt, 1, &n))) goto out;
+    if (s.dt != v->dt && !(conv = malloc((size_t)CHUNK * 8))) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        arr_release(res);
+        res = NULL;
+        goto out;
+    }
+    SegScan r = {.sink = {.in_dt = s.dt, .conv = conv, .out = res}, .v = v, .lam = lp,
+                 .init = initv ? &init : NULL, .offs = offs->data, .k = offs->size - 1};
+    scan_start(&r.sink.st, v, lp, initv != NULL, &init);
+    stream_run(&s, segscan_sink, &r);
+out:
+    free(conv);
+    arr_release(offs);
+    stream_close(&s);
+    if (lp) sprog_free(lp);
+    return res;
+}
+
 static Arr *eval_gather(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]), *idx = NULL, *r = NULL;
     Dims od;
@@ -1571,7 +1764,7 @@ static Arr *eval_gather(Frame *f, const Val *v) {
     for (int64_t j = 0; j < idx->size; j++) {
         int64_t i = scalar_cast(arr_get(idx, j), idx->dt, DT_I64).i, t;
         if (idx->dt == DT_U64 && arr_get(idx, j).u > INT64_MAX) i = INT64_MAX;
-        if (!shape_index(f->c->err, v->loc, i, 0, x->shape[0], &t)) {
+        if (!shape_index(f->c->err, v->loc, i, v->axis, x->shape[0], &t)) {
             arr_release(r);
             r = NULL;
             goto out;
@@ -1667,6 +1860,68 @@ out:
         res = NULL;
     }
     return res;
+}
+
+/* x[mask], filter, nonzero: the two operands stream chunk by chunk side by side, so a
+   fused producer (x > 0.5, a * b) is never stored; the kept elements go straight to the
+   result, allocated at x's size (the most it can hold) and copied into an array of the
+   count's size when fewer are kept. */
+static const void *stream_chunk(Stream *s, int64_t off, int64_t len) {
+    return s->arr ? (const char *)s->arr->data + off * esize(s->dt) : prog_chunk(&s->prog, off, len, NULL);
+}
+
+static Arr *eval_compact(Frame *f, const Val *v) {
+    Stream xs, ms;
+    Arr *r = NULL;
+    if (!stream_open(f, v->args[0], &xs)) return NULL;
+    if (!stream_open(f, v->args[1], &ms)) {
+        stream_close(&xs);
+        return NULL;
+    }
+    Dims xd = {.rank = xs.rank}, md = {.rank = ms.rank};
+    memcpy(xd.d, xs.shape, sizeof xd.d);
+    memcpy(md.d, ms.shape, sizeof md.d);
+    if (!shape_mask(f->c->err, v->loc, &xd, &md)) goto out;
+    int64_t n = xs.size, cnt = 0;
+    if (!(r = new_arr(f, v->loc, v->dt, 1, &n))) goto out;
+    int esz = esize(v->dt);
+    char *dst = r->data;
+    for (int64_t off = 0; off < n; off += CHUNK) {
+        int64_t len = n - off < CHUNK ? n - off : CHUNK;
+        const uint8_t *m = stream_chunk(&ms, off, len);
+        const char *x = stream_chunk(&xs, off, len);
+        switch (esz) {
+#define COMPACT_LOOP(T)                                                                     \
+    for (int64_t i = 0; i < len; i++) {                                                     \
+        ((T *)dst)[cnt] = ((const T *)x)[i];                                                \
+        cnt += m[i] != 0;                                                                   \
+    }                                                                                       \
+    break;
+        case 1: COMPACT_LOOP(uint8_t)
+        case 4: COMPACT_LOOP(uint32_t)
+        case 8: COMPACT_LOOP(uint64_t)
+        default:
+            for (int64_t i = 0; i < len; i++)
+                if (m[i]) memcpy(dst + (cnt++) * esz, x + i * esz, (size_t)esz);
+        }
+#undef COMPACT_LOOP
+    }
+    if (cnt != n) {
+        /* the pool (exec/arr.c) frees by the array's size, so a shorter one is a copy */
+        Arr *t = new_arr(f, v->loc, v->dt, 1, &cnt);
+        if (!t) {
+            arr_release(r);
+            r = NULL;
+            goto out;
+        }
+        memcpy(t->data, r->data, (size_t)(cnt * esz));
+        arr_release(r);
+        r = t;
+    }
+out:
+    stream_close(&xs);
+    stream_close(&ms);
+    return r;
 }
 
 static Arr *eval_reverse(Frame *f, const Val *v) {
@@ -1861,7 +2116,8 @@ out:
     return r;
 }
 
-/* Runs an OP_CALL; *res may be NULL for a function that returns nothing. */
+/* Runs an OP_CALL; *res may be NULL for a function that returns nothing. res holds one
+   entry per result of a function with several results. */
 static bool eval_call(Frame *f, const Val *v, Arr **res) {
     Arr *argv[8], **args = v->nargs <= 8 ? argv : calloc((size_t)v->nargs, sizeof(Arr *));
     bool ok = args != NULL;
@@ -1915,10 +2171,11 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_ARG: die("IR: an argument of a lambda outside its body");
     case OP_DIM: return eval_dim(f, v);
     case OP_CHECKDIM: return check_dims(f, v) ? eval(f, v->args[0]) : NULL;
-    case OP_REDUCE: return eval_reduce(f, v);
-    case OP_SCAN: return eval_scan(f, v);
+    case OP_REDUCE: return red_segs(v) ? eval_segreduce(f, v) : eval_reduce(f, v);
+    case OP_SCAN: return red_segs(v) ? eval_segscan(f, v) : eval_scan(f, v);
     case OP_SLICE: return eval_slice(f, v);
     case OP_GATHER: return eval_gather(f, v);
+    case OP_COMPACT: return eval_compact(f, v);
     case OP_REVERSE: return eval_reverse(f, v);
     case OP_CONCAT: return eval_concat(f, v);
     case OP_PAD: return eval_pad(f, v);
@@ -1997,10 +2254,32 @@ static bool t_ret(void *fr, const Val *v) {
 
 static void t_end(void *fr) { memo_clear(fr); }
 
-static const Target cpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end};
+static bool t_ret_n(void *fr, int n, Val *const *vs) {
+    Frame *f = fr;
+    ASSERT(n == f->fn->nres);
+    for (int k = 0; k < n; k++)
+        if (!(f->rets[k] = eval(f, vs[k]))) return false;
+    return true;
+}
 
+static bool t_call_n(void *fr, const Val *v, int n, const int *slots) {
+    Frame *f = fr;
+    Arr *res[MAX_RESULTS];
+    ASSERT(n == v->fn->nres && n <= MAX_RESULTS);
+    if (!eval_call(f, v, res)) return false;
+    for (int k = 0; k < n; k++) {
+        if (slots[k] >= 0) set_slot(f, slots[k], res[k]);
+        else arr_release(res[k]);
+    }
+    return true;
+}
+
+static const Target cpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end, t_ret_n, t_call_n};
+
+/* result: one entry, or fn->nres for a function with several results. */
 static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
-    *result = NULL;
+    int nout = fn->nres ? fn->nres : 1;
+    for (int k = 0; k < nout; k++) result[k] = NULL;
     if (!run_enter(c, loc, fn)) return false;
     Frame f;
     memset(&f, 0, sizeof f);
@@ -2017,8 +2296,16 @@ static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
         for (int i = 0; i < fn->nparams; i++) f.slots[i] = arr_retain(args[i]);
         ok = walk(c, &cpu_target, &f, fn, fn->body) != WALK_ERROR;
         memo_clear(&f);
-        if (ok) *result = f.ret;
-        else arr_release(f.ret);
+        if (fn->nres && ok)
+            for (int k = 0; k < fn->nres; k++) ok &= (result[k] = f.rets[k]) != NULL;
+        else if (ok) *result = f.ret;
+        if (!ok) {
+            arr_release(f.ret);
+            for (int k = 0; k < fn->nres; k++) {
+                arr_release(f.rets[k]);
+                result[k] = NULL;
+            }
+        }
         for (int i = 0; i < fn->nslots; i++) arr_release(f.slots[i]);
     }
     run_leave(c);
@@ -2030,7 +2317,7 @@ static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
 
 typedef struct Job {
     const Fn *fn;
-    Arr **args, *result;
+    Arr **args, *result[MAX_RESULTS];
     FILE *out;
     RtErr *err;
     bool ok;
@@ -2046,18 +2333,18 @@ static void *run_job(void *arg) {
     guard_push(&g);
     if (setjmp(g.jb) == 0) {
         if (die_injected("cpu")) die("injected (CUK_DIE_AT=cpu)");
-        j->ok = call_fn(&r, j->fn, j->args, &j->result, j->fn->loc);
+        j->ok = call_fn(&r, j->fn, j->args, j->result, j->fn->loc);
         guard_pop(&g);
     } else {
         j->ok = false;
-        j->result = NULL;
+        memset(j->result, 0, sizeof j->result);
         rt_error(j->err, j->fn->loc, "%s (this is a bug in cuk; please report it with the program)", g.msg);
     }
     return NULL;
 }
 
 bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
-    Job j = {fn, args, NULL, out, err, false};
+    Job j = {fn, args, {NULL}, out, err, false};
     rt_err_init(err);
     pthread_attr_t at;
     pthread_t t;
@@ -2070,9 +2357,9 @@ bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
         pthread_join(t, NULL);
     else
         run_job(&j); /* no thread to be had: the caller's stack, fewer levels */
-    if (result)
-        *result = j.result;
-    else
-        arr_release(j.result);
+    for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) {
+        if (result) result[k] = j.result[k];
+        else arr_release(j.result[k]);
+    }
     return j.ok;
 }

@@ -114,6 +114,7 @@ struct Frame {
     int *touched;         /* the ids whose memo or shape is set, cleared per statement */
     int ntouched;
     Value ret;
+    Value rets[MAX_RESULTS]; /* several results */
     Operands ops; /* how the shape rules (run.h) read operands here */
 };
 
@@ -192,7 +193,8 @@ static bool check_dev_err(GpuSession *s) {
         const FnState *st = &s->fs[i];
         Loc loc = id >= 0 && id < st->fn->nvals && st->byid[id] ? st->byid[id]->loc : st->fn->loc;
         int64_t t;
-        ok = shape_index(s->err, loc, (long long)w[1], 0, (long long)w[2], &t);
+        ok = shape_index(s->err, loc, (long long)w[1], id >= 0 && id < st->fn->nvals && st->byid[id] ? st->byid[id]->axis : 0,
+                         (long long)w[2], &t);
         ASSERT(!ok); /* a kernel only reports an index that is out of bounds */
         if (cuk_memset_d8(s->errblk, 0, bytes, NULL) != CUK_OK) break;
     }
@@ -562,6 +564,24 @@ static bool launch(Frame *f, const Kernel *k) {
         ok = hist_init(f, k, &outs[0], loc);
         inner = nelem(&outs[0]);
     }
+    /* segments=offs: one block per segment; the offsets are checked on the host first
+       (as the CPU backend checks them), which costs a copy of k + 1 values */
+    Val *segs = k->kind == K_REDUCE ? red_segs(k->reds[0]) : k->kind == K_SCAN ? red_segs(k->scan) : NULL;
+    for (int i = 0; ok && segs && i < k->nins; i++) {
+        if (kernel_canon(k, k->ins[i]) != kernel_canon(k, segs)) continue;
+        Arr *oa = download(s, &ins[i], loc);
+        ok = oa != NULL;
+        if (ok && oa->size < 1) {
+            rt_error(s->err, segs->loc, "segments= needs k + 1 offsets for k segments, not an empty array "
+                                        "(no segments: offs = [0] over an empty array)");
+            ok = false;
+        }
+        Val *r = k->kind == K_REDUCE ? k->reds[0] : k->scan;
+        if (ok) ok = shape_check_segments(s->err, r, (const int64_t *)oa->data, oa->size, n);
+        if (ok) axis = 0, outer = oa->size - 1, len = n, inner = 1;
+        arr_release(oa);
+        break;
+    }
     /* min/max/argmin/argmax without an initial value over an empty axis: the CPU
        backend's (and NumPy's) error, before any kernel runs */
     for (int i = 0; ok && (k->kind == K_REDUCE || k->kind == K_ROW) && i < k->nreds; i++) {
@@ -745,6 +765,47 @@ static __attribute__((noinline)) bool eval_load(Frame *f, Val *v, Value *r) {
     return ok;
 }
 
+/* x[mask], filter, nonzero. Not yet a device kernel: the operands (computed by their
+   kernels) are copied to the host, compacted there and the result copied back. The
+   planned kernel is a single-pass compaction over scan.cuh's look-back (docs/fusion.md,
+   rule 6); reductions and len() of a filter never get here (sema's rule6). */
+static __attribute__((noinline)) bool eval_compact(Frame *f, Val *v, Value *r) {
+    GpuSession *s = f->s;
+    Value xv, mv;
+    if (!eval(f, v->args[0], &xv)) return false;
+    if (!eval(f, v->args[1], &mv)) {
+        vrelease(s, &xv);
+        return false;
+    }
+    Arr *x = download(s, &xv, v->loc), *m = x ? download(s, &mv, v->loc) : NULL;
+    vrelease(s, &xv);
+    vrelease(s, &mv);
+    bool ok = x && m;
+    Dims xd = {0}, md = {0};
+    if (ok) {
+        xd.rank = x->rank, md.rank = m->rank;
+        memcpy(xd.d, x->shape, sizeof xd.d);
+        memcpy(md.d, m->shape, sizeof md.d);
+        ok = shape_mask(s->err, v->loc, &xd, &md);
+    }
+    int64_t cnt = 0;
+    if (ok) {
+        size_t esz = (size_t)dtype_info[v->dt].size;
+        const uint8_t *mk = m->data;
+        for (int64_t i = 0; i < x->size; i++)
+            if (mk[i]) memmove((char *)x->data + (size_t)cnt++ * esz, (const char *)x->data + (size_t)i * esz, esz);
+        r->shape[0] = cnt;
+        if ((ok = dalloc(s, r, v->loc)) && cnt &&
+            cuk_memcpy_htod(r->buf->p, x->data, (size_t)cnt * esz) != CUK_OK) {
+            ok = gpu_fail(s, v->loc, "copy to the device failed");
+            vrelease(s, r);
+        }
+    }
+    arr_release(x);
+    arr_release(m);
+    return ok;
+}
+
 static __attribute__((noinline)) bool eval_call(Frame *f, Val *v, Value *r) {
     GpuSession *s = f->s;
     Value stack[8], *args = v->nargs <= 8 ? stack : calloc((size_t)v->nargs, sizeof(Value));
@@ -777,7 +838,7 @@ static __attribute__((noinline)) bool eval_elem(Frame *f, Val *v, Value *r) {
         for (int q = 0; ok && q < x.rank; q++) off += ax[q].start * st[q];
     } else {
         int64_t i = 0, t = 0;
-        ok = scalar_of(f, v->args[1], &i) && shape_index(s->err, v->loc, i, 0, x.shape[0], &t);
+        ok = scalar_of(f, v->args[1], &i) && shape_index(s->err, v->loc, i, v->axis, x.shape[0], &t);
         off = t * st[0];
     }
     char bytes[8] = {0};
@@ -838,6 +899,7 @@ static bool eval(Frame *f, Val *v, Value *out) {
         break;
     case OP_LOAD: ok = eval_load(f, v, &r); break;
     case OP_CALL: ok = eval_call(f, v, &r); break;
+    case OP_COMPACT: ok = eval_compact(f, v, &r); break;
     case OP_SLICE:
     case OP_GATHER: ok = eval_elem(f, v, &r); break;
     default:
@@ -910,7 +972,31 @@ static bool t_ret(void *fr, const Val *v) {
 
 static void t_end(void *fr) { clear_memo(fr); }
 
-static const Target gpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end};
+static bool t_ret_n(void *fr, int n, Val *const *vs) {
+    Frame *f = fr;
+    ASSERT(n == f->fn->nres);
+    for (int k = 0; k < n; k++)
+        if (!eval(f, vs[k], &f->rets[k])) return false;
+    return true;
+}
+
+static bool t_call_n(void *fr, const Val *v, int n, const int *slots) {
+    Frame *f = fr;
+    Value res[MAX_RESULTS];
+    ASSERT(n == v->fn->nres && n <= MAX_RESULTS);
+    if (!eval_call(f, (Val *)v, res)) return false;
+    for (int k = 0; k < n; k++) {
+        if (slots[k] >= 0) {
+            vrelease(f->s, &f->slots[slots[k]]);
+            f->slots[slots[k]] = res[k];
+        } else {
+            vrelease(f->s, &res[k]);
+        }
+    }
+    return true;
+}
+
+static const Target gpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end, t_ret_n, t_call_n};
 
 /* ---- frames ---------------------------------------------------------------------------- */
 
@@ -957,7 +1043,8 @@ static void frame_put(FnState *st, Frame *f) {
     else frame_free(f);
 }
 
-/* Runs st's function with args; loc is the call's (the function's own for an entry). */
+/* Runs st's function with args; loc is the call's (the function's own for an entry).
+   result: one entry, or fn->nres for a function with several results. */
 static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result, Loc loc) {
     const Fn *fn = st->fn;
     if (!run_enter(s->run, loc, fn)) return false;
@@ -968,11 +1055,20 @@ static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result, Loc l
     }
     f->ops.err = s->err;
     f->ret = (Value){0};
+    for (int k = 0; k < fn->nres; k++) f->rets[k] = (Value){0};
     for (int i = 0; i < fn->nparams; i++) f->slots[i] = vretain(&args[i]);
     bool ok = walk(s->run, &gpu_target, f, fn, fn->body) != WALK_ERROR;
-    if (ok) *result = f->ret;
-    else vrelease(s, &f->ret);
+    for (int k = 0; ok && k < fn->nres; k++) ok = f->rets[k].set;
+    if (ok && fn->nres) {
+        for (int k = 0; k < fn->nres; k++) result[k] = f->rets[k];
+    } else if (ok) {
+        *result = f->ret;
+    } else {
+        vrelease(s, &f->ret);
+        for (int k = 0; k < fn->nres; k++) vrelease(s, &f->rets[k]);
+    }
     f->ret = (Value){0};
+    for (int k = 0; k < fn->nres; k++) f->rets[k] = (Value){0};
     for (int i = 0; i < fn->nslots; i++) vrelease(s, &f->slots[i]);
     clear_memo(f);
     frame_put(st, f);
@@ -1208,39 +1304,51 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
         v->buf->p = a->p;
         v->buf->borrowed = true;
     }
-    Value r = {0};
-    if (ok) ok = run_fn(s, st, va, &r, fn->loc);
+    Value rs[MAX_RESULTS];
+    int nout = fn->nres ? fn->nres : 1;
+    for (int k = 0; k < nout; k++) rs[k] = (Value){0};
+    if (ok) ok = run_fn(s, st, va, rs, fn->loc);
     if (ok) ok = check_dev_err(s);
-    if (ok && r.set) {
-        result->dt = r.dt;
-        result->rank = r.rank;
-        memcpy(result->shape, r.shape, sizeof r.shape);
-        result->s = r.s;
-        if (r.rank > 0 && r.buf->borrowed) {
-            /* an argument passed through: the caller gets its own copy */
-            size_t bytes = (size_t)nelem(&r) * (size_t)dtype_info[r.dt].size;
-            ok = cuk_mem_alloc(&result->p, bytes) == CUK_OK;
+    for (int k = 0; ok && k < nout; k++) {
+        Value *r = &rs[k];
+        if (!r->set) continue;
+        result[k].dt = r->dt;
+        result[k].rank = r->rank;
+        memcpy(result[k].shape, r->shape, sizeof r->shape);
+        result[k].s = r->s;
+        bool passed = r->rank > 0 && r->buf->borrowed;
+        for (int j = 0; j < k && r->rank > 0 && !passed; j++) passed = rs[j].rank > 0 && rs[j].buf == r->buf;
+        if (passed) {
+            /* an argument passed through (or one array returned twice): the caller
+               gets its own copy */
+            size_t bytes = (size_t)nelem(r) * (size_t)dtype_info[r->dt].size;
+            ok = cuk_mem_alloc(&result[k].p, bytes) == CUK_OK;
             if (!ok) gpu_fail(s, fn->loc, "device allocation failed");
-            else if (bytes && cuk_memcpy_dtod(result->p, r.buf->p, bytes) != CUK_OK) {
+            else if (bytes && cuk_memcpy_dtod(result[k].p, r->buf->p, bytes) != CUK_OK) {
                 ok = gpu_fail(s, fn->loc, "device copy failed");
-                cuk_mem_free(result->p);
-                result->p = 0;
+                cuk_mem_free(result[k].p);
+                result[k].p = 0;
             }
-        } else if (r.rank > 0) {
+        } else if (r->rank > 0) {
             /* hand the block over: the DBuf goes, the memory stays */
-            result->p = r.buf->p;
-            r.buf->borrowed = true;
+            result[k].p = r->buf->p;
+            r->buf->borrowed = true;
         }
-        if (!ok) *result = (GpuVal){.dt = DT_VOID};
     }
-    vrelease(s, &r);
+    if (!ok)
+        for (int k = 0; k < nout; k++) {
+            /* blocks already handed over or copied are the caller's no more */
+            if (result[k].dt != DT_VOID && result[k].rank > 0 && result[k].p) cuk_mem_free(result[k].p);
+            result[k] = (GpuVal){.dt = DT_VOID};
+        }
+    for (int k = 0; k < nout; k++) vrelease(s, &rs[k]);
     for (int i = 0; i < made && i < fn->nparams; i++) vrelease(s, &va[i]);
     if (va != stack) free(va);
     return ok;
 }
 
 bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err) {
-    *result = (GpuVal){.dt = DT_VOID};
+    for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) result[k] = (GpuVal){.dt = DT_VOID};
     FnState *st = fn_state(s, fn);
     if (!st) {
         rt_error(err, fn->loc, "%s() is not a function of this session's program", fn->name);
@@ -1262,7 +1370,7 @@ bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, F
         guard_pop(&g);
     } else {
         ok = false;
-        *result = (GpuVal){.dt = DT_VOID};
+        for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) result[k] = (GpuVal){.dt = DT_VOID};
         rt_error(err, fn->loc, "%s (this is a bug in cuk; please report it with the program)", g.msg);
     }
     s->err = NULL;

@@ -146,6 +146,69 @@ static void test_result_sizes(void) {
     cuk_program_free(p);
 }
 
+/* Several results (-> (T1, T2)): one output per result through cuk_fn_call_n and
+   cuk_fn_call_views_n; cuk_fn_call refuses such a function and says what to use. */
+static void test_several_results(void) {
+    const char *text = "fn mm(x: f32[n]) -> (f32, f32[n]) = (max(x), x - min(x));\n"
+                       "fn hs(x: f32[n]) -> (i64, f32[2]) { if len(x) > 0 { return (len(x), x[0:2]); } return (0, x); }\n"
+                       "fn one(x: f32[n]) -> f32 = sum(x);\n";
+    cuk_program_opts o = {.backend = CUK_BACKEND_CPU, .name = "several.cuk"};
+    cuk_program *p = NULL;
+    CHECK(cuk_program_compile(&p, text, &o) == CUK_OK);
+    if (!p) return;
+    cuk_fn *f = NULL, *g = NULL, *one = NULL;
+    CHECK(cuk_program_function(p, "mm", &f) == CUK_OK);
+    CHECK(cuk_program_function(p, "hs", &g) == CUK_OK);
+    CHECK(cuk_program_function(p, "one", &one) == CUK_OK);
+    CHECK(cuk_fn_nresults(f) == 2 && cuk_fn_nresults(one) == 1);
+    cuk_dtype dt;
+    int rank;
+    CHECK(cuk_fn_result_at(f, 1, &dt, &rank) == CUK_OK && dt == CUK_F32 && rank == 1);
+    CHECK(cuk_fn_result_at(g, 0, &dt, &rank) == CUK_OK && dt == CUK_I64 && rank == 0);
+    CHECK(cuk_fn_result_at(f, 2, &dt, &rank) == CUK_ERR_INVALID);
+    float h[4] = {3, 1, 4, 2};
+    int64_t n = 4;
+    cuk_array *x = NULL, *r[2] = {NULL, NULL};
+    CHECK(cuk_array_from_host(&x, CUK_F32, 1, &n, h, CUK_ON_HOST) == CUK_OK);
+    CHECK(cuk_fn_call_n(f, &x, 1, r, 2) == CUK_OK);
+    char *s0 = r[0] ? printed(r[0]) : NULL, *s1 = r[1] ? printed(r[1]) : NULL;
+    CHECK(s0 && strcmp(s0, "4\n") == 0);
+    CHECK(s1 && strcmp(s1, "[2 0 3 1]\n") == 0);
+    free(s0);
+    free(s1);
+    cuk_array_free(r[0]);
+    cuk_array_free(r[1]);
+    r[0] = r[1] = NULL;
+    /* a host function (control flow) */
+    CHECK(cuk_fn_call_n(g, &x, 1, r, 2) == CUK_OK);
+    s0 = r[0] ? printed(r[0]) : NULL, s1 = r[1] ? printed(r[1]) : NULL;
+    CHECK(s0 && strcmp(s0, "4\n") == 0);
+    CHECK(s1 && strcmp(s1, "[3 1]\n") == 0);
+    free(s0);
+    free(s1);
+    cuk_array_free(r[0]);
+    cuk_array_free(r[1]);
+    /* views */
+    cuk_view xv, dres[2];
+    const cuk_view *vp = &xv;
+    cuk_array *hres[2] = {NULL, NULL};
+    cuk_array_view(x, &xv);
+    CHECK(cuk_fn_call_views_n(f, &vp, 1, dres, hres, 2) == CUK_OK);
+    CHECK(dres[0].rank == -1 && hres[0] && hres[1] && cuk_array_size(hres[1]) == 4);
+    cuk_array_free(hres[0]);
+    cuk_array_free(hres[1]);
+    /* the single-result call refuses, naming the way */
+    cuk_array *one_r = NULL;
+    CHECK(cuk_fn_call(f, &x, 1, &one_r) == CUK_ERR_INVALID && one_r == NULL);
+    CHECK(strstr(cuk_last_error(), "cuk_fn_call_n") != NULL);
+    CHECK(cuk_fn_call_n(f, &x, 1, r, 1) == CUK_ERR_INVALID);
+    /* a single result through cuk_fn_call_n */
+    CHECK(cuk_fn_call_n(one, &x, 1, &one_r, 1) == CUK_OK && one_r);
+    cuk_array_free(one_r);
+    cuk_array_free(x);
+    cuk_program_free(p);
+}
+
 static void test_bundles(const char *dir) {
     char srcpath[512], out[512];
     snprintf(srcpath, sizeof srcpath, "%s/p.cuk", dir);
@@ -233,6 +296,7 @@ int main(void) {
     test_arrays_npy_print(dir);
     test_calls();
     test_result_sizes();
+    test_several_results();
     test_bundles(dir);
     test_guard();
     char cmd[600];
