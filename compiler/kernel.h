@@ -95,10 +95,12 @@ typedef struct Kernel {
    32-bit counters for bincount and histogram, 4096 64-bit or 8192 32-bit sums for a
    builtin add) and adds each touched one to the result at its end; with more bins
    every update is a global atomic. A block takes HIST_PER_BLOCK elements at least, the
-   grid HIST_MAX_GRID blocks at most (8 per SM of an H100/H200). */
+   grid HIST_MAX_GRID blocks at most: 6 per SM of an H100/H200 (132 SMs), all resident
+   at once with 32 KiB of shared memory each, so that the equal chunks end together
+   (unmeasured; bench/gpu_bench.py has the cases). */
 #define HIST_SHARED_BYTES 32768
 #define HIST_PER_BLOCK 4096
-#define HIST_MAX_GRID 1056
+#define HIST_MAX_GRID 792
 
 /* K_SCAN scratch (kernels/scan.cuh, CUK_TILE_BYTES): the tile ticket, then one 128-byte
    line per tile state from byte 128, so that blocks polling a predecessor's state do not
