@@ -44,8 +44,9 @@ typedef struct Case {
 
 static int64_t N, R, C;
 static float *hx, *hy, *hout;
-static int32_t *hxi;
-static cuk_devptr dx, dy, dxi, dout_, dscratch;
+static int32_t *hxi, *hidx; /* hidx: indices into 2^20 bins (reduce_by_index) */
+static cuk_devptr dx, dy, dxi, didx, dout_, dscratch;
+#define IDX_BINS (1 << 20)
 static size_t scratch_cap;
 
 /* ---- one case ---------------------------------------------------------------------------- */
@@ -56,6 +57,8 @@ typedef struct Launch {
     long long *w;
     size_t scratch_bytes; /* memset before the launch (scans) */
     bool memset_each;
+    size_t out_clear;     /* K_HIST: the bins zeroed before the launch, as the executor fills
+                             a zeros() destination */
 } Launch;
 
 static void c_strides(int rank, const int64_t *shape, int64_t *st) {
@@ -73,7 +76,40 @@ static cuk_devptr input_ptr(const Case *c, const Fn *fn, const Val *v) {
     }
     const char *nm = fn->slots[v->slot].name;
     if (strcmp(nm, "y") == 0) return dy;
+    if (strcmp(nm, "idx") == 0) return didx;
     return c->dt == DT_I32 ? dxi : dx;
+}
+
+/* A host scalar the pipeline derived from constants (histogram's edges and scale,
+   sizes such as 1 << 20): the few ops those use, as the executor computes them. */
+static Scalar host_scalar(const Case *c, const Val *v, int depth) {
+    Scalar r = {0};
+    if (depth > 64) goto unsupported;
+    if (v->op == OP_CONST) return v->c;
+    Scalar a = {0}, b = {0}, x = {0};
+    if (v->nargs > 0) a = host_scalar(c, v->args[0], depth + 1);
+    if (v->nargs > 1) b = host_scalar(c, v->args[1], depth + 1);
+    if (v->nargs > 2) x = host_scalar(c, v->args[2], depth + 1);
+    bool fl = dtype_info[v->dt].is_float, afl = v->nargs ? dtype_info[v->args[0]->dt].is_float : false;
+    switch (v->op) {
+    case OP_CAST:
+        if (fl) r.f = afl ? a.f : (double)a.i;
+        else r.i = afl ? (int64_t)a.f : a.i;
+        break;
+    case OP_ADD: fl ? (void)(r.f = a.f + b.f) : (void)(r.i = a.i + b.i); break;
+    case OP_SUB: fl ? (void)(r.f = a.f - b.f) : (void)(r.i = a.i - b.i); break;
+    case OP_MUL: fl ? (void)(r.f = a.f * b.f) : (void)(r.i = a.i * b.i); break;
+    case OP_DIV: fl ? (void)(r.f = a.f / b.f) : (void)(r.i = b.i ? a.i / b.i : 0); break;
+    case OP_SHL: r.i = a.i << b.i; break;
+    case OP_EQ: r.i = afl ? a.f == b.f : a.i == b.i; break;
+    case OP_SELECT: r = a.i ? b : x; break;
+    default: goto unsupported;
+    }
+    if (v->dt == DT_F32) r.f = (double)(float)r.f;
+    return r;
+unsupported:
+    fprintf(stderr, "bench_kernels: %s: host scalar %%%d (%s) not supported here\n", c->name, v->id, op_name[v->op]);
+    exit(1);
 }
 
 static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *f, Launch *L, cuk_devptr *outs,
@@ -91,6 +127,17 @@ static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *
         for (int q = 0; q < axis; q++) outer *= c->shape[q];
         len = c->shape[axis];
         for (int q = axis + 1; q < c->rank && q < 2; q++) inner *= c->shape[q];
+    }
+    int64_t bins = 0;
+    if (k->kind == K_HIST) {
+        const Val *d = k->outs[0]->args[0];
+        if (d->op != OP_FULL) {
+            fprintf(stderr, "bench_kernels: %s: the destination must be zeros(...)\n", c->name);
+            exit(1);
+        }
+        bins = host_scalar(c, d->args[1], 0).i;
+        L->out_clear = (size_t)bins * (size_t)dtype_info[k->outs[0]->dt].size;
+        inner = bins;
     }
     /* the executor's own launch geometry (compiler/fuse.c) */
     unsigned grid;
@@ -127,8 +174,9 @@ static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *
         }
         case KP_SCALAR: {
             if (p->v->op != OP_SLOT) {
-                fprintf(stderr, "bench_kernels: %s: host scalar %%%d\n", c->name, p->v->id);
-                exit(1);
+                Scalar hs = host_scalar(c, p->v, 0);
+                memcpy(&L->w[i], &hs, 8);
+                break;
             }
             double a = 2.5;
             memcpy(&L->w[i], &a, 8);
@@ -138,6 +186,7 @@ static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *
         case KP_OUTER: L->w[i] = outer; break;
         case KP_LEN: L->w[i] = len; break;
         case KP_INNER: L->w[i] = inner; break;
+        case KP_HBINS: L->w[i] = bins; break;
         default:
             fprintf(stderr, "bench_kernels: %s: parameter kind %d not supported here\n", c->name, (int)p->kind);
             exit(1);
@@ -148,6 +197,7 @@ static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *
 static void run_launches(Launch *L, int nl) {
     for (int i = 0; i < nl; i++) {
         if (L[i].memset_each) CHECK(cuk_memset_d8(dscratch, 0, L[i].scratch_bytes, NULL));
+        if (L[i].out_clear) CHECK(cuk_memset_d8(dout_, 0, L[i].out_clear, NULL));
         void *args[1] = {L[i].w};
         CHECK(cuk_launch(L[i].f, L[i].grid, L[i].block, 0, NULL, args));
     }
@@ -233,6 +283,37 @@ static double checks(const Case *c, float *scal, double *err_out) {
         *err_out = err;
         return err < 1e-5;
     }
+    if (!strcmp(nm, "hist256") || !strcmp(nm, "hist1024") || !strcmp(nm, "bincount_i32")) {
+        /* x is a multiple of 2^-23 in [-1, 1): (x + 1) * bins / 2 is exact, so its floor
+           is NumPy's bin, edges included */
+        int bins = !strcmp(nm, "hist256") ? 256 : 1024;
+        int64_t *ref = calloc((size_t)bins, sizeof(int64_t));
+        for (int64_t i = 0; i < n; i++) {
+            int64_t b = nm[0] == 'b' ? hxi[i] + 100 : (int64_t)floor(((double)hx[i] + 1.0) * bins / 2);
+            if (b >= 0 && b < bins) ref[b]++;
+        }
+        const int64_t *o = (const int64_t *)hout;
+        int64_t bad = 0;
+        for (int b = 0; b < bins; b++) bad += o[b] != ref[b];
+        free(ref);
+        *err_out = (double)bad;
+        return bad == 0;
+    }
+    if (!strcmp(nm, "index_add")) {
+        double *ref = calloc(IDX_BINS, sizeof(double)), *abs_ = calloc(IDX_BINS, sizeof(double));
+        for (int64_t i = 0; i < n; i++) {
+            ref[hidx[i]] += hx[i];
+            abs_[hidx[i]] += fabs(hx[i]);
+        }
+        for (int b = 0; b < IDX_BINS; b++) {
+            double e = fabs(hout[b] - ref[b]) / (abs_[b] + 1.0);
+            if (e > err) err = e;
+        }
+        free(ref);
+        free(abs_);
+        *err_out = err;
+        return err < 1e-5;
+    }
     *err_out = -1;
     return false;
 }
@@ -284,7 +365,7 @@ static void run_case(const Case *c, const char *root, int iters) {
         prepare(c, fn, pl->kernels[i], f, &L[i], outs, &nouts);
     }
     /* result, twice, for the determinism check */
-    size_t out_bytes = (size_t)N * 4;
+    size_t out_bytes = (size_t)(N > IDX_BINS ? N : IDX_BINS) * 4;
     float scal[2][8] = {{0}};
     CHECK(cuk_memset_d8(dout_, 0xff, out_bytes, NULL));
     run_launches(L, pl->nkernels);
@@ -355,24 +436,29 @@ int main(int argc, char **argv) {
     hx = malloc((size_t)N * 4);
     hy = malloc((size_t)N * 4);
     hxi = malloc((size_t)N * 4);
-    hout = malloc((size_t)N * 4);
-    if (!hx || !hy || !hxi || !hout) return 1;
+    hidx = malloc((size_t)N * 4);
+    hout = malloc((size_t)N * 4 > (size_t)IDX_BINS * 4 ? (size_t)N * 4 : (size_t)IDX_BINS * 4);
+    if (!hx || !hy || !hxi || !hidx || !hout) return 1;
     for (int64_t i = 0; i < N; i++) {
         hx[i] = uniform(-1.0f, 1.0f);
         hy[i] = uniform(0.0f, 2.0f);
         hxi[i] = (int32_t)(next_u64() % 201) - 100;
+        hidx[i] = (int32_t)(next_u64() % IDX_BINS);
     }
     size_t b = (size_t)N * 4;
     scratch_cap = 16 + 24 * ((size_t)N / 256 + 4096) + 16 + 24 * 1024 * 8;
     CHECK(cuk_mem_alloc(&dx, b));
     CHECK(cuk_mem_alloc(&dy, b));
     CHECK(cuk_mem_alloc(&dxi, b));
-    CHECK(cuk_mem_alloc(&dout_, b));
+    CHECK(cuk_mem_alloc(&didx, b));
+    size_t ob = b > (size_t)IDX_BINS * 4 ? b : (size_t)IDX_BINS * 4;
+    CHECK(cuk_mem_alloc(&dout_, ob));
     CHECK(cuk_mem_alloc(&dscratch, scratch_cap + 64 * 16));
     CHECK(cuk_memset_d8(dscratch, 0, scratch_cap + 64 * 16, NULL));
     CHECK(cuk_memcpy_htod(dx, hx, b));
     CHECK(cuk_memcpy_htod(dy, hy, b));
     CHECK(cuk_memcpy_htod(dxi, hxi, b));
+    CHECK(cuk_memcpy_htod(didx, hidx, b));
     /* device-to-device copy of N f32, the bandwidth ceiling (read + write counted) */
     {
         cuk_event *e0, *e1;
@@ -405,6 +491,10 @@ int main(int argc, char **argv) {
         {"cumsum_i32", "cumsum_i32.cuk", "cumsum_i32", 1, {0}, 1, DT_I32, 8},
         {"mapscanmap", "mapscanmap.cuk", "mapscanmap", 1, {0}, 2, DT_F32, 12},
         {"softmax", "softmax.cuk", "softmax", 2, {0}, 1, DT_F32, 8},
+        {"hist256", "hist256.cuk", "hist256", 1, {0}, 1, DT_F32, 4},
+        {"hist1024", "hist1024.cuk", "hist1024", 1, {0}, 1, DT_F32, 4},
+        {"bincount_i32", "bincount_i32.cuk", "bincount_i32", 1, {0}, 1, DT_I32, 4},
+        {"index_add", "index_add.cuk", "index_add", 1, {0}, 2, DT_F32, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         Case c = cases[i];
@@ -416,10 +506,12 @@ int main(int argc, char **argv) {
     free(hx);
     free(hy);
     free(hxi);
+    free(hidx);
     free(hout);
     cuk_mem_free(dx);
     cuk_mem_free(dy);
     cuk_mem_free(dxi);
+    cuk_mem_free(didx);
     cuk_mem_free(dout_);
     cuk_mem_free(dscratch);
     return 0;

@@ -2,7 +2,9 @@
 """The issue-4 GPU benchmark: cuk's kernels (build/bench/bench_kernels, run as a
 subprocess) against CuPy (eager, ElementwiseKernel/ReductionKernel, cupy.fuse) and
 PyTorch (eager, torch.compile) on 2^28 f32 elements (softmax: 16384 x 16384), timed
-with CUDA events, median of >= 20 runs after warm-up. Prints GB/s (the bytes each
+with CUDA events, median of >= 20 runs after warm-up. Rule 6: histograms of 256 and
+1024 bins, bincount and reduce_by_index (add) into 2^20 bins, against torch.histc,
+torch.bincount, index_add_, cupy.histogram, cupy.bincount and cupyx.scatter_add. Prints GB/s (the bytes each
 program must move), the ratio to a device-to-device copy measured in the same run and
 the ratio to the best peer.
 
@@ -22,9 +24,10 @@ ROOT = os.path.dirname(HERE)
 BYTES = {
     "copy": 8, "saxpy": 12, "chain": 12, "sum": 4, "sumsq": 4, "maxmin": 4, "meanvar": 4,
     "cumsum_f32": 8, "cumsum_i32": 8, "mapscanmap": 12, "softmax": 8,
+    "hist256": 4, "hist1024": 4, "bincount_i32": 4, "index_add": 8,
 }
 ORDER = ["copy", "saxpy", "chain", "sum", "sumsq", "maxmin", "meanvar", "cumsum_f32", "cumsum_i32",
-         "mapscanmap", "softmax"]
+         "mapscanmap", "softmax", "hist256", "hist1024", "bincount_i32", "index_add"]
 
 
 def run_cuk(build, logn, iters, timeout):
@@ -80,8 +83,13 @@ def main():
     y = torch.rand(n, device=dev, generator=g) * 2
     xi = torch.randint(-100, 101, (n,), device=dev, dtype=torch.int32, generator=g)
     xs = x.view(rows, cols) * 4
+    # scatter and histograms (rule 6): bins of xi + 100 (0..200), 2^20 bins for index_add
+    xb = (xi + 100).to(torch.int64)
+    idx = torch.randint(0, 1 << 20, (n,), device=dev, dtype=torch.int32, generator=g)
+    idx64 = idx.to(torch.int64)
     if cp is not None:
         cx, cy, cxi, cxs = (cp.from_dlpack(t) for t in (x, y, xi, xs))
+        cxb, cidx = cp.from_dlpack(xb), cp.from_dlpack(idx)
 
     def time_torch(fn, iters=a.iters):
         for _ in range(3):
@@ -146,6 +154,21 @@ def main():
                            ("torch.compile", "tc", lambda v, w: torch.cumsum(v * w + 1, 0) * 0.5 - w, (x, y))]
     peers["softmax"] = [("torch.softmax", "t", lambda: torch.softmax(xs, dim=1)),
                         ("torch.compile", "tc", lambda v: torch.softmax(v, dim=1), (xs,))]
+    # cuk computes xi + 100 inside its bincount kernel; the peers get it precomputed
+    peers["hist256"] = [("torch.histc", "t", lambda: torch.histc(x, 256, -1.0, 1.0))]
+    peers["hist1024"] = [("torch.histc", "t", lambda: torch.histc(x, 1024, -1.0, 1.0))]
+    peers["bincount_i32"] = [("torch.bincount", "t", lambda: torch.bincount(xb, minlength=1024))]
+    peers["index_add"] = [("torch index_add_", "t",
+                           lambda: torch.zeros(1 << 20, device=dev).index_add_(0, idx, x)),
+                          ("torch index_add_ (i64 idx)", "t",
+                           lambda: torch.zeros(1 << 20, device=dev).index_add_(0, idx64, x))]
+    if cp is not None:
+        import cupyx
+        peers["hist256"] += [("cupy histogram", "c", lambda: cp.histogram(cx, 256, (-1.0, 1.0)))]
+        peers["hist1024"] += [("cupy histogram", "c", lambda: cp.histogram(cx, 1024, (-1.0, 1.0)))]
+        peers["bincount_i32"] += [("cupy bincount", "c", lambda: cp.bincount(cxb, minlength=1024))]
+        peers["index_add"] += [("cupyx.scatter_add", "c",
+                                lambda: cupyx.scatter_add(cp.zeros(1 << 20, cp.float32), cidx, cx))]
     if cp is not None:
         saxpy_k = cp.ElementwiseKernel("float32 a, float32 x, float32 y", "float32 z", "z = a * x + y", "cuk_saxpy")
         chain_k = cp.ElementwiseKernel("float32 x, float32 y", "float32 z",

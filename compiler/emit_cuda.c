@@ -1814,6 +1814,194 @@ static void emit_matmul(KE *ke) {
              "        Z[o] = acc;\n    }\n}\n\n");
 }
 
+/* ---- rule 6: scatter and reduce_by_index (K_HIST) ------------------------------------ */
+
+/* deterministic=true where atomics would make the bits depend on timing: float sums,
+   products and lambdas (integer results and min/max are exact anyway). */
+static bool hist_ordered(const Val *h) {
+    return h->op == OP_HIST && h->exclusive && dtype_info[h->dt].is_float && h->red != RED_MIN && h->red != RED_MAX;
+}
+
+/* Whether a reduce_by_index keeps its block's bins in shared memory (builtin add). */
+static bool hist_private(const Val *h) { return h->op == OP_HIST && h->red == RED_SUM && !hist_ordered(h); }
+
+/* Counting (bincount, histogram: an integer add of the constant 1): private bins are
+   32-bit counters (a block counts fewer than 2^32 elements), so twice as many fit and
+   the shared atomics are 32-bit ones. */
+static bool hist_counts(const Val *h) {
+    const Val *x = h->args[2];
+    return hist_private(h) && !dtype_info[h->dt].is_float && x->op == OP_CONST && x->c.i == 1;
+}
+
+/* The bits of an untouched private bin: -0.0 for floats (x + -0.0 is x), else 0. */
+static const char *hist_zero(DType dt) { return dt == DT_F32 ? "-0.0f" : dt == DT_F64 ? "-0.0" : "0"; }
+
+/* At iteration index i (everything emitted for it): the element's bin t_ (skipped when
+   outside [0, m_)) and its update. */
+static void emit_hist_update(KE *ke, int d) {
+    Val *h = ke->k->outs[0];
+    const char *T = ctype(h->dt);
+    char ix[128], x[128];
+    ref(ke, h->args[1], ix, sizeof ix);
+    ref(ke, h->args[2], x, sizeof x);
+    ind(ke->b, d);
+    bprintf(ke->b, "{ const long long t_ = (long long)(%s); if (t_ >= 0 && t_ < m_) { const %s x_ = (%s)(%s); ", ix,
+            T, T, x);
+    if (h->op == OP_SCATTER) bputs(ke->b, "out_[t_] = x_;");
+    else if (hist_counts(h)) bputs(ke->b, "if (priv_) atomicAdd(&sh_[t_], 1u); else cuk_atomic_add(&out_[t_], x_);");
+    else if (hist_private(h)) bputs(ke->b, "if (priv_) cuk_atomic_add(&sh_[t_], x_); else cuk_atomic_add(&out_[t_], x_);");
+    else if (h->red == RED_SUM) bputs(ke->b, "cuk_atomic_add(&out_[t_], x_);");
+    else if ((h->red == RED_MIN || h->red == RED_MAX) && !dtype_info[h->dt].is_float)
+        bprintf(ke->b, "cuk_atomic_%s(&out_[t_], x_);", h->red == RED_MIN ? "min" : "max");
+    else bputs(ke->b, "cuk_atomic_apply(&out_[t_], x_, op0);");
+    bputs(ke->b, " } }\n");
+}
+
+/* deterministic=true: each block folds its contiguous chunk in element order (one
+   thread folds each tile of block values that all threads computed) into private bins,
+   writes them to scratch, and the last block folds the blocks' bins in block order into
+   the result. More bins than fit in shared memory: one thread folds everything, in
+   order (slow; docs/language.md says so). */
+static void emit_hist_ordered(KE *ke, Val *h, const char *T, int cap) {
+    Buf *b = ke->b;
+    Val *tg[2] = {h->args[1], h->args[2]};
+    char ix[128], x[128];
+    bprintf(b, "    char *scratch = (char *)p.w[%d];\n", W(ke, KP_SCRATCH, NULL, 0, 0));
+    bprintf(b, "    __shared__ %s dv_[%d];\n    __shared__ unsigned char dh_[%d];\n", T, cap, cap);
+    bprintf(b, "    __shared__ long long tt_[%d];\n    __shared__ %s tv_[%d];\n", ke->k->block, T, ke->k->block);
+    bprintf(b, "    if (m_ <= %d) {\n", cap);
+    bputs(b, "        for (long long q = threadIdx.x; q < m_; q += blockDim.x) dh_[q] = 0;\n"
+             "        const long long chunk = (n + gridDim.x - 1) / gridDim.x;\n"
+             "        const long long lo = (long long)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;\n"
+             "        for (long long base = lo; base < hi; base += blockDim.x) {\n"
+             "            const long long i = base + threadIdx.x;\n");
+    bprintf(b, "            long long tk_ = -1;\n            %s vk_ = (%s)0;\n            if (i < hi) {\n", T, T);
+    reset_scope(ke);
+    emit_eval(ke, tg, 2, 4);
+    ref(ke, h->args[1], ix, sizeof ix);
+    ref(ke, h->args[2], x, sizeof x);
+    bprintf(b, "                const long long t_ = (long long)(%s);\n"
+               "                if (t_ >= 0 && t_ < m_) { tk_ = t_; vk_ = (%s)(%s); }\n            }\n",
+            ix, T, x);
+    bputs(b, "            __syncthreads();\n"
+             "            tt_[threadIdx.x] = tk_;\n            tv_[threadIdx.x] = vk_;\n"
+             "            __syncthreads();\n"
+             "            if (threadIdx.x == 0) {\n"
+             "                const long long e_ = hi - base < (long long)blockDim.x ? hi - base : (long long)blockDim.x;\n"
+             "                for (long long j = 0; j < e_; j++) {\n"
+             "                    const long long t = tt_[j];\n"
+             "                    if (t >= 0) { dv_[t] = dh_[t] ? op0(dv_[t], tv_[j]) : tv_[j]; dh_[t] = 1; }\n"
+             "                }\n            }\n        }\n        __syncthreads();\n");
+    bprintf(b, "        %s *part = (%s *)(scratch + 16);\n", T, T);
+    bputs(b, "        unsigned char *ph = (unsigned char *)(part + (long long)gridDim.x * m_);\n"
+             "        for (long long q = threadIdx.x; q < m_; q += blockDim.x) {\n"
+             "            part[(long long)blockIdx.x * m_ + q] = dv_[q];\n"
+             "            ph[(long long)blockIdx.x * m_ + q] = dh_[q];\n        }\n"
+             "        if (!cuk_last_block((unsigned int *)scratch)) return;\n"
+             "        for (long long q = threadIdx.x; q < m_; q += blockDim.x) {\n");
+    bprintf(b, "            %s acc = out_[q];\n", T);
+    bprintf(b, "            for (long long g = 0; g < gridDim.x; g++)\n"
+               "                if (((const volatile unsigned char *)ph)[g * m_ + q]) acc = op0(acc, ((const volatile %s *)part)[g * m_ + q]);\n"
+               "            out_[q] = acc;\n        }\n"
+               "        if (threadIdx.x == 0) *(unsigned int *)scratch = 0;\n", T);
+    bputs(b, "    } else if (blockIdx.x == 0 && threadIdx.x == 0) {\n"
+             "        for (long long i = 0; i < n; i++) {\n");
+    reset_scope(ke);
+    emit_eval(ke, tg, 2, 3);
+    ref(ke, h->args[1], ix, sizeof ix);
+    ref(ke, h->args[2], x, sizeof x);
+    bprintf(b, "            const long long t_ = (long long)(%s);\n"
+               "            if (t_ >= 0 && t_ < m_) out_[t_] = op0(out_[t_], (%s)(%s));\n        }\n    }\n}\n\n",
+            ix, T, x);
+}
+
+/* Rule 6: a kernel over the indices with their (and the values') producers computed
+   inside it; the executor has copied or filled the destination into out_ already.
+   Each block takes a contiguous chunk, its flat and aligned part in 16-byte vectors
+   (four per thread in flight, as reductions do), the rest one element at a time. A
+   builtin add whose bins fit in shared memory accumulates them there (shared
+   atomics) and adds each touched bin to the result once per block. */
+static void emit_hist(KE *ke) {
+    const Kernel *k = ke->k;
+    Val *h = k->outs[0];
+    const char *T = ctype(h->dt);
+    const char *type = h->op == OP_HIST ? emit_combine(ke->e, h) : NULL;
+    header(ke);
+    Buf *b = ke->b;
+    bprintf(b, "    %s *out_ = (%s *)p.w[%d];\n", T, T, W(ke, KP_OUT, h, 0, 0));
+    bprintf(b, "    const long long m_ = p.w[%d];\n", W(ke, KP_HBINS, NULL, 0, 0));
+    if (type) emit_combine_instance(ke, h, type, 0, 1);
+    if (type) bputs(b, "    (void)op0;\n");
+    int esz = dtype_info[h->dt].size;
+    if (hist_ordered(h)) {
+        emit_hist_ordered(ke, h, T, HIST_SHARED_BYTES / (esz + 1));
+        return;
+    }
+    bool priv = hist_private(h), cnt = hist_counts(h);
+    const char *ST = cnt ? "unsigned int" : T;
+    int cap = HIST_SHARED_BYTES / (cnt ? 4 : esz);
+    if (priv) {
+        bprintf(b, "    __shared__ %s sh_[%d];\n    const bool priv_ = m_ <= %d;\n", ST, cap, cap);
+        bprintf(b, "    if (priv_) {\n        for (long long q = threadIdx.x; q < m_; q += blockDim.x) sh_[q] = %s;\n"
+                   "        __syncthreads();\n    }\n",
+                cnt ? "0u" : hist_zero(h->dt));
+    }
+    Val *tg[2] = {h->args[1], h->args[2]};
+    const int U = 4;
+    reset_scope(ke);
+    Leaves L = leaves_new(ke);
+    collect_leaves(ke, tg, 2, &L);
+    int V = vec_width(&L, NULL, 0);
+    bprintf(b, "    const long long nvec = (%s) ? n / %d : 0;\n", vec_cond(ke, &L, NULL, 0), V);
+    bputs(b, "    {\n"
+             "        const long long cv = (nvec + gridDim.x - 1) / gridDim.x;\n"
+             "        const long long vlo = (long long)blockIdx.x * cv, vhi = vlo + cv < nvec ? vlo + cv : nvec;\n"
+             "        long long q = vlo + threadIdx.x;\n");
+    declare_leaf_regs(ke, &L, V, U, 2);
+    bprintf(b, "        for (; q + %d * (long long)blockDim.x < vhi; q += %d * (long long)blockDim.x) {\n", U - 1, U);
+    bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
+    load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "(q + u_ * (long long)blockDim.x) * %d", V), 4);
+    bputs(b, "            }\n");
+    bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
+    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                    const long long i = (q + u_ * (long long)blockDim.x) * %d + e_;\n", V);
+    ke->leaf_sel = "[u_].x[e_]";
+    ke->flatc = true;
+    reset_scope(ke);
+    emit_eval_at(ke, tg, 2, 5, false);
+    emit_hist_update(ke, 5);
+    bputs(b, "                }\n            }\n        }\n");
+    bputs(b, "        for (; q < vhi; q += blockDim.x) {\n");
+    load_leaf_regs(ke, &L, V, "[0]", arena_printf(ke->e->a, "q * %d", V), 3);
+    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                const long long i = q * %d + e_;\n", V);
+    ke->leaf_sel = "[0].x[e_]";
+    reset_scope(ke);
+    emit_eval_at(ke, tg, 2, 4, false);
+    emit_hist_update(ke, 4);
+    bputs(b, "            }\n        }\n    }\n");
+    ke->leaf_sel = NULL;
+    ke->flatc = false;
+    bprintf(b, "    const long long rs_ = nvec * %d;\n", V);
+    bputs(b, "    const long long chunk = (n - rs_ + gridDim.x - 1) / gridDim.x;\n"
+             "    const long long lo = rs_ + (long long)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;\n"
+             "    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {\n");
+    reset_scope(ke);
+    emit_eval(ke, tg, 2, 2);
+    emit_hist_update(ke, 2);
+    bputs(b, "    }\n");
+    if (priv) {
+        const char *zero = h->dt == DT_F32   ? "__float_as_uint(x_) != 0x80000000u"
+                           : h->dt == DT_F64 ? "__double_as_longlong(x_) != (long long)0x8000000000000000ull"
+                                             : "x_ != 0";
+        bprintf(b, "    if (priv_) {\n        __syncthreads();\n"
+                   "        for (long long q = threadIdx.x; q < m_; q += blockDim.x) {\n"
+                   "            const %s x_ = sh_[q];\n            if (%s) cuk_atomic_add(&out_[q], (%s)x_);\n        }\n    }\n",
+                ST, cnt ? "x_ != 0u" : zero, T);
+    }
+    bputs(b, "}\n\n");
+}
+
 /* marks: three arrays of nid flags, the plan's, cleared here for k */
 static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
     Buf kb = {.a = e->a};
@@ -1827,6 +2015,7 @@ static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
     case K_ROW: emit_row(&ke); break;
     case K_SCAN: emit_scan(&ke); break;
     case K_MATMUL: emit_matmul(&ke); break;
+    case K_HIST: emit_hist(&ke); break;
     }
     /* helpers the kernel needed go first */
     if (e->helpers.s) bputs(&e->out, e->helpers.s);
@@ -1839,7 +2028,7 @@ static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
 
 static void prelude(E *e) {
     bputs(&e->out, "/* Generated by cukc (compiler/emit_cuda.c). */\n");
-    static const char *const files[] = {"ops.h", "philox.h", "reduce.cuh", "scan.cuh", "vec.cuh"};
+    static const char *const files[] = {"ops.h", "philox.h", "reduce.cuh", "scan.cuh", "vec.cuh", "hist.cuh"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         const char *t = embedded_find(files[i]);
         if (!t) die("embedded file %s missing (scripts/embed.cmake)", files[i]);

@@ -11,10 +11,12 @@
      rule4_horizontal  sibling reductions over one iteration space share one pass
      rule5_rows        last-axis reduce-then-broadcast steps are computed per row inside
                        the map that consumes them (softmax, layer norm)
+     rule6_scatter     a scatter or histogram is a kernel over its indices that computes
+                       its index and value producers inside it
      rule7_recompute   a value several kernels need is recomputed in each when cheap,
                        else written once
 
-   (Rule 6, filters, scatters and histograms, comes with part 2 of the language.) The
+   (Rule 6's reductions of filters are rewritten by sema: rule6_masked in sema.c.) The
    kernel records, their parameter blocks, launch shapes and plan printing are in
    kernel.c. */
 #include <stdint.h>
@@ -32,6 +34,7 @@ enum {
     C_RED,    /* a reduction of an array */
     C_SCAN,   /* a scan */
     C_MATMUL, /* a matrix product */
+    C_HIST,   /* a scatter or histogram (rule 6) */
 };
 
 /* A value costing more than this (op_info's costs) is materialised rather than
@@ -100,6 +103,7 @@ static int classify(const Val *v) {
     case OK_REDUCE: return v->args[0]->rank > 0 ? C_RED : C_HOST;
     case OK_SCAN: return v->rank > 0 ? C_SCAN : C_HOST;
     case OK_MATMUL: return C_MATMUL;
+    case OK_HIST: return C_HIST;
     case OK_EW:
     case OK_GEN:
     case OK_INDEX: return v->rank == 0 ? C_HOST : C_FUSE;
@@ -228,6 +232,8 @@ static int64_t dkey_compute(F *f, Val *v, int axis, int depth) {
         if (axis == v->axis) return DK(T_CONST, v->nargs);
         return dkey(f, v->args[0], axis < v->axis ? axis : axis - 1, depth + 1);
     case OP_TRANSPOSE: return dkey(f, v->args[0], v->perm[axis], depth + 1);
+    case OP_SCATTER:
+    case OP_HIST: return dkey(f, v->args[0], axis, depth + 1);
     default: return uniq;
     }
 }
@@ -358,7 +364,7 @@ static void rule1_vertical(F *f) {
         int id = f->order.v[i];
         Val *v = f->val[id];
         int c = f->cls[id];
-        if (c == C_RED || c == C_SCAN || c == C_MATMUL || c == C_LEAF) f->mat[id] = true;
+        if (c == C_RED || c == C_SCAN || c == C_MATMUL || c == C_LEAF || c == C_HIST) f->mat[id] = true;
         if (c == C_FUSE && f->root[id]) f->mat[id] = true;
         v->kernel = -1;
         bool needs_mem = op_is_index(v->op) || c == C_MATMUL || c == C_HOST || c == C_LEAF;
@@ -382,6 +388,21 @@ static void rule1_vertical(F *f) {
             Val *x = v->args[j];
             if (x && f->region[x->id] != f->region[id] && f->cls[x->id] == C_FUSE) f->mat[x->id] = true;
         }
+    }
+}
+
+/* Rule 6: a scatter or histogram is a kernel over its indices (the K_HIST that
+   build_kernels makes) that computes its unmaterialised index and value producers
+   inside it, like a reduction: histogram(x * 2.0 + 1.0, ...) reads x once. Its
+   destination is copied into the result before the kernel runs, so it must be in
+   memory, except a full()/zeros() of any size, which the executor fills instead:
+   bincount(idx % 1000, 1000) is one kernel. */
+static void rule6_scatter(F *f) {
+    for (int i = 0; i < f->order.n; i++) {
+        int id = f->order.v[i];
+        if (f->cls[id] != C_HIST) continue;
+        Val *d = f->val[id]->args[0];
+        if (f->cls[d->id] == C_FUSE && d->op != OP_FULL) f->mat[d->id] = true;
     }
 }
 
@@ -461,7 +482,7 @@ static int owner_of_user(F *f, int u) {
     int c = f->cls[u];
     if (f->inscan[u] >= 0) return f->inscan[u];
     if (c == C_RED) return f->rowof[u] >= 0 ? f->rowof[u] : f->group[u];
-    if (c == C_SCAN || (c == C_FUSE && f->mat[u])) return u;
+    if (c == C_SCAN || c == C_HIST || (c == C_FUSE && f->mat[u])) return u;
     return -1;
 }
 
@@ -516,6 +537,7 @@ static bool in_kernel(F *f, const Kernel *k, Val *v) {
         return f->inscan[v->id] == k->scan->id ||
                (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0);
     case K_MATMUL: return v == k->outs[0];
+    case K_HIST: return v == k->outs[0] || (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0);
     }
     return false;
 }
@@ -660,6 +682,12 @@ static void build_kernels(F *f) {
             k->outs[0] = f->val[f->scantop[id]];
             k->nouts = 1;
             finish_kernel(f, k, k->outs, 1);
+        } else if (c == C_HIST) {
+            Kernel *k = new_kernel(f, K_HIST, v->args[1], st);
+            k->outs = NEWN(f->a, Val *, 1);
+            k->outs[0] = v;
+            k->nouts = 1;
+            finish_kernel(f, k, &v, 1);
         } else if (c == C_MATMUL) {
             Kernel *k = new_kernel(f, K_MATMUL, v, st);
             k->outs = NEWN(f->a, Val *, 1);
@@ -705,6 +733,7 @@ Plan *fuse_fn(Arena *a, Fn *fn) {
     rule5_rows(&f);
     rule2_map_reduce(&f);
     rule4_horizontal(&f);
+    rule6_scatter(&f);
     rule7_recompute(&f);
     build_kernels(&f);
     return p;

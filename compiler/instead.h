@@ -59,8 +59,11 @@
     X("sort", "NumPy", PLANNED, "sort(x)")                                                       \
     X("argsort", "NumPy", PLANNED, "argsort(x)")                                                 \
     X("unique", "NumPy", PLANNED, "unique(x) (sorted)")                                          \
-    X("histogram", "NumPy", PLANNED, "histogram(x, nbins, lo, hi)")                               \
-    X("bincount", "NumPy", PLANNED, "bincount(idx, nbins)")                                          \
+    X("index_add", "PyTorch", USE, "reduce_by_index(dest, add, idx, vals)")                      \
+    X("scatter_add", "PyTorch", USE, "reduce_by_index(dest, add, idx, vals)")                    \
+    X("scatter_reduce", "PyTorch", USE, "reduce_by_index(dest, f, idx, vals) (f: add, mul, min, max or a lambda)") \
+    X("histc", "PyTorch", USE, "histogram(x, nbins, lo, hi)")                                    \
+    X("put", "NumPy", USE, "scatter(dest, idx, vals)")                                           \
     X("searchsorted", "NumPy", PLANNED, "searchsorted(a, v)")                               \
     X("digitize", "NumPy", PLANNED, "searchsorted(a, v)")                                   \
     X("flatnonzero", "NumPy", USE, "nonzero(mask) (i64 flat indices)")                       \
@@ -68,9 +71,7 @@
     X("compress", "NumPy", USE, "x[mask] or filter(f, x)")                                   \
     X("partition", "NumPy/Futhark", PLANNED, "partition(f, x) giving (yes, no), Futhark's meaning") \
     X("top_k", "CuPy/PyTorch", PLANNED, "top_k(x, k)")                                           \
-    X("scatter", "Futhark", PLANNED, "scatter(dest, idx, vals)")                                 \
-    X("reduce_by_index", "Futhark", PLANNED, "reduce_by_index(dest, f, idx, vals)")        \
-    X("hist", "Futhark", PLANNED, "histogram(x, nbins, lo, hi) or reduce_by_index(dest, f, idx, vals)")               \
+    X("hist", "Futhark", USE, "histogram(x, nbins, lo, hi) or reduce_by_index(dest, f, idx, vals)")               \
     X("rotate", "Futhark", PLANNED, "roll(x, shift, axis=k)")                                    \
     X("replicate", "Futhark", USE, "full(v, n) (the value comes first)")                         \
     X("length", "Futhark", USE, "len(x)")                                                        \

@@ -116,7 +116,8 @@ typedef enum {
     X(SHL, "shl", 0, 2, OC_BITS, 1, 0, 0, cuk_shl(a, b))                                                                                    \
     X(SHR, "shr", 0, 2, OC_BITS, 1, 0, 0, cuk_shr(a, b))                                                                                    \
     X(SELECT, "select", "where", 3, OC_SELECT, 1, (a ? b : c), (a ? b : c), (a ? b : c))                                                    \
-    X(CLAMP, "clamp", "clamp", 3, OC_CLAMP, 1, cuk_fminf(cuk_fmaxf(a, b), c), cuk_fmin(cuk_fmax(a, b), c), (a < b ? b : (a > c ? c : a)))
+    X(CLAMP, "clamp", "clamp", 3, OC_CLAMP, 1, cuk_fminf(cuk_fmaxf(a, b), c), cuk_fmin(cuk_fmax(a, b), c), (a < b ? b : (a > c ? c : a))) \
+    X(HEDGE, "hedge", 0, 3, OC_CLAMP, 2, cuk_hedgef(a, b, c), cuk_hedge(a, b, c), 0) /* a * b + c, never contracted to an fma: histogram's bin edges, as NumPy's linspace */
 
 /* The other ops, one row each: X(NAME, spelling, kind, value operands, cost). Value
    operands are a bit per operand (VA_ALL: every one) that a kernel reads as element
@@ -133,6 +134,7 @@ typedef enum {
     OK_REDUCE,
     OK_SCAN,
     OK_MATMUL,
+    OK_HIST,   /* a scatter or histogram into a copy of its dest (rule 6) */
 } OpKindClass;
 #define VA_ALL 0xffffffffu
 #define OPS(X)                                                                                   \
@@ -166,6 +168,12 @@ typedef enum {
                                             flattened array when AXIS_ALL (np.roll) */           \
     X(STACK, "stack", OK_INDEX, VA_ALL, 4) /* args: xs... (one shape): a new axis v->axis */      \
     X(MATMUL, "matmul", OK_MATMUL, VA_ALL, 0) /* args: x (2-D), y (1-D or 2-D) */                 \
+    X(SCATTER, "scatter", OK_HIST, 6u, 0) /* args: dest (1-D), idx (1-D integers), vals (idx's  \
+                                             shape or a scalar): dest with dest[idx[j]] = vals[j],\
+                                             indices outside dest skipped */                      \
+    X(HIST, "hist", OK_HIST, 6u, 0)       /* args: dest, idx, vals as scatter; dest[idx[j]] =    \
+                                             v->red(dest[idx[j]], vals[j]) (SUM PROD MIN MAX or  \
+                                             LAMBDA with v->lam); v->exclusive: deterministic=true*/\
     X(LOAD, "load", OK_LEAF, 0u, 0)       /* v->path: a .npy file of type v->dt, rank v->rank */ \
     X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */\
     X(COMPACT, "compact", OK_LEAF, 0u, 0) /* args: x, mask (bool, x's shape): x's elements where  \
@@ -258,8 +266,8 @@ struct Val {
     int slot;      /* OP_SLOT slot, OP_ARG index */
     int axis;      /* OP_DIM, OP_REDUCE, OP_SCAN, OP_CONCAT, OP_ROLL, OP_STACK */
     bool keepdims; /* OP_REDUCE */
-    bool exclusive;/* OP_SCAN */
-    RedOp red;     /* OP_REDUCE, OP_SCAN */
+    bool exclusive;/* OP_SCAN; OP_HIST: deterministic=true */
+    RedOp red;     /* OP_REDUCE, OP_SCAN, OP_HIST */
     Val *lam;      /* RED_LAMBDA: body over OP_ARG 0 (accumulator) and 1 (element), type v->dt */
     Val *init;     /* OP_REDUCE/OP_SCAN: initial value (scalar of v's element type) or NULL */
     int perm[MAXRANK];            /* OP_TRANSPOSE */

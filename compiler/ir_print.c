@@ -72,7 +72,8 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
     case OP_CALL:
     case OP_SCALARCALL: fprintf(out, " @%s", v->fn->name); break;
     case OP_REDUCE:
-    case OP_SCAN: fprintf(out, ".%s", red_name[v->red]); break;
+    case OP_SCAN:
+    case OP_HIST: fprintf(out, ".%s", red_name[v->red]); break;
     default: break;
     }
     for (int i = 0; i < v->nargs; i++) {
@@ -85,6 +86,7 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
     if (red_segs(v)) fprintf(out, " segments=%%%d", red_segs(v)->id);
     if (v->op == OP_REDUCE && v->keepdims) fprintf(out, " keepdims");
     if (v->op == OP_SCAN && v->exclusive) fprintf(out, " exclusive");
+    if (v->op == OP_HIST && v->exclusive) fprintf(out, " deterministic");
     if (v->lam) fprintf(out, " lambda=%%%d", v->lam->id);
     if (v->op == OP_TRANSPOSE) {
         fprintf(out, " perm=");

@@ -6,7 +6,7 @@
 
 #include "compiler/kernel.h"
 
-const char *const kernel_kind_name[] = {"map", "reduce", "scan", "row", "matmul"};
+const char *const kernel_kind_name[] = {"map", "reduce", "scan", "row", "matmul", "hist"};
 
 Val *red_init(const Val *v) {
     if (v->init) return v->init;
@@ -71,7 +71,8 @@ void kernel_layout_params(Arena *a, Kernel *k) {
     for (int i = 0; i < k->nins; i++) add_param(a, k, &cap, KP_IN, k->ins[i], 0, 0);
     for (int i = 0; i < k->nscalars; i++) add_param(a, k, &cap, KP_SCALAR, k->scalars[i], 0, 0);
     for (int i = 0; i < k->nouts; i++) add_param(a, k, &cap, KP_OUT, k->outs[i], 0, 0);
-    if (k->kind == K_REDUCE || k->kind == K_SCAN) add_param(a, k, &cap, KP_SCRATCH, NULL, 0, 0);
+    if (k->kind == K_REDUCE || k->kind == K_SCAN || k->kind == K_HIST) add_param(a, k, &cap, KP_SCRATCH, NULL, 0, 0);
+    if (k->kind == K_HIST) add_param(a, k, &cap, KP_HBINS, NULL, 0, 0);
     /* Gathers check their indices on the device and report the first bad one here. */
     for (int i = 0; i < k->nvals; i++)
         if (k->vals[i]->op == OP_GATHER) {
@@ -181,6 +182,18 @@ bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
         break;
     }
     case K_MATMUL: *grid = 0; break;
+    case K_HIST: {
+        /* inner: the number of bins; deterministic=true keeps each block's bins (values
+           and a byte saying whether the block touched it) in scratch (emit_cuda.c) */
+        int64_t nb = n / HIST_PER_BLOCK + (n % HIST_PER_BLOCK != 0);
+        *grid = (unsigned)(nb < 1 ? 1 : nb > HIST_MAX_GRID ? HIST_MAX_GRID : nb);
+        const Val *h = k->outs[0];
+        int esz = dtype_info[h->dt].size;
+        if (h->op == OP_HIST && h->exclusive && dtype_info[h->dt].is_float && h->red != RED_MIN &&
+            h->red != RED_MAX && inner <= HIST_SHARED_BYTES / (esz + 1))
+            *scratch = 16 + (size_t)*grid * (size_t)inner * (size_t)(esz + 1);
+        break;
+    }
     case K_ROW: *grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
     case K_REDUCE:
         if (axis < 0) {
@@ -228,7 +241,9 @@ void plan_print(FILE *out, const Plan *p) {
         fprintf(out, "kernel k%d %s:", k->id, kernel_kind_name[k->kind]);
         for (int j = 0; j < k->nvals; j++) {
             const Val *v = k->vals[j];
-            if (v->op == OP_REDUCE || v->op == OP_SCAN) {
+            if (v->op == OP_HIST) {
+                fprintf(out, " hist.%s%s", red_name[v->red], v->exclusive ? "(deterministic)" : "");
+            } else if (v->op == OP_REDUCE || v->op == OP_SCAN) {
                 fprintf(out, " %s.%s", v->op == OP_REDUCE ? "red" : "scan", red_name[v->red]);
                 if (red_segs(v))
                     fprintf(out, "(segments)");
@@ -248,6 +263,17 @@ void plan_print(FILE *out, const Plan *p) {
         if (!k->nins && !k->nscalars) fprintf(out, " -");
         fprintf(out, "  outputs:");
         for (int j = 0; j < k->nouts; j++) print_ref(out, p->fn, k->outs[j]);
+        if (k->kind == K_HIST) {
+            /* what the executor copies into the output first, or "fill" for a zeros() or
+               full() that no kernel writes (rule 6) */
+            const Val *d = k->outs[0]->args[0];
+            bool written = d->op != OP_FULL;
+            for (int q = 0; q < p->nkernels && !written; q++)
+                for (int j = 0; j < p->kernels[q]->nouts; j++) written = written || p->kernels[q]->outs[j] == d;
+            fprintf(out, "  dest:");
+            if (written) print_ref(out, p->fn, d);
+            else fprintf(out, " fill");
+        }
         fputc('\n', out);
     }
 }

@@ -14,6 +14,8 @@ typedef enum {
     K_SCAN,   /* a scan with producers fused in and consumers fused out (rule 3) */
     K_ROW,    /* a map whose last-axis reductions are computed per row in-block (rule 5) */
     K_MATMUL, /* a plain matrix product */
+    K_HIST,   /* a scatter or histogram over its indices, producers fused in (rule 6); the
+                 executor first copies (or fills) the destination into the output */
 } KernelKind;
 extern const char *const kernel_kind_name[];
 
@@ -47,6 +49,7 @@ typedef enum {
     KP_GLEN,     /* gather v: size of axis 0 of its source (negative indices add it) */
     KP_PADW,     /* pad v: its width */
     KP_ROLLSHIFT,/* roll v: its shift modulo the rolled length, in [0, length) */
+    KP_HBINS,    /* K_HIST: the length of the destination (indices outside it are skipped) */
 } KPKind;
 
 typedef struct KParam {
@@ -87,6 +90,17 @@ typedef struct Kernel {
    vector path is straight-line code with no loop (measured against a grid-stride loop
    over an SM-count grid and against a loop over chunks: docs/performance.md). */
 #define MAP_UNROLL 2
+
+/* K_HIST: a block keeps its own bins in shared memory (HIST_SHARED_BYTES: 8192
+   32-bit counters for bincount and histogram, 4096 64-bit or 8192 32-bit sums for a
+   builtin add) and adds each touched one to the result at its end; with more bins
+   every update is a global atomic. A block takes HIST_PER_BLOCK elements at least, the
+   grid HIST_MAX_GRID blocks at most: 6 per SM of an H100/H200 (132 SMs), all resident
+   at once with 32 KiB of shared memory each, so that the equal chunks end together
+   (unmeasured; bench/gpu_bench.py has the cases). */
+#define HIST_SHARED_BYTES 32768
+#define HIST_PER_BLOCK 4096
+#define HIST_MAX_GRID 792
 
 /* K_SCAN scratch (kernels/scan.cuh, CUK_TILE_BYTES): the tile ticket, then one 128-byte
    line per tile state from byte 128, so that blocks polling a predecessor's state do not

@@ -232,7 +232,7 @@ static int edit_distance(const char *a, const char *b) {
    The elementwise builtins are EW_OPS' spelling column and the reductions and scans
    RED_OPS' (compiler/ir.h); casts are the dtype names. The rest are listed here once,
    with the kind of lowering each gets. */
-typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT, B_STMT, B_LOAD } BuiltinKind;
+typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT, B_STMT, B_LOAD, B_HIST } BuiltinKind;
 #define OTHER_BUILTINS(X)                                                                        \
     X("mean", B_MEAN) X("reduce", B_GENERIC) X("scan", B_GENERIC) X("map", B_MAP)               \
     X("iota", B_GEN) X("zeros", B_GEN) X("ones", B_GEN) X("full", B_GEN) X("linspace", B_GEN)   \
@@ -240,6 +240,7 @@ typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT
     X("len", B_STRUCT) X("reverse", B_STRUCT) X("concat", B_STRUCT) X("reshape", B_STRUCT)      \
     X("transpose", B_STRUCT) X("dot", B_STRUCT) X("pad", B_STRUCT) X("roll", B_STRUCT)          \
     X("stack", B_STRUCT) X("filter", B_STRUCT) X("nonzero", B_STRUCT)                           \
+    X("scatter", B_HIST) X("reduce_by_index", B_HIST) X("bincount", B_HIST) X("histogram", B_HIST) \
     X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)
 
 typedef struct Builtin {
@@ -1530,6 +1531,179 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     die("unknown structural builtin %s", g);
 }
 
+/* ---- scatter and histograms (rule 6) --------------------------------------------------- */
+
+static Val *mk3(Ctx *c, OpKind op, DType dt, int rank, Val *a0, Val *a1, Val *a2, Loc loc) {
+    Val *v = mk(c, op, dt, rank, 3, loc);
+    v->args[0] = a0;
+    v->args[1] = a1;
+    v->args[2] = a2;
+    return v;
+}
+
+/* An elementwise op of already typed operands: the rank is the widest operand's. */
+static Val *ew(Ctx *c, OpKind op, DType dt, Val *a, Val *b, Val *cc, Loc loc) {
+    int n = cc ? 3 : b ? 2 : 1, r = a->rank;
+    if (b && b->rank > r) r = b->rank;
+    if (cc && cc->rank > r) r = cc->rank;
+    Val *v = mk(c, op, dt, r, n, loc);
+    v->args[0] = a;
+    if (b) v->args[1] = b;
+    if (cc) v->args[2] = cc;
+    return v;
+}
+
+static Val *cast_to(Ctx *c, Val *x, DType dt, Loc loc) {
+    return x->dt == dt ? x : mk1(c, OP_CAST, dt, x->rank, x, loc);
+}
+
+static Val *mk_f64(Ctx *c, double x, Loc loc) {
+    Val *v = mk(c, OP_CONST, DT_F64, 0, 0, loc);
+    v->c.f = x;
+    return v;
+}
+
+/* A 1-D array argument of a scatter or histogram builtin. */
+static Ex hist_array(Ctx *c, CallArgs *ca, int i, const char *fname, const char *what) {
+    Ex e = concrete(c, arg_ex(c, ca, i));
+    if (!e.ok) return e;
+    if (e.v->rank != 1) {
+        diag_error(c->d, ca->pos[i]->loc, "%s() takes %s as a 1-D array, not %s", fname, what,
+                   tname(c->a, e.v->dt, e.v->rank));
+        return ex_bad();
+    }
+    return e;
+}
+
+static Ex hist_index(Ctx *c, CallArgs *ca, int i, const char *fname) {
+    Ex e = hist_array(c, ca, i, fname, "the indices");
+    if (e.ok && e.v->dt != DT_I32 && e.v->dt != DT_I64) {
+        diag_error(c->d, ca->pos[i]->loc, "%s() takes i32 or i64 indices, not %s; convert with i64(...)", fname,
+                   dtype_info[e.v->dt].name);
+        return ex_bad();
+    }
+    return e;
+}
+
+/* histogram()'s bin of each x, or -1 where x is outside [lo, hi] or NaN: NumPy's rule.
+   The edges are linspace(lo, hi, nbins + 1) computed in f64 and rounded to x's type (a
+   range lo == hi widened by 0.5 each way); a first guess from the scale is moved by one
+   where it disagrees with the edges, as np.histogram does, so values on an edge go
+   where NumPy puts them. */
+static Val *hist_bins(Ctx *c, Val *x, Val *lo, Val *hi, Val *n, Loc loc) {
+    DType T = x->dt, D = DT_F64;
+    Val *lod = cast_to(c, lo, D, loc), *hid = cast_to(c, hi, D, loc);
+    Val *eq = ew(c, OP_EQ, DT_BOOL, lod, hid, NULL, loc);
+    Val *lo2 = ew(c, OP_SELECT, D, eq, ew(c, OP_SUB, D, lod, mk_f64(c, 0.5, loc), NULL, loc), lod, loc);
+    Val *hi2 = ew(c, OP_SELECT, D, eq, ew(c, OP_ADD, D, hid, mk_f64(c, 0.5, loc), NULL, loc), hid, loc);
+    Val *nd = cast_to(c, n, D, loc);
+    Val *width = ew(c, OP_SUB, D, hi2, lo2, NULL, loc);
+    Val *step = ew(c, OP_DIV, D, width, nd, NULL, loc);
+    Val *norm = ew(c, OP_DIV, D, nd, width, NULL, loc);
+    Val *loT = cast_to(c, lo2, T, loc), *hiT = cast_to(c, hi2, T, loc);
+    Val *nm1 = ew(c, OP_SUB, DT_I64, n, mk_i64(c, 1, loc), NULL, loc);
+    Val *keep = ew(c, OP_LAND, DT_BOOL, ew(c, OP_GE, DT_BOOL, x, loT, NULL, loc),
+                   ew(c, OP_LE, DT_BOOL, x, hiT, NULL, loc), NULL, loc);
+    Val *f = ew(c, OP_MUL, D, ew(c, OP_SUB, D, cast_to(c, x, D, loc), lo2, NULL, loc), norm, NULL, loc);
+    f = ew(c, OP_SELECT, D, keep, f, mk_f64(c, 0.0, loc), loc);
+    Val *i = ew(c, OP_CLAMP, DT_I64, cast_to(c, f, DT_I64, loc), mk_i64(c, 0, loc), nm1, loc);
+    Val *ei = cast_to(c, ew(c, OP_HEDGE, D, cast_to(c, i, D, loc), step, lo2, loc), T, loc);
+    Val *i1 = ew(c, OP_SELECT, DT_I64, ew(c, OP_LT, DT_BOOL, x, ei, NULL, loc),
+                 ew(c, OP_SUB, DT_I64, i, mk_i64(c, 1, loc), NULL, loc), i, loc);
+    Val *j = ew(c, OP_ADD, DT_I64, i1, mk_i64(c, 1, loc), NULL, loc);
+    Val *ej = ew(c, OP_SELECT, T, ew(c, OP_EQ, DT_BOOL, j, n, NULL, loc), hiT,
+                 cast_to(c, ew(c, OP_HEDGE, D, cast_to(c, j, D, loc), step, lo2, loc), T, loc), loc);
+    Val *up = ew(c, OP_LAND, DT_BOOL, ew(c, OP_GE, DT_BOOL, x, ej, NULL, loc),
+                 ew(c, OP_NE, DT_BOOL, i1, nm1, NULL, loc), NULL, loc);
+    Val *i2 = ew(c, OP_SELECT, DT_I64, up, j, i1, loc);
+    return ew(c, OP_SELECT, DT_I64, keep, i2, mk_i64(c, -1, loc), loc);
+}
+
+/* scatter(dest, idx, vals), reduce_by_index(dest, f, idx, vals), bincount(idx, nbins),
+   histogram(x, nbins, lo, hi): one OP_SCATTER or OP_HIST each (docs/language.md). */
+static Ex builtin_hist(Ctx *c, Node *call, CallArgs *ca, const char *g) {
+    Loc loc = call->loc;
+    if (strcmp(g, "bincount") == 0 || strcmp(g, "histogram") == 0) {
+        bool hist = g[0] == 'h';
+        if (!want_args(c, call, ca, hist ? 4 : 2, hist ? 4 : 2) || !named_check(c, ca, g)) return ex_bad();
+        Ex x = hist ? hist_array(c, ca, 0, g, "the values") : hist_index(c, ca, 0, g);
+        if (!x.ok) return x;
+        Val *n = as_i64(c, arg_ex(c, ca, 1), ca->pos[1]->loc, arena_printf(c->a, "the number of bins of %s()", g));
+        if (!n) return ex_bad();
+        Val *zero = mk_i64(c, 0, loc), *one = mk_i64(c, 1, loc);
+        Val *dest = mk2(c, OP_FULL, DT_I64, 1, zero, n, loc);
+        if (!hist) {
+            Val *v = mk3(c, OP_HIST, DT_I64, 1, dest, x.v, one, loc);
+            v->red = RED_SUM;
+            return ex_val(v);
+        }
+        if (!is_float(x.v->dt)) {
+            diag_error(c->d, ca->pos[0]->loc, "histogram() takes f32 or f64 values, not %s; convert with f64(...)",
+                       dtype_info[x.v->dt].name);
+            return ex_bad();
+        }
+        Ex lo = coerce(c, arg_ex(c, ca, 2), x.v->dt, ca->pos[2]->loc, "the low end of histogram()'s range");
+        if (!lo.ok) return lo;
+        Ex hi = coerce(c, arg_ex(c, ca, 3), x.v->dt, ca->pos[3]->loc, "the high end of histogram()'s range");
+        if (!hi.ok) return hi;
+        if (lo.v->rank || hi.v->rank) {
+            diag_error(c->d, ca->pos[lo.v->rank ? 2 : 3]->loc, "histogram() takes a scalar range lo, hi");
+            return ex_bad();
+        }
+        Val *lod = cast_to(c, lo.v, DT_F64, loc), *hid = cast_to(c, hi.v, DT_F64, loc);
+        Val *fin = ew(c, OP_LAND, DT_BOOL, ew(c, OP_NOT, DT_BOOL, ew(c, OP_ISINF, DT_BOOL, lod, NULL, NULL, loc), NULL, NULL, loc),
+                      ew(c, OP_NOT, DT_BOOL, ew(c, OP_ISINF, DT_BOOL, hid, NULL, NULL, loc), NULL, NULL, loc), NULL, loc);
+        Val *ok = cast_to(c, ew(c, OP_LAND, DT_BOOL, ew(c, OP_LE, DT_BOOL, lod, hid, NULL, loc), fin, NULL, loc), DT_I64, loc);
+        Val *v = mk(c, OP_HIST, DT_I64, 1, 4, loc);
+        v->args[0] = dest;
+        v->args[1] = hist_bins(c, x.v, lo.v, hi.v, n, loc);
+        v->args[2] = one;
+        v->args[3] = ok;
+        v->red = RED_SUM;
+        return ex_val(v);
+    }
+    bool scat = g[0] == 's';
+    if (!want_args(c, call, ca, scat ? 3 : 4, scat ? 3 : 4)) return ex_bad();
+    bool det = false;
+    if (!scat) {
+        Node *dn = named_get(ca, "deterministic");
+        if (dn && !const_bool(c, dn, &det, "deterministic=")) return ex_bad();
+    }
+    if (!named_check(c, ca, g)) return ex_bad();
+    int ii = scat ? 1 : 2;
+    Ex dest = hist_array(c, ca, 0, g, "the destination");
+    if (!dest.ok) return dest;
+    DType dt = dest.v->dt;
+    if (!scat && !is_numeric(dt)) {
+        diag_error(c->d, ca->pos[0]->loc, "reduce_by_index() combines numbers, not %s", dtype_info[dt].name);
+        return ex_bad();
+    }
+    Ex idx = hist_index(c, ca, ii, g);
+    if (!idx.ok) return idx;
+    Ex vals = coerce(c, arg_ex(c, ca, ii + 1), dt, ca->pos[ii + 1]->loc, arena_printf(c->a, "the values argument of %s()", g));
+    if (!vals.ok) return vals;
+    if (vals.v->rank > 1) {
+        diag_error(c->d, ca->pos[ii + 1]->loc, "%s() takes its values as a 1-D array or a scalar, not %s", g,
+                   tname(c->a, vals.v->dt, vals.v->rank));
+        return ex_bad();
+    }
+    Val *v = mk3(c, scat ? OP_SCATTER : OP_HIST, dt, 1, dest.v, idx.v, vals.v, loc);
+    if (scat) return ex_val(v);
+    v->exclusive = det;
+    Node *f = ca->pos[1];
+    static const struct {
+        const char *name;
+        RedOp red;
+    } named[] = {{"add", RED_SUM}, {"mul", RED_PROD}, {"min", RED_MIN}, {"max", RED_MAX}};
+    v->red = RED_LAMBDA;
+    for (size_t k = 0; f->kind == N_IDENT && k < sizeof named / sizeof named[0]; k++)
+        if (strcmp(f->name, named[k].name) == 0) v->red = named[k].red;
+    if (v->red == RED_LAMBDA) {
+        v->lam = lower_combine(c, f, dt, g);
+        if (!v->lam) return ex_bad();
+    }
+    return ex_val(v);
+}
 static Ex map_apply(Ctx *c, Node *call, Node *f, Ex *args, int n, const char *who);
 
 static Ex builtin_map(Ctx *c, Node *call, CallArgs *ca) {
@@ -1702,6 +1876,9 @@ static Ex lower_call(Ctx *c, Node *n) {
                 if (in_map) goto not_elementwise;
                 return builtin_generic_reduce(c, n, &ca, g[0] == 's');
             case B_MAP: return builtin_map(c, n, &ca);
+            case B_HIST:
+                if (in_map) goto not_elementwise;
+                return builtin_hist(c, n, &ca, g);
             case B_GEN:
                 if (in_map) goto not_elementwise;
                 return builtin_generator(c, n, &ca, g);
@@ -1967,7 +2144,9 @@ static Size array_size_of(Ctx *c, const Val *v, int axis, int depth) {
         Size w = scalar_size(c, v->args[1], depth + 1);
         return w.k == SZ_CONST && w.c == 0 ? array_size(c, x, axis, depth + 1) : unknown;
     }
-    case OP_ROLL: return array_size(c, x, axis, depth + 1);
+    case OP_ROLL:
+    case OP_SCATTER:
+    case OP_HIST: return array_size(c, x, axis, depth + 1);
     case OP_STACK:
         if (axis == v->axis) return (Size){SZ_CONST, NULL, 0, v->nargs};
         return array_size(c, x, axis < v->axis ? axis : axis - 1, depth + 1);

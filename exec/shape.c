@@ -266,6 +266,33 @@ static bool matmul_rule(const Operands *o, const Val *v, const Dims *x, const Di
     return true;
 }
 
+/* scatter, reduce_by_index, bincount, histogram: vals has idx's length (or is a
+   scalar); histogram's args[3] is 1 when its range is usable (sema). */
+static bool hist_rule(const Operands *o, const Val *v, const Dims *dest, Dims *out) {
+    Dims idx, vals;
+    if (!o->dims(o->fr, v->args[1], &idx) || !o->dims(o->fr, v->args[2], &vals)) return false;
+    if (vals.rank && !dims_equal(&idx, &vals)) {
+        char s1[200], s2[200];
+        rt_error(o->err, v->loc, "the indices have shape %s but the values have shape %s; give one value per index",
+                 dstr(s1, sizeof s1, &idx), dstr(s2, sizeof s2, &vals));
+        return false;
+    }
+    if (v->nargs > 3) {
+        int64_t ok = 0;
+        if (!o->i64(o->fr, v->args[3], &ok)) return false;
+        if (!ok) {
+            rt_error(o->err, v->loc, "histogram() needs a finite range with lo <= hi");
+            return false;
+        }
+        if (dest->d[0] < 1) {
+            rt_error(o->err, v->loc, "histogram() needs at least 1 bin, got %lld", (long long)dest->d[0]);
+            return false;
+        }
+    }
+    *out = *dest;
+    return true;
+}
+
 bool shape_rule_covers(const Val *v) {
     switch (v->op) {
     case OP_IOTA:
@@ -284,7 +311,9 @@ bool shape_rule_covers(const Val *v) {
     case OP_PAD:
     case OP_ROLL:
     case OP_STACK:
-    case OP_MATMUL: return true;
+    case OP_MATMUL:
+    case OP_SCATTER:
+    case OP_HIST: return true;
     default: return op_is_ew(v->op);
     }
 }
@@ -413,6 +442,8 @@ bool shape_rule(const Operands *o, const Val *v, Dims *out, SliceAxis *sl) {
         Dims y;
         return o->dims(o->fr, v->args[1], &y) && matmul_rule(o, v, &x, &y, out);
     }
+    case OP_SCATTER:
+    case OP_HIST: return hist_rule(o, v, &x, out);
     default: die("shape_rule: op %s", op_name[v->op]);
     }
 }

@@ -63,6 +63,22 @@ CUK_FN float cuk_fmaxf(float a, float b) { return (a != a || a > b) ? a : b; }
 CUK_FN double cuk_fmin(double a, double b) { return (a != a || a < b) ? a : b; }
 CUK_FN double cuk_fmax(double a, double b) { return (a != a || a > b) ? a : b; }
 
+/* a * b + c rounded twice (NumPy's linspace, whose edges histogram() compares with):
+   NVRTC would otherwise contract it into one fma. */
+#ifdef __CUDACC_RTC__
+CUK_FN float cuk_hedgef(float a, float b, float c) { return __fadd_rn(__fmul_rn(a, b), c); }
+CUK_FN double cuk_hedge(double a, double b, double c) { return __dadd_rn(__dmul_rn(a, b), c); }
+#else
+CUK_FN float cuk_hedgef(float a, float b, float c) {
+    volatile float t = a * b;
+    return t + c;
+}
+CUK_FN double cuk_hedge(double a, double b, double c) {
+    volatile double t = a * b;
+    return t + c;
+}
+#endif
+
 #ifdef __CUDACC_RTC__
 #define CUK_OVERLOADS(NAME)                                                              \
     CUK_FN int32_t NAME(int32_t a, int32_t b) { return NAME##_i32(a, b); }               \

@@ -2116,6 +2116,91 @@ out:
     return r;
 }
 
+/* scatter and reduce_by_index (bincount and histogram are reduce_by_index): a copy of
+   dest, then idx and vals streamed in chunks in order, as np.add.at and friends go, so
+   the results are NumPy's bit for bit. Indices outside dest are skipped. */
+static Arr *eval_hist(Frame *f, const Val *v) {
+    const Val *iv = v->args[1], *vv = v->args[2];
+    Dims od;
+    Arr *dest = NULL, *res = NULL;
+    Stream si, sv;
+    bool si_open = false, sv_open = false, ok = false;
+    SProg lam;
+    bool lam_built = false;
+    if (!shape_rule(&f->ops, v, &od, NULL)) return NULL;
+    if (!(dest = eval(f, v->args[0]))) return NULL;
+    res = new_arr(f, v->loc, v->dt, 1, dest->shape);
+    if (!res) goto out;
+    int esz = esize(v->dt);
+    memcpy(res->data, dest->data, (size_t)(dest->size * esz));
+    int64_t m = dest->size;
+    Cell cval;
+    cval.u64 = 0;
+    if (vv->rank == 0) {
+        Scalar sc;
+        if (!get_scalar(f, vv, v->dt, &sc)) goto out;
+        cell_set(&cval, v->dt, sc);
+    }
+    if (v->op == OP_HIST && v->red == RED_LAMBDA) {
+        if (!sprog_build(f, v->lam, &lam)) goto out;
+        lam_built = true;
+    }
+    if (!(si_open = stream_open(f, iv, &si))) goto out;
+    if (vv->rank && !(sv_open = stream_open(f, vv, &sv))) goto out;
+    int ew = v->op == OP_SCATTER       ? -1
+             : v->red == RED_SUM  ? OP_ADD
+             : v->red == RED_PROD ? OP_MUL
+             : v->red == RED_MIN  ? OP_MINIMUM
+             : v->red == RED_MAX  ? OP_MAXIMUM
+                                  : -2;
+    char *d = res->data;
+    for (int64_t off = 0; off < si.size; off += CHUNK) {
+        int64_t len = si.size - off < CHUNK ? si.size - off : CHUNK;
+        const void *ix = si.arr ? (const char *)si.arr->data + off * esize(si.dt) : prog_chunk(&si.prog, off, len, NULL);
+        const char *xs = NULL;
+        if (sv_open) xs = sv.arr ? (const char *)sv.arr->data + off * esz : prog_chunk(&sv.prog, off, len, NULL);
+        /* the common cases without a call per element: counts and sums */
+        if (ew == OP_ADD && v->dt == DT_I64 && si.dt == DT_I64 && !xs) {
+            const int64_t *q = ix;
+            int64_t *o = (int64_t *)(void *)d, c1 = cval.i64;
+            for (int64_t j = 0; j < len; j++)
+                if (q[j] >= 0 && q[j] < m) o[q[j]] = (int64_t)((uint64_t)o[q[j]] + (uint64_t)c1);
+            continue;
+        }
+        for (int64_t j = 0; j < len; j++) {
+            int64_t t = si.dt == DT_I32 ? ((const int32_t *)ix)[j] : ((const int64_t *)ix)[j];
+            if (t < 0 || t >= m) continue;
+            const void *x = xs ? xs + j * esz : (const void *)&cval;
+            char *dst = d + t * esz;
+            if (ew == -1) {
+                memcpy(dst, x, (size_t)esz);
+            } else if (ew >= 0) {
+                Cell r;
+                ew_tab[ew][v->dt](&r, dst, x, NULL, 1);
+                memcpy(dst, &r, (size_t)esz);
+            } else {
+                Cell acc, xc;
+                acc.u64 = xc.u64 = 0;
+                memcpy(&acc, dst, (size_t)esz);
+                memcpy(&xc, x, (size_t)esz);
+                sprog_step(&lam, &acc, &xc);
+                memcpy(dst, &acc, (size_t)esz);
+            }
+        }
+    }
+    ok = true;
+out:
+    if (si_open) stream_close(&si);
+    if (sv_open) stream_close(&sv);
+    if (lam_built) sprog_free(&lam);
+    arr_release(dest);
+    if (!ok) {
+        arr_release(res);
+        res = NULL;
+    }
+    return res;
+}
+
 /* x[mask], filter, nonzero: the two operands stream chunk by chunk side by side, so a
    fused producer (x > 0.5, a * b) is never stored; the kept elements go straight to the
    result, allocated at x's size (the most it can hold) and copied into an array of the
@@ -2438,6 +2523,8 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_RESHAPE: return eval_reshape(f, v);
     case OP_TRANSPOSE: return eval_transpose(f, v);
     case OP_MATMUL: return eval_matmul(f, v);
+    case OP_SCATTER:
+    case OP_HIST: return eval_hist(f, v);
     case OP_LOAD: return exec_load(f->c->err, v);
     case OP_CALL: {
         Arr *r;

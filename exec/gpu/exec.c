@@ -465,6 +465,48 @@ static bool fetch_scalar(GpuSession *s, const Value *dv, DType dt, Scalar *out, 
     return check_dev_err(s);
 }
 
+/* K_HIST: the result starts as a copy of the destination, or, for a full()/zeros() no
+   kernel wrote (fuse.c, rule 6), filled with its value: no kernel for the fill. */
+static bool hist_init(Frame *f, const Kernel *k, Value *out, Loc loc) {
+    GpuSession *s = f->s;
+    Val *d = k->outs[0]->args[0];
+    size_t esz = (size_t)dtype_info[out->dt].size, bytes = (size_t)nelem(out) * esz;
+    if (!bytes) return true;
+    if (d->op == OP_FULL && !f->memo[d->id].set && !f->st->writer[d->id]) {
+        Value x;
+        if (!eval(f, d->args[0], &x)) return false;
+        unsigned char one[8];
+        Scalar sc = scalar_cast(x.s, x.dt, out->dt);
+        if (dtype_info[out->dt].is_float) {
+            if (out->dt == DT_F32) {
+                float v = (float)sc.f;
+                memcpy(one, &v, 4);
+            } else {
+                memcpy(one, &sc.f, 8);
+            }
+        } else {
+            memcpy(one, &sc.i, 8); /* little-endian: the low bytes are the narrower types */
+        }
+        bool zero = true;
+        for (size_t i = 0; i < esz; i++) zero = zero && one[i] == 0;
+        if (zero) {
+            if (cuk_memset_d8(out->buf->p, 0, bytes, NULL) != CUK_OK) return gpu_fail(s, loc, "clearing memory failed");
+            return true;
+        }
+        unsigned char *host = malloc(bytes);
+        if (!host) return gpu_fail(s, loc, "out of host memory");
+        for (size_t i = 0; i < bytes; i += esz) memcpy(host + i, one, esz);
+        bool ok = cuk_memcpy_htod(out->buf->p, host, bytes) == CUK_OK;
+        free(host);
+        return ok ? true : gpu_fail(s, loc, "copy to the device failed");
+    }
+    Value dv;
+    if (!eval(f, d, &dv)) return false;
+    bool ok = cuk_memcpy_dtod_async(out->buf->p, dv.buf->p, bytes, NULL) == CUK_OK;
+    vrelease(s, &dv);
+    return ok ? true : gpu_fail(s, loc, "copy on the device failed");
+}
+
 static bool launch(Frame *f, const Kernel *k) {
     GpuSession *s = f->s;
     KState *ks = &f->st->ks[k->id];
@@ -516,6 +558,11 @@ static bool launch(Frame *f, const Kernel *k) {
         for (int q = 0; q < axis; q++) outer *= space.shape[q];
         len = space.shape[axis];
         for (int q = axis + 1; q < space.rank; q++) inner *= space.shape[q];
+    }
+    /* a scatter or histogram starts from its destination (the bins for kernel_geometry) */
+    if (ok && k->kind == K_HIST) {
+        ok = hist_init(f, k, &outs[0], loc);
+        inner = nelem(&outs[0]);
     }
     /* segments=offs: one block per segment; the offsets are checked on the host first
        (as the CPU backend checks them), which costs a copy of k + 1 values */
@@ -631,6 +678,7 @@ static bool launch(Frame *f, const Kernel *k) {
             w[i] = pw;
             break;
         }
+        case KP_HBINS: w[i] = nelem(&outs[0]); break;
         case KP_ROLLSHIFT: {
             int64_t sh = 0;
             ok = scalar_of(f, p->v->args[1], &sh) && shape_of(f, p->v->args[0], &x);
@@ -645,6 +693,7 @@ static bool launch(Frame *f, const Kernel *k) {
         if (k->params[i].kind == KP_SCRATCH) w[i] = (long long)s->scratch;
     }
     bool empty = (k->kind == K_MAP || k->kind == K_SCAN || k->kind == K_ROW || k->kind == K_MATMUL) && nelem(&outs[0]) == 0;
+    if (k->kind == K_HIST) empty = n == 0 || nelem(&outs[0]) == 0;
     if (ok && !empty) {
         void *args[1] = {w};
         cuk_dim3 g = {grid, 1, 1}, b = {(unsigned)k->block, 1, 1};

@@ -1,6 +1,6 @@
 """Fused kernels at awkward sizes, GPU against the CPU backend: elementwise chains,
 sum/min/max/argmax/mean, cumsum (f32, i32), a scan with a lambda, exclusive scans, row
-softmax, gathers (also negative indices) and slices, Philox rand, casts at the edges of
+softmax, gathers (also negative indices) and slices, scatters and histograms (rule 6), Philox rand, casts at the edges of
 the integer ranges; one size above 2^31 elements checked against closed forms.
 
 Integers, bools, Philox rand and min/max/argmax must be equal; floats match to rtol
@@ -118,6 +118,32 @@ fn main(n: i64) {
 }
 """, {"softmax.npy": (1e-5, 1e-7), "rowsum.npy": (1e-4, 1e-5), "colmax.npy": (0, 0)},
         ["softmax.npy", "rowsum.npy"]),
+    "hist": ("""
+fn main(n: i64) {
+    let x = rand(n, seed=13);
+    let k = (iota(n) * 7919) % 1000;
+    save("bincount.npy", bincount(k, 1000));
+    save("bincount_i32.npy", bincount(i32(k) - 3, 1000));
+    save("hist256.npy", histogram(x * 2.0 + 1.0, 256, 0.0, 3.0));
+    save("hist1024.npy", histogram(f64(x), 1024, 0.25, 0.75));
+    save("hist_big.npy", histogram(x, 5000, 0.0, 1.0));
+    save("add.npy", reduce_by_index(zeros(1 << 20), add, (iota(n) * 7919) % (1 << 20), x));
+    save("add_i.npy", reduce_by_index(zeros(300, dtype=i32), add, k - 500, i32(iota(n) % 7)));
+    save("add_det.npy", reduce_by_index(zeros(100, dtype=f64), add, k % 100, f64(x), deterministic=true));
+    save("add_det_big.npy", reduce_by_index(zeros(7000), add, k * 7, x, deterministic=true));
+    save("bincount_big.npy", bincount(k * 13, 13000));
+    save("min.npy", reduce_by_index(full(2.0, 1000), min, k, x));
+    save("max_i.npy", reduce_by_index(full(-1, 1000), max, k, iota(n)));
+    save("mul.npy", reduce_by_index(ones(7, dtype=i64), mul, iota(n) % 7, 1 + iota(n) % 3));
+    save("lam.npy", reduce_by_index(zeros(64, dtype=i64), |a, b| maximum(a, b) + 1, k % 64, iota(n) % 5));
+    save("scatter.npy", scatter(zeros(n + 3), iota(n) + 2, x));
+    save("scatter_dup.npy", scatter(zeros(10, dtype=i32), iota(n) % 1, i32(iota(n) * 0) + 4));
+}
+""", {"bincount.npy": (0, 0), "bincount_i32.npy": (0, 0), "hist256.npy": (0, 0), "hist1024.npy": (0, 0),
+      "hist_big.npy": (0, 0), "add.npy": (1e-5, 1e-6), "add_i.npy": (0, 0), "add_det.npy": (1e-9, 1e-12),
+      "add_det_big.npy": (1e-5, 1e-6), "min.npy": (0, 0), "max_i.npy": (0, 0), "mul.npy": (0, 0),
+      "lam.npy": (0, 0), "scatter.npy": (0, 0), "scatter_dup.npy": (0, 0), "bincount_big.npy": (0, 0)},
+        ["bincount.npy", "hist256.npy", "add_det.npy", "add_det_big.npy", "min.npy"]),
 }
 
 
