@@ -135,7 +135,7 @@ fn main(n: i64) {
     save("min.npy", reduce_by_index(full(2.0, 1000), min, k, x));
     save("max_i.npy", reduce_by_index(full(-1, 1000), max, k, iota(n)));
     save("mul.npy", reduce_by_index(ones(7, dtype=i64), mul, iota(n) % 7, 1 + iota(n) % 3));
-    save("lam.npy", reduce_by_index(zeros(64, dtype=i64), |a, b| maximum(a, b) + 1, k % 64, iota(n) % 5));
+    save("lam.npy", reduce_by_index(zeros(64, dtype=i64), |a, b| a + b, k % 64, iota(n) % 5));
     save("scatter.npy", scatter(zeros(n + 3), iota(n) + 2, x));
     save("scatter_dup.npy", scatter(zeros(10, dtype=i32), iota(n) % 1, i32(iota(n) * 0) + 4));
 }
