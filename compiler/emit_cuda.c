@@ -158,6 +158,8 @@ typedef struct KE {
     const char *leaf_sel;
     bool flatc;
     int uniq;      /* numbers the index arrays and values of index chains */
+    bool ix_given; /* the caller declared ix<axis>, the multi-index of i, whether flat or not */
+    bool ix_ok;    /* ix<axis> hold i's multi-index in the current scope (flat or not) */
 } KE;
 
 static int W(const KE *ke, KPKind kind, const Val *v, int a, int b) {
@@ -198,17 +200,45 @@ static void emit_offset(KE *ke, const Val *v, int d) {
     bputs(ke->b, ");\n");
 }
 
-/* Decomposes an own flat offset into the node's own multi-index j<id>_<axis>. */
+/* Decomposes an own flat offset into the node's own multi-index j<id>_<axis>. When the
+   launch is flat the node has the iteration space's shape (the executor sets flat only
+   then) and its multi-index is the iteration's, ix<axis>, decomposed once per element. */
 static void emit_own_index(KE *ke, const Val *v, int d) {
+    bool same = ke->ix_ok && v->rank == ke->k->rank;
     ind(ke->b, d);
     bprintf(ke->b, "long long j%d_[%d];\n", v->id, v->rank);
     ind(ke->b, d);
+    if (same) {
+        if (!ke->flatc) bputs(ke->b, "if (flat) {");
+        for (int ax = 0; ax < v->rank; ax++) bprintf(ke->b, " j%d_[%d] = ix%d;", v->id, ax, ax);
+        if (ke->flatc) {
+            bputs(ke->b, "\n");
+            return;
+        }
+        bputs(ke->b, " } else");
+    }
     bprintf(ke->b, "{ long long r = o%d;", v->id);
     for (int ax = v->rank - 1; ax >= 0; ax--) {
         int w = W(ke, KP_OWNSHAPE, v, ax, 0);
-        bprintf(ke->b, " j%d_[%d] = r %% p.w[%d]; r /= p.w[%d];", v->id, ax, w, w);
+        bprintf(ke->b, " j%d_[%d] = cuk_divmod(r, p.w[%d]);", v->id, ax, w);
     }
     bputs(ke->b, " }\n");
+}
+
+/* Declares ix<axis>, the multi-index of iteration index i in the kernel's space. */
+static void emit_iter_index(KE *ke, int d) {
+    Buf *b = ke->b;
+    int rank = ke->k->rank;
+    ind(b, d);
+    for (int ax = 0; ax < rank; ax++) bprintf(b, "long long ix%d = 0; ", ax);
+    bputs(b, "\n");
+    ind(b, d);
+    bputs(b, "{ long long r = i;");
+    for (int ax = rank - 1; ax > 0; ax--) bprintf(b, " ix%d = cuk_divmod(r, p.w[%d]);", ax, W(ke, KP_SHAPE, NULL, ax, 0));
+    bputs(b, " ix0 = r; }\n"); /* i < n: no remainder on the first axis */
+    ind(b, d);
+    for (int ax = 0; ax < rank; ax++) bprintf(b, "(void)ix%d; ", ax);
+    bputs(b, "\n");
 }
 
 static void emit_node(KE *ke, Val *v, int d);
@@ -768,25 +798,14 @@ static void emit_node(KE *ke, Val *v, int d) {
     (void)r1, (void)r2;
 }
 
-/* Emits, at iteration index `i` (with ix* when not flat), everything the targets need. */
+/* Emits, at iteration index `i`, everything the targets need; declare_index declares
+   ix<axis>, i's multi-index (read by broadcast offsets when not flat, and by index
+   transforms when flat). */
 static void emit_eval_at(KE *ke, Val **targets, int n, int d, bool declare_index) {
-    Buf *b = ke->b;
-    if (ke->k->rank > 0 && declare_index) {
-        ind(b, d);
-        for (int ax = 0; ax < ke->k->rank; ax++) bprintf(b, "long long ix%d = 0; ", ax);
-        bputs(b, "\n");
-        ind(b, d);
-        bputs(b, "if (!flat) { long long r = i;");
-        for (int ax = ke->k->rank - 1; ax >= 0; ax--) {
-            int w = W(ke, KP_SHAPE, NULL, ax, 0);
-            bprintf(b, " ix%d = r %% p.w[%d]; r /= p.w[%d];", ax, w, w);
-        }
-        bputs(b, " }\n");
-        ind(b, d);
-        for (int ax = 0; ax < ke->k->rank; ax++) bprintf(b, "(void)ix%d; ", ax);
-        bputs(b, "\n");
-    }
+    if (ke->k->rank > 0 && declare_index) emit_iter_index(ke, d);
+    ke->ix_ok = ke->k->rank > 0 && (declare_index || ke->ix_given);
     for (int i = 0; i < n; i++) emit_need(ke, targets[i], d);
+    ke->ix_ok = false;
 }
 
 static void emit_eval(KE *ke, Val **targets, int n, int d) { emit_eval_at(ke, targets, n, d, true); }
@@ -1093,7 +1112,10 @@ static void emit_map(KE *ke) {
     ke->leaf_sel = "[u_].x[e_]";
     ke->flatc = true;
     reset_scope(ke);
+    if (k->rank > 0) emit_iter_index(ke, 5); /* unused (and removed by NVRTC) without index transforms */
+    ke->ix_given = k->rank > 0;
     emit_eval_at(ke, k->outs, k->nouts, 5, false);
+    ke->ix_given = false;
     ke->leaf_sel = NULL;
     ke->flatc = false;
     char r[128];
