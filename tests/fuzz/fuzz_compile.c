@@ -90,8 +90,9 @@ static void run_entry(Arena *a, Diag *d, const Program *p) {
     Arr *args[16] = {0};
     for (int i = 0; i < fn->nparams; i++) args[i] = make_arg(&fn->slots[i]);
     RtErr err = {0};
-    Arr *result = NULL;
-    if (!cpu_run(fn, args, &result, diag_out, &err)) {
+    Arr *result[MAX_RESULTS] = {0}; /* one per result: a function may return several */
+    int nres = fn->nres ? fn->nres : 1;
+    if (!cpu_run(fn, args, result, diag_out, &err)) {
         if (!err.set || !err.msg[0]) {
             fprintf(stderr, "fuzz_compile: cpu_run failed without a message\n");
             abort();
@@ -101,10 +102,11 @@ static void run_entry(Arena *a, Diag *d, const Program *p) {
             abort();
         }
         rt_report(&err, d);
-    } else if (result) {
-        arr_print(devnull(), result);
+    } else {
+        for (int k = 0; k < nres; k++)
+            if (result[k]) arr_print(devnull(), result[k]);
     }
-    arr_release(result);
+    for (int k = 0; k < nres; k++) arr_release(result[k]);
     for (int i = 0; i < fn->nparams; i++) arr_release(args[i]);
 }
 
