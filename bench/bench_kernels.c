@@ -146,7 +146,7 @@ static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *
         fprintf(stderr, "bench_kernels: %s: too many elements for one launch\n", k->name);
         exit(1);
     }
-    if (k->kind == K_SCAN) L->memset_each = true;
+    if (k->kind == K_SCAN || k->kind == K_COMPACT) L->memset_each = true;
     if (scratch > scratch_cap) {
         fprintf(stderr, "bench_kernels: scratch too small\n");
         exit(1);
@@ -267,6 +267,19 @@ static double checks(const Case *c, float *scal, double *err_out) {
         }
         *err_out = (double)bad;
         return bad == 0;
+    }
+    if (!strcmp(nm, "compact")) {
+        /* the kept elements in order, and the count the last tile wrote */
+        long long cnt = -1;
+        CHECK(cuk_memcpy_dtoh(&cnt, dscratch + COMPACT_COUNT_OFFSET, sizeof cnt));
+        int64_t j = 0, bad = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (hx[i] > 0.0f) {
+                if (j < cnt && memcmp(&hout[j], &hx[i], 4) != 0) bad++;
+                j++;
+            }
+        *err_out = (double)(bad + (j != cnt));
+        return bad == 0 && j == cnt;
     }
     if (!strcmp(nm, "softmax")) {
         for (int64_t r = 0; r < R; r += (r < 4 || r > R - 4) ? 1 : 61) {
@@ -495,6 +508,7 @@ int main(int argc, char **argv) {
         {"hist1024", "hist1024.cuk", "hist1024", 1, {0}, 1, DT_F32, 4},
         {"bincount_i32", "bincount_i32.cuk", "bincount_i32", 1, {0}, 1, DT_I32, 4},
         {"index_add", "index_add.cuk", "index_add", 1, {0}, 2, DT_F32, 8},
+        {"compact", "compact.cuk", "compact", 1, {0}, 1, DT_F32, 6},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         Case c = cases[i];

@@ -968,10 +968,12 @@ static void header(KE *ke) {
     const Kernel *k = ke->k;
     bprintf(ke->b, "struct %s_p { long long w[%d]; };\n", k->name, k->nparams);
     /* Minimum resident blocks per SM (caps registers): all of a reduction's grid at
-       once; two rows per SM for row kernels; two 512 x 32 scan tiles. */
+       once; two rows per SM for row kernels; two 512 x 32 scan tiles; three compaction
+       tiles (at most 85 registers a thread, 96 KiB of staging; not yet measured). */
     int minb = k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1) ? 8
                : k->kind == K_ROW                                           ? 2
                : k->kind == K_SCAN && k->items == 32                        ? 1024 / k->block
+               : k->kind == K_COMPACT                                       ? 3
                                                                             : 0;
     if (minb)
         bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(const struct %s_p p) {\n", k->block,
@@ -2024,6 +2026,119 @@ static void emit_hist(KE *ke) {
     bputs(b, "}\n\n");
 }
 
+/* Rule 6: x[mask], filter, nonzero in one pass over tiles of blockDim.x * ITEMS
+   elements, laid out as the scan's (warp w owns 32 * ITEMS contiguous elements as R
+   rows of V-wide vectors, lane l's row r at seg + (r * 32 + l) * V), so loads are 512
+   contiguous bytes per warp instruction. Each thread computes x and the mask for its
+   elements (their producers fused: nothing but x's and the mask's leaves is read) and
+   keeps a V-bit mask per row; ballots give each lane's rank among the warp's kept
+   elements (row-major order is row, then lane, then element), warp counts give the
+   warp's rank in the tile, and warp 0 publishes the tile's count and looks back for
+   the kept elements of all earlier tiles (kernels/compact.cuh). The kept elements are
+   staged in shared memory at their rank in the tile, so the global store of the tile's
+   run is coalesced; the last tile writes the total to scratch + COMPACT_COUNT_OFFSET.
+   Offsets are 64-bit throughout; positions inside a tile (< ITEMS * blockDim.x) int. */
+static void emit_compact(KE *ke) {
+    const Kernel *k = ke->k;
+    Val *c = k->scan, *x = c->args[0], *m = c->args[1];
+    header(ke);
+    Buf *b = ke->b;
+    const char *T = ctype(c->dt);
+    Val *targets[2] = {x, m};
+    reset_scope(ke);
+    Leaves L = leaves_new(ke);
+    collect_leaves(ke, targets, 2, &L);
+    reset_scope(ke);
+    int V = vec_width(&L, &c, 1);
+    int ITEMS = k->items, R = ITEMS / V, NB = 1;
+    while ((1 << NB) <= V) NB++; /* bits of a row's count, 0..V */
+    int TILE = k->block * ITEMS;
+    char xr[128], mr[128];
+    bprintf(b, "    char *scratch = (char *)p.w[%d];\n", W(ke, KP_SCRATCH, NULL, 0, 0));
+    bprintf(b, "    %s *out_ = (%s *)p.w[%d];\n", T, T, W(ke, KP_OUT, c, 0, 0));
+    bprintf(b, "    const long long tile = cuk_next_tile(scratch);\n"
+               "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;\n"
+               "    const long long tbase = tile * %d;\n"
+               "    const long long seg = tbase + (long long)warp * %d;\n", TILE, 32 * ITEMS);
+    bprintf(b, "    const int fast = (%s) && tbase + %d <= n;\n", vec_cond(ke, &L, NULL, 0), TILE);
+    declare_leaf_regs(ke, &L, V, R, 1);
+    bprintf(b, "    %s xs[%d][%d];\n    unsigned mk[%d];\n", T, R, V, R);
+    bputs(b, "    if (fast) {\n");
+    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
+    load_leaf_regs(ke, &L, V, "[r_]", arena_printf(ke->e->a, "seg + ((long long)r_ * 32 + lane) * %d", V), 3);
+    bputs(b, "        }\n");
+    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n            mk[r_] = 0;\n", R);
+    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n"
+               "                (void)i;\n", V);
+    ke->leaf_sel = "[r_].x[e_]";
+    ke->flatc = true;
+    reset_scope(ke);
+    emit_eval_at(ke, targets, 2, 4, false);
+    ref(ke, x, xr, sizeof xr);
+    ref(ke, m, mr, sizeof mr);
+    bprintf(b, "                xs[r_][e_] = (%s)(%s);\n", T, xr);
+    bprintf(b, "                mk[r_] |= (unsigned)((%s) != 0) << e_;\n", mr);
+    ke->leaf_sel = NULL;
+    ke->flatc = false;
+    bputs(b, "            }\n        }\n    } else {\n");
+    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n            mk[r_] = 0;\n", R);
+    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n", V);
+    bprintf(b, "                xs[r_][e_] = (%s)0;\n", T);
+    bputs(b, "                if (i < n) {\n");
+    reset_scope(ke);
+    emit_eval(ke, targets, 2, 5);
+    ref(ke, x, xr, sizeof xr);
+    ref(ke, m, mr, sizeof mr);
+    bprintf(b, "                    xs[r_][e_] = (%s)(%s);\n", T, xr);
+    bprintf(b, "                    mk[r_] |= (unsigned)((%s) != 0) << e_;\n", mr);
+    bputs(b, "                }\n            }\n        }\n    }\n");
+    /* ranks: each lane's first kept element of row r is at rk[r] among the warp's */
+    bprintf(b, "    int rk[%d], wc_ = 0;\n", R);
+    bprintf(b, "#pragma unroll\n    for (int r_ = 0; r_ < %d; r_++) {\n"
+               "        int t_;\n"
+               "        rk[r_] = wc_ + cuk_warp_count_prefix(__popc(mk[r_]), %d, &t_);\n"
+               "        wc_ += t_;\n"
+               "    }\n", R, NB);
+    bputs(b, "    __shared__ int s_wc[32];\n"
+             "    __shared__ long long s_prefix, s_agg;\n"
+             "    if (lane == 0) s_wc[warp] = wc_;\n"
+             "    __syncthreads();\n");
+    bprintf(b, "    if (warp == 0) {\n"
+               "        long long agg_ = 0;\n"
+               "        for (int w_ = 0; w_ < nw; w_++) agg_ += s_wc[w_];\n"
+               "        long long pre_ = 0;\n"
+               "        if (tile == 0) {\n"
+               "            if (lane == 0) cuk_count_set(scratch, 0, 2, agg_);\n"
+               "        } else {\n"
+               "            if (lane == 0) cuk_count_set(scratch, tile, 1, agg_);\n"
+               "            pre_ = cuk_count_lookback(scratch, tile);\n"
+               "            if (lane == 0) cuk_count_set(scratch, tile, 2, pre_ + agg_);\n"
+               "        }\n"
+               "        if (lane == 0) {\n"
+               "            s_prefix = pre_;\n"
+               "            s_agg = agg_;\n"
+               "            if (tile == (n > 0 ? (n - 1) / %d : 0)) *(long long *)(scratch + %d) = pre_ + agg_;\n"
+               "        }\n"
+               "    }\n", TILE, COMPACT_COUNT_OFFSET);
+    /* stage the kept elements at their rank in the tile */
+    bprintf(b, "    __shared__ %s s_out[%d];\n", T, TILE);
+    bputs(b, "    {\n        int wb_ = 0;\n        for (int w_ = 0; w_ < warp; w_++) wb_ += s_wc[w_];\n");
+    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n"
+               "            int q_ = wb_ + rk[r_];\n", R);
+    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++)\n"
+               "                if ((mk[r_] >> e_) & 1u) s_out[q_++] = xs[r_][e_];\n"
+               "        }\n    }\n", V);
+    bputs(b, "    __syncthreads();\n"
+             "    {\n"
+             "        const long long pre_ = s_prefix;\n"
+             "        const int agg_ = (int)s_agg;\n"
+             "        for (int j_ = threadIdx.x; j_ < agg_; j_ += blockDim.x) out_[pre_ + j_] = s_out[j_];\n"
+             "    }\n"
+             "}\n\n");
+}
+
 /* marks: three arrays of nid flags, the plan's, cleared here for k */
 static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
     Buf kb = {.a = e->a};
@@ -2038,6 +2153,7 @@ static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
     case K_SCAN: emit_scan(&ke); break;
     case K_MATMUL: emit_matmul(&ke); break;
     case K_HIST: emit_hist(&ke); break;
+    case K_COMPACT: emit_compact(&ke); break;
     }
     /* helpers the kernel needed go first */
     if (e->helpers.s) bputs(&e->out, e->helpers.s);
@@ -2050,7 +2166,7 @@ static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
 
 static void prelude(E *e) {
     bputs(&e->out, "/* Generated by cukc (compiler/emit_cuda.c). */\n");
-    static const char *const files[] = {"ops.h", "philox.h", "reduce.cuh", "scan.cuh", "vec.cuh", "hist.cuh"};
+    static const char *const files[] = {"ops.h", "philox.h", "reduce.cuh", "scan.cuh", "compact.cuh", "vec.cuh", "hist.cuh"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         const char *t = embedded_find(files[i]);
         if (!t) die("embedded file %s missing (scripts/embed.cmake)", files[i]);

@@ -13,6 +13,9 @@
                        the map that consumes them (softmax, layer norm)
      rule6_scatter     a scatter or histogram is a kernel over its indices that computes
                        its index and value producers inside it
+     rule6_compact     a compaction (x[mask], filter, nonzero) is one kernel that
+                       computes x and the mask in its body and writes only the kept
+                       elements
      rule7_recompute   a value several kernels need is recomputed in each when cheap,
                        else written once
 
@@ -35,6 +38,7 @@ enum {
     C_SCAN,   /* a scan */
     C_MATMUL, /* a matrix product */
     C_HIST,   /* a scatter or histogram (rule 6) */
+    C_COMPACT,/* a compaction: x[mask], filter, nonzero */
 };
 
 /* A value costing more than this (op_info's costs) is materialised rather than
@@ -104,6 +108,7 @@ static int classify(const Val *v) {
     case OK_SCAN: return v->rank > 0 ? C_SCAN : C_HOST;
     case OK_MATMUL: return C_MATMUL;
     case OK_HIST: return C_HIST;
+    case OK_COMPACT: return C_COMPACT;
     case OK_EW:
     case OK_GEN:
     case OK_INDEX: return v->rank == 0 ? C_HOST : C_FUSE;
@@ -364,7 +369,7 @@ static void rule1_vertical(F *f) {
         int id = f->order.v[i];
         Val *v = f->val[id];
         int c = f->cls[id];
-        if (c == C_RED || c == C_SCAN || c == C_MATMUL || c == C_LEAF || c == C_HIST) f->mat[id] = true;
+        if (c == C_RED || c == C_SCAN || c == C_MATMUL || c == C_LEAF || c == C_HIST || c == C_COMPACT) f->mat[id] = true;
         if (c == C_FUSE && f->root[id]) f->mat[id] = true;
         v->kernel = -1;
         bool needs_mem = op_is_index(v->op) || c == C_MATMUL || c == C_HOST || c == C_LEAF;
@@ -482,7 +487,7 @@ static int owner_of_user(F *f, int u) {
     int c = f->cls[u];
     if (f->inscan[u] >= 0) return f->inscan[u];
     if (c == C_RED) return f->rowof[u] >= 0 ? f->rowof[u] : f->group[u];
-    if (c == C_SCAN || c == C_HIST || (c == C_FUSE && f->mat[u])) return u;
+    if (c == C_SCAN || c == C_HIST || c == C_COMPACT || (c == C_FUSE && f->mat[u])) return u;
     return -1;
 }
 
@@ -538,6 +543,7 @@ static bool in_kernel(F *f, const Kernel *k, Val *v) {
                (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0);
     case K_MATMUL: return v == k->outs[0];
     case K_HIST: return v == k->outs[0] || (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0);
+    case K_COMPACT: return v == k->scan || (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0);
     }
     return false;
 }
@@ -621,6 +627,20 @@ static void finish_kernel(F *f, Kernel *k, Val **starts, int nstarts) {
     p->kernels = nk;
 }
 
+/* Rule 6: a compaction is a kernel over x's shape whose body computes x and the mask
+   (their unmaterialised producers, as a scan's or a reduction's are: rule1_vertical
+   marks the compaction in memory but not its operands), so x[x > 0.5] and
+   filter(|v| v > 0.0, a * b) read their leaves once and write only the kept
+   elements. */
+static void rule6_compact(F *f, Val *v, const Stmt *st) {
+    Kernel *k = new_kernel(f, K_COMPACT, v->args[0], st);
+    k->scan = v;
+    k->outs = NEWN(f->a, Val *, 1);
+    k->outs[0] = v;
+    k->nouts = 1;
+    finish_kernel(f, k, &v, 1);
+}
+
 static const Stmt *stmt_of_region(Stmt *s, int *counter, int want) {
     for (; s; s = s->next) {
         if (++*counter == want) return s;
@@ -688,6 +708,8 @@ static void build_kernels(F *f) {
             k->outs[0] = v;
             k->nouts = 1;
             finish_kernel(f, k, &v, 1);
+        } else if (c == C_COMPACT) {
+            rule6_compact(f, v, st);
         } else if (c == C_MATMUL) {
             Kernel *k = new_kernel(f, K_MATMUL, v, st);
             k->outs = NEWN(f->a, Val *, 1);

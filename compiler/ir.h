@@ -135,6 +135,7 @@ typedef enum {
     OK_SCAN,
     OK_MATMUL,
     OK_HIST,   /* a scatter or histogram into a copy of its dest (rule 6) */
+    OK_COMPACT,/* a compaction (rule 6): its operands are computed inside its kernel */
 } OpKindClass;
 #define VA_ALL 0xffffffffu
 #define OPS(X)                                                                                   \
@@ -176,8 +177,8 @@ typedef enum {
                                              LAMBDA with v->lam); v->exclusive: deterministic=true*/\
     X(LOAD, "load", OK_LEAF, 0u, 0)       /* v->path: a .npy file of type v->dt, rank v->rank */ \
     X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */\
-    X(COMPACT, "compact", OK_LEAF, 0u, 0) /* args: x, mask (bool, x's shape): x's elements where  \
-                                             mask is true, row-major, 1-D (x[mask], filter) */ \
+    X(COMPACT, "compact", OK_COMPACT, 3u, 0) /* args: x, mask (bool, x's shape): x's elements   \
+                                             where mask is true, row-major, 1-D (x[mask], filter) */ \
     X(SCALARCALL, "scalarcall", OK_EW, VA_ALL, 40) /* v->fn(args...) per element (broadcast): a \
                                              function of scalars with control flow, run inside \
                                              the kernel (a __device__ function on the GPU) */

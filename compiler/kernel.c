@@ -6,7 +6,7 @@
 
 #include "compiler/kernel.h"
 
-const char *const kernel_kind_name[] = {"map", "reduce", "scan", "row", "matmul", "hist"};
+const char *const kernel_kind_name[] = {"map", "reduce", "scan", "row", "matmul", "hist", "compact"};
 
 Val *red_init(const Val *v) {
     if (v->init) return v->init;
@@ -71,7 +71,8 @@ void kernel_layout_params(Arena *a, Kernel *k) {
     for (int i = 0; i < k->nins; i++) add_param(a, k, &cap, KP_IN, k->ins[i], 0, 0);
     for (int i = 0; i < k->nscalars; i++) add_param(a, k, &cap, KP_SCALAR, k->scalars[i], 0, 0);
     for (int i = 0; i < k->nouts; i++) add_param(a, k, &cap, KP_OUT, k->outs[i], 0, 0);
-    if (k->kind == K_REDUCE || k->kind == K_SCAN || k->kind == K_HIST) add_param(a, k, &cap, KP_SCRATCH, NULL, 0, 0);
+    if (k->kind == K_REDUCE || k->kind == K_SCAN || k->kind == K_HIST || k->kind == K_COMPACT)
+        add_param(a, k, &cap, KP_SCRATCH, NULL, 0, 0);
     if (k->kind == K_HIST) add_param(a, k, &cap, KP_HBINS, NULL, 0, 0);
     /* Gathers check their indices on the device and report the first bad one here. */
     for (int i = 0; i < k->nvals; i++)
@@ -167,6 +168,13 @@ void kernel_launch_shape(Kernel *k) {
         k->items = m <= 4 && k->nins <= 1 ? 32 : 16;
         if (k->items == 32) k->block = 512;
     }
+    if (k->kind == K_COMPACT) {
+        /* Tiles of 256 x 32 elements when nothing read or written is wider than 4 bytes
+           (256 x 16 otherwise): the kept ones are staged in at most 32 KiB of shared
+           memory before the coalesced store. */
+        k->block = 256;
+        k->items = kernel_widest_elem(k) <= 4 ? 32 : 16;
+    }
 }
 
 bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
@@ -205,6 +213,13 @@ bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
             *grid = (unsigned)(no < 1 ? 1 : no > 65535 ? 65535 : no);
         }
         break;
+    case K_COMPACT: {
+        int64_t tile = (int64_t)k->block * k->items, nt = n / tile + (n % tile != 0);
+        if (nt > 0x7fffffff) return false;
+        *grid = (unsigned)(nt < 1 ? 1 : nt);
+        *scratch = SCAN_STATE_OFFSET + (size_t)*grid * SCAN_TILE_BYTES;
+        break;
+    }
     case K_SCAN:
         if (axis < 0) {
             int64_t tile = (int64_t)k->block * k->items, nt = n / tile + (n % tile != 0);

@@ -16,6 +16,8 @@ typedef enum {
     K_MATMUL, /* a plain matrix product */
     K_HIST,   /* a scatter or histogram over its indices, producers fused in (rule 6); the
                  executor first copies (or fills) the destination into the output */
+    K_COMPACT,/* x[mask], filter, nonzero: x and mask computed per element, the kept ones
+                 written at their rank through a decoupled look-back over tiles (rule 6) */
 } KernelKind;
 extern const char *const kernel_kind_name[];
 
@@ -78,7 +80,7 @@ typedef struct Kernel {
     int nouts;
     Val **reds;         /* K_REDUCE: the reductions; K_ROW: the in-row reductions, in order */
     int nreds;
-    Val *scan;          /* K_SCAN */
+    Val *scan;          /* K_SCAN; K_COMPACT: the compaction */
     KParam *params;     /* the parameter block, see kernel_layout_params() */
     int nparams;
     int block;          /* threads per block the emitted code assumes */
@@ -107,6 +109,13 @@ typedef struct Kernel {
    share a line with the states being written (measured: docs/performance.md). */
 #define SCAN_STATE_OFFSET 128
 #define SCAN_TILE_BYTES 128
+
+/* K_COMPACT scratch (kernels/compact.cuh): the same tile ticket and 128-byte tile state
+   lines as a scan (each state one 64-bit word, flag in the top two bits, count below),
+   and at byte COMPACT_COUNT_OFFSET the total kept, which the last tile writes and the
+   executor copies to the host to learn the result's size. The result is allocated at
+   x's size (all kept), so a compaction holds up to n elements until it is freed. */
+#define COMPACT_COUNT_OFFSET 8
 
 typedef struct Plan {
     Fn *fn;

@@ -507,6 +507,31 @@ static bool hist_init(Frame *f, const Kernel *k, Value *out, Loc loc) {
     return ok ? true : gpu_fail(s, loc, "copy on the device failed");
 }
 
+/* A compaction (rule 6) is launched over x's shape (after the CPU backend's check that
+   the mask has it too) and its result allocated at x's size, the most it can keep:
+   until the result is freed it holds n elements of memory however few were kept
+   (shrinking it would cost a copy of the kept ones). */
+static bool compact_space(Frame *f, const Kernel *k, const Value *space, Value *out) {
+    Val *c = k->outs[0];
+    Dims xd = {.rank = space->rank}, md;
+    memcpy(xd.d, space->shape, sizeof xd.d);
+    if (!op_dims(f, c->args[1], &md) || !shape_mask(f->s->err, c->loc, &xd, &md)) return false;
+    *out = (Value){.dt = c->dt, .rank = 1};
+    out->shape[0] = nelem(space);
+    return true;
+}
+
+/* After the launch: the number of kept elements, which the last tile wrote to scratch
+   (kernel.h, COMPACT_COUNT_OFFSET), becomes the result's size. */
+static bool compact_count(GpuSession *s, Value *out, Loc loc) {
+    long long cnt = 0;
+    if (cuk_memcpy_dtoh(&cnt, s->scratch + COMPACT_COUNT_OFFSET, sizeof cnt) != CUK_OK)
+        return gpu_fail(s, loc, "copy from the device failed");
+    if (cnt < 0 || cnt > out->shape[0]) die("compaction kept %lld of %lld elements", cnt, (long long)out->shape[0]);
+    out->shape[0] = cnt;
+    return check_dev_err(s);
+}
+
 static bool launch(Frame *f, const Kernel *k) {
     GpuSession *s = f->s;
     KState *ks = &f->st->ks[k->id];
@@ -541,7 +566,7 @@ static bool launch(Frame *f, const Kernel *k) {
     for (int i = 0; ok && i < k->nins; i++) ok = eval(f, k->ins[i], &ins[i]);
     for (int i = 0; ok && i < k->nouts; i++) {
         Value sh;
-        ok = shape_of(f, k->outs[i], &sh);
+        ok = k->kind == K_COMPACT ? compact_space(f, k, &space, &sh) : shape_of(f, k->outs[i], &sh);
         if (!ok) break;
         Value tmp = sh;
         tmp.buf = NULL;
@@ -692,7 +717,9 @@ static bool launch(Frame *f, const Kernel *k) {
         if (k->params[i].kind == KP_FLAT) w[i] = flat;
         if (k->params[i].kind == KP_SCRATCH) w[i] = (long long)s->scratch;
     }
-    bool empty = (k->kind == K_MAP || k->kind == K_SCAN || k->kind == K_ROW || k->kind == K_MATMUL) && nelem(&outs[0]) == 0;
+    bool empty = (k->kind == K_MAP || k->kind == K_SCAN || k->kind == K_ROW || k->kind == K_MATMUL ||
+                  k->kind == K_COMPACT) &&
+                 nelem(&outs[0]) == 0;
     if (k->kind == K_HIST) empty = n == 0 || nelem(&outs[0]) == 0;
     if (ok && !empty) {
         void *args[1] = {w};
@@ -703,6 +730,8 @@ static bool launch(Frame *f, const Kernel *k) {
             cuk_synchronize();
             timing_mark("first kernel done");
         }
+        /* a compaction's size: the total its last tile wrote (one word to the host) */
+        if (ok && k->kind == K_COMPACT) ok = compact_count(s, &outs[0], loc);
     }
     for (int i = 0; i < k->nins; i++) vrelease(s, &ins[i]);
     for (int i = 0; i < k->nouts; i++) {
@@ -762,47 +791,6 @@ static __attribute__((noinline)) bool eval_load(Frame *f, Val *v, Value *r) {
         }
     }
     arr_release(a);
-    return ok;
-}
-
-/* x[mask], filter, nonzero. Not yet a device kernel: the operands (computed by their
-   kernels) are copied to the host, compacted there and the result copied back. The
-   planned kernel is a single-pass compaction over scan.cuh's look-back (docs/fusion.md,
-   rule 6); reductions and len() of a filter never get here (sema's rule6). */
-static __attribute__((noinline)) bool eval_compact(Frame *f, Val *v, Value *r) {
-    GpuSession *s = f->s;
-    Value xv, mv;
-    if (!eval(f, v->args[0], &xv)) return false;
-    if (!eval(f, v->args[1], &mv)) {
-        vrelease(s, &xv);
-        return false;
-    }
-    Arr *x = download(s, &xv, v->loc), *m = x ? download(s, &mv, v->loc) : NULL;
-    vrelease(s, &xv);
-    vrelease(s, &mv);
-    bool ok = x && m;
-    Dims xd = {0}, md = {0};
-    if (ok) {
-        xd.rank = x->rank, md.rank = m->rank;
-        memcpy(xd.d, x->shape, sizeof xd.d);
-        memcpy(md.d, m->shape, sizeof md.d);
-        ok = shape_mask(s->err, v->loc, &xd, &md);
-    }
-    int64_t cnt = 0;
-    if (ok) {
-        size_t esz = (size_t)dtype_info[v->dt].size;
-        const uint8_t *mk = m->data;
-        for (int64_t i = 0; i < x->size; i++)
-            if (mk[i]) memmove((char *)x->data + (size_t)cnt++ * esz, (const char *)x->data + (size_t)i * esz, esz);
-        r->shape[0] = cnt;
-        if ((ok = dalloc(s, r, v->loc)) && cnt &&
-            cuk_memcpy_htod(r->buf->p, x->data, (size_t)cnt * esz) != CUK_OK) {
-            ok = gpu_fail(s, v->loc, "copy to the device failed");
-            vrelease(s, r);
-        }
-    }
-    arr_release(x);
-    arr_release(m);
     return ok;
 }
 
@@ -899,7 +887,6 @@ static bool eval(Frame *f, Val *v, Value *out) {
         break;
     case OP_LOAD: ok = eval_load(f, v, &r); break;
     case OP_CALL: ok = eval_call(f, v, &r); break;
-    case OP_COMPACT: ok = eval_compact(f, v, &r); break;
     case OP_SLICE:
     case OP_GATHER: ok = eval_elem(f, v, &r); break;
     default:
