@@ -69,7 +69,6 @@
     X("flatnonzero", "NumPy", USE, "nonzero(mask) (i64 flat indices)")                       \
     X("extract", "NumPy", USE, "x[mask] or filter(f, x)")                                    \
     X("compress", "NumPy", USE, "x[mask] or filter(f, x)")                                   \
-    X("partition", "NumPy/Futhark", PLANNED, "partition(f, x) giving (yes, no), Futhark's meaning") \
     X("top_k", "CuPy/PyTorch", PLANNED, "top_k(x, k)")                                           \
     X("hist", "Futhark", USE, "histogram(x, nbins, lo, hi) or reduce_by_index(dest, f, idx, vals)")               \
     X("rotate", "Futhark", PLANNED, "roll(x, shift, axis=k)")                                    \

@@ -240,6 +240,7 @@ typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT
     X("len", B_STRUCT) X("reverse", B_STRUCT) X("concat", B_STRUCT) X("reshape", B_STRUCT)      \
     X("transpose", B_STRUCT) X("dot", B_STRUCT) X("pad", B_STRUCT) X("roll", B_STRUCT)          \
     X("stack", B_STRUCT) X("filter", B_STRUCT) X("nonzero", B_STRUCT)                           \
+    X("partition", B_STRUCT)                                                                    \
     X("scatter", B_HIST) X("reduce_by_index", B_HIST) X("bincount", B_HIST) X("histogram", B_HIST) \
     X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)
 
@@ -1348,23 +1349,24 @@ static Val *compact_count(Ctx *c, Val *x, Loc loc) {
     return s;
 }
 
-static Ex builtin_filter(Ctx *c, Node *call, CallArgs *ca) {
-    if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "filter")) return ex_bad();
+/* filter(f, x) and partition(f, x): x (1-D) and the mask f(x) (bool, x's shape). */
+static bool pred_mask(Ctx *c, Node *call, CallArgs *ca, const char *who, Ex *xo, Ex *mo) {
+    if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, who)) return false;
     Ex x = concrete(c, lower_expr(c, ca->pos[1]));
-    if (!x.ok) return x;
+    if (!x.ok) return false;
     if (x.v->rank != 1) {
-        diag_error(c->d, ca->pos[1]->loc, "filter(f, x) needs a 1-D array, not %s; for other shapes use x[mask]",
-                   tname(c->a, x.v->dt, x.v->rank));
-        return ex_bad();
+        diag_error(c->d, ca->pos[1]->loc, "%s(f, x) needs a 1-D array, not %s; for other shapes use x[mask]%s", who,
+                   tname(c->a, x.v->dt, x.v->rank), strcmp(who, "partition") == 0 ? " and x[!mask]" : "");
+        return false;
     }
-    Ex m = map_apply(c, call, ca->pos[0], &x, 1, "filter()");
-    if (!m.ok) return m;
+    Ex m = map_apply(c, call, ca->pos[0], &x, 1, arena_printf(c->a, "%s()", who));
+    if (!m.ok) return false;
     m = concrete(c, m);
-    if (!m.ok) return m;
+    if (!m.ok) return false;
     if (m.v->dt != DT_BOOL) {
-        diag_error(c->d, ca->pos[0]->loc, "the predicate of filter() must return bool, not %s; compare, e.g. |v| v > 0.0",
-                   dtype_info[m.v->dt].name);
-        return ex_bad();
+        diag_error(c->d, ca->pos[0]->loc, "the predicate of %s() must return bool, not %s; compare, e.g. |v| v > 0.0",
+                   who, dtype_info[m.v->dt].name);
+        return false;
     }
     if (m.v->rank == 0) {
         /* a predicate that does not read its argument: every element or none */
@@ -1375,7 +1377,28 @@ static Ex builtin_filter(Ctx *c, Node *call, CallArgs *ca) {
         f->args[1] = d;
         m.v = f;
     }
+    *xo = x, *mo = m;
+    return true;
+}
+
+static Ex builtin_filter(Ctx *c, Node *call, CallArgs *ca) {
+    Ex x, m;
+    if (!pred_mask(c, call, ca, "filter", &x, &m)) return ex_bad();
     return make_compact(c, x.v, m.v, call->loc, ca->pos[0]->loc);
+}
+
+/* partition(f, x) -> (yes, no), Futhark's meaning: two compactions of x, by the mask and
+   by its negation (each its own rule6_compact kernel; the mask's producers are shared
+   or recomputed as rule 7 decides). A tuple, so only a let (a, b) or a return takes it. */
+static Ex builtin_partition(Ctx *c, Node *call, CallArgs *ca) {
+    Ex x, m;
+    if (!pred_mask(c, call, ca, "partition", &x, &m)) return ex_bad();
+    Ex *parts = NEWN(c->a, Ex, 2);
+    parts[0] = make_compact(c, x.v, m.v, call->loc, ca->pos[0]->loc);
+    Val *not = mk1(c, OP_NOT, DT_BOOL, m.v->rank, m.v, call->loc);
+    parts[1] = make_compact(c, x.v, not, call->loc, ca->pos[0]->loc);
+    if (!parts[0].ok || !parts[1].ok) return ex_bad();
+    return (Ex){.ok = true, .ntup = 2, .tup = parts};
 }
 
 static Ex builtin_nonzero(Ctx *c, Node *call, CallArgs *ca) {
@@ -1528,6 +1551,7 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     }
     if (strcmp(g, "filter") == 0) return builtin_filter(c, call, ca);
     if (strcmp(g, "nonzero") == 0) return builtin_nonzero(c, call, ca);
+    if (strcmp(g, "partition") == 0) return builtin_partition(c, call, ca);
     die("unknown structural builtin %s", g);
 }
 

@@ -1,7 +1,7 @@
 """Filters and index arrays (DESIGN.md part 2, "Data-dependent sizes" and "Indexing")
-against NumPy: x[mask] (np: x[mask]), filter, nonzero (np.nonzero(mask.ravel())[0]) and
-x[rows, cols], over dtypes, sizes past many tiles, none and all kept, size 0. On the
-CPU backend, and on the GPU where there is one."""
+against NumPy: x[mask] (np: x[mask]), filter, nonzero (np.nonzero(mask.ravel())[0]),
+partition (np: (x[m], x[~m])) and x[rows, cols], over dtypes, sizes past many tiles,
+none and all kept, size 0. On the CPU backend, and on the GPU where there is one."""
 import numpy as np
 import pytest
 
@@ -77,3 +77,39 @@ def test_index_arrays(m):
 def test_mask_shape_mismatch(m):
     with pytest.raises(cuk.RunError, match="boolean index did not match"):
         m.selk(np.zeros(3, np.float32), np.ones(4, bool))
+
+
+PART = "".join("fn part_%s(x: %s[n], t: %s) -> (%s[?], %s[?]) = partition(|v| v > t, x);\n" % ((t,) * 5)
+               for t in ("f32", "f64", "i32", "i64", "u64")) + """
+fn part_sum(a: f32[n], b: f32[n]) -> (f32[?], f32[?]) = partition(|v| v > 0.0, a * b);
+"""
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def mp(request):
+    return cuk.compile(PART, device=request.param)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.int64, np.uint64])
+def test_partition(mp, n, dt):
+    """partition(f, x) -> (x[m], x[~m]) as Futhark defines it, order kept in both."""
+    rng = np.random.default_rng(n + 5)
+    x = (rng.random(n) * 100).astype(dt)
+    f = getattr(mp, "part_" + np.dtype(dt).name.replace("float", "f").replace("uint", "u").replace("int", "i"))
+    # all true (-1; 0 for u64, which keeps the zeros out), about half, none true
+    for t in (0 if dt == np.uint64 else -1, 50, 101):
+        yes, no = f(x, dt(t))
+        np.testing.assert_array_equal(yes, x[x > dt(t)])
+        np.testing.assert_array_equal(no, x[~(x > dt(t))])
+        assert yes.dtype == dt and no.dtype == dt
+
+
+def test_partition_fused_producer(mp):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(100003).astype(np.float32)
+    b = rng.standard_normal(100003).astype(np.float32)
+    p = a * b
+    yes, no = mp.part_sum(a, b)
+    np.testing.assert_array_equal(yes, p[p > 0])
+    np.testing.assert_array_equal(no, p[~(p > 0)])
