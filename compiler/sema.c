@@ -3439,7 +3439,7 @@ static Val *update_mask(Ctx *c, Node *s, Val *x, Val *mask, Val *e) {
     Loc loc = s->loc;
     if (mask->rank != x->rank || (e->rank && e->rank != x->rank)) {
         bool m = mask->rank != x->rank;
-        diag_error(c->d, m ? s->b->args->loc : s->a->loc,
+        diag_error(c->d, m ? node_first_loc(s->b->args) : node_first_loc(s->a),
                    "%s of '%s[mask] = ...' must have %s's shape%s, but it is %s and '%s' is %s", m ? "the mask" : "the value",
                    s->name, s->name, m ? "" : " or be a scalar", tname(c->a, m ? mask->dt : e->dt, m ? mask->rank : e->rank),
                    s->name, tname(c->a, x->dt, x->rank));
@@ -3478,6 +3478,14 @@ static Val *update_scatter(Ctx *c, Node *s, Val *x, Val *idx, Val *e) {
     Val *i = cast_to(c, idx, DT_I64, loc), *zero = mk_i64(c, 0, loc);
     Val *n = dim_of(c, x, 0, loc);
     Val *ni = ew(c, OP_SELECT, DT_I64, ew(c, OP_LT, DT_BOOL, i, zero, NULL, loc), ew(c, OP_ADD, DT_I64, i, n, NULL, loc), i, loc);
+    if (e->rank == 1) {
+        Val *cv = mk(c, OP_CHECKDIM, e->dt, 1, 3, loc);
+        cv->args[0] = e;
+        cv->args[1] = dim_of(c, e, 0, loc);
+        cv->args[2] = dim_of(c, idx, 0, loc);
+        cv->msg = arena_printf(c->a, "'%s[idx] = vals' got %%lld values for %%lld indices", s->name);
+        e = cv;
+    }
     Val *t = mk(c, OP_CONST, DT_BOOL, 0, 0, loc);
     t->c.i = 1;
     Val *vals = ew(c, OP_SELECT, x->dt, t, e, mk2(c, OP_GATHER, x->dt, 1, x, idx, loc), loc);
@@ -3555,11 +3563,11 @@ static void lower_update(Ctx *c, Node *s) {
                 if (parts[j] && !(*out[j] = as_i64(c, lower_expr(c, parts[j]), parts[j]->loc, "a slice bound"))) return;
             continue;
         }
-        Ex ix = concrete(c, lower_expr(c, a));
+        Ex ix = lower_expr(c, a);
         if (!ix.ok) return;
         if (ix.v->rank > 0) {
             arrays = true;
-            items[k].v = ix.v;
+            items[k].v = concrete(c, ix).v;
         } else if (!(items[k].v = as_i64(c, ix, a->loc, "an index"))) {
             return;
         }
