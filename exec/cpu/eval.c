@@ -2334,15 +2334,23 @@ out:
 }
 
 /* x with its region (a[i, lo:hi:st] = e) set to e, broadcast to the region: a copy of
-   x, then each region element written from e. */
+   x, then each region element written from e. In place when x is the var's array and
+   nothing else holds it: sema makes an update the whole value of an S_SET of the very
+   slot it reads (args[0]), so held by that slot, this statement's memo and us alone
+   (3 references) the old value has no other reader once e is computed (e is a separate
+   array, or the check below sees it is x itself). */
 static Arr *eval_update(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]), *e = NULL, *r = NULL;
     Dims od;
     SliceAxis ax[MAXRANK];
     if (!x || !(e = eval(f, v->args[1])) || !shape_rule(&f->ops, v, &od, ax)) goto out;
-    if (!(r = new_arr(f, v->loc, x->dt, x->rank, x->shape))) goto out;
     int esz = esize(x->dt), rank = x->rank, q = 0;
-    if (x->size) memcpy(r->data, x->data, (size_t)(x->size * esz));
+    if (v->args[0]->op == OP_SLOT && f->slots[v->args[0]->slot] == x && x->refs == 3 && e != x) {
+        r = arr_retain(x);
+    } else {
+        if (!(r = new_arr(f, v->loc, x->dt, x->rank, x->shape))) goto out;
+        if (x->size) memcpy(r->data, x->data, (size_t)(x->size * esz));
+    }
     int64_t xs[MAXRANK], es[MAXRANK], est[MAXRANK] = {0}, idx[MAXRANK] = {0}, total = 1;
     int qof[MAXRANK];
     c_strides(rank, x->shape, xs);
