@@ -408,6 +408,39 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
         bprintf(b, "} else %s = %s;\n", out, r0);
         break;
     }
+    case OP_UPDATE: {
+        /* J is in the region iff on every axis J - start = r * step with 0 <= r < len
+           (an index is start with step and len 1); there e is read at the region
+           position r (0 on the axes where e broadcasts), elsewhere x at J */
+        Val *e = v->args[1];
+        const char *R = new_index(ke, v->rank, d);
+        int kx[MAXRANK], q = 0;
+        ind(b, d);
+        bputs(b, "bool in_ = true;\n");
+        for (int k = 0; k < v->rank; k++) {
+            int st = W(ke, KP_SLSTART, v, k, 0), sp = W(ke, KP_SLSTEP, v, k, 0), ln = W(ke, KP_UPD, v, k, 0);
+            if (v->slmode[k] != SL_INDEX) kx[q++] = k;
+            ind(b, d);
+            bprintf(b, "{ long long t_ = %s[%d] - p.w[%d]; %s[%d] = t_ / p.w[%d]; in_ = in_ && t_ %% p.w[%d] == 0 && "
+                       "%s[%d] >= 0 && %s[%d] < p.w[%d]; }\n",
+                    J, k, st, R, k, sp, sp, R, k, R, k, ln);
+        }
+        ind(b, d);
+        bputs(b, "if (in_) {\n");
+        const char *S = new_index(ke, e->rank, d + 1);
+        for (int p = 0; p < e->rank; p++) {
+            int dim = W(ke, KP_UPD, v, p, 1);
+            ind(b, d + 1);
+            bprintf(b, "%s[%d] = p.w[%d] == 1 ? 0 : %s[%d];\n", S, p, dim, R, kx[q - e->rank + p]);
+        }
+        emit_src_at(ke, v, 1, S, out, d + 1, depth);
+        ind(b, d);
+        bputs(b, "} else {\n");
+        emit_src_at(ke, v, 0, J, out, d + 1, depth);
+        ind(b, d);
+        bputs(b, "}\n");
+        break;
+    }
     case OP_ROLL: {
         int sh = W(ke, KP_ROLLSHIFT, v, 0, 0);
         const char *S = new_index(ke, v->rank, d);
@@ -787,7 +820,8 @@ static void emit_node(KE *ke, Val *v, int d) {
     case OP_TRANSPOSE:
     case OP_PAD:
     case OP_ROLL:
-    case OP_STACK: emit_index_load(ke, v, d); return;
+    case OP_STACK:
+    case OP_UPDATE: emit_index_load(ke, v, d); return;
     case OP_CHECKDIM:
         ref(ke, v->args[0], r0, sizeof r0);
         ind(b, d);

@@ -232,7 +232,8 @@ static int64_t dkey_compute(F *f, Val *v, int axis, int depth) {
         if (v->args[0]->rank != v->rank) return uniq;
         return dkey(f, v->args[0], axis, depth + 1);
     case OP_REVERSE: return dkey(f, v->args[0], axis, depth + 1);
-    case OP_ROLL: return dkey(f, v->args[0], axis, depth + 1);
+    case OP_ROLL:
+    case OP_UPDATE: return dkey(f, v->args[0], axis, depth + 1);
     case OP_STACK:
         if (axis == v->axis) return DK(T_CONST, v->nargs);
         return dkey(f, v->args[0], axis < v->axis ? axis : axis - 1, depth + 1);

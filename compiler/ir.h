@@ -168,6 +168,10 @@ typedef enum {
     X(ROLL, "roll", OK_INDEX, 1u, 4)     /* args: x, shift (i64); along v->axis, or over the     \
                                             flattened array when AXIS_ALL (np.roll) */           \
     X(STACK, "stack", OK_INDEX, VA_ALL, 4) /* args: xs... (one shape): a new axis v->axis */      \
+    X(UPDATE, "update", OK_INDEX, 3u, 4) /* args: x, e, then per axis k of x start, stop, step \
+                                            at args[2+3k..4+3k] and v->slmode[k] as a slice's: \
+                                            x with that part (the region) set to e, which     \
+                                            broadcasts to the region (a[i, lo:hi] = e) */     \
     X(MATMUL, "matmul", OK_MATMUL, VA_ALL, 0) /* args: x (2-D), y (1-D or 2-D) */                 \
     X(SCATTER, "scatter", OK_HIST, 6u, 0) /* args: dest (1-D), idx (1-D integers), vals (idx's  \
                                              shape or a scalar): dest with dest[idx[j]] = vals[j],\

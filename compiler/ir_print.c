@@ -92,7 +92,7 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
         fprintf(out, " perm=");
         for (int i = 0; i < v->rank; i++) fprintf(out, i ? ",%d" : "%d", v->perm[i]);
     }
-    if (v->op == OP_SLICE) {
+    if (v->op == OP_SLICE || v->op == OP_UPDATE) {
         fprintf(out, " modes=");
         int r = v->args[0]->rank;
         for (int i = 0; i < r; i++) fputc(v->slmode[i] == SL_INDEX ? 'i' : 'r', out);

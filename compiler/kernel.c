@@ -57,11 +57,15 @@ void kernel_layout_params(Arena *a, Kernel *k) {
             if (kernel_chain_src(k, x)) continue; /* read through the chain */
             for (int ax = 0; ax < x->rank; ax++) add_param(a, k, &cap, KP_SRCSTRIDE, v, ax, j);
         }
-        if (v->op == OP_SLICE)
+        if (v->op == OP_SLICE || v->op == OP_UPDATE)
             for (int ax = 0; ax < v->args[0]->rank; ax++) {
                 add_param(a, k, &cap, KP_SLSTART, v, ax, 0);
                 add_param(a, k, &cap, KP_SLSTEP, v, ax, 0);
             }
+        if (v->op == OP_UPDATE) {
+            for (int ax = 0; ax < v->rank; ax++) add_param(a, k, &cap, KP_UPD, v, ax, 0);
+            for (int ax = 0; ax < v->args[1]->rank; ax++) add_param(a, k, &cap, KP_UPD, v, ax, 1);
+        }
         if (v->op == OP_CONCAT)
             for (int j = 0; j <= v->nargs; j++) add_param(a, k, &cap, KP_CATOFF, v, 0, j);
         if (v->op == OP_GATHER) add_param(a, k, &cap, KP_GLEN, v, 0, 0);
@@ -90,7 +94,8 @@ bool index_chains(int op) {
     case OP_CONCAT:
     case OP_PAD:
     case OP_ROLL:
-    case OP_STACK: return true;
+    case OP_STACK:
+    case OP_UPDATE: return true;
     default: return false;
     }
 }

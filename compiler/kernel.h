@@ -52,6 +52,8 @@ typedef enum {
     KP_PADW,     /* pad v: its width */
     KP_ROLLSHIFT,/* roll v: its shift modulo the rolled length, in [0, length) */
     KP_HBINS,    /* K_HIST: the length of the destination (indices outside it are skipped) */
+    KP_UPD,      /* update v: b = 0: its region's length on axis a (1 for an index); b = 1:
+                    the size of its value (arg 1) along the value's axis a */
 } KPKind;
 
 typedef struct KParam {

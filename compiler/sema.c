@@ -3287,7 +3287,10 @@ static void bind_value(Ctx *c, const char *name, Loc loc, Val *val, bool mut, No
         }
         /* Half the nesting limit is left to the statement that uses it. */
         bool shallow = val_height(c, val) <= NEST_LIMIT / 2;
-        if (cheap(val) || (stmts_using <= 1 && !loop_use && shallow && !reads_mutable_or_effects(c, val))) {
+        /* A var's slot read is not cheap to bind straight: the var may change before the
+           name is read (value semantics: the name keeps the value it was bound to). */
+        bool var_read = val->op == OP_SLOT && c->fn->slots[val->slot].mutable_;
+        if ((cheap(val) && !var_read) || (stmts_using <= 1 && !loop_use && shallow && !reads_mutable_or_effects(c, val))) {
             Sym *sy = sym_add(c, name, loc);
             sy->kind = SYM_VAL;
             sy->val = val;
@@ -3435,6 +3438,190 @@ static Stmt *lower_sub_block(Ctx *c, Node *body) {
     return head;
 }
 
+/* ---- updates: a[...] = e on a var ------------------------------------------------------ */
+
+/* An update is lowered to a new value of the whole array, set into its slot: value
+   semantics come from that (the right side and every other name read the old value).
+   Element and slice updates are an OP_UPDATE, index arithmetic over a's shape that
+   fuses into one map kernel with the right side's producers; a[idx] = vals is a
+   scatter, a[mask] = e a where. */
+
+static Val *dim_of(Ctx *c, Val *x, int axis, Loc loc) {
+    Val *d = mk1(c, OP_DIM, DT_I64, 0, x, loc);
+    d->axis = axis;
+    return d;
+}
+
+/* One item of an update's index list: an index or array (v), or a slice lo:hi:st (each
+   may be NULL). */
+typedef struct UpdItem {
+    Val *v, *hi, *st;
+} UpdItem;
+
+/* a[mask] = e: where(mask, e, a); mask and an array e have a's shape. */
+static Val *update_mask(Ctx *c, Node *s, Val *x, Val *mask, Val *e) {
+    Loc loc = s->loc;
+    if (mask->rank != x->rank || (e->rank && e->rank != x->rank)) {
+        bool m = mask->rank != x->rank;
+        diag_error(c->d, m ? node_first_loc(s->b->args) : node_first_loc(s->a),
+                   "%s of '%s[mask] = ...' must have %s's shape%s, but it is %s and '%s' is %s", m ? "the mask" : "the value",
+                   s->name, s->name, m ? "" : " or be a scalar", tname(c->a, m ? mask->dt : e->dt, m ? mask->rank : e->rank),
+                   s->name, tname(c->a, x->dt, x->rank));
+        return NULL;
+    }
+    for (int k = 0; k < x->rank; k++) {
+        for (int w = 0; w < 2; w++) {
+            Val **p = w ? &e : &mask;
+            if (w && !e->rank) continue;
+            Val *cv = mk(c, OP_CHECKDIM, (*p)->dt, (*p)->rank, 3, loc);
+            cv->args[0] = *p;
+            cv->args[1] = dim_of(c, *p, k, loc);
+            cv->args[2] = dim_of(c, x, k, loc);
+            cv->msg = arena_printf(c->a, "%s of '%s[mask] = ...' has size %%lld along axis %d but '%s' has size %%lld",
+                                   w ? "the value" : "the mask", s->name, k, s->name);
+            *p = cv;
+        }
+    }
+    return ew(c, OP_SELECT, x->dt, mask, e, x, loc);
+}
+
+/* a[idx] = vals (a and idx 1-D): scatter(a, idx, vals) with negative indices counted
+   from the end and every index checked as a[idx] checks it: the values are taken
+   through where(true, vals, a[idx]), so that the gather (its check, and its message)
+   runs inside the scatter's kernel on the elements a already has in memory. */
+static Val *update_scatter(Ctx *c, Node *s, Val *x, Val *idx, Val *e) {
+    Loc loc = s->loc;
+    if (x->rank != 1 || idx->rank != 1 || e->rank > 1) {
+        Node *at = x->rank != 1 ? s->b->a : idx->rank != 1 ? s->b->args : s->a;
+        diag_error(c->d, at->loc,
+                   "'%s[idx] = vals' needs a 1-D array, 1-D integer indices and 1-D values (or a scalar); here "
+                   "'%s' is %s, idx is %s and the values are %s",
+                   s->name, s->name, tname(c->a, x->dt, x->rank), tname(c->a, idx->dt, idx->rank), tname(c->a, e->dt, e->rank));
+        return NULL;
+    }
+    Val *i = cast_to(c, idx, DT_I64, loc), *zero = mk_i64(c, 0, loc);
+    Val *n = dim_of(c, x, 0, loc);
+    Val *ni = ew(c, OP_SELECT, DT_I64, ew(c, OP_LT, DT_BOOL, i, zero, NULL, loc), ew(c, OP_ADD, DT_I64, i, n, NULL, loc), i, loc);
+    if (e->rank == 1) {
+        Val *cv = mk(c, OP_CHECKDIM, e->dt, 1, 3, loc);
+        cv->args[0] = e;
+        cv->args[1] = dim_of(c, e, 0, loc);
+        cv->args[2] = dim_of(c, idx, 0, loc);
+        cv->msg = arena_printf(c->a, "'%s[idx] = vals' got %%lld values for %%lld indices", s->name);
+        e = cv;
+    }
+    Val *t = mk(c, OP_CONST, DT_BOOL, 0, 0, loc);
+    t->c.i = 1;
+    Val *vals = ew(c, OP_SELECT, x->dt, t, e, mk2(c, OP_GATHER, x->dt, 1, x, idx, loc), loc);
+    return mk3(c, OP_SCATTER, x->dt, 1, x, ni, vals, loc);
+}
+
+/* a[i, lo:hi:st, ...] = e: an OP_UPDATE, an index transform over a's shape that reads e
+   inside the region and a elsewhere (one map kernel with its producers). */
+static Val *update_region(Ctx *c, Node *s, Val *x, UpdItem *items, Val *e) {
+    int r = x->rank, q = 0, k = 0;
+    Val *v = mk(c, OP_UPDATE, x->dt, r, 2 + 3 * r, s->loc);
+    v->args[0] = x;
+    v->args[1] = e;
+    for (Node *a = s->b->args; a; a = a->next, k++) {
+        v->args[2 + 3 * k] = items[k].v;
+        if (a->kind == N_SLICE) {
+            v->slmode[k] = SL_RANGE, q++;
+            v->args[3 + 3 * k] = items[k].hi;
+            v->args[4 + 3 * k] = items[k].st;
+        } else {
+            v->slmode[k] = SL_INDEX;
+        }
+    }
+    for (; k < r; k++) v->slmode[k] = SL_RANGE, q++;
+    if (e->rank > q) {
+        diag_error(c->d, s->a->loc, "the value is %s but the part of '%s' it is assigned to is %d-D", tname(c->a, e->dt, e->rank),
+                   s->name, q);
+        return NULL;
+    }
+    return v;
+}
+
+static void lower_update(Ctx *c, Node *s) {
+    Node *t = s->b;
+    if (!t || t->kind != N_INDEX) return;
+    if (!s->name) {
+        diag_error(c->d, s->loc, "only a var array can be updated, by its name: write name[i, j] = ... (one index list "
+                                 "on the name)");
+        return;
+    }
+    Sym *sy = sym_find(c, s->name);
+    if (!sy) {
+        diag_error(c->d, t->a->loc, "update of unknown name '%s'; declare it first with var %s = ...;", s->name, s->name);
+        return;
+    }
+    if (sy->kind != SYM_SLOT || !sy->mutable_) {
+        diag_error(c->d, s->loc, "'%s' is not a var: declare it with `var %s = ...` to update it", s->name, s->name);
+        diag_note(c->d, sy->loc, "'%s' is bound here", s->name);
+        return;
+    }
+    if (sy->rank == 0) {
+        diag_error(c->d, t->loc, "cannot index a scalar: '%s' is %s", s->name, tname(c->a, sy->dt, 0));
+        return;
+    }
+    Ex xe = lower_expr(c, t->a);
+    if (!xe.ok) return;
+    Val *x = xe.v;
+    /* the right side first: it reads the old value */
+    Ex e = coerce(c, lower_expr(c, s->a), x->dt, s->a->loc, "the assigned value");
+    if (!e.ok) return;
+    int nitems = 0;
+    for (Node *a = t->args; a; a = a->next) nitems++;
+    if (nitems > x->rank) {
+        diag_error(c->d, t->loc, "too many indices: %d for a %d-D array", nitems, x->rank);
+        return;
+    }
+    UpdItem items[MAXRANK] = {{0}};
+    bool arrays = false;
+    int k = 0;
+    for (Node *a = t->args; a; a = a->next, k++) {
+        if (a->kind == N_SLICE) {
+            Node *parts[3] = {a->a, a->b, a->c};
+            Val **out[3] = {&items[k].v, &items[k].hi, &items[k].st};
+            for (int j = 0; j < 3; j++)
+                if (parts[j] && !(*out[j] = as_i64(c, lower_expr(c, parts[j]), parts[j]->loc, "a slice bound"))) return;
+            continue;
+        }
+        Ex ix = lower_expr(c, a);
+        if (!ix.ok) return;
+        if (ix.v->rank > 0) {
+            arrays = true;
+            items[k].v = concrete(c, ix).v;
+        } else if (!(items[k].v = as_i64(c, ix, a->loc, "an index"))) {
+            return;
+        }
+    }
+    Val *v = NULL;
+    if (arrays) {
+        Val *ix = items[0].v;
+        if (nitems != 1) {
+            diag_error(c->d, t->loc, "an update takes integer indices and slices, or one index array "
+                                     "(a[idx] = vals), or one bool mask (a[mask] = e)");
+            return;
+        }
+        if (ix->dt == DT_BOOL) {
+            v = update_mask(c, s, x, ix, e.v);
+        } else if (!is_int(ix->dt)) {
+            diag_error(c->d, t->args->loc, "an index array must hold integers, not %s", dtype_info[ix->dt].name);
+            return;
+        } else {
+            v = update_scatter(c, s, x, ix, e.v);
+        }
+    } else {
+        v = update_region(c, s, x, items, e.v);
+    }
+    if (!v) return;
+    Stmt *st = stmt_new(c, S_SET, s->loc);
+    st->slot = sy->slot;
+    st->v = v;
+    emit(c, st);
+}
+
 static void lower_stmt(Ctx *c, Node *s) {
     if (c->slot_cache_n) memset(c->slot_cache, 0, sizeof(Val *) * (size_t)c->slot_cache_n);
     switch (s->kind) {
@@ -3469,6 +3656,7 @@ static void lower_stmt(Ctx *c, Node *s) {
         emit(c, st);
         return;
     }
+    case N_UPDATE: lower_update(c, s); return;
     case N_IF: {
         Val *cv = cond_val(c, s->a, "if");
         Stmt *st = stmt_new(c, S_IF, s->loc);

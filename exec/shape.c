@@ -166,11 +166,13 @@ static bool gen_dims(const Operands *o, const Val *v, int first, Dims *out) {
     return shape_fits(o->err, v->loc, v->dt, out);
 }
 
-/* Python's slice.indices() for one axis of size n; an index (SL_INDEX) takes one. */
+/* Python's slice.indices() for one axis of size n; an index (SL_INDEX) takes one. An
+   update's bounds start at args[2] (after x and the value), a slice's at args[1]. */
 static bool slice_axis(const Operands *o, const Val *v, int k, int64_t n, SliceAxis *ax) {
-    int nax = (v->nargs - 1) / 3; /* axes past the last one given are taken whole */
-    const Val *a0 = k < nax ? v->args[1 + 3 * k] : NULL, *a1 = k < nax ? v->args[2 + 3 * k] : NULL,
-              *a2 = k < nax ? v->args[3 + 3 * k] : NULL;
+    int base = v->op == OP_UPDATE ? 2 : 1;
+    int nax = (v->nargs - base) / 3; /* axes past the last one given are taken whole */
+    const Val *a0 = k < nax ? v->args[base + 3 * k] : NULL, *a1 = k < nax ? v->args[base + 1 + 3 * k] : NULL,
+              *a2 = k < nax ? v->args[base + 2 + 3 * k] : NULL;
     if (k < nax && v->slmode[k] == SL_INDEX) {
         int64_t i;
         if (!o->i64(o->fr, a0, &i) || !shape_index(o->err, v->loc, i, k, n, &ax->start)) return false;
@@ -306,6 +308,7 @@ bool shape_rule_covers(const Val *v) {
     case OP_TRANSPOSE:
     case OP_RESHAPE:
     case OP_SLICE:
+    case OP_UPDATE:
     case OP_GATHER:
     case OP_CONCAT:
     case OP_PAD:
@@ -381,6 +384,32 @@ bool shape_rule(const Operands *o, const Val *v, Dims *out, SliceAxis *sl) {
             if (k >= (v->nargs - 1) / 3 || v->slmode[k] != SL_INDEX) out->d[out->rank++] = ax.len;
         }
         return true;
+    case OP_UPDATE: {
+        /* x's shape; the value broadcasts to the region (NumPy's rule, trailing axes) */
+        Dims e;
+        int64_t len[MAXRANK];
+        int q = 0;
+        for (int k = 0; k < x.rank; k++) {
+            SliceAxis ax;
+            if (!slice_axis(o, v, k, x.d[k], &ax)) return false;
+            if (sl) sl[k] = ax;
+            if (v->slmode[k] != SL_INDEX) len[q++] = ax.len;
+        }
+        if (!o->dims(o->fr, v->args[1], &e)) return false;
+        ASSERT(e.rank <= q);
+        for (int p = 0; p < e.rank; p++)
+            if (e.d[p] != 1 && e.d[p] != len[q - e.rank + p]) {
+                Dims rg = {.rank = q};
+                memcpy(rg.d, len, sizeof(int64_t) * (size_t)q);
+                char s1[200], s2[200];
+                rt_error(o->err, v->loc, "could not broadcast the assigned value of shape %s into the updated part of "
+                                         "shape %s",
+                         dstr(s1, sizeof s1, &e), dstr(s2, sizeof s2, &rg));
+                return false;
+            }
+        *out = x;
+        return true;
+    }
     case OP_GATHER: {
         Dims idx;
         if (!o->dims(o->fr, v->args[1], &idx)) return false;

@@ -49,6 +49,8 @@ typedef enum {
     N_VAR,     /* var name [: type] = a */
     N_LETTUPLE,/* let (x, _, y) = a; args: list of N_IDENT (`_` discards); ival 1 for var */
     N_ASSIGN,  /* name = a */
+    N_UPDATE,  /* b[...] = a (b an N_INDEX; name: its base when that is an identifier, else
+                  NULL); loc at the '=' */
     N_IF,      /* if a { body } else { els }; els is a N_BLOCK or N_IF or NULL */
     N_FOR,     /* for name in a..b { body } */
     N_WHILE,   /* while a { body } */

@@ -186,10 +186,16 @@ stmt(A) ::= IDENT(N) ASSIGN expr(E) SEMI. {
     A->a = E;
     A = node_done(ps, A);
 }
-/* Not in the language yet: parsed only to say so (parse.c). */
-stmt(A) ::= expr(E) LBRACKET items RBRACKET ASSIGN(O) expr SEMI. {
-    report_index_assign(ps, E, O);
-    A = NULL;
+/* An update of part of a var array: sema lowers it to a new value of the array. */
+stmt(A) ::= expr(E) LBRACKET items(L) RBRACKET ASSIGN(O) expr(V) SEMI. {
+    A = node_new(ps, N_UPDATE, O.loc);
+    Node *t = node_new(ps, N_INDEX, node_first_loc(E));
+    t->a = E;
+    t->args = L.head;
+    A->b = node_done(ps, t);
+    A->name = E->kind == N_IDENT ? E->name : NULL;
+    A->a = V;
+    A = node_done(ps, A);
 }
 stmt(A) ::= ifstmt(I). { A = I; }
 stmt(A) ::= FOR(K) IDENT(N) IN expr(L) DOTDOT expr(H) block(B). {

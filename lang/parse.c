@@ -305,17 +305,6 @@ void report_stack_overflow(ParseCtx *ps) {
     ps->stop = true;
 }
 
-/* `x[...] = e;` parses (so that the message can say what it is) but cuk has no array
-   updates yet: report it at the '='. */
-void report_index_assign(ParseCtx *ps, Node *base, Tok eq) {
-    const char *x = base->kind == N_IDENT ? base->name : "x";
-    diag_error(ps->diag, eq.loc,
-               "indexed assignment '%s[...] = ...' is not supported yet: cuk cannot update part of "
-               "an array; compute a new array instead (for element i of a 1-D array: "
-               "where(iota(len(%s)) == i, v, %s))",
-               x, x, x);
-}
-
 /* ---- the driver ----------------------------------------------------------------------- */
 
 typedef struct Driver {
@@ -604,6 +593,11 @@ static void dump(FILE *o, const Node *n, int ind) {
         break;
     case N_ASSIGN:
         fprintf(o, "(assign %s", n->name);
+        child(o, n->a, ind + 2);
+        break;
+    case N_UPDATE:
+        fputs("(update", o);
+        child(o, n->b, ind + 2);
         child(o, n->a, ind + 2);
         break;
     case N_IF:

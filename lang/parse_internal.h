@@ -94,7 +94,6 @@ void add_fn(ParseCtx *ps, Node *fn);
 /* Called from %syntax_error; ps->expect says what was acceptable. */
 void report_syntax_error(ParseCtx *ps, const Tok *tok);
 void report_stack_overflow(ParseCtx *ps);
-void report_index_assign(ParseCtx *ps, Node *base, Tok eq);
 
 /* Helpers defined in the grammar's %code section (they need Lemon's tables). */
 void *CukParseAlloc(void *(*mallocProc)(size_t), ParseCtx *ps);

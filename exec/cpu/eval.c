@@ -2333,6 +2333,50 @@ out:
     return r;
 }
 
+/* x with its region (a[i, lo:hi:st] = e) set to e, broadcast to the region: a copy of
+   x, then each region element written from e. In place when x is the var's array and
+   nothing else holds it: sema makes an update the whole value of an S_SET of the very
+   slot it reads (args[0]), so held by that slot, this statement's memo and us alone
+   (3 references) the old value has no other reader once e is computed (e is a separate
+   array, or the check below sees it is x itself). */
+static Arr *eval_update(Frame *f, const Val *v) {
+    Arr *x = eval(f, v->args[0]), *e = NULL, *r = NULL;
+    Dims od;
+    SliceAxis ax[MAXRANK];
+    if (!x || !(e = eval(f, v->args[1])) || !shape_rule(&f->ops, v, &od, ax)) goto out;
+    int esz = esize(x->dt), rank = x->rank, q = 0;
+    if (v->args[0]->op == OP_SLOT && f->slots[v->args[0]->slot] == x && x->refs == 3 && e != x) {
+        r = arr_retain(x);
+    } else {
+        if (!(r = new_arr(f, v->loc, x->dt, x->rank, x->shape))) goto out;
+        if (x->size) memcpy(r->data, x->data, (size_t)(x->size * esz));
+    }
+    int64_t xs[MAXRANK], es[MAXRANK], est[MAXRANK] = {0}, idx[MAXRANK] = {0}, total = 1;
+    int qof[MAXRANK];
+    c_strides(rank, x->shape, xs);
+    c_strides(e->rank, e->shape, es);
+    for (int k = 0; k < rank; k++) {
+        qof[k] = v->slmode[k] == SL_INDEX ? -1 : q++;
+        total *= ax[k].len;
+    }
+    /* e's stride for each region axis: 0 where it broadcasts */
+    for (int p = 0; p < e->rank; p++)
+        if (e->shape[p] != 1) est[q - e->rank + p] = es[p];
+    for (int64_t t = 0; t < total; t++) {
+        int64_t xo = 0, eo = 0;
+        for (int k = 0; k < rank; k++) {
+            xo += (ax[k].start + idx[k] * ax[k].step) * xs[k];
+            if (qof[k] >= 0) eo += idx[k] * est[qof[k]];
+        }
+        memcpy((char *)r->data + xo * esz, (const char *)e->data + eo * esz, (size_t)esz);
+        for (int k = rank - 1; k >= 0 && ++idx[k] == ax[k].len; k--) idx[k] = 0;
+    }
+out:
+    arr_release(x);
+    arr_release(e);
+    return r;
+}
+
 /* roll(x, shift): along v->axis, or over the flattened array (np.roll). */
 static Arr *eval_roll(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]), *r = NULL;
@@ -2519,6 +2563,7 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_CONCAT: return eval_concat(f, v);
     case OP_PAD: return eval_pad(f, v);
     case OP_ROLL: return eval_roll(f, v);
+    case OP_UPDATE: return eval_update(f, v);
     case OP_STACK: return eval_stack(f, v);
     case OP_RESHAPE: return eval_reshape(f, v);
     case OP_TRANSPOSE: return eval_transpose(f, v);

@@ -659,6 +659,12 @@ static bool launch(Frame *f, const Kernel *k) {
             if (ok) w[i] = p->kind == KP_SLSTART ? ax.start : ax.step;
             break;
         }
+        case KP_UPD: {
+            SliceAxis ax;
+            if (p->b == 0) ok = slice_axis(f, p->v, p->a, &ax), w[i] = ok ? ax.len : 0;
+            else if ((ok = shape_of(f, p->v->args[1], &x))) w[i] = x.shape[p->a];
+            break;
+        }
         case KP_CATOFF: {
             int64_t off = 0;
             for (int q = 0; ok && q < p->b; q++) {
