@@ -1245,6 +1245,17 @@ static Ex builtin_roll(Ctx *c, Node *call, CallArgs *ca) {
     return ex_val(v);
 }
 
+/* The positional arguments of concat() or stack() (at most 32, CallArgs' limit), lowered
+   and unified to one element type. */
+static bool lower_unified(Ctx *c, CallArgs *ca, Ex *xs, Node **nodes, Loc loc, const char *what) {
+    for (int i = 0; i < ca->npos; i++) {
+        xs[i] = lower_expr(c, ca->pos[i]);
+        nodes[i] = ca->pos[i];
+        if (!xs[i].ok) return false;
+    }
+    return unify(c, xs, ca->npos, nodes, loc, what);
+}
+
 /* stack(a, b, ..., axis=k): np.stack, a new axis k (0 by default; negative counts
    from the end of the result's axes). */
 static Ex builtin_stack(Ctx *c, Node *call, CallArgs *ca) {
@@ -1257,12 +1268,7 @@ static Ex builtin_stack(Ctx *c, Node *call, CallArgs *ca) {
     }
     Ex xs[32];
     Node *nodes[32];
-    for (int i = 0; i < ca->npos; i++) {
-        xs[i] = lower_expr(c, ca->pos[i]);
-        nodes[i] = ca->pos[i];
-        if (!xs[i].ok) return ex_bad();
-    }
-    if (!unify(c, xs, ca->npos, nodes, loc, "stack")) return ex_bad();
+    if (!lower_unified(c, ca, xs, nodes, loc, "stack")) return ex_bad();
     for (int i = 0; i < ca->npos; i++) {
         xs[i] = concrete(c, xs[i]);
         if (!xs[i].ok) return ex_bad();
@@ -1458,12 +1464,7 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
         }
         Ex xs[32];
         Node *nodes[32];
-        for (int i = 0; i < ca->npos; i++) {
-            xs[i] = lower_expr(c, ca->pos[i]);
-            nodes[i] = ca->pos[i];
-            if (!xs[i].ok) return ex_bad();
-        }
-        if (!unify(c, xs, ca->npos, nodes, loc, "concat")) return ex_bad();
+        if (!lower_unified(c, ca, xs, nodes, loc, "concat")) return ex_bad();
         int rank = xs[0].v->rank;
         for (int i = 0; i < ca->npos; i++) {
             if (xs[i].v->rank == 0) {
