@@ -1276,6 +1276,60 @@ static void declare_accs(KE *ke, const char **types, int d) {
     for (int j = 0; j < ke->k->nreds; j++) declare_accs_one(ke, types[j], j, d);
 }
 
+/* Per-element work of a chunked kernel (a reduction's folds, a histogram's update),
+   emitted at depth d for the element at index i. */
+typedef void (*EachFn)(KE *ke, int d, void *ctx);
+
+/* The vector-aligned part of a kernel whose blocks each take a contiguous chunk:
+   nvec 16-byte vectors per leaf, UNROLL of them in flight per thread, then the chunk's
+   remaining vectors one at a time; each element's targets evaluated and `each` emitted.
+   Returns the vector width; the caller goes on from element nvec * V one at a time. */
+static int emit_vector_chunks(KE *ke, Val **tg, int ntg, EachFn each, void *ctx) {
+    Buf *b = ke->b;
+    const int U = 4;
+    reset_scope(ke);
+    Leaves L = leaves_new(ke);
+    collect_leaves(ke, tg, ntg, &L);
+    int V = vec_width(&L, NULL, 0);
+    bprintf(b, "    const long long nvec = (%s) ? n / %d : 0;\n", vec_cond(ke, &L, NULL, 0), V);
+    bputs(b, "    {\n"
+             "        const long long cv = (nvec + gridDim.x - 1) / gridDim.x;\n"
+             "        const long long vlo = (long long)blockIdx.x * cv, vhi = vlo + cv < nvec ? vlo + cv : nvec;\n"
+             "        long long q = vlo + threadIdx.x;\n");
+    declare_leaf_regs(ke, &L, V, U, 2);
+    bprintf(b, "        for (; q + %d * (long long)blockDim.x < vhi; q += %d * (long long)blockDim.x) {\n", U - 1, U);
+    bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
+    load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "(q + u_ * (long long)blockDim.x) * %d", V), 4);
+    bputs(b, "            }\n");
+    bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
+    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                    const long long i = (q + u_ * (long long)blockDim.x) * %d + e_;\n", V);
+    ke->leaf_sel = "[u_].x[e_]";
+    ke->flatc = true;
+    reset_scope(ke);
+    emit_eval_at(ke, tg, ntg, 5, false);
+    each(ke, 5, ctx);
+    bputs(b, "                }\n            }\n        }\n");
+    bputs(b, "        for (; q < vhi; q += blockDim.x) {\n");
+    load_leaf_regs(ke, &L, V, "[0]", arena_printf(ke->e->a, "q * %d", V), 3);
+    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                const long long i = q * %d + e_;\n", V);
+    ke->leaf_sel = "[0].x[e_]";
+    reset_scope(ke);
+    emit_eval_at(ke, tg, ntg, 4, false);
+    each(ke, 4, ctx);
+    bputs(b, "            }\n        }\n    }\n");
+    ke->leaf_sel = NULL;
+    ke->flatc = false;
+    return V;
+}
+
+/* A reduction kernel's folds of element i (ctx: the kernel). */
+static void each_fold(KE *ke, int d, void *ctx) {
+    const Kernel *k = ctx;
+    for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "i", d);
+}
+
 static void emit_reduce(KE *ke) {
     const Kernel *k = ke->k;
     const char **types = NEWN(ke->e->a, const char *, k->nreds);
@@ -1318,41 +1372,7 @@ static void emit_reduce(KE *ke) {
             /* Fast path: the vector-aligned part in per-block contiguous chunks, each
                thread with UNROLL 16-byte vectors in flight per input; the rest (a tail
                under one vector, or everything when not flat) one element at a time. */
-            const int U = 4;
-            reset_scope(ke);
-            Leaves L = leaves_new(ke);
-            collect_leaves(ke, ins, k->nreds, &L);
-            int V = vec_width(&L, NULL, 0);
-            bprintf(b, "    const long long nvec = (%s) ? n / %d : 0;\n", vec_cond(ke, &L, NULL, 0), V);
-            bputs(b, "    {\n"
-                     "        const long long cv = (nvec + gridDim.x - 1) / gridDim.x;\n"
-                     "        const long long vlo = (long long)blockIdx.x * cv, vhi = vlo + cv < nvec ? vlo + cv : nvec;\n"
-                     "        long long q = vlo + threadIdx.x;\n");
-            declare_leaf_regs(ke, &L, V, U, 2);
-            bprintf(b, "        for (; q + %d * (long long)blockDim.x < vhi; q += %d * (long long)blockDim.x) {\n", U - 1, U);
-            bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
-            load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "(q + u_ * (long long)blockDim.x) * %d", V), 4);
-            bputs(b, "            }\n");
-            bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
-            bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
-            bprintf(b, "                    const long long i = (q + u_ * (long long)blockDim.x) * %d + e_;\n", V);
-            ke->leaf_sel = "[u_].x[e_]";
-            ke->flatc = true;
-            reset_scope(ke);
-            emit_eval_at(ke, ins, k->nreds, 5, false);
-            for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "i", 5);
-            bputs(b, "                }\n            }\n        }\n");
-            bputs(b, "        for (; q < vhi; q += blockDim.x) {\n");
-            load_leaf_regs(ke, &L, V, "[0]", arena_printf(ke->e->a, "q * %d", V), 3);
-            bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
-            bprintf(b, "                const long long i = q * %d + e_;\n", V);
-            ke->leaf_sel = "[0].x[e_]";
-            reset_scope(ke);
-            emit_eval_at(ke, ins, k->nreds, 4, false);
-            for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "i", 4);
-            bputs(b, "            }\n        }\n    }\n");
-            ke->leaf_sel = NULL;
-            ke->flatc = false;
+            int V = emit_vector_chunks(ke, ins, k->nreds, each_fold, (void *)k);
             lo0 = arena_printf(ke->e->a, "nvec * %d", V);
         }
         bprintf(b, "    const long long rs_ = %s;\n", lo0);
@@ -1915,6 +1935,12 @@ static void emit_hist_update(KE *ke, int d) {
     bputs(ke->b, " } }\n");
 }
 
+/* A histogram kernel's update of element i. */
+static void each_hist(KE *ke, int d, void *ctx) {
+    (void)ctx;
+    emit_hist_update(ke, d);
+}
+
 /* deterministic=true: each block folds its contiguous chunk in element order (one
    thread folds each tile of block values that all threads computed) into private bins,
    writes them to scratch, and the last block folds the blocks' bins in block order into
@@ -2005,41 +2031,7 @@ static void emit_hist(KE *ke) {
                 cnt ? "0u" : hist_zero(h->dt));
     }
     Val *tg[2] = {h->args[1], h->args[2]};
-    const int U = 4;
-    reset_scope(ke);
-    Leaves L = leaves_new(ke);
-    collect_leaves(ke, tg, 2, &L);
-    int V = vec_width(&L, NULL, 0);
-    bprintf(b, "    const long long nvec = (%s) ? n / %d : 0;\n", vec_cond(ke, &L, NULL, 0), V);
-    bputs(b, "    {\n"
-             "        const long long cv = (nvec + gridDim.x - 1) / gridDim.x;\n"
-             "        const long long vlo = (long long)blockIdx.x * cv, vhi = vlo + cv < nvec ? vlo + cv : nvec;\n"
-             "        long long q = vlo + threadIdx.x;\n");
-    declare_leaf_regs(ke, &L, V, U, 2);
-    bprintf(b, "        for (; q + %d * (long long)blockDim.x < vhi; q += %d * (long long)blockDim.x) {\n", U - 1, U);
-    bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
-    load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "(q + u_ * (long long)blockDim.x) * %d", V), 4);
-    bputs(b, "            }\n");
-    bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
-    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                    const long long i = (q + u_ * (long long)blockDim.x) * %d + e_;\n", V);
-    ke->leaf_sel = "[u_].x[e_]";
-    ke->flatc = true;
-    reset_scope(ke);
-    emit_eval_at(ke, tg, 2, 5, false);
-    emit_hist_update(ke, 5);
-    bputs(b, "                }\n            }\n        }\n");
-    bputs(b, "        for (; q < vhi; q += blockDim.x) {\n");
-    load_leaf_regs(ke, &L, V, "[0]", arena_printf(ke->e->a, "q * %d", V), 3);
-    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                const long long i = q * %d + e_;\n", V);
-    ke->leaf_sel = "[0].x[e_]";
-    reset_scope(ke);
-    emit_eval_at(ke, tg, 2, 4, false);
-    emit_hist_update(ke, 4);
-    bputs(b, "            }\n        }\n    }\n");
-    ke->leaf_sel = NULL;
-    ke->flatc = false;
+    int V = emit_vector_chunks(ke, tg, 2, each_hist, NULL);
     bprintf(b, "    const long long rs_ = nvec * %d;\n", V);
     bputs(b, "    const long long chunk = (n - rs_ + gridDim.x - 1) / gridDim.x;\n"
              "    const long long lo = rs_ + (long long)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;\n"
