@@ -1276,6 +1276,22 @@ static void declare_accs(KE *ke, const char **types, int d) {
     for (int j = 0; j < ke->k->nreds; j++) declare_accs_one(ke, types[j], j, d);
 }
 
+/* The end of a kernel whose block reduces one line o at a time (an axis reduction's
+   line, a segment): the block's partials combined, thread 0 writes result o. */
+static void emit_line_results(KE *ke) {
+    const Kernel *k = ke->k;
+    Buf *b = ke->b;
+    bputs(b, "        }}\n");
+    for (int j = 0; j < k->nreds; j++) {
+        Val *r = k->reds[j];
+        bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
+        bputs(b, "        if (threadIdx.x == 0) {\n");
+        finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 3);
+        bputs(b, "        }\n");
+    }
+    bputs(b, "        __syncthreads();\n    }\n}\n\n");
+}
+
 /* Per-element work of a chunked kernel (a reduction's folds, a histogram's update),
    emitted at depth d for the element at index i. */
 typedef void (*EachFn)(KE *ke, int d, void *ctx);
@@ -1353,15 +1369,7 @@ static void emit_reduce(KE *ke) {
         reset_scope(ke);
         emit_eval(ke, ins, k->nreds, 3);
         for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "(i - lo_)", 3);
-        bputs(b, "        }}\n");
-        for (int j = 0; j < k->nreds; j++) {
-            Val *r = k->reds[j];
-            bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
-            bputs(b, "        if (threadIdx.x == 0) {\n");
-            finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 3);
-            bputs(b, "        }\n");
-        }
-        bputs(b, "        __syncthreads();\n    }\n}\n\n");
+        emit_line_results(ke);
         return;
     }
     if (k->axis == AXIS_ALL || k->rank <= 1) {
@@ -1421,15 +1429,7 @@ static void emit_reduce(KE *ke) {
     reset_scope(ke);
     emit_eval(ke, ins, k->nreds, 3);
     for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "t", 3);
-    bputs(b, "        }}\n");
-    for (int j = 0; j < k->nreds; j++) {
-        Val *r = k->reds[j];
-        bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
-        bputs(b, "        if (threadIdx.x == 0) {\n");
-        finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 3);
-        bputs(b, "        }\n");
-    }
-    bputs(b, "        __syncthreads();\n    }\n}\n\n");
+    emit_line_results(ke);
 }
 
 /* A row reduction r divides some element of the kernel (softmax's e / sum(e)): the
