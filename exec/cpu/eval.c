@@ -1984,44 +1984,65 @@ static bool segred_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
     return true;
 }
 
-static Arr *eval_segreduce(Frame *f, const Val *v) {
-    const Val *initv = v->init;
+/* What a segmented reduction (reduce) or scan runs with: v's initial value and
+   lambda, x streamed, the offsets checked, the result ([k], or x's length) and, where
+   x's type is not the fold type, a conversion buffer. */
+typedef struct SegRun {
     Cell init;
-    init.u64 = 0;
-    if (initv && !get_cell(f, initv, v->dt, &init)) return NULL;
-    SProg lam, *lp = NULL;
+    SProg lam, *lp;
+    Stream s;
+    bool opened; /* stream_open was called: stream_close is due */
+    Arr *res, *offs;
+    void *conv;
+    DType fdt;
+} SegRun;
+
+/* false after an error (reported); seg_finish is due either way. */
+static bool seg_start(Frame *f, const Val *v, bool reduce, SegRun *g) {
+    memset(g, 0, sizeof *g);
+    if (v->init && !get_cell(f, v->init, v->dt, &g->init)) return false;
     if (v->red == RED_LAMBDA) {
         ASSERT(v->lam);
-        if (!sprog_build(f, v->lam, &lam)) return NULL;
-        lp = &lam;
+        if (!sprog_build(f, v->lam, &g->lam)) return false;
+        g->lp = &g->lam;
     }
-    Stream s;
-    Arr *res = NULL, *offs = NULL;
-    void *conv = NULL;
-    if (!stream_open(f, v->args[0], &s)) goto out;
-    if (!(offs = seg_offsets(f, v, s.size))) goto out;
-    int64_t k = offs->size - 1;
-    if (!(res = new_arr(f, v->loc, v->dt, 1, &k))) goto out;
-    DType fdt = red_fold_dt(v->red, s.dt, v->dt);
-    if (fdt != s.dt && !(conv = malloc((size_t)CHUNK * 8))) {
+    g->opened = true;
+    if (!stream_open(f, v->args[0], &g->s)) return false;
+    if (!(g->offs = seg_offsets(f, v, g->s.size))) return false;
+    int64_t len = reduce ? g->offs->size - 1 : g->s.size;
+    if (!(g->res = new_arr(f, v->loc, v->dt, 1, &len))) return false;
+    g->fdt = reduce ? red_fold_dt(v->red, g->s.dt, v->dt) : v->dt;
+    if (g->fdt != g->s.dt && !(g->conv = malloc((size_t)CHUNK * 8))) {
         rt_error(f->c->err, v->loc, "out of memory");
-        arr_release(res);
-        res = NULL;
-        goto out;
+        arr_release(g->res);
+        g->res = NULL;
+        return false;
     }
-    SegRed r = {.in_dt = s.dt, .out_dt = v->dt, .conv = conv, .offs = offs->data, .k = k, .lam = lp,
-                .init = initv ? &init : NULL, .res = res};
-    r.st.op = v->red;
-    r.st.dt = fdt;
-    segred_begin(&r);
-    stream_run(&s, segred_sink, &r);
-    while (r.seg < k) segred_end(&r); /* the last one and empty ones after it */
-out:
-    free(conv);
-    arr_release(offs);
-    stream_close(&s);
-    if (lp) sprog_free(lp);
-    return res;
+    return true;
+}
+
+/* Frees what seg_start took; the result (NULL after an error). */
+static Arr *seg_finish(SegRun *g) {
+    free(g->conv);
+    arr_release(g->offs);
+    if (g->opened) stream_close(&g->s);
+    if (g->lp) sprog_free(g->lp);
+    return g->res;
+}
+
+static Arr *eval_segreduce(Frame *f, const Val *v) {
+    SegRun g;
+    if (seg_start(f, v, true, &g)) {
+        int64_t k = g.offs->size - 1;
+        SegRed r = {.in_dt = g.s.dt, .out_dt = v->dt, .conv = g.conv, .offs = g.offs->data, .k = k, .lam = g.lp,
+                    .init = v->init ? &g.init : NULL, .res = g.res};
+        r.st.op = v->red;
+        r.st.dt = g.fdt;
+        segred_begin(&r);
+        stream_run(&g.s, segred_sink, &r);
+        while (r.seg < k) segred_end(&r); /* the last one and empty ones after it */
+    }
+    return seg_finish(&g);
 }
 
 typedef struct SegScan {
@@ -2058,39 +2079,14 @@ static bool segscan_sink(void *ctx, const void *vals, int64_t off, int64_t len) 
 }
 
 static Arr *eval_segscan(Frame *f, const Val *v) {
-    const Val *initv = v->init;
-    Cell init;
-    init.u64 = 0;
-    if (initv && !get_cell(f, initv, v->dt, &init)) return NULL;
-    SProg lam, *lp = NULL;
-    if (v->red == RED_LAMBDA) {
-        ASSERT(v->lam);
-        if (!sprog_build(f, v->lam, &lam)) return NULL;
-        lp = &lam;
+    SegRun g;
+    if (seg_start(f, v, false, &g)) {
+        SegScan r = {.sink = {.in_dt = g.s.dt, .conv = g.conv, .out = g.res}, .v = v, .lam = g.lp,
+                     .init = v->init ? &g.init : NULL, .offs = g.offs->data, .k = g.offs->size - 1};
+        scan_start(&r.sink.st, v, g.lp, v->init != NULL, &g.init);
+        stream_run(&g.s, segscan_sink, &r);
     }
-    Stream s;
-    Arr *res = NULL, *offs = NULL;
-    void *conv = NULL;
-    if (!stream_open(f, v->args[0], &s)) goto out;
-    if (!(offs = seg_offsets(f, v, s.size))) goto out;
-    int64_t n = s.size;
-    if (!(res = new_arr(f, v->loc, v->dt, 1, &n))) goto out;
-    if (s.dt != v->dt && !(conv = malloc((size_t)CHUNK * 8))) {
-        rt_error(f->c->err, v->loc, "out of memory");
-        arr_release(res);
-        res = NULL;
-        goto out;
-    }
-    SegScan r = {.sink = {.in_dt = s.dt, .conv = conv, .out = res}, .v = v, .lam = lp,
-                 .init = initv ? &init : NULL, .offs = offs->data, .k = offs->size - 1};
-    scan_start(&r.sink.st, v, lp, initv != NULL, &init);
-    stream_run(&s, segscan_sink, &r);
-out:
-    free(conv);
-    arr_release(offs);
-    stream_close(&s);
-    if (lp) sprog_free(lp);
-    return res;
+    return seg_finish(&g);
 }
 
 static Arr *eval_gather(Frame *f, const Val *v) {
