@@ -71,7 +71,7 @@
     X("compress", "NumPy", USE, "x[mask] or filter(f, x)")                                   \
     X("top_k", "CuPy/PyTorch", PLANNED, "top_k(x, k)")                                           \
     X("hist", "Futhark", USE, "histogram(x, nbins, lo, hi) or reduce_by_index(dest, f, idx, vals)")               \
-    X("rotate", "Futhark", PLANNED, "roll(x, shift, axis=k)")                                    \
+    X("rotate", "Futhark", USE, "roll(x, shift, axis=k)")                                        \
     X("replicate", "Futhark", USE, "full(v, n) (the value comes first)")                         \
     X("length", "Futhark", USE, "len(x)")                                                        \
     X("flatten", "Futhark/NumPy", USE, "reshape(x, -1)")                                         \
