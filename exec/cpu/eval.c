@@ -2275,17 +2275,30 @@ static Arr *eval_reverse(Frame *f, const Val *v) {
     return r;
 }
 
-static Arr *eval_concat(Frame *f, const Val *v) {
-    int n = v->nargs;
-    Arr **xs = calloc((size_t)n, sizeof(Arr *)), *r = NULL;
+/* The operands of concat or stack, each evaluated (*xsp, v->nargs of them, for the
+   caller to release) and the result allocated by v's shape rule (*rp). false after an
+   error, with *xsp NULL only when it could not be allocated. */
+static bool eval_joined(Frame *f, const Val *v, Arr ***xsp, Arr **rp, Dims *od) {
+    Arr **xs = calloc((size_t)v->nargs, sizeof(Arr *));
+    *xsp = xs;
+    *rp = NULL;
     if (!xs) {
         rt_error(f->c->err, v->loc, "out of memory");
-        return NULL;
+        return false;
     }
-    for (int i = 0; i < n; i++)
-        if (!(xs[i] = eval(f, v->args[i]))) goto out;
+    for (int i = 0; i < v->nargs; i++)
+        if (!(xs[i] = eval(f, v->args[i]))) return false;
+    return shape_rule(&f->ops, v, od, NULL) && (*rp = new_arr(f, v->loc, xs[0]->dt, od->rank, od->d)) != NULL;
+}
+
+static Arr *eval_concat(Frame *f, const Val *v) {
+    int n = v->nargs;
+    Arr **xs, *r;
     Dims od;
-    if (!shape_rule(&f->ops, v, &od, NULL) || !(r = new_arr(f, v->loc, xs[0]->dt, od.rank, od.d))) goto out;
+    if (!eval_joined(f, v, &xs, &r, &od)) {
+        if (!xs) return NULL;
+        goto out;
+    }
     int axis = v->axis;
     int64_t outer = 1;
     for (int k = 0; k < axis; k++) outer *= od.d[k];
@@ -2400,15 +2413,12 @@ out:
 /* stack(xs..., axis=k): per index before the new axis, each operand's block in turn. */
 static Arr *eval_stack(Frame *f, const Val *v) {
     int n = v->nargs;
-    Arr **xs = calloc((size_t)n, sizeof(Arr *)), *r = NULL;
-    if (!xs) {
-        rt_error(f->c->err, v->loc, "out of memory");
-        return NULL;
-    }
-    for (int i = 0; i < n; i++)
-        if (!(xs[i] = eval(f, v->args[i]))) goto out;
+    Arr **xs, *r;
     Dims od;
-    if (!shape_rule(&f->ops, v, &od, NULL) || !(r = new_arr(f, v->loc, xs[0]->dt, od.rank, od.d))) goto out;
+    if (!eval_joined(f, v, &xs, &r, &od)) {
+        if (!xs) return NULL;
+        goto out;
+    }
     int64_t outer = 1, inner = esize(r->dt);
     for (int k = 0; k < v->axis; k++) outer *= od.d[k];
     for (int k = v->axis + 1; k < od.rank; k++) inner *= od.d[k];
