@@ -187,46 +187,41 @@ static PyObject *py_mem_free(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* memcpy_htod(dst, src_buffer, stream=None, async=False) */
+/* A copy between a host buffer and device memory: memcpy_htod(dst, src_buffer,
+   stream=None, async=False) when to_dev, else memcpy_dtoh(dst_buffer, src, ...). */
+static PyObject *memcpy_host(PyObject *args, bool to_dev) {
+    PyObject *dst, *src, *so = Py_None;
+    int async = 0;
+    if (!PyArg_ParseTuple(args, "OO|Op", &dst, &src, &so, &async)) return NULL;
+    cuk_devptr d;
+    cuk_stream *s;
+    if (devptr_of(to_dev ? dst : src, &d) < 0 || stream_of(so, &s) < 0) return NULL;
+    Py_buffer b;
+    if (PyObject_GetBuffer(to_dev ? src : dst, &b, to_dev ? PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        return NULL;
+    cuk_status st = CUK_OK;
+    size_t n = (size_t)b.len;
+    if (n) {
+        Py_BEGIN_ALLOW_THREADS
+        if (to_dev) st = async ? cuk_memcpy_htod_async(d, b.buf, n, s) : cuk_memcpy_htod(d, b.buf, n);
+        else st = async ? cuk_memcpy_dtoh_async(b.buf, d, n, s) : cuk_memcpy_dtoh(b.buf, d, n);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&b);
+    if (st) return raise_status(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_memcpy_htod(PyObject *m, PyObject *args) {
     (void)m;
-    PyObject *dst, *src, *so = Py_None;
-    int async = 0;
-    if (!PyArg_ParseTuple(args, "OO|Op", &dst, &src, &so, &async)) return NULL;
-    cuk_devptr d;
-    cuk_stream *s;
-    if (devptr_of(dst, &d) < 0 || stream_of(so, &s) < 0) return NULL;
-    Py_buffer b;
-    if (PyObject_GetBuffer(src, &b, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    cuk_status st = CUK_OK;
-    if (b.len) {
-        Py_BEGIN_ALLOW_THREADS st = async ? cuk_memcpy_htod_async(d, b.buf, (size_t)b.len, s) : cuk_memcpy_htod(d, b.buf, (size_t)b.len);
-        Py_END_ALLOW_THREADS
-    }
-    PyBuffer_Release(&b);
-    if (st) return raise_status(st);
-    Py_RETURN_NONE;
+    return memcpy_host(args, true);
 }
-/* memcpy_dtoh(dst_buffer, src, stream=None, async=False) */
+
 static PyObject *py_memcpy_dtoh(PyObject *m, PyObject *args) {
     (void)m;
-    PyObject *dst, *src, *so = Py_None;
-    int async = 0;
-    if (!PyArg_ParseTuple(args, "OO|Op", &dst, &src, &so, &async)) return NULL;
-    cuk_devptr d;
-    cuk_stream *s;
-    if (devptr_of(src, &d) < 0 || stream_of(so, &s) < 0) return NULL;
-    Py_buffer b;
-    if (PyObject_GetBuffer(dst, &b, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
-    cuk_status st = CUK_OK;
-    if (b.len) {
-        Py_BEGIN_ALLOW_THREADS st = async ? cuk_memcpy_dtoh_async(b.buf, d, (size_t)b.len, s) : cuk_memcpy_dtoh(b.buf, d, (size_t)b.len);
-        Py_END_ALLOW_THREADS
-    }
-    PyBuffer_Release(&b);
-    if (st) return raise_status(st);
-    Py_RETURN_NONE;
+    return memcpy_host(args, false);
 }
+
 /* memcpy_dtod(dst, src, nbytes, stream=None, async=False) */
 static PyObject *py_memcpy_dtod(PyObject *m, PyObject *args) {
     (void)m;
