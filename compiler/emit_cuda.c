@@ -160,6 +160,8 @@ typedef struct KE {
     int uniq;      /* numbers the index arrays and values of index chains */
     bool ix_given; /* the caller declared ix<axis>, the multi-index of i, whether flat or not */
     bool ix_ok;    /* ix<axis> hold i's multi-index in the current scope (flat or not) */
+    bool ix32;     /* the body is written twice, with 32- and 64-bit index types IX, UX */
+    size_t body_at; /* where in b the body (after the index types) starts */
 } KE;
 
 static int W(const KE *ke, KPKind kind, const Val *v, int a, int b) {
@@ -191,12 +193,12 @@ static void ind(Buf *b, int d) {
 static void emit_offset(KE *ke, const Val *v, int d) {
     ind(ke->b, d);
     if (ke->flatc) {
-        bprintf(ke->b, "const long long o%d = i;\n", v->id);
+        bprintf(ke->b, "const IX o%d = (IX)i;\n", v->id);
         return;
     }
-    bprintf(ke->b, "const long long o%d = flat ? i : (0", v->id);
+    bprintf(ke->b, "const IX o%d = flat ? (IX)i : (IX)(0", v->id);
     for (int ax = 0; ax < ke->k->rank; ax++)
-        bprintf(ke->b, " + ix%d * p.w[%d]", ax, W(ke, KP_BSTRIDE, v, ax, 0));
+        bprintf(ke->b, " + ix%d * (IX)p.w[%d]", ax, W(ke, KP_BSTRIDE, v, ax, 0));
     bputs(ke->b, ");\n");
 }
 
@@ -206,7 +208,7 @@ static void emit_offset(KE *ke, const Val *v, int d) {
 static void emit_own_index(KE *ke, const Val *v, int d) {
     bool same = ke->ix_ok && v->rank == ke->k->rank;
     ind(ke->b, d);
-    bprintf(ke->b, "long long j%d_[%d];\n", v->id, v->rank);
+    bprintf(ke->b, "IX j%d_[%d];\n", v->id, v->rank);
     ind(ke->b, d);
     if (same) {
         if (!ke->flatc) bputs(ke->b, "if (flat) {");
@@ -217,12 +219,32 @@ static void emit_own_index(KE *ke, const Val *v, int d) {
         }
         bputs(ke->b, " } else");
     }
-    bprintf(ke->b, "{ long long r = o%d;", v->id);
+    bprintf(ke->b, "{ IX r = o%d;", v->id);
     for (int ax = v->rank - 1; ax >= 0; ax--) {
         int w = W(ke, KP_OWNSHAPE, v, ax, 0);
-        bprintf(ke->b, " j%d_[%d] = cuk_divmod(r, p.w[%d]);", v->id, ax, w);
+        bprintf(ke->b, " j%d_[%d] = cuk_divmod(r, (IX)p.w[%d]);", v->id, ax, w);
     }
     bputs(ke->b, " }\n");
+}
+
+/* ix<axis> of element e_ of a vector in the map kernel's vector path: the vector's
+   first element (q * V) decomposed once, e_ added to its last index (the vector path
+   runs only when a row holds whole vectors, so a vector never crosses one). */
+static void emit_vec_iter_index(KE *ke, int V, int d) {
+    Buf *b = ke->b;
+    int rank = ke->k->rank, last = rank - 1;
+    ind(b, d);
+    if (rank == 1) {
+        bputs(b, "IX ix0 = (IX)i; (void)ix0;\n");
+        return;
+    }
+    for (int ax = 0; ax < rank; ax++) bprintf(b, "IX ix%d; ", ax);
+    bprintf(b, "{ IX r = (IX)(q * %d);", V);
+    for (int ax = last; ax > 0; ax--) bprintf(b, " ix%d = cuk_divmod(r, (IX)p.w[%d]);", ax, W(ke, KP_SHAPE, NULL, ax, 0));
+    bprintf(b, " ix0 = r; ix%d += e_; }\n", last);
+    ind(b, d);
+    for (int ax = 0; ax < rank; ax++) bprintf(b, "(void)ix%d; ", ax);
+    bputs(b, "\n");
 }
 
 /* Declares ix<axis>, the multi-index of iteration index i in the kernel's space. */
@@ -230,11 +252,11 @@ static void emit_iter_index(KE *ke, int d) {
     Buf *b = ke->b;
     int rank = ke->k->rank;
     ind(b, d);
-    for (int ax = 0; ax < rank; ax++) bprintf(b, "long long ix%d = 0; ", ax);
+    for (int ax = 0; ax < rank; ax++) bprintf(b, "IX ix%d = 0; ", ax);
     bputs(b, "\n");
     ind(b, d);
-    bputs(b, "{ long long r = i;");
-    for (int ax = rank - 1; ax > 0; ax--) bprintf(b, " ix%d = cuk_divmod(r, p.w[%d]);", ax, W(ke, KP_SHAPE, NULL, ax, 0));
+    bputs(b, "{ IX r = (IX)i;");
+    for (int ax = rank - 1; ax > 0; ax--) bprintf(b, " ix%d = cuk_divmod(r, (IX)p.w[%d]);", ax, W(ke, KP_SHAPE, NULL, ax, 0));
     bputs(b, " ix0 = r; }\n"); /* i < n: no remainder on the first axis */
     ind(b, d);
     for (int ax = 0; ax < rank; ax++) bprintf(b, "(void)ix%d; ", ax);
@@ -322,7 +344,7 @@ static void emit_src_at(KE *ke, Val *v, int q, const char *S, const char *out, i
     }
     ind(b, d);
     bprintf(b, "%s = ((const %s *)p.w[%d])[0", out, ctype(v->dt), W(ke, KP_IN, x, 0, 0));
-    for (int k = 0; k < x->rank; k++) bprintf(b, " + %s[%d] * p.w[%d]", S, k, src_stride(ke, v, k, q));
+    for (int k = 0; k < x->rank; k++) bprintf(b, " + %s[%d] * (IX)p.w[%d]", S, k, src_stride(ke, v, k, q));
     bputs(b, "];\n");
 }
 
@@ -330,7 +352,7 @@ static void emit_src_at(KE *ke, Val *v, int q, const char *S, const char *out, i
 static const char *new_index(KE *ke, int r, int d) {
     const char *S = arena_printf(ke->e->a, "xs%d_", ke->uniq++);
     ind(ke->b, d);
-    bprintf(ke->b, "long long %s[%d];\n", S, r > 0 ? r : 1);
+    bprintf(ke->b, "IX %s[%d];\n", S, r > 0 ? r : 1);
     return S;
 }
 
@@ -350,7 +372,7 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
         for (int a = 0; a < v->rank; a++) {
             ind(b, d);
             if (v->op == OP_TRANSPOSE) bprintf(b, "%s[%d] = %s[%d];\n", S, v->perm[a], J, a);
-            else if (a == 0) bprintf(b, "%s[0] = p.w[%d] - 1 - %s[0];\n", S, W(ke, KP_OWNSHAPE, v, 0, 0), J);
+            else if (a == 0) bprintf(b, "%s[0] = (IX)p.w[%d] - 1 - %s[0];\n", S, W(ke, KP_OWNSHAPE, v, 0, 0), J);
             else bprintf(b, "%s[%d] = %s[%d];\n", S, a, J, a);
         }
         emit_src_at(ke, v, 0, S, out, d, depth);
@@ -362,8 +384,8 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
         for (int ax = 0; ax < x->rank; ax++) {
             int st = W(ke, KP_SLSTART, v, ax, 0), sp = W(ke, KP_SLSTEP, v, ax, 0);
             ind(b, d);
-            if (v->slmode[ax] == SL_INDEX) bprintf(b, "%s[%d] = p.w[%d];\n", S, ax, st);
-            else bprintf(b, "%s[%d] = p.w[%d] + %s[%d] * p.w[%d];\n", S, ax, st, J, oax++, sp);
+            if (v->slmode[ax] == SL_INDEX) bprintf(b, "%s[%d] = (IX)p.w[%d];\n", S, ax, st);
+            else bprintf(b, "%s[%d] = (IX)p.w[%d] + %s[%d] * (IX)p.w[%d];\n", S, ax, st, J, oax++, sp);
         }
         emit_src_at(ke, v, 0, S, out, d, depth);
         break;
@@ -372,11 +394,11 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
         int ax = v->axis;
         for (int q = 0; q < v->nargs; q++) {
             ind(b, d);
-            bprintf(b, "%sif (%s[%d] < p.w[%d]) {\n", q ? "else " : "", J, ax, W(ke, KP_CATOFF, v, 0, q + 1));
+            bprintf(b, "%sif (%s[%d] < (IX)p.w[%d]) {\n", q ? "else " : "", J, ax, W(ke, KP_CATOFF, v, 0, q + 1));
             const char *S = new_index(ke, v->rank, d + 1);
             for (int k = 0; k < v->rank; k++) {
                 ind(b, d + 1);
-                if (k == ax) bprintf(b, "%s[%d] = %s[%d] - p.w[%d];\n", S, k, J, k, W(ke, KP_CATOFF, v, 0, q));
+                if (k == ax) bprintf(b, "%s[%d] = %s[%d] - (IX)p.w[%d];\n", S, k, J, k, W(ke, KP_CATOFF, v, 0, q));
                 else bprintf(b, "%s[%d] = %s[%d];\n", S, k, J, k);
             }
             emit_src_at(ke, v, q, S, out, d + 1, depth);
@@ -396,8 +418,7 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
         bputs(b, "bool in_ = true;\n");
         for (int k = 0; k < v->rank; k++) {
             ind(b, d);
-            bprintf(b, "%s[%d] = %s[%d] - p.w[%d]; in_ = in_ && (unsigned long long)%s[%d] < "
-                       "(unsigned long long)(p.w[%d] - 2 * p.w[%d]);\n",
+            bprintf(b, "%s[%d] = %s[%d] - (IX)p.w[%d]; in_ = in_ && (UX)%s[%d] < (UX)((IX)p.w[%d] - 2 * (IX)p.w[%d]);\n",
                     S, k, J, k, pw, S, k, W(ke, KP_OWNSHAPE, v, k, 0), pw);
         }
         ind(b, d);
@@ -421,8 +442,8 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
             int st = W(ke, KP_SLSTART, v, k, 0), sp = W(ke, KP_SLSTEP, v, k, 0), ln = W(ke, KP_UPD, v, k, 0);
             if (v->slmode[k] != SL_INDEX) kx[q++] = k;
             ind(b, d);
-            bprintf(b, "{ long long t_ = %s[%d] - p.w[%d]; %s[%d] = t_ / p.w[%d]; in_ = in_ && t_ %% p.w[%d] == 0 && "
-                       "%s[%d] >= 0 && %s[%d] < p.w[%d]; }\n",
+            bprintf(b, "{ IX t_ = %s[%d] - (IX)p.w[%d]; %s[%d] = t_ / (IX)p.w[%d]; in_ = in_ && t_ %% (IX)p.w[%d] == 0 && "
+                       "%s[%d] >= 0 && %s[%d] < (IX)p.w[%d]; }\n",
                     J, k, st, R, k, sp, sp, R, k, R, k, ln);
         }
         ind(b, d);
@@ -431,7 +452,7 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
         for (int p = 0; p < e->rank; p++) {
             int dim = W(ke, KP_UPD, v, p, 1);
             ind(b, d + 1);
-            bprintf(b, "%s[%d] = p.w[%d] == 1 ? 0 : %s[%d];\n", S, p, dim, R, kx[q - e->rank + p]);
+            bprintf(b, "%s[%d] = p.w[%d] == 1 ? (IX)0 : %s[%d];\n", S, p, dim, R, kx[q - e->rank + p]);
         }
         emit_src_at(ke, v, 1, S, out, d + 1, depth);
         ind(b, d);
@@ -449,25 +470,25 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
             for (int k = 0; k < v->rank; k++) {
                 ind(b, d);
                 if (k == ax)
-                    bprintf(b, "{ long long t_ = %s[%d] - p.w[%d]; %s[%d] = t_ < 0 ? t_ + p.w[%d] : t_; }\n", J, k,
+                    bprintf(b, "{ IX t_ = %s[%d] - (IX)p.w[%d]; %s[%d] = t_ < 0 ? t_ + (IX)p.w[%d] : t_; }\n", J, k,
                             sh, S, k, W(ke, KP_OWNSHAPE, v, k, 0));
                 else bprintf(b, "%s[%d] = %s[%d];\n", S, k, J, k);
             }
         } else {
             /* over the flattened array: the C-order offset, rolled, back to an index */
             ind(b, d);
-            bputs(b, "long long f_ = 0, n_ = 1;\n");
+            bputs(b, "IX f_ = 0, n_ = 1;\n");
             for (int k = 0; k < v->rank; k++) {
                 int os = W(ke, KP_OWNSHAPE, v, k, 0);
                 ind(b, d);
-                bprintf(b, "f_ = f_ * p.w[%d] + %s[%d]; n_ *= p.w[%d];\n", os, J, k, os);
+                bprintf(b, "f_ = f_ * (IX)p.w[%d] + %s[%d]; n_ *= (IX)p.w[%d];\n", os, J, k, os);
             }
             ind(b, d);
-            bprintf(b, "f_ -= p.w[%d]; if (f_ < 0) f_ += n_;\n", sh);
+            bprintf(b, "f_ -= (IX)p.w[%d]; if (f_ < 0) f_ += n_;\n", sh);
             for (int k = v->rank - 1; k >= 0; k--) {
                 int os = W(ke, KP_OWNSHAPE, v, k, 0);
                 ind(b, d);
-                bprintf(b, "%s[%d] = f_ %% p.w[%d]; f_ /= p.w[%d];\n", S, k, os, os);
+                bprintf(b, "%s[%d] = f_ %% (IX)p.w[%d]; f_ /= (IX)p.w[%d];\n", S, k, os, os);
             }
         }
         emit_src_at(ke, v, 0, S, out, d, depth);
@@ -1009,14 +1030,24 @@ static void header(KE *ke) {
                : k->kind == K_SCAN && k->items == 32                        ? 1024 / k->block
                : k->kind == K_COMPACT                                       ? 3
                                                                             : 0;
-    if (minb)
-        bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(const struct %s_p p) {\n", k->block,
-                minb, k->name, k->name);
-    else
-        bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const struct %s_p p) {\n", k->block,
-                k->name, k->name);
+    char bounds[32];
+    if (minb) snprintf(bounds, sizeof bounds, "%d, %d", k->block, minb);
+    else snprintf(bounds, sizeof bounds, "%d", k->block);
+    int fw = W(ke, KP_FLAT, NULL, 0, 0);
+    bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%s) %s(const struct %s_p p) {\n", bounds, k->name,
+            k->name);
+    if (ke->ix32) {
+        /* The body twice (body_twice), the first with 32-bit index arithmetic for when the
+           executor says every index and offset of the launch fits (KFLAT_IX32). Written
+           out, not a template taking p by reference: that read every parameter word
+           through memory (the stencil's memory pipe was 96% busy). */
+        bprintf(ke->b, "    if (p.w[%d] & %d) {\n    typedef int IX;\n    typedef unsigned UX;\n", fw, KFLAT_IX32);
+        ke->body_at = ke->b->n;
+    } else {
+        bputs(ke->b, "    typedef long long IX;\n    typedef unsigned long long UX;\n");
+    }
     bprintf(ke->b, "    const long long n = p.w[%d];\n", W(ke, KP_N, NULL, 0, 0));
-    bprintf(ke->b, "    const int flat = (int)p.w[%d];\n", W(ke, KP_FLAT, NULL, 0, 0));
+    bprintf(ke->b, "    const int flat = (int)(p.w[%d] & 1);\n", fw);
     bputs(ke->b, "    (void)n; (void)flat;\n");
     emit_scalar_params(ke);
 }
@@ -1111,6 +1142,23 @@ static void store(KE *ke, Val *out, const char *index, int d) {
     bprintf(ke->b, "((%s *)p.w[%d])[%s] = %s;\n", ctype(out->dt), W(ke, KP_OUT, out, 0, 0), index, r);
 }
 
+/* Closes a kernel whose header opened the 32-bit copy of its body (ke->ix32): the same
+   body again with 64-bit index types. The body ends with the function's closing brace. */
+static void body_twice(KE *ke) {
+    if (!ke->ix32) return;
+    Buf *b = ke->b;
+    char *body = arena_strdup(ke->e->a, b->s + ke->body_at);
+    size_t n = strlen(body);
+    if (n < 3 || strcmp(body + n - 3, "}\n\n") != 0) die("body_twice: %s does not end its function", ke->k->name);
+    n -= 3; /* the function's closing "}\n\n" */
+    body[n] = 0;
+    b->n = ke->body_at + n;
+    b->s[b->n] = 0;
+    bputs(b, "    } else {\n    typedef long long IX;\n    typedef unsigned long long UX;\n");
+    bputs(b, body);
+    bputs(b, "    }\n}\n\n");
+}
+
 /* Rule 1: fast path when every leaf is laid out like the iteration space and 16-byte
    aligned: each block moves chunks of block x MAP_UNROLL 16-byte vectors (a thread's
    vectors a block apart, all loads issued before any use, so that costly expressions
@@ -1123,18 +1171,21 @@ static void emit_map(KE *ke) {
     reset_scope(ke);
     Leaves L = leaves_new(ke);
     collect_leaves(ke, k->outs, k->nouts, &L);
-    int V = vec_width(&L, k->outs, k->nouts);
+    int V = kernel_map_vec(k), U = kernel_map_unroll(k);
     bputs(b, "    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
              "    const long long gstride = (long long)gridDim.x * blockDim.x;\n"
              "    long long start_ = 0;\n");
-    bprintf(b, "    if (%s) {\n", vec_cond(ke, &L, k->outs, k->nouts));
+    /* index transforms read ix: a row must hold whole vectors (emit_vec_iter_index) */
+    if (ke->ix32 && k->rank > 1)
+        bprintf(b, "    if (%s && p.w[%d] %% %d == 0) {\n", vec_cond(ke, &L, k->outs, k->nouts),
+                W(ke, KP_SHAPE, NULL, k->rank - 1, 0), V);
+    else bprintf(b, "    if (%s) {\n", vec_cond(ke, &L, k->outs, k->nouts));
     bprintf(b, "        const long long nvec = n / %d;\n", V);
-    const int U = MAP_UNROLL;
     /* kernel_geometry's grid has one block per chunk: straight-line code (any loop
        around it, even one that never runs, measured 2.5 points of copy bandwidth slower
        on the chain) */
     bprintf(b, "        const long long q0 = (long long)blockIdx.x * blockDim.x * %d + threadIdx.x;\n"
-               "        if (q0 < nvec) {\n", MAP_UNROLL);
+               "        if (q0 < nvec) {\n", U);
     declare_leaf_regs(ke, &L, V, U, 3);
     bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
     bputs(b, "                const long long q = q0 + u_ * (long long)blockDim.x;\n                if (q < nvec) {\n");
@@ -1148,7 +1199,8 @@ static void emit_map(KE *ke) {
     ke->leaf_sel = "[u_].x[e_]";
     ke->flatc = true;
     reset_scope(ke);
-    if (k->rank > 0) emit_iter_index(ke, 5); /* unused (and removed by NVRTC) without index transforms */
+    if (k->rank > 0) /* unused (and removed by NVRTC) without index transforms */
+        emit_vec_iter_index(ke, V, 5);
     ke->ix_given = k->rank > 0;
     emit_eval_at(ke, k->outs, k->nouts, 5, false);
     ke->ix_given = false;
@@ -1171,6 +1223,7 @@ static void emit_map(KE *ke) {
     emit_eval(ke, k->outs, k->nouts, 2);
     for (int j = 0; j < k->nouts; j++) store(ke, k->outs[j], "i", 2);
     bputs(b, "    }\n}\n\n");
+    body_twice(ke);
 }
 
 /* The value a builtin reduction's accumulator starts from, such that folding the first
@@ -2170,7 +2223,10 @@ static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
     Buf kb = {.a = e->a};
     KE ke = {.e = e, .k = k, .b = &kb, .nid = nid, .inval = marks, .done = marks + nid, .seen = marks + 2 * nid};
     memset(marks, 0, 3 * (size_t)nid);
-    for (int i = 0; i < k->nvals; i++) ke.inval[k->vals[i]->id] = true;
+    for (int i = 0; i < k->nvals; i++) {
+        ke.inval[k->vals[i]->id] = true;
+        if (k->kind == K_MAP && op_is_index(k->vals[i]->op) && k->vals[i]->op != OP_RESHAPE) ke.ix32 = true;
+    }
     (void)is_in;
     switch (k->kind) {
     case K_MAP: emit_map(&ke); break;

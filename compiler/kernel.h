@@ -26,7 +26,8 @@ extern const char *const kernel_kind_name[];
    kernel_layout_params() gives, so the two agree on it by construction. */
 typedef enum {
     KP_N,        /* elements of the iteration space */
-    KP_FLAT,     /* 1 when every leaf is laid out like the iteration space (no index math) */
+    KP_FLAT,     /* bit 0: every leaf is laid out like the iteration space (no index math);
+                    bit 1 (KFLAT_IX32): every index and offset fits 32-bit arithmetic */
     KP_SHAPE,    /* iteration shape, axis a */
     KP_BSTRIDE,  /* leaf v: its own C-order stride for iteration axis a, 0 where broadcast */
     KP_OWNSHAPE, /* generator or index-transform node v: its own shape, axis a */
@@ -55,6 +56,21 @@ typedef enum {
     KP_UPD,      /* update v: b = 0: its region's length on axis a (1 for an index); b = 1:
                     the size of its value (arg 1) along the value's axis a */
 } KPKind;
+
+/* K_MAP kernels with index transforms have their body twice, with 32-bit (int) and
+   64-bit index arithmetic (emit_cuda.c); the executor sets this bit of the KP_FLAT word
+   when every size, stride, slice bound and offset of the launch is under KIX32_LIMIT,
+   so that no index, offset or intermediate of the chains can overflow an int. */
+#define KFLAT_IX32 2
+#define KIX32_LIMIT (1LL << 30)
+static inline bool kparam_is_index(KPKind kind) {
+    switch (kind) {
+    case KP_N: case KP_SHAPE: case KP_BSTRIDE: case KP_OWNSHAPE: case KP_SRCSTRIDE: case KP_SLSTART:
+    case KP_SLSTEP: case KP_CATOFF: case KP_OUTER: case KP_LEN: case KP_INNER: case KP_GLEN: case KP_PADW:
+    case KP_ROLLSHIFT: case KP_HBINS: case KP_UPD: return true;
+    default: return false;
+    }
+}
 
 typedef struct KParam {
     KPKind kind;
@@ -94,6 +110,11 @@ typedef struct Kernel {
    vector path is straight-line code with no loop (measured against a grid-stride loop
    over an SM-count grid and against a loop over chunks: docs/performance.md). */
 #define MAP_UNROLL 2
+#define MAP_CHAIN_UNROLL 4
+/* The elements per vector and the vectors per thread of K_MAP kernel k's fast path
+   (emit_cuda.c and kernel_geometry agree through these). */
+int kernel_map_vec(const Kernel *k);
+int kernel_map_unroll(const Kernel *k);
 
 /* K_HIST: a block keeps its own bins in shared memory (HIST_SHARED_BYTES: 8192
    32-bit counters for bincount and histogram, 4096 64-bit or 8192 32-bit sums for a

@@ -71,6 +71,14 @@ static __device__ __forceinline__ long long cuk_divmod(long long &r, long long s
     return m;
 }
 
+/* The same in 32-bit index arithmetic (kernels whose every index fits: KFLAT_IX32). */
+static __device__ __forceinline__ int cuk_divmod(int &r, int s) {
+    const unsigned q = (unsigned)r / (unsigned)s;
+    const int m = (int)((unsigned)r - q * (unsigned)s);
+    r = (int)q;
+    return m;
+}
+
 /* Whether a device address is 16-byte aligned (so every vector width divides it). */
 static __device__ __forceinline__ int cuk_al16(long long p) { return (p & 15) == 0; }
 

@@ -620,7 +620,7 @@ static bool launch(Frame *f, const Kernel *k) {
                  (long long)n);
         ok = false;
     }
-    bool flat = true;
+    bool flat = true, ix32 = n < KIX32_LIMIT;
     for (int i = 0; ok && i < k->nins; i++) flat = flat && same_dims(&ins[i], &space);
     /* the parameter words */
     for (int i = 0; ok && i < k->nparams; i++) {
@@ -643,7 +643,7 @@ static bool launch(Frame *f, const Kernel *k) {
         }
         case KP_OWNSHAPE:
             ok = shape_of(f, p->v, &x);
-            if (ok) w[i] = x.shape[p->a];
+            if (ok) w[i] = x.shape[p->a], ix32 = ix32 && nelem(&x) < KIX32_LIMIT;
             break;
         case KP_SRCSTRIDE: {
             ok = shape_of(f, p->v->args[p->b], &x);
@@ -677,9 +677,13 @@ static bool launch(Frame *f, const Kernel *k) {
         case KP_IN: {
             const Value *in = &ins[ks->where[i]];
             w[i] = in->buf ? (long long)in->buf->p : 0;
+            ix32 = ix32 && nelem(in) < KIX32_LIMIT;
             break;
         }
-        case KP_OUT: w[i] = (long long)outs[ks->where[i]].buf->p; break;
+        case KP_OUT:
+            w[i] = (long long)outs[ks->where[i]].buf->p;
+            ix32 = ix32 && nelem(&outs[ks->where[i]]) < KIX32_LIMIT;
+            break;
         case KP_SCALAR:
             ok = eval(f, p->v, &x);
             if (ok) memcpy(&w[i], &x.s, 8);
@@ -718,9 +722,12 @@ static bool launch(Frame *f, const Kernel *k) {
         }
         }
     }
+    /* every index word small enough for the 32-bit body (KFLAT_IX32) */
+    for (int i = 0; ok && ix32 && i < k->nparams; i++)
+        if (kparam_is_index(k->params[i].kind)) ix32 = w[i] < KIX32_LIMIT && w[i] > -KIX32_LIMIT;
     if (ok && scratch_bytes) ok = scratch_get(s, scratch_bytes, loc);
     for (int i = 0; i < k->nparams; i++) {
-        if (k->params[i].kind == KP_FLAT) w[i] = flat;
+        if (k->params[i].kind == KP_FLAT) w[i] = flat | (ix32 ? KFLAT_IX32 : 0);
         if (k->params[i].kind == KP_SCRATCH) w[i] = (long long)s->scratch;
     }
     bool empty = (k->kind == K_MAP || k->kind == K_SCAN || k->kind == K_ROW || k->kind == K_MATMUL ||
