@@ -162,6 +162,7 @@ typedef struct KE {
     bool ix_ok;    /* ix<axis> hold i's multi-index in the current scope (flat or not) */
     bool ix32;     /* the body is written twice, with 32- and 64-bit index types IX, UX */
     size_t body_at; /* where in b the body (after the index types) starts */
+    const Val *etab; /* the OP_HBIN whose edges emit_hist put in shared memory (etab_) */
 } KE;
 
 static int W(const KE *ke, KPKind kind, const Val *v, int a, int b) {
@@ -778,6 +779,21 @@ static void emit_node(KE *ke, Val *v, int d) {
             bprintf(b, "%s%s", i ? ", " : "", r0);
         }
         bputs(b, ");\n");
+        return;
+    }
+    case OP_HBIN: { /* kernels/ops.h; the edges from etab_ in a hist kernel that has them */
+        const char *S = dtype_info[v->args[0]->dt].name, *T0 = ctype(v->args[0]->dt);
+        ind(b, d);
+        /* with the table, two calls: the pointer visibly into sh_ makes its loads
+           shared-memory ones (LDS), not generic ones */
+        Buf args = {.a = ke->e->a};
+        for (int i = 0; i < v->nargs; i++) {
+            ref(ke, v->args[i], r0, sizeof r0);
+            bprintf(&args, "%s, ", r0);
+        }
+        bprintf(b, "const int64_t v%d = ", v->id);
+        if (ke->etab == v) bprintf(b, "etab_ ? cuk_hbin_%s(%s(const %s *)(sh_ + at_)) : ", S, args.s, T0);
+        bprintf(b, "cuk_hbin_%s(%s(const %s *)0);\n", S, args.s, T0);
         return;
     }
     case OP_CAST:
@@ -2052,6 +2068,34 @@ static void emit_hist_ordered(KE *ke, Val *h, const char *T, int cap) {
             ix, T, x);
 }
 
+/* histogram() (an OP_HBIN counted): its nbins edges edge(0 .. n-1) (kernels/ops.h
+   cuk_hbin_*) go into the private bins' shared memory after the counters, 8-byte
+   aligned, where both fit; then an element costs its guess (one conversion), two
+   shared loads and a shared atomic instead of computing two edges in f64. Emitted
+   before the counters' zeroing, whose __syncthreads() publishes the edges too. Only
+   for edges of host scalars (the kernel's parameters), which the prologue can read. */
+static void emit_hist_edges(KE *ke, Val *h, int cap) {
+    Val *hb = kernel_canon(ke->k, h->args[1]);
+    if (hb->op != OP_HBIN || !ke->inval[hb->id]) return;
+    for (int i = 1; i < 4; i++) {
+        const Val *a = kernel_canon(ke->k, hb->args[i]);
+        if (a->op != OP_CONST && (a->rank != 0 || ke->inval[a->id])) return;
+    }
+    char rn[128], rl[128], rs[128];
+    ref(ke, hb->args[1], rn, sizeof rn);
+    ref(ke, hb->args[2], rl, sizeof rl);
+    ref(ke, hb->args[3], rs, sizeof rs);
+    DType xt = hb->args[0]->dt;
+    const char *T = ctype(xt), *S = dtype_info[xt].name;
+    int w = dtype_info[xt].size / 4; /* counters per edge */
+    Buf *b = ke->b;
+    bprintf(b, "    const long long ne_ = (long long)(%s), at_ = (m_ + 1) & ~1LL;\n", rn);
+    bprintf(b, "    const bool etab_ = m_ <= %d && ne_ >= 1 && ne_ <= (%d - at_) / %d;\n", cap, cap, w);
+    bprintf(b, "    if (etab_) {\n        %s *e_ = (%s *)(sh_ + at_);\n", T, T);
+    bprintf(b, "        for (long long q = threadIdx.x; q < ne_; q += blockDim.x) e_[q] = cuk_hedge_%s(q, %s, %s);\n    }\n", S, rs, rl);
+    ke->etab = hb;
+}
+
 /* Rule 6: a kernel over the indices with their (and the values') producers computed
    inside it; the executor has copied or filled the destination into out_ already.
    Each block takes a contiguous chunk, its flat and aligned part in 16-byte vectors
@@ -2079,6 +2123,7 @@ static void emit_hist(KE *ke) {
     int cap = HIST_SHARED_BYTES / (cnt ? 4 : esz);
     if (priv) {
         bprintf(b, "    __shared__ %s sh_[%d];\n    const bool priv_ = m_ <= %d;\n", ST, cap, cap);
+        if (cnt) emit_hist_edges(ke, h, cap);
         bprintf(b, "    if (priv_) {\n        for (long long q = threadIdx.x; q < m_; q += blockDim.x) sh_[q] = %s;\n"
                    "        __syncthreads();\n    }\n",
                 cnt ? "0u" : hist_zero(h->dt));

@@ -183,6 +183,10 @@ typedef enum {
     X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */\
     X(COMPACT, "compact", OK_COMPACT, 3u, 0) /* args: x, mask (bool, x's shape): x's elements   \
                                              where mask is true, row-major, 1-D (x[mask], filter) */ \
+    X(HBIN, "hbin", OK_EW, VA_ALL, 6)   /* args: x (f32 or f64), n (i64), lo, step (f64),    \
+                                             loT, hiT, norm (x's type): histogram()'s bin of  \
+                                             each x, i64, -1 outside [loT, hiT] or NaN         \
+                                             (cuk_hbin_*, kernels/ops.h; sema.c hist_bins) */   \
     X(SCALARCALL, "scalarcall", OK_EW, VA_ALL, 40) /* v->fn(args...) per element (broadcast): a \
                                              function of scalars with control flow, run inside \
                                              the kernel (a __device__ function on the GPU) */

@@ -1612,9 +1612,11 @@ static Ex hist_index(Ctx *c, CallArgs *ca, int i, const char *fname) {
 
 /* histogram()'s bin of each x, or -1 where x is outside [lo, hi] or NaN: NumPy's rule.
    The edges are linspace(lo, hi, nbins + 1) computed in f64 and rounded to x's type (a
-   range lo == hi widened by 0.5 each way); a first guess from the scale is moved by one
-   where it disagrees with the edges, as np.histogram does, so values on an edge go
-   where NumPy puts them. */
+   range lo == hi widened by 0.5 each way); x falls in the last bin whose edge is <= x
+   (the last bin closed), which is where np.histogram puts it (its guess from the scale
+   moved by one where it disagrees with the edges). One OP_HBIN of x and host scalars:
+   the guess in x's type, the edges in f64 as NumPy's (kernels/ops.h cuk_hbin_*; a hist
+   kernel keeps them in shared memory, compiler/emit_cuda.c emit_hist). */
 static Val *hist_bins(Ctx *c, Val *x, Val *lo, Val *hi, Val *n, Loc loc) {
     DType T = x->dt, D = DT_F64;
     Val *lod = cast_to(c, lo, D, loc), *hid = cast_to(c, hi, D, loc);
@@ -1623,25 +1625,15 @@ static Val *hist_bins(Ctx *c, Val *x, Val *lo, Val *hi, Val *n, Loc loc) {
     Val *hi2 = ew(c, OP_SELECT, D, eq, ew(c, OP_ADD, D, hid, mk_f64(c, 0.5, loc), NULL, loc), hid, loc);
     Val *nd = cast_to(c, n, D, loc);
     Val *width = ew(c, OP_SUB, D, hi2, lo2, NULL, loc);
-    Val *step = ew(c, OP_DIV, D, width, nd, NULL, loc);
-    Val *norm = ew(c, OP_DIV, D, nd, width, NULL, loc);
-    Val *loT = cast_to(c, lo2, T, loc), *hiT = cast_to(c, hi2, T, loc);
-    Val *nm1 = ew(c, OP_SUB, DT_I64, n, mk_i64(c, 1, loc), NULL, loc);
-    Val *keep = ew(c, OP_LAND, DT_BOOL, ew(c, OP_GE, DT_BOOL, x, loT, NULL, loc),
-                   ew(c, OP_LE, DT_BOOL, x, hiT, NULL, loc), NULL, loc);
-    Val *f = ew(c, OP_MUL, D, ew(c, OP_SUB, D, cast_to(c, x, D, loc), lo2, NULL, loc), norm, NULL, loc);
-    f = ew(c, OP_SELECT, D, keep, f, mk_f64(c, 0.0, loc), loc);
-    Val *i = ew(c, OP_CLAMP, DT_I64, cast_to(c, f, DT_I64, loc), mk_i64(c, 0, loc), nm1, loc);
-    Val *ei = cast_to(c, ew(c, OP_HEDGE, D, cast_to(c, i, D, loc), step, lo2, loc), T, loc);
-    Val *i1 = ew(c, OP_SELECT, DT_I64, ew(c, OP_LT, DT_BOOL, x, ei, NULL, loc),
-                 ew(c, OP_SUB, DT_I64, i, mk_i64(c, 1, loc), NULL, loc), i, loc);
-    Val *j = ew(c, OP_ADD, DT_I64, i1, mk_i64(c, 1, loc), NULL, loc);
-    Val *ej = ew(c, OP_SELECT, T, ew(c, OP_EQ, DT_BOOL, j, n, NULL, loc), hiT,
-                 cast_to(c, ew(c, OP_HEDGE, D, cast_to(c, j, D, loc), step, lo2, loc), T, loc), loc);
-    Val *up = ew(c, OP_LAND, DT_BOOL, ew(c, OP_GE, DT_BOOL, x, ej, NULL, loc),
-                 ew(c, OP_NE, DT_BOOL, i1, nm1, NULL, loc), NULL, loc);
-    Val *i2 = ew(c, OP_SELECT, DT_I64, up, j, i1, loc);
-    return ew(c, OP_SELECT, DT_I64, keep, i2, mk_i64(c, -1, loc), loc);
+    Val *v = mk(c, OP_HBIN, DT_I64, x->rank, 7, loc);
+    v->args[0] = x;
+    v->args[1] = n;
+    v->args[2] = lo2;
+    v->args[3] = ew(c, OP_DIV, D, width, nd, NULL, loc); /* linspace's step */
+    v->args[4] = cast_to(c, lo2, T, loc);
+    v->args[5] = cast_to(c, hi2, T, loc);
+    v->args[6] = cast_to(c, ew(c, OP_DIV, D, nd, width, NULL, loc), T, loc); /* the guess's scale */
+    return v;
 }
 
 /* scatter(dest, idx, vals), reduce_by_index(dest, f, idx, vals), bincount(idx, nbins),

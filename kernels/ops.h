@@ -79,6 +79,52 @@ CUK_FN double cuk_hedge(double a, double b, double c) {
 }
 #endif
 
+/* histogram()'s bin of x (OP_HBIN): NumPy's bins exactly, cheaply. The edges are
+   edge(i) = T(i * step + lo) for i < n, computed in f64 as NumPy's linspace and rounded to
+   x's type (T), and hiT for i = n; they never decrease (rounding is monotone), and
+   edge(0) = loT. The bin of x in [loT, hiT] is the largest b < n with edge(b) <= x (so
+   the last bin is closed), -1 outside or for NaN. That is what np.histogram gives: its
+   guess from the scale, moved by one where it disagrees with the edges, lands there
+   whenever the guess is at most one bin off.
+   Here the guess is (x - loT) * norm in T itself (norm = T(n / (hi - lo))): one T
+   subtract, one multiply and one conversion, no f64 on the way. Its error is a few
+   units in the last place of T relative to the bin number plus the edges' own rounding
+   (half a unit of the ends), so with f32 it is at most one bin off while
+   n * 2^-22 * (1 + max(|lo|, |hi|) / (hi - lo)) < 1, which covers 1024 bins over any
+   range not narrower than ~1/4000 of its distance from 0. Beyond that (very many bins,
+   or narrow ranges far from 0) the guess may be further off, and a bisection over the
+   edges below or above the guess finds the bin anyway: the result never depends on the
+   guess, only the work does. A guess within one costs two edges, edge(g) and
+   edge(g + 1) (three when it is one too low). tab, where not NULL, holds edge(0 .. n-1)
+   (a hist kernel's shared memory); else each edge is computed (one i64 -> f64, an
+   unfused multiply and add in f64, one f64 -> T). */
+#define CUK_HBIN(S, T)                                                                           \
+    CUK_FN T cuk_hedge_##S(int64_t i, double step, double lo) { return (T)cuk_hedge((double)i, step, lo); } \
+    CUK_FN int64_t cuk_hbin_##S(T x, int64_t n, double lo, double step, T loT, T hiT, T norm,        \
+                                const T *tab) {                                                  \
+        if (!(x >= loT && x <= hiT)) return -1; /* NaN too */                                    \
+        const T f = (x - loT) * norm;           /* inf or NaN for extreme ranges: clamped */     \
+        int64_t g = 0, a, b;                                                                     \
+        if (f > (T)0) g = f < (T)(n - 1) ? (int64_t)f : n - 1;                                   \
+        if (x < (tab ? tab[g] : cuk_hedge_##S(g, step, lo))) { /* g > 0: edge(0) = loT <= x */    \
+            if (x >= (tab ? tab[g - 1] : cuk_hedge_##S(g - 1, step, lo))) return g - 1;           \
+            a = 0, b = g - 2; /* edge(0) <= x < edge(g - 1) */                                   \
+        } else {                                                                                 \
+            if (g == n - 1 || x < (tab ? tab[g + 1] : cuk_hedge_##S(g + 1, step, lo))) return g;  \
+            if (g + 1 == n - 1 || x < (tab ? tab[g + 2] : cuk_hedge_##S(g + 2, step, lo)))        \
+                return g + 1;                                                                    \
+            a = g + 2, b = n - 1; /* edge(g + 2) <= x */                                         \
+        }                                                                                        \
+        while (a < b) { /* edge(a) <= x; the bin is in [a, b] */                                 \
+            const int64_t m = a + (b - a + 1) / 2;                                               \
+            if (x >= (tab ? tab[m] : cuk_hedge_##S(m, step, lo))) a = m;                          \
+            else b = m - 1;                                                                      \
+        }                                                                                        \
+        return a;                                                                                \
+    }
+CUK_HBIN(f32, float)
+CUK_HBIN(f64, double)
+
 #ifdef __CUDACC_RTC__
 #define CUK_OVERLOADS(NAME)                                                              \
     CUK_FN int32_t NAME(int32_t a, int32_t b) { return NAME##_i32(a, b); }               \

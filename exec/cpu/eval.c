@@ -650,7 +650,7 @@ static __attribute__((noinline)) bool check_dims(Frame *f, const Val *v) {
     return true;
 }
 
-enum { NK_OP, NK_CAST, NK_LEAF, NK_GEN, NK_SCALL };
+enum { NK_OP, NK_CAST, NK_LEAF, NK_GEN, NK_SCALL, NK_HBIN };
 enum { LM_DIRECT, LM_SPLAT, LM_WALK };
 
 typedef struct PNode {
@@ -670,7 +670,7 @@ typedef struct PNode {
     uint64_t seed;
     void *buf;
     const void *cur; /* this chunk's values */
-    int *xin;        /* NK_SCALL: the inputs, one per argument */
+    int *xin;        /* NK_SCALL, NK_HBIN: the inputs, one per argument */
     FProg *fp;       /* NK_SCALL: the function's program, and those of its callees */
 } PNode;
 
@@ -818,6 +818,37 @@ static __attribute__((noinline)) int prog_add_scall(Frame *f, Prog *p, const Val
     return i;
 }
 
+/* An OP_HBIN (histogram()'s bins): x and its six scalars, the bin computed per
+   element by cuk_hbin_* (kernels/ops.h) as the GPU does, edges computed, not tabled. */
+static __attribute__((noinline)) int prog_add_hbin(Frame *f, Prog *p, const Val *v) {
+    int *xin = malloc(sizeof(int) * (size_t)v->nargs);
+    if (!xin) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        return -1;
+    }
+    for (int k = 0; k < v->nargs; k++) {
+        xin[k] = prog_add(f, p, v->args[k]);
+        if (xin[k] < 0) {
+            free(xin);
+            return -1;
+        }
+        if (k > 0 && p->nodes[xin[k]].rank != 0) die("IR: hbin with a non-scalar operand %d", k);
+    }
+    int i = prog_push(f, p, v);
+    if (i < 0) {
+        free(xin);
+        return -1;
+    }
+    PNode *nd = &p->nodes[i];
+    const PNode *x = &p->nodes[xin[0]];
+    nd->kind = NK_HBIN;
+    nd->nin = 0;
+    nd->xin = xin;
+    nd->rank = x->rank;
+    memcpy(nd->shape, x->shape, sizeof nd->shape);
+    return i;
+}
+
 /* Adds v (and what it needs) to the program; returns its node index or -1. */
 static int prog_add(Frame *f, Prog *p, const Val *v) {
     for (int i = 0; i < p->n; i++)
@@ -844,6 +875,7 @@ static int prog_add(Frame *f, Prog *p, const Val *v) {
     }
     if (op_is_gen(v->op)) return prog_add_gen(f, p, v);
     if (v->op == OP_SCALARCALL) return prog_add_scall(f, p, v);
+    if (v->op == OP_HBIN) return prog_add_hbin(f, p, v);
     int in[3], nin = v->op == OP_CAST ? 1 : ew_info[v->op].arity;
     ASSERT(nin == v->nargs);
     for (int k = 0; k < nin; k++) {
@@ -1043,6 +1075,22 @@ static const void *prog_chunk(Prog *p, int64_t off, int64_t len, void *out) {
                     return NULL;
                 }
                 memcpy((char *)dst + k * esz, &q->regs[q->ret], (size_t)esz);
+            }
+            nd->cur = dst;
+            break;
+        }
+        case NK_HBIN: { /* the scalars were broadcast into their chunk buffers: take [0] */
+            const void *c[7];
+            for (int j = 0; j < 7; j++) c[j] = p->nodes[nd->xin[j]].cur;
+            const int64_t nb = *(const int64_t *)c[1];
+            const double lo = *(const double *)c[2], st = *(const double *)c[3];
+            int64_t *o = dst;
+            if (p->nodes[nd->xin[0]].dt == DT_F32) {
+                const float *x = c[0], lt = *(const float *)c[4], ht = *(const float *)c[5], nm = *(const float *)c[6];
+                for (int64_t k = 0; k < len; k++) o[k] = cuk_hbin_f32(x[k], nb, lo, st, lt, ht, nm, NULL);
+            } else {
+                const double *x = c[0], lt = *(const double *)c[4], ht = *(const double *)c[5], nm = *(const double *)c[6];
+                for (int64_t k = 0; k < len; k++) o[k] = cuk_hbin_f64(x[k], nb, lo, st, lt, ht, nm, NULL);
             }
             nd->cur = dst;
             break;
