@@ -1041,7 +1041,8 @@ static void header(KE *ke) {
     /* Minimum resident blocks per SM (caps registers): all of a reduction's grid at
        once; two rows per SM for row kernels; two 512 x 32 scan tiles; three compaction
        tiles (at most 85 registers a thread, 96 KiB of staging; not yet measured). */
-    int minb = k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1) ? 8
+    int minb = kernel_seg_tiled(k)                                         ? 4
+               : k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1) ? 8
                : k->kind == K_ROW                                           ? 2
                : k->kind == K_SCAN && k->items == 32                        ? 1024 / k->block
                : k->kind == K_COMPACT                                       ? 3
@@ -1415,6 +1416,182 @@ static void each_fold(KE *ke, int d, void *ctx) {
     for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "i", d);
 }
 
+/* The element value reduction j stages for the element at i (argmin/argmax: the value
+   and i, made relative to the segment's start when the result is written). */
+static void seg_stage(KE *ke, int j, const char *dst, int d) {
+    Val *r = ke->k->reds[j];
+    char x[128];
+    ref(ke, r->args[0], x, sizeof x);
+    ind(ke->b, d);
+    if (r->red == RED_ARGMIN || r->red == RED_ARGMAX)
+        bprintf(ke->b, "{ cuk_arg<%s> e_; e_.v = %s; e_.i = i; %s = e_; }\n", ctype(r->args[0]->dt), x, dst);
+    else bprintf(ke->b, "%s = (%s)(%s);\n", dst, ctype(r->dt), x);
+}
+
+/* Writes segment `seg`'s result of reduction j from acc<j>/has<j>. */
+static void seg_write(KE *ke, int j, const char *seg, int d) {
+    Val *r = ke->k->reds[j];
+    const char *dst = arena_printf(ke->e->a, "((%s *)p.w[%d])[%s]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0), seg);
+    if (r->red == RED_ARGMIN || r->red == RED_ARGMAX) {
+        ind(ke->b, d);
+        bprintf(ke->b, "%s = has%d ? acc%d.i - offs_[%s] : -1;\n", dst, j, j, seg);
+    } else {
+        finish_value(ke, r, j, dst, d);
+    }
+}
+
+/* Empties acc<j> after a segment boundary. */
+static void seg_reset(KE *ke, int j, int d) {
+    Val *r = ke->k->reds[j];
+    const char *id = fold_identity(r);
+    ind(ke->b, d);
+    if (id) bprintf(ke->b, "acc%d = (%s)(%s); has%d = 0;\n", j, acc_type(ke->e, r), id, j);
+    else bprintf(ke->b, "has%d = 0;\n", j);
+}
+
+/* Segmented reductions (segments=offs), flat: tiles of SEGRED_BLOCK x ITEMS elements in
+   ticket order. A tile's element values (producers fused in) are loaded coalesced,
+   16-byte vectors where aligned, and staged in shared memory; thread t then folds the
+   ITEMS consecutive elements [a, b) = tile + t * ITEMS .. (clipped to n), walking the
+   segment ends offs[k] (k >= 1) that fall in (a, b], found by one binary search. A
+   segment whose end lies in (a, b] is written by this thread, and only by it: the one
+   that starts inside the run directly; the first one (which may have started earlier) once
+   the carry is known: the segmented exclusive scan of the threads' pieces (cuk_seg) in
+   the block, then across tiles by the scan's decoupled look-back (one state region of
+   gridDim.x lines per reduction). Ends at 0 (empty leading segments) belong to the first
+   thread of tile 0, so n = 0 still writes every (empty) segment. */
+static void emit_segred(KE *ke, const char **types) {
+    const Kernel *k = ke->k;
+    Buf *b = ke->b;
+    const int BLOCK = k->block, ITEMS = k->items, TILE = BLOCK * ITEMS, PADN = TILE + TILE / 32;
+    Val **ins = NEWN(ke->e->a, Val *, k->nreds);
+    for (int j = 0; j < k->nreds; j++) ins[j] = k->reds[j]->args[0];
+    bprintf(b, "    char *scratch = (char *)p.w[%d];\n", W(ke, KP_SCRATCH, NULL, 0, 0));
+    bprintf(b, "    const long long *offs_ = (const long long *)p.w[%d];\n",
+            W(ke, KP_IN, kernel_canon(k, red_segs(k->reds[0])), 0, 0));
+    bprintf(b, "    const long long nseg = p.w[%d];\n", W(ke, KP_OUTER, NULL, 0, 0));
+    bputs(b, "    const long long tile = cuk_next_tile(scratch);\n");
+    bprintf(b, "    const long long tbase = tile * %dLL;\n", TILE);
+    for (int j = 0; j < k->nreds; j++)
+        bprintf(b, "    __shared__ %s sx%d_[%d];\n", acc_type(ke->e, k->reds[j]), j, PADN);
+    /* stage the tile: element c of the tile at sx[c + c / 32] (conflict-free reads of
+       ITEMS consecutive elements per thread) */
+    reset_scope(ke);
+    Leaves L = leaves_new(ke);
+    collect_leaves(ke, ins, k->nreds, &L);
+    int V = vec_width(&L, NULL, 0);
+    int NV = TILE / V, RV = (NV + BLOCK - 1) / BLOCK;
+    bprintf(b, "    if ((%s) && tbase + %d <= n) {\n", vec_cond(ke, &L, NULL, 0), TILE);
+    declare_leaf_regs(ke, &L, V, RV, 2);
+    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", RV);
+    bprintf(b, "            const int q = r_ * %d + (int)threadIdx.x;\n            if (q < %d) {\n", BLOCK, NV);
+    load_leaf_regs(ke, &L, V, "[r_]", arena_printf(ke->e->a, "tbase + (long long)q * %d", V), 4);
+    bputs(b, "            }\n        }\n");
+    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", RV);
+    bprintf(b, "            const int q = r_ * %d + (int)threadIdx.x;\n            if (q < %d) {\n", BLOCK, NV);
+    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                    const int c_ = q * %d + e_;\n", V);
+    bputs(b, "                    const long long i = tbase + c_;\n                    (void)i;\n");
+    ke->leaf_sel = "[r_].x[e_]";
+    ke->flatc = true;
+    reset_scope(ke);
+    emit_eval_at(ke, ins, k->nreds, 5, false);
+    for (int j = 0; j < k->nreds; j++) seg_stage(ke, j, arena_printf(ke->e->a, "sx%d_[c_ + (c_ >> 5)]", j), 5);
+    ke->leaf_sel = NULL;
+    ke->flatc = false;
+    bputs(b, "                }\n            }\n        }\n    } else {\n");
+    bprintf(b, "        for (int c_ = threadIdx.x; c_ < %d; c_ += %d) {\n", TILE, BLOCK);
+    bputs(b, "            const long long i = tbase + c_;\n            if (i < n) {\n");
+    reset_scope(ke);
+    emit_eval(ke, ins, k->nreds, 4);
+    for (int j = 0; j < k->nreds; j++) seg_stage(ke, j, arena_printf(ke->e->a, "sx%d_[c_ + (c_ >> 5)]", j), 4);
+    bputs(b, "            }\n        }\n    }\n");
+    /* the first segment end in (a, b] (or at 0 for the very first thread) */
+    bprintf(b, "    const long long start_ = tbase + (long long)threadIdx.x * %d;\n", ITEMS);
+    bprintf(b, "    const long long a_ = start_ < n ? start_ : n, b_ = start_ + %d < n ? start_ + %d : n;\n", ITEMS,
+            ITEMS);
+    bputs(b, "    long long k_ = 1;\n"
+             "    if (start_ > 0) {\n"
+             "        long long hi_ = nseg + 1;\n"
+             "        while (k_ < hi_) {\n"
+             "            const long long m_ = (k_ + hi_) >> 1;\n"
+             "            if (offs_[m_] > a_) hi_ = m_;\n"
+             "            else k_ = m_ + 1;\n"
+             "        }\n"
+             "    }\n"
+             "    long long nb_ = k_ <= nseg ? offs_[k_] : 0x7fffffffffffffffLL;\n"
+             "    int closed_ = 0;\n"
+             "    long long first_ = 0;\n"
+             "    __syncthreads();\n");
+    for (int j = 0; j < k->nreds; j++) {
+        declare_accs_one(ke, types[j], j, 1);
+        bprintf(b, "    %s hd%d_ = acc%d; int hh%d_ = 0;\n", acc_type(ke->e, k->reds[j]), j, j, j);
+    }
+    /* the walk: a boundary closes the running segment (the first one is kept as the
+       head, which waits for the carry) */
+    Buf bd = {.a = ke->e->a};
+    Buf *keep = ke->b;
+    ke->b = &bd;
+    bputs(&bd, "{\n");
+    bputs(&bd, "            if (!closed_) {\n                closed_ = 1;\n                first_ = k_ - 1;\n");
+    for (int j = 0; j < k->nreds; j++) bprintf(&bd, "                hd%d_ = acc%d; hh%d_ = has%d;\n", j, j, j, j);
+    bputs(&bd, "            } else {\n");
+    for (int j = 0; j < k->nreds; j++) seg_write(ke, j, "k_ - 1", 4);
+    bputs(&bd, "            }\n");
+    for (int j = 0; j < k->nreds; j++) seg_reset(ke, j, 3);
+    bputs(&bd, "            k_++;\n            nb_ = k_ <= nseg ? offs_[k_] : 0x7fffffffffffffffLL;\n        }\n");
+    ke->b = keep;
+    bprintf(b, "#pragma unroll\n    for (int e_ = 0; e_ < %d; e_++) {\n", ITEMS);
+    bputs(b, "        const long long pos_ = start_ + e_;\n        if (pos_ < b_) {\n");
+    bprintf(b, "        while (nb_ == pos_) %s", bd.s);
+    bprintf(b, "        const int c_ = (int)threadIdx.x * %d + e_;\n", ITEMS);
+    for (int j = 0; j < k->nreds; j++) {
+        Val *r = k->reds[j];
+        bprintf(b, "        { const %s x_ = sx%d_[c_ + (c_ >> 5)];\n", acc_type(ke->e, r), j);
+        if (fold_identity(r)) bprintf(b, "          acc%d = op%d(acc%d, x_); has%d = 1; }\n", j, j, j, j);
+        else bprintf(b, "          cuk_fold(acc%d, has%d, x_, op%d); }\n", j, j, j);
+    }
+    bputs(b, "        }\n    }\n");
+    bprintf(b, "    while (nb_ == b_) %s", bd.s);
+    /* carries: per reduction, the block's segmented scan, then the tile look-back */
+    bputs(b, "    const int lane_ = threadIdx.x & 31;\n    (void)lane_;\n");
+    for (int j = 0; j < k->nreds; j++) {
+        const char *A = acc_type(ke->e, k->reds[j]);
+        const char *S = arena_printf(ke->e->a, "cuk_seg<%s>", A);
+        bputs(b, "    {\n");
+        bprintf(b, "        cuk_seg_op<%s, %s> sop_;\n        sop_.op = op%d;\n", A, types[j], j);
+        bprintf(b, "        %s pc_;\n        pc_.v = acc%d;\n        pc_.h = has%d;\n        pc_.c = closed_;\n", S, j, j);
+        bprintf(b, "        %s ex_, tot_;\n        int hex_;\n", S);
+        bputs(b, "        cuk_block_exscan(pc_, sop_, ex_, hex_, tot_);\n");
+        bprintf(b, "        __shared__ %s spre_;\n", S);
+        bprintf(b, "        char *st_ = scratch + (long long)%d * gridDim.x * %d;\n", j, SCAN_TILE_BYTES);
+        bputs(b, "        if (threadIdx.x < 32) {\n"
+                 "            if (tile == 0) {\n"
+                 "                if (lane_ == 0) cuk_tile_set(st_, 0, 2, tot_);\n"
+                 "            } else {\n"
+                 "                if (lane_ == 0) cuk_tile_set(st_, tile, 1, tot_);\n");
+        bprintf(b, "                const %s pre_ = cuk_warp_lookback<%s>(st_, tile, sop_);\n", S, S);
+        bputs(b, "                if (lane_ == 0) {\n"
+                 "                    cuk_tile_set(st_, tile, 2, sop_(pre_, tot_));\n"
+                 "                    spre_ = pre_;\n"
+                 "                }\n"
+                 "            }\n"
+                 "        }\n"
+                 "        __syncthreads();\n");
+        bputs(b, "        if (closed_) {\n");
+        bprintf(b, "            %s cv_;\n            int ch_ = 0;\n", A);
+        bputs(b, "            if (tile > 0 && spre_.h) { cv_ = spre_.v; ch_ = 1; }\n");
+        bprintf(b, "            if (hex_ && ex_.h) { cv_ = ch_ && !ex_.c ? op%d(cv_, ex_.v) : ex_.v; ch_ = 1; }\n", j);
+        bputs(b, "            if (hex_ && ex_.c && !ex_.h) ch_ = 0;\n");
+        bprintf(b, "            %s acc%d = cv_;\n            int has%d = ch_;\n", A, j, j);
+        bprintf(b, "            if (hh%d_) { acc%d = has%d ? op%d(acc%d, hd%d_) : hd%d_; has%d = 1; }\n", j, j, j, j, j, j,
+                j, j);
+        seg_write(ke, j, "first_", 3);
+        bputs(b, "        }\n    }\n");
+    }
+    bputs(b, "}\n\n");
+}
+
 static void emit_reduce(KE *ke) {
     const Kernel *k = ke->k;
     const char **types = NEWN(ke->e->a, const char *, k->nreds);
@@ -1425,6 +1602,10 @@ static void emit_reduce(KE *ke) {
     Val **ins = NEWN(ke->e->a, Val *, k->nreds);
     for (int j = 0; j < k->nreds; j++) ins[j] = k->reds[j]->args[0];
     Val *segs = red_segs(k->reds[0]);
+    if (segs && kernel_seg_tiled(k)) {
+        emit_segred(ke, types);
+        return;
+    }
     if (segs) {
         /* segments=offs: one block per segment (grid-stride over segments), the
            segment split among its threads as an axis reduction's line is */

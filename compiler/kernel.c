@@ -158,6 +158,22 @@ int kernel_widest_elem(const Kernel *k) {
     return m;
 }
 
+/* Bytes one element of a tiled segmented reduction stages in shared memory: each fused
+   reduction's accumulator (argmin/argmax: the value and an i64 index, 16 bytes). */
+static int seg_stage_bytes(const Kernel *k) {
+    int m = 0;
+    for (int j = 0; j < k->nreds; j++) {
+        const Val *r = k->reds[j];
+        m += r->red == RED_ARGMIN || r->red == RED_ARGMAX ? 16 : dtype_info[r->dt].size;
+    }
+    return m;
+}
+
+bool kernel_seg_tiled(const Kernel *k) {
+    return k->kind == K_REDUCE && k->nreds > 0 && red_segs(k->reds[0]) &&
+           seg_stage_bytes(k) * SEGRED_BLOCK <= SEGRED_STAGE_BYTES;
+}
+
 void kernel_launch_shape(Kernel *k) {
     /* The shapes the emitted kernels are tuned for (docs/performance.md): reductions use
        128-thread blocks so that a grid of up to 1024 blocks is resident at once (8 per
@@ -172,6 +188,11 @@ void kernel_launch_shape(Kernel *k) {
         if (dtype_info[k->scan->dt].size > m) m = dtype_info[k->scan->dt].size;
         k->items = m <= 4 && k->nins <= 1 ? 32 : 16;
         if (k->items == 32) k->block = 512;
+    }
+    if (kernel_seg_tiled(k)) {
+        k->block = SEGRED_BLOCK;
+        k->items = 16;
+        while (k->items > 1 && seg_stage_bytes(k) * SEGRED_BLOCK * k->items > SEGRED_STAGE_BYTES) k->items /= 2;
     }
     if (k->kind == K_COMPACT) {
         /* Tiles of 256 x 32 elements when nothing read or written is wider than 4 bytes
@@ -223,7 +244,13 @@ bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
     }
     case K_ROW: *grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
     case K_REDUCE:
-        if (axis < 0) {
+        if (kernel_seg_tiled(k)) {
+            /* one tile per block; n = 0 still takes one, which writes the empty segments */
+            int64_t tile = (int64_t)k->block * k->items, nt = n / tile + (n % tile != 0);
+            if (nt > 0x7fffffff) return false;
+            *grid = (unsigned)(nt < 1 ? 1 : nt);
+            *scratch = SCAN_STATE_OFFSET + (size_t)k->nreds * *grid * SCAN_TILE_BYTES; /* a region each */
+        } else if (axis < 0) {
             int64_t nb = (n + k->block - 1) / k->block;
             *grid = (unsigned)(nb < 1 ? 1 : nb > 1024 ? 1024 : nb);
             *scratch = 16 + (size_t)k->nreds * *grid * 24;

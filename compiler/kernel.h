@@ -102,7 +102,7 @@ typedef struct Kernel {
     KParam *params;     /* the parameter block, see kernel_layout_params() */
     int nparams;
     int block;          /* threads per block the emitted code assumes */
-    int items;          /* K_SCAN: elements per thread */
+    int items;          /* K_SCAN, K_COMPACT, tiled segmented K_REDUCE: elements per thread */
 } Kernel;
 
 /* K_MAP: 16-byte vectors per thread. A block covers one chunk of block x MAP_UNROLL
@@ -140,6 +140,14 @@ int kernel_map_unroll(const Kernel *k);
    x's size (all kept), so a compaction holds up to n elements until it is freed. */
 #define COMPACT_COUNT_OFFSET 8
 
+/* Segmented reductions (segments=offs) take tiles of SEGRED_BLOCK threads x k->items
+   consecutive elements (kernel_seg_tiled), handed out by the scan's tile ticket and
+   chained by its look-back states (same scratch layout as K_SCAN). Each tile's element
+   values are staged in shared memory, at most SEGRED_STAGE_BYTES of them: k->items is
+   16 for one 4-byte reduction, fewer for wider or several fused ones. */
+#define SEGRED_BLOCK 256
+#define SEGRED_STAGE_BYTES 32768
+
 typedef struct Plan {
     Fn *fn;
     Kernel **kernels;
@@ -167,6 +175,9 @@ void kernel_layout_params(Arena *a, Kernel *k);
 void kernel_launch_shape(Kernel *k);
 /* Bytes of the widest element k reads or writes (at least 1). */
 int kernel_widest_elem(const Kernel *k);
+/* A segmented reduction kernel that runs tile by tile (see SEGRED_BLOCK); false for the
+   one-block-per-segment fallback (only when the fused reductions are too wide to stage). */
+bool kernel_seg_tiled(const Kernel *k);
 
 /* Stable text for `cukc emit-ir`, one block per function:
      plan saxpy: 1 kernel

@@ -46,6 +46,18 @@ template <class T> CUK_FN cuk_arg<T> cuk_shfl_down(cuk_arg<T> a, int d) {
     r.i = cuk_shfl_down(a.i, d);
     return r;
 }
+template <class T> CUK_FN cuk_arg<T> cuk_shfl_up(cuk_arg<T> a, int d) {
+    cuk_arg<T> r;
+    r.v = cuk_shfl_up(a.v, d);
+    r.i = cuk_shfl_up(a.i, d);
+    return r;
+}
+template <class T> CUK_FN cuk_arg<T> cuk_shfl_idx(cuk_arg<T> a, int l) {
+    cuk_arg<T> r;
+    r.v = cuk_shfl_idx(a.v, l);
+    r.i = cuk_shfl_idx(a.i, l);
+    return r;
+}
 template <class T> struct cuk_argmin_op {
     __device__ __forceinline__ cuk_arg<T> operator()(cuk_arg<T> a, cuk_arg<T> b) const {
         bool an = a.v != a.v, bn = b.v != b.v;

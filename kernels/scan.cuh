@@ -14,6 +14,36 @@
 #define CUK_STATE_OFFSET 128
 #define CUK_TILE_BYTES 128
 
+/* Values wider than 8 bytes (a segmented reduction's cuk_seg) keep the inclusive prefix
+   at byte 64 of the line, apart from the aggregate at byte 8; they move as volatile words
+   (a struct has no volatile copy). Values of 8 bytes move as one word, as before. */
+#define CUK_WIDE_INCL 64
+template <class T> CUK_FN void cuk_vput(char *dst, const T &v) {
+    static_assert((sizeof(T) <= 4 || sizeof(T) % 4 == 0) && sizeof(T) <= 56, "tile state value too wide");
+    union {
+        T t;
+        unsigned long long d[sizeof(T) / 8 + 1];
+        unsigned int w[sizeof(T) / 4 + 1];
+    } c;
+    c.t = v;
+    if (sizeof(T) % 8 == 0)
+        for (int q = 0; q < (int)(sizeof(T) / 8); q++) ((volatile unsigned long long *)dst)[q] = c.d[q];
+    else
+        for (int q = 0; q < (int)(sizeof(T) / 4); q++) ((volatile unsigned int *)dst)[q] = c.w[q];
+}
+template <class T> CUK_FN void cuk_vget(const char *src, T *v) {
+    union {
+        T t;
+        unsigned long long d[sizeof(T) / 8 + 1];
+        unsigned int w[sizeof(T) / 4 + 1];
+    } c;
+    if (sizeof(T) % 8 == 0)
+        for (int q = 0; q < (int)(sizeof(T) / 8); q++) c.d[q] = ((const volatile unsigned long long *)src)[q];
+    else
+        for (int q = 0; q < (int)(sizeof(T) / 4); q++) c.w[q] = ((const volatile unsigned int *)src)[q];
+    *v = c.t;
+}
+
 template <class T> CUK_FN void cuk_tile_set(char *scratch, long long tile, int flag, T v) {
     char *st = scratch + CUK_STATE_OFFSET + tile * CUK_TILE_BYTES;
     if (sizeof(T) <= 4) {
@@ -24,8 +54,12 @@ template <class T> CUK_FN void cuk_tile_set(char *scratch, long long tile, int f
         c.u = 0;
         c.t = v;
         *(volatile unsigned long long *)st = ((unsigned long long)flag << 32) | c.u;
+    } else if (sizeof(T) <= 8) {
+        cuk_vput(st + (flag == 2 ? 16 : 8), v);
+        __threadfence();
+        *(volatile long long *)st = flag;
     } else {
-        *(volatile T *)(st + (flag == 2 ? 16 : 8)) = v;
+        cuk_vput(st + (flag == 2 ? CUK_WIDE_INCL : 8), v);
         __threadfence();
         *(volatile long long *)st = flag;
     }
@@ -47,7 +81,7 @@ template <class T> CUK_FN int cuk_tile_get(const char *scratch, long long tile, 
     long long f = *(const volatile long long *)st;
     if (f == 0) return 0;
     __threadfence();
-    *v = *(const volatile T *)(st + (f == 2 ? 16 : 8));
+    cuk_vget(st + (f == 2 ? (sizeof(T) <= 8 ? 16 : CUK_WIDE_INCL) : 8), v);
     return (int)f;
 }
 
@@ -163,6 +197,84 @@ CUK_FN void cuk_block_scan_opt(cuk_opt<T> x, Op op, cuk_opt<T> &inc, cuk_opt<T> 
     inc = cuk_opt_cat(pre, x, op);
     exc = cuk_opt_cat(pre, wex, op);
     total = tot;
+}
+
+/* Segmented reductions (segments=offs) over tiles: a piece of consecutive elements is
+   (v, h, c): v the combine of its elements after the last segment boundary inside it
+   (h: whether there are any), c whether a boundary falls inside it. The segmented
+   combine a . b = b.c ? b : (a.v op b.v, a.c) is associative, so the tile look-back
+   above carries open segments across tiles; only op's associativity is assumed. */
+template <class T> struct cuk_seg {
+    T v;
+    int h;
+    int c;
+};
+template <class T, class Op> struct cuk_seg_op {
+    Op op;
+    __device__ __forceinline__ cuk_seg<T> operator()(cuk_seg<T> a, cuk_seg<T> b) const {
+        cuk_seg<T> r;
+        r.c = a.c | b.c;
+        if (b.c || !a.h) {
+            r.v = b.v;
+            r.h = b.h;
+        } else if (!b.h) {
+            r.v = a.v;
+            r.h = a.h;
+        } else {
+            r.v = op(a.v, b.v);
+            r.h = 1;
+        }
+        return r;
+    }
+};
+template <class T> CUK_FN cuk_seg<T> cuk_shfl_down(cuk_seg<T> a, int d) {
+    cuk_seg<T> r;
+    r.v = cuk_shfl_down(a.v, d);
+    r.h = __shfl_down_sync(CUK_FULL_MASK, a.h, d);
+    r.c = __shfl_down_sync(CUK_FULL_MASK, a.c, d);
+    return r;
+}
+template <class T> CUK_FN cuk_seg<T> cuk_shfl_up(cuk_seg<T> a, int d) {
+    cuk_seg<T> r;
+    r.v = cuk_shfl_up(a.v, d);
+    r.h = __shfl_up_sync(CUK_FULL_MASK, a.h, d);
+    r.c = __shfl_up_sync(CUK_FULL_MASK, a.c, d);
+    return r;
+}
+template <class T> CUK_FN cuk_seg<T> cuk_shfl_idx(cuk_seg<T> a, int l) {
+    cuk_seg<T> r;
+    r.v = cuk_shfl_idx(a.v, l);
+    r.h = __shfl_sync(CUK_FULL_MASK, a.h, l);
+    r.c = __shfl_sync(CUK_FULL_MASK, a.c, l);
+    return r;
+}
+
+/* Exclusive scan of x over the block's threads in thread order: exc (valid when hexc;
+   thread 0 has none) and the block's total. Every thread must call it. */
+template <class T, class Op> CUK_FN void cuk_block_exscan(T x, Op op, T &exc, int &hexc, T &total) {
+    __shared__ T s_w[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    T inc = x;
+    for (int d = 1; d < 32; d <<= 1) {
+        T o = cuk_shfl_up(inc, d);
+        if (lane >= d) inc = op(o, inc);
+    }
+    T wex = cuk_shfl_up(inc, 1);
+    __syncthreads(); /* s_w may still be read by an earlier call */
+    if (lane == 31) s_w[warp] = inc;
+    __syncthreads();
+    T pre = s_w[0];
+    for (int w = 1; w < warp; w++) pre = op(pre, s_w[w]);
+    T tot = s_w[0];
+    for (int w = 1; w < nw; w++) tot = op(tot, s_w[w]);
+    total = tot;
+    if (lane > 0) {
+        exc = warp > 0 ? op(pre, wex) : wex;
+        hexc = 1;
+    } else {
+        exc = pre;
+        hexc = warp > 0;
+    }
 }
 
 #endif

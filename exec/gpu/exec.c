@@ -589,7 +589,8 @@ static bool launch(Frame *f, const Kernel *k) {
         ok = hist_init(f, k, &outs[0], loc);
         inner = nelem(&outs[0]);
     }
-    /* segments=offs: one block per segment; the offsets are checked on the host first
+    /* segments=offs: reductions run tile by tile, scans one block per segment
+       (kernel_geometry); the offsets are checked on the host first
        (as the CPU backend checks them), which costs a copy of k + 1 values */
     Val *segs = k->kind == K_REDUCE ? red_segs(k->reds[0]) : k->kind == K_SCAN ? red_segs(k->scan) : NULL;
     for (int i = 0; ok && segs && i < k->nins; i++) {
