@@ -145,6 +145,27 @@ CUK_FN long long cuk_next_tile(char *scratch) {
     return t;
 }
 
+/* Run by a whole warp: the smallest m in [lo, hi) with offs[m] > key (offs sorted), or
+   hi. Each round the 32 lanes probe 32 evenly spaced offsets, so a search over k
+   offsets takes log32(k) dependent loads, not log2(k) (segmented reductions find their
+   tile's segments this way: a binary search per thread over 2^18 offsets, 18 dependent
+   loads, held the whole tile up). */
+CUK_FN long long cuk_warp_upper_bound(const long long *offs, long long lo, long long hi, long long key) {
+    const int lane = threadIdx.x & 31;
+    while (lo < hi) {
+        const long long step = (hi - lo + 31) / 32;
+        const long long pm = lo + lane * step;
+        const bool gt = pm >= hi || offs[pm] > key;
+        const unsigned bal = __ballot_sync(CUK_FULL_MASK, gt);
+        const int f = bal ? __ffs(bal) - 1 : 32;
+        const long long nhi = lo + (long long)f * step < hi ? lo + (long long)f * step : hi;
+        if (f == 0) return lo;
+        lo = lo + (long long)(f - 1) * step + 1;
+        hi = nhi;
+    }
+    return lo;
+}
+
 /* An optional value (no identity needed, so lambdas work): combine keeps order. */
 template <class T> struct cuk_opt {
     T v;
