@@ -587,7 +587,8 @@ static bool inplace_ok(Frame *f, const Kernel *k, const Value *ins, Value *x) {
     } else {
         return false;
     }
-    if (dst->rank != o->rank || !eval(f, dst, x)) return false;
+    /* the array as sema reads it (a slot), an input of k: its value is in the memo */
+    if (dst->op != OP_SLOT || dst->rank != o->rank || !eval(f, dst, x)) return false;
     bool ok = x->buf == f->own && same_dims(x, &f->memo[o->id]);
     int nv = f->fn->nvals;
     bool *inker = ok ? calloc((size_t)nv * 3 + 2, 1) : NULL;
