@@ -1243,6 +1243,42 @@ static void emit_map(KE *ke) {
     body_twice(ke);
 }
 
+/* The region entry of an update's map kernel (kernel_region_update): thread g_ takes the
+   g_-th element of the region in row-major order, finds its index i in a's shape
+   (start + r * step per axis) and runs the whole-array kernel's code at i, where the
+   update reads e; the result goes to i of the output, which the executor points at a's
+   own buffer. Elements outside the region are not touched. */
+static void emit_update_region(KE *ke) {
+    const Kernel *k = ke->k;
+    Val *u = k->outs[0];
+    Buf *b = ke->b;
+    int r = u->rank;
+    bprintf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s_rg(const struct %s_p p) {\n", k->block, k->name,
+            k->name);
+    bprintf(b, "    const long long n = p.w[%d];\n", W(ke, KP_N, NULL, 0, 0));
+    bprintf(b, "    const int flat = (int)p.w[%d];\n", W(ke, KP_FLAT, NULL, 0, 0));
+    bputs(b, "    (void)n; (void)flat;\n");
+    emit_scalar_params(ke);
+    bputs(b, "    long long rn_ = 1;\n");
+    for (int ax = 0; ax < r; ax++) bprintf(b, "    rn_ *= p.w[%d];\n", W(ke, KP_UPD, u, ax, 0));
+    bputs(b, "    for (long long g_ = (long long)blockIdx.x * blockDim.x + threadIdx.x; g_ < rn_;\n"
+             "         g_ += (long long)gridDim.x * blockDim.x) {\n");
+    bprintf(b, "        long long i = 0, rr_ = g_, jr_[%d];\n        ", r);
+    for (int ax = r - 1; ax > 0; ax--) bprintf(b, "jr_[%d] = cuk_divmod(rr_, p.w[%d]); ", ax, W(ke, KP_UPD, u, ax, 0));
+    bputs(b, "jr_[0] = rr_;\n");
+    for (int ax = 0; ax < r; ax++) {
+        int st = W(ke, KP_SLSTART, u, ax, 0), sp = W(ke, KP_SLSTEP, u, ax, 0);
+        if (ax == 0) bprintf(b, "        i = p.w[%d] + jr_[0] * p.w[%d];\n", st, sp);
+        else
+            bprintf(b, "        i = i * p.w[%d] + (p.w[%d] + jr_[%d] * p.w[%d]);\n", W(ke, KP_SHAPE, NULL, ax, 0), st, ax,
+                    sp);
+    }
+    reset_scope(ke);
+    emit_eval(ke, k->outs, 1, 2);
+    store(ke, u, "i", 2);
+    bputs(b, "    }\n}\n\n");
+}
+
 /* The value a builtin reduction's accumulator starts from, such that folding the first
    element gives that element's exact bits (x + -0.0 is x for every x, -0.0 included; a
    max from -inf; ...), or NULL (lambdas, argmin/argmax). With it each element's fold is
@@ -2470,7 +2506,10 @@ static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
     }
     (void)is_in;
     switch (k->kind) {
-    case K_MAP: emit_map(&ke); break;
+    case K_MAP:
+        emit_map(&ke);
+        if (kernel_region_update(k)) emit_update_region(&ke);
+        break;
     case K_REDUCE: emit_reduce(&ke); break;
     case K_ROW: emit_row(&ke); break;
     case K_SCAN: emit_scan(&ke); break;

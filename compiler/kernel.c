@@ -86,6 +86,11 @@ void kernel_layout_params(Arena *a, Kernel *k) {
         }
 }
 
+Val *kernel_region_update(const Kernel *k) {
+    if (k->kind != K_MAP || k->nouts != 1 || k->outs[0]->op != OP_UPDATE || k->space != k->outs[0]) return NULL;
+    return k->rank == k->outs[0]->rank && k->rank > 0 ? k->outs[0] : NULL;
+}
+
 bool index_chains(int op) {
     switch (op) {
     case OP_SLICE:

@@ -198,6 +198,12 @@ Val *kernel_canon(const Kernel *k, Val *v);
 bool index_chains(int op);
 Val *kernel_chain_src(const Kernel *k, Val *x);
 bool kernel_direct(const Kernel *k, const Val *v);
+/* In-place updates: a map kernel whose one output is an element or slice update over its
+   shape (a[i, lo:hi] = e) also has an entry point over the region alone, named
+   <name>_rg, with the same parameter block (emit_cuda.c, emit_update_region): the GPU
+   executor launches it into a's own buffer when nothing else holds a. The update, or
+   NULL for other kernels. */
+Val *kernel_region_update(const Kernel *k);
 /* The grid (0: one full wave, for grid-stride kernels) and the scratch bytes k is
    launched with over an iteration space of n elements; axis kernels pass the sizes
    before (outer), along and after (inner) their axis, which is -1 for whole-array

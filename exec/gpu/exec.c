@@ -42,6 +42,7 @@ typedef struct Frame Frame;
 /* Per kernel: its function handle and the storage a launch fills, kept between calls. */
 typedef struct KState {
     cuk_function *fn;
+    cuk_function *rg; /* an update's region entry (kernel_region_update), on first use */
     Value *ins, *outs;
     long long *w;
     int *where; /* per parameter word: its index in ins (KP_IN) or outs (KP_OUT) */
@@ -61,6 +62,10 @@ typedef struct FnState {
                               call_direct */
     Frame *spare;          /* a frame kept for the next call */
 } FnState;
+
+/* CUK_TRACE_INPLACE=1: a line on stderr per update kernel (a[...] = e, scatter, mask)
+   saying whether it wrote into the array's own buffer (tests pin it, tests/gpu). */
+static int trace_inplace = -1;
 
 /* CUK_TIMING=1: start-up figures on stderr (bench/startup.py): when the context is
    ready and when the first kernel has finished, in ms since the process's first call
@@ -116,6 +121,10 @@ struct Frame {
     Value ret;
     Value rets[MAX_RESULTS]; /* several results */
     Operands ops; /* how the shape rules (run.h) read operands here */
+    /* the S_SET being run (t_set): its value, and the slot's array when the slot alone
+       holds it (see inplace_ok) */
+    const Val *set_val;
+    DBuf *own;
 };
 
 static int64_t nelem(const Value *v) {
@@ -532,6 +541,76 @@ static bool compact_count(GpuSession *s, Value *out, Loc loc) {
     return check_dev_err(s);
 }
 
+/* ---- in-place updates ------------------------------------------------------------------ */
+
+/* Whether v's value, computed in k (inker: k's own Vals by id), reads buffer b through
+   k's inputs at an index other than the iteration index: at_i says every op on the
+   path so far is elementwise (an input of the iteration space's shape read at i). */
+static bool reads_buf(const Kernel *k, const Value *ins, const bool *inker, bool *seen, int nv, Val *v, bool at_i,
+                      DBuf *b) {
+    Val *c = kernel_canon(k, v);
+    for (int i = 0; i < k->nins; i++)
+        if (k->ins[i] == c) return ins[i].buf == b && !at_i;
+    if (v->id < 0 || v->id >= nv || !inker[v->id]) return false; /* a host scalar or constant */
+    if (seen[v->id * 2 + at_i]) return false;
+    seen[v->id * 2 + at_i] = true;
+    bool ew = at_i && (op_is_ew(v->op) || v->op == OP_CAST || v->op == OP_CHECKDIM);
+    for (int i = 0; i < v->nargs; i++)
+        if (v->args[i] && reads_buf(k, ins, inker, seen, nv, v->args[i], ew, b)) return true;
+    return false;
+}
+
+/* Whether k, the kernel of the S_SET being run (f->set_val), may write into the slot's
+   own array (f->own) instead of a new one: the value is an update of that array (an
+   element or slice update, a scatter, or where(mask, e, a)), nothing outside the
+   statement holds the array (t_set: the slot's is the only reference, and it is not a
+   caller's argument), and the kernel reads it only where writing in place cannot change
+   what it reads: nowhere for a region or a scatter (whose own gather of a is only a
+   bounds check), at the iteration index only for a mask. Otherwise the update builds a
+   new array, as before. *x gets the updated array's Value (a reference). */
+static bool inplace_ok(Frame *f, const Kernel *k, const Value *ins, Value *x) {
+    Val *o = k->outs[0];
+    if (!f->own || k->nouts != 1 || o != f->set_val) return false;
+    Val *dst, *roots[3] = {NULL, NULL, NULL};
+    bool at_i = false;
+    if (kernel_region_update(k)) {
+        dst = o->args[0], roots[0] = o->args[1];
+    } else if (k->kind == K_MAP && o->op == OP_SELECT && o->rank > 0 && k->space == o) {
+        dst = o->args[2], roots[0] = o->args[0], roots[1] = o->args[1], at_i = true;
+    } else if (k->kind == K_HIST && o->op == OP_SCATTER) {
+        dst = o->args[0], roots[0] = o->args[1], roots[1] = o->args[2];
+        Val *vs = o->args[2], *g = vs->op == OP_SELECT ? vs->args[2] : NULL;
+        /* sema's where(true, vals, a[idx]) (update_scatter): a is read for the check */
+        if (g && vs->args[0]->op == OP_CONST && vs->args[0]->c.i && g->op == OP_GATHER &&
+            kernel_canon(k, g->args[0]) == kernel_canon(k, dst))
+            roots[1] = vs->args[1], roots[2] = g->args[1];
+    } else {
+        return false;
+    }
+    /* the array as sema reads it (a slot), an input of k: its value is in the memo */
+    if (dst->op != OP_SLOT || dst->rank != o->rank || !eval(f, dst, x)) return false;
+    bool ok = x->buf == f->own && same_dims(x, &f->memo[o->id]);
+    int nv = f->fn->nvals;
+    bool *inker = ok ? calloc((size_t)nv * 3 + 2, 1) : NULL;
+    ok = ok && inker;
+    for (int i = 0; ok && i < k->nvals; i++)
+        if (k->vals[i]->id >= 0 && k->vals[i]->id < nv) inker[k->vals[i]->id] = true;
+    for (int i = 0; ok && i < 3; i++) ok = !roots[i] || !reads_buf(k, ins, inker, inker + nv, nv, roots[i], at_i, f->own);
+    free(inker);
+    if (!ok) vrelease(f->s, x);
+    return ok;
+}
+
+static void inplace_trace(const Kernel *k, Loc loc, bool in_place) {
+    if (trace_inplace < 0) {
+        const char *e = getenv("CUK_TRACE_INPLACE");
+        trace_inplace = e && *e && strcmp(e, "0") != 0;
+    }
+    if (trace_inplace)
+        fprintf(stderr, "cuk-inplace: %d:%d: %s %s\n", loc.line, loc.col, op_name[k->outs[0]->op],
+                in_place ? "in place" : "into a new array");
+}
+
 static bool launch(Frame *f, const Kernel *k) {
     GpuSession *s = f->s;
     KState *ks = &f->st->ks[k->id];
@@ -564,10 +643,34 @@ static bool launch(Frame *f, const Kernel *k) {
     }
     bool ok = true;
     for (int i = 0; ok && i < k->nins; i++) ok = eval(f, k->ins[i], &ins[i]);
+    /* an update of an array nothing else holds writes into it (inplace_ok); an element or
+       slice update then runs over its region only */
+    bool inplace = false, region = false;
+    Value upd = {0};
+    if (ok && f->set_val == k->outs[0] && shape_of(f, k->outs[0], &upd)) {
+        inplace = inplace_ok(f, k, ins, &upd);
+        region = inplace && kernel_region_update(k);
+        if (region && !ks->rg) {
+            char nm[200];
+            snprintf(nm, sizeof nm, "%s_rg", k->name);
+            /* a bundle built before region entries existed has none: not in place */
+            if (cuk_module_function(f->s->mods[f->st->pi], nm, &ks->rg) != CUK_OK) {
+                ks->rg = NULL;
+                region = inplace = false;
+                vrelease(s, &upd);
+            }
+        }
+        if (kernel_region_update(k) || k->outs[0]->op == OP_SCATTER || k->outs[0]->op == OP_SELECT)
+            inplace_trace(k, k->outs[0]->loc, inplace);
+    }
     for (int i = 0; ok && i < k->nouts; i++) {
         Value sh;
         ok = k->kind == K_COMPACT ? compact_space(f, k, &space, &sh) : shape_of(f, k->outs[i], &sh);
         if (!ok) break;
+        if (inplace) {
+            outs[i] = upd; /* the reference inplace_ok took */
+            continue;
+        }
         Value tmp = sh;
         tmp.buf = NULL;
         if (tmp.rank == 0) tmp.rank = 1, tmp.shape[0] = 1; /* rank-0 results land in a 1-element buffer */
@@ -586,7 +689,7 @@ static bool launch(Frame *f, const Kernel *k) {
     }
     /* a scatter or histogram starts from its destination (the bins for kernel_geometry) */
     if (ok && k->kind == K_HIST) {
-        ok = hist_init(f, k, &outs[0], loc);
+        if (!inplace) ok = hist_init(f, k, &outs[0], loc);
         inner = nelem(&outs[0]);
     }
     /* segments=offs: reductions run tile by tile, scans one block per segment
@@ -735,10 +838,21 @@ static bool launch(Frame *f, const Kernel *k) {
                   k->kind == K_COMPACT) &&
                  nelem(&outs[0]) == 0;
     if (k->kind == K_HIST) empty = n == 0 || nelem(&outs[0]) == 0;
+    cuk_function *entry = ks->fn;
+    if (ok && region) {
+        /* the region's size (its lengths, KP_UPD), a grid-stride loop over it */
+        int64_t rn = 1;
+        for (int i = 0; i < k->nparams; i++)
+            if (k->params[i].kind == KP_UPD && k->params[i].b == 0) rn *= w[i];
+        empty = rn == 0;
+        int64_t blocks = (rn + k->block - 1) / k->block;
+        grid = (unsigned)(blocks < 65536 ? blocks : 65536);
+        entry = ks->rg;
+    }
     if (ok && !empty) {
         void *args[1] = {w};
         cuk_dim3 g = {grid, 1, 1}, b = {(unsigned)k->block, 1, 1};
-        if (cuk_launch(ks->fn, g, b, 0, NULL, args) != CUK_OK) ok = gpu_fail(s, loc, "kernel launch failed");
+        if (cuk_launch(entry, g, b, 0, NULL, args) != CUK_OK) ok = gpu_fail(s, loc, "kernel launch failed");
         if (timing_on && !timing_first_done) {
             timing_first_done = true;
             cuk_synchronize();
@@ -929,7 +1043,15 @@ static void clear_memo(Frame *f) {
 static bool t_set(void *fr, int slot, const Val *v) {
     Frame *f = fr;
     Value x;
-    if (!eval(f, (Val *)v, &x)) return false;
+    /* the slot's array may be updated in place (inplace_ok) when the slot is all that
+       holds it: no other name, memo or frame, and not a caller's argument (borrowed) */
+    Value *sv = &f->slots[slot];
+    f->own = sv->set && sv->rank > 0 && sv->buf && sv->buf->refs == 1 && !sv->buf->borrowed ? sv->buf : NULL;
+    f->set_val = v;
+    bool ok = eval(f, (Val *)v, &x);
+    f->own = NULL;
+    f->set_val = NULL;
+    if (!ok) return false;
     vrelease(f->s, &f->slots[slot]);
     f->slots[slot] = x;
     return true;

@@ -127,3 +127,112 @@ def test_masks(m, n):
     y = rng.standard_normal((3, n))
     e = rng.standard_normal((3, n))
     np.testing.assert_array_equal(m.masked2(y, e), np.where(y < 0, e, y))
+
+
+# ---- in place: the GPU backend writes into an array nothing else holds ----------------------
+
+INPLACE = """
+fn loop(x: f32[n], k: i64) -> f32[n] {
+    var a = x;
+    for i in 0..k {
+        a[i] = f32(i) * 2.0;
+        a[i + 1:] = a[i + 1:] + 1.0;
+    }
+    a[a > 100.0] = -1.0;
+    a[iota(k) * 2] = 5.0;
+    return a;
+}
+fn twice(x: f32[n], y: f32[n]) -> f32[n] { var a = x; a[1:] = y[:-1]; var b = a; b[0] = 9.0; return a + b; }
+fn grid(x: f64[r, c]) -> f64[r, c] {
+    var g = x;
+    for it in 0..3 { g[1:-1, 1:-1] = g[:-2, 1:-1] + g[2:, 1:-1]; g[0] = g[1]; g[:, -1] = 0.5; }
+    return g;
+}
+"""
+
+
+def np_loop(x, k):
+    a = x.copy()
+    for i in range(k):
+        a[i] = np.float32(i) * 2
+        a[i + 1:] = a[i + 1:] + np.float32(1)
+    a[a > 100] = -1
+    a[np.arange(k) * 2] = 5
+    return a
+
+
+def np_grid(x):
+    g = x.copy()
+    for _ in range(3):
+        g[1:-1, 1:-1] = g[:-2, 1:-1] + g[2:, 1:-1]
+        g[0] = g[1]
+        g[:, -1] = 0.5
+    return g
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def mi(request):
+    return request.param, cuk.compile(INPLACE, device=request.param)
+
+
+@pytest.mark.parametrize("n", [1, 33, 1025, (1 << 20) + 7])
+def test_inplace_values_and_arguments(mi, n):
+    """Updates in loops, after copies and of 2-D blocks give NumPy's values, and never
+    modify an argument (a device array passed in stays as it was)."""
+    device, mi = mi
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    k = min(n // 2, 20)
+    dev = device == "gpu"
+    xa = cuk.to_device(x) if dev else x
+    got = mi.loop(xa, k)
+    np.testing.assert_allclose(np.asarray(got.get() if dev else got), np_loop(x, k), rtol=1e-6)
+    np.testing.assert_array_equal(xa.get() if dev else xa, x)
+    y = rng.standard_normal(n).astype(np.float32)
+    a = x.copy()
+    a[1:] = y[:-1]
+    b = a.copy()
+    b[0] = 9
+    np.testing.assert_allclose(np.asarray(mi.twice(x, y)), a + b, rtol=1e-6)
+    g = rng.standard_normal((n // 64 + 3, 5))
+    ga = cuk.to_device(g) if dev else g
+    np.testing.assert_allclose(np.asarray(mi.grid(ga)), np_grid(g), rtol=1e-12)
+    np.testing.assert_array_equal(ga.get() if dev else ga, g)
+
+
+def trace_inplace(cukc, env):
+    """The in-place decisions of tests/gpu/inplace_prog.cuk (CUK_TRACE_INPLACE=1)."""
+    import os
+    import subprocess
+    prog = os.path.join(cukpath.ROOT, "tests", "gpu", "inplace_prog.cuk")
+    r = subprocess.run([cukc, "run", prog, "--device", "gpu"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, CUK_TRACE_INPLACE="1", CUK_QUIET="1", **env))
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = [ln[len("cuk-inplace: "):] for ln in r.stderr.splitlines() if ln.startswith("cuk-inplace: ")]
+    want = open(os.path.join(cukpath.ROOT, "tests", "gpu", "inplace_expect.txt")).read().splitlines()
+    return got, want, r.stdout
+
+
+def test_inplace_decisions_fake_driver(tmp_path):
+    """Which updates the GPU executor runs in place, without a GPU: against
+    bench/fake_libcuda.c (kernels do not run, so the values are not checked here; the
+    same program's values are, on a GPU, in tests/gpu/test_inplace.py): a shared array,
+    a parameter's array and a right side that reads the array get a new array; the rest
+    (element, slice, scatter, mask) write into the array's own buffer."""
+    import os
+    import shutil
+    import subprocess
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    base = os.path.join(cukpath.ROOT, "bench", "fake_libcuda.c")
+    cukc = os.environ.get("CUKC") or os.path.join(cukpath.BUILD, "bin", "cukc")
+    if not cc or not os.path.exists(cukc):
+        pytest.skip("needs a C compiler and cukc")
+    lib = str(tmp_path / "libfakecuda.so")
+    subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-o", lib, base], check=True)
+    try:
+        got, want, _ = trace_inplace(cukc, {"CUK_LIBCUDA": lib, "CUK_CACHE_DIR": str(tmp_path / "cache")})
+    except AssertionError as e:
+        if "NVRTC" in str(e) or "nvrtc" in str(e):
+            pytest.skip("needs NVRTC")
+        raise
+    assert got == want
