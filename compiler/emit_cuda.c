@@ -1255,8 +1255,9 @@ static void emit_update_region(KE *ke) {
     int r = u->rank;
     bprintf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s_rg(const struct %s_p p) {\n", k->block, k->name,
             k->name);
+    bputs(b, "    typedef long long IX;\n    typedef unsigned long long UX;\n");
     bprintf(b, "    const long long n = p.w[%d];\n", W(ke, KP_N, NULL, 0, 0));
-    bprintf(b, "    const int flat = (int)p.w[%d];\n", W(ke, KP_FLAT, NULL, 0, 0));
+    bprintf(b, "    const int flat = (int)(p.w[%d] & 1);\n", W(ke, KP_FLAT, NULL, 0, 0));
     bputs(b, "    (void)n; (void)flat;\n");
     emit_scalar_params(ke);
     bputs(b, "    long long rn_ = 1;\n");
