@@ -647,7 +647,7 @@ static bool launch(Frame *f, const Kernel *k) {
        slice update then runs over its region only */
     bool inplace = false, region = false;
     Value upd = {0};
-    if (ok && f->set_val == k->outs[0] && shape_of(f, k->outs[0], &upd)) {
+    if (ok && k->kind != K_COMPACT && f->set_val == k->outs[0] && shape_of(f, k->outs[0], &upd)) {
         inplace = inplace_ok(f, k, ins, &upd);
         region = inplace && kernel_region_update(k);
         if (region && !ks->rg) {
