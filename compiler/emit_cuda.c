@@ -160,7 +160,6 @@ typedef struct KE {
     int uniq;      /* numbers the index arrays and values of index chains */
     bool ix_given; /* the caller declared ix<axis>, the multi-index of i, whether flat or not */
     bool ix_ok;    /* ix<axis> hold i's multi-index in the current scope (flat or not) */
-    bool ix32;     /* the body is written twice, with 32- and 64-bit index types IX, UX */
     size_t body_at; /* where in b the body (after the index types) starts */
     const Val *etab; /* the OP_HBIN whose edges emit_hist put in shared memory (etab_) */
 } KE;
@@ -1053,7 +1052,7 @@ static void header(KE *ke) {
     int fw = W(ke, KP_FLAT, NULL, 0, 0);
     bprintf(ke->b, "extern \"C\" __global__ void __launch_bounds__(%s) %s(const struct %s_p p) {\n", bounds, k->name,
             k->name);
-    if (ke->ix32) {
+    if (k->ix32) {
         /* The body twice (body_twice), the first with 32-bit index arithmetic for when the
            executor says every index and offset of the launch fits (KFLAT_IX32). Written
            out, not a template taking p by reference: that read every parameter word
@@ -1159,10 +1158,10 @@ static void store(KE *ke, Val *out, const char *index, int d) {
     bprintf(ke->b, "((%s *)p.w[%d])[%s] = %s;\n", ctype(out->dt), W(ke, KP_OUT, out, 0, 0), index, r);
 }
 
-/* Closes a kernel whose header opened the 32-bit copy of its body (ke->ix32): the same
+/* Closes a kernel whose header opened the 32-bit copy of its body (k->ix32): the same
    body again with 64-bit index types. The body ends with the function's closing brace. */
 static void body_twice(KE *ke) {
-    if (!ke->ix32) return;
+    if (!ke->k->ix32) return;
     Buf *b = ke->b;
     char *body = arena_strdup(ke->e->a, b->s + ke->body_at);
     size_t n = strlen(body);
@@ -1188,12 +1187,12 @@ static void emit_map(KE *ke) {
     reset_scope(ke);
     Leaves L = leaves_new(ke);
     collect_leaves(ke, k->outs, k->nouts, &L);
-    int V = kernel_map_vec(k), U = kernel_map_unroll(k);
+    int V = 16 / kernel_widest_elem(k), U = k->items; /* as kernel_geometry's grid assumes */
     bputs(b, "    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
              "    const long long gstride = (long long)gridDim.x * blockDim.x;\n"
              "    long long start_ = 0;\n");
     /* index transforms read ix: a row must hold whole vectors (emit_vec_iter_index) */
-    if (ke->ix32 && k->rank > 1)
+    if (k->ix32 && k->rank > 1)
         bprintf(b, "    if (%s && p.w[%d] %% %d == 0) {\n", vec_cond(ke, &L, k->outs, k->nouts),
                 W(ke, KP_SHAPE, NULL, k->rank - 1, 0), V);
     else bprintf(b, "    if (%s) {\n", vec_cond(ke, &L, k->outs, k->nouts));
@@ -2501,10 +2500,7 @@ static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
     Buf kb = {.a = e->a};
     KE ke = {.e = e, .k = k, .b = &kb, .nid = nid, .inval = marks, .done = marks + nid, .seen = marks + 2 * nid};
     memset(marks, 0, 3 * (size_t)nid);
-    for (int i = 0; i < k->nvals; i++) {
-        ke.inval[k->vals[i]->id] = true;
-        if (k->kind == K_MAP && op_is_index(k->vals[i]->op) && k->vals[i]->op != OP_RESHAPE) ke.ix32 = true;
-    }
+    for (int i = 0; i < k->nvals; i++) ke.inval[k->vals[i]->id] = true;
     (void)is_in;
     switch (k->kind) {
     case K_MAP:

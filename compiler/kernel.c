@@ -199,6 +199,21 @@ void kernel_launch_shape(Kernel *k) {
         k->items = 16;
         while (k->items > 1 && seg_stage_bytes(k) * SEGRED_BLOCK * k->items > SEGRED_STAGE_BYTES) k->items /= 2;
     }
+    if (k->kind == K_MAP) {
+        /* Values read through index transforms (slices, pad, concat, ...) keep
+           MAP_CHAIN_UNROLL vectors per thread in flight: their loads through the chain
+           are scalar and their index arithmetic long, so more independent elements per
+           thread hide more latency (the 5-point stencil over pad: 2138 GB/s with 2,
+           2287 with 4 on an H200; one element per thread, lane-contiguous, ran at 1450).
+           Any index op but a reshape reads its operand at computed indices: the body
+           gets its 32-bit copy (KFLAT_IX32). */
+        k->items = MAP_UNROLL;
+        for (int i = 0; i < k->nvals; i++) {
+            int op = k->vals[i]->op;
+            if (index_chains(op)) k->items = MAP_CHAIN_UNROLL;
+            if (op_is_index(op) && op != OP_RESHAPE) k->ix32 = true;
+        }
+    }
     if (k->kind == K_COMPACT) {
         /* Tiles of 256 x 32 elements when nothing read or written is wider than 4 bytes
            (256 x 16 otherwise): the kept ones are staged in at most 32 KiB of shared
@@ -208,28 +223,14 @@ void kernel_launch_shape(Kernel *k) {
     }
 }
 
-/* K_MAP kernels whose values read through index transforms (slices, pad, concat, ...)
-   keep MAP_CHAIN_UNROLL vectors per thread in flight: their loads through the chain are
-   scalar and their index arithmetic long, so more independent elements per thread hide
-   more latency (the 5-point stencil over pad: 2138 GB/s with 2, 2287 with 4 on an H200;
-   one element per thread, lane-contiguous, ran at 1450). */
-static bool map_chains(const Kernel *k) {
-    for (int i = 0; i < k->nvals; i++)
-        if (index_chains(k->vals[i]->op)) return true;
-    return false;
-}
-
-int kernel_map_vec(const Kernel *k) { return 16 / kernel_widest_elem(k); }
-
-int kernel_map_unroll(const Kernel *k) { return map_chains(k) ? MAP_CHAIN_UNROLL : MAP_UNROLL; }
-
 bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
                      size_t *scratch) {
     *grid = 1;
     *scratch = 0;
     switch (k->kind) {
     case K_MAP: {
-        int64_t per = (int64_t)k->block * kernel_map_unroll(k) * kernel_map_vec(k), nb = n / per + (n % per != 0);
+        int m = kernel_widest_elem(k); /* the emitted vector holds 16 / m elements */
+        int64_t per = (int64_t)k->block * k->items * (16 / m), nb = n / per + (n % per != 0);
         if (nb > 0x7fffffff) return false;
         *grid = (unsigned)(nb < 1 ? 1 : nb);
         break;

@@ -102,7 +102,10 @@ typedef struct Kernel {
     KParam *params;     /* the parameter block, see kernel_layout_params() */
     int nparams;
     int block;          /* threads per block the emitted code assumes */
-    int items;          /* K_SCAN, K_COMPACT, tiled segmented K_REDUCE: elements per thread */
+    int items;          /* K_SCAN, K_COMPACT, tiled segmented K_REDUCE: elements per thread;
+                           K_MAP: 16-byte vectors per thread (MAP_UNROLL, MAP_CHAIN_UNROLL) */
+    bool ix32;          /* K_MAP with index transforms: the body is written twice, the
+                           second with 32-bit index arithmetic (KFLAT_IX32) */
 } Kernel;
 
 /* K_MAP: 16-byte vectors per thread. A block covers one chunk of block x MAP_UNROLL
@@ -111,10 +114,6 @@ typedef struct Kernel {
    over an SM-count grid and against a loop over chunks: docs/performance.md). */
 #define MAP_UNROLL 2
 #define MAP_CHAIN_UNROLL 4
-/* The elements per vector and the vectors per thread of K_MAP kernel k's fast path
-   (emit_cuda.c and kernel_geometry agree through these). */
-int kernel_map_vec(const Kernel *k);
-int kernel_map_unroll(const Kernel *k);
 
 /* K_HIST: a block keeps its own bins in shared memory (HIST_SHARED_BYTES: 8192
    32-bit counters for bincount and histogram, 4096 64-bit or 8192 32-bit sums for a

@@ -724,7 +724,9 @@ static bool launch(Frame *f, const Kernel *k) {
                  (long long)n);
         ok = false;
     }
-    bool flat = true, ix32 = n < KIX32_LIMIT;
+    /* ix32: every index word and element count of the launch small enough for the
+       32-bit copy of an ix32 kernel's body (KFLAT_IX32) */
+    bool flat = true, ix32 = k->ix32 && n < KIX32_LIMIT;
     for (int i = 0; ok && i < k->nins; i++) flat = flat && same_dims(&ins[i], &space);
     /* the parameter words */
     for (int i = 0; ok && i < k->nparams; i++) {
@@ -825,10 +827,8 @@ static bool launch(Frame *f, const Kernel *k) {
             break;
         }
         }
+        if (ix32 && kparam_is_index(p->kind)) ix32 = w[i] < KIX32_LIMIT && w[i] > -KIX32_LIMIT;
     }
-    /* every index word small enough for the 32-bit body (KFLAT_IX32) */
-    for (int i = 0; ok && ix32 && i < k->nparams; i++)
-        if (kparam_is_index(k->params[i].kind)) ix32 = w[i] < KIX32_LIMIT && w[i] > -KIX32_LIMIT;
     if (ok && scratch_bytes) ok = scratch_get(s, scratch_bytes, loc);
     for (int i = 0; i < k->nparams; i++) {
         if (k->params[i].kind == KP_FLAT) w[i] = flat | (ix32 ? KFLAT_IX32 : 0);
