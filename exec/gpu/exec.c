@@ -40,9 +40,19 @@ typedef struct Value {
 typedef struct Frame Frame;
 
 /* Per kernel: its function handle and the storage a launch fills, kept between calls. */
+/* An update kernel's output (update_form): the array it updates, the values it
+   computes from reads that could see that array, and whether they read it only at the
+   iteration index (a mask); inker marks k's own Vals by id, seen is reads_buf's. */
+typedef struct Upd {
+    Val *dst, *roots[3];
+    bool at_i;
+    bool *inker, *seen;
+} Upd;
+
 typedef struct KState {
     cuk_function *fn;
     cuk_function *rg; /* an update's region entry (kernel_region_update), on first use */
+    Upd *upd;         /* the kernel's output is an update of an array (update_form) */
     Value *ins, *outs;
     long long *w;
     int *where; /* per parameter word: its index in ins (KP_IN) or outs (KP_OUT) */
@@ -560,43 +570,49 @@ static bool reads_buf(const Kernel *k, const Value *ins, const bool *inker, bool
     return false;
 }
 
-/* Whether k, the kernel of the S_SET being run (f->set_val), may write into the slot's
-   own array (f->own) instead of a new one: the value is an update of that array (an
-   element or slice update, a scatter, or where(mask, e, a)), nothing outside the
-   statement holds the array (t_set: the slot's is the only reference, and it is not a
-   caller's argument), and the kernel reads it only where writing in place cannot change
-   what it reads: nowhere for a region or a scatter (whose own gather of a is only a
-   bounds check), at the iteration index only for a mask. Otherwise the update builds a
-   new array, as before. *x gets the updated array's Value (a reference). */
-static bool inplace_ok(Frame *f, const Kernel *k, const Value *ins, Value *x) {
+/* Whether k's output is an update of an array (an element or slice update, a scatter,
+   or where(mask, e, a)); if so, fills u's array and roots. */
+static bool update_form(const Kernel *k, Upd *u) {
     Val *o = k->outs[0];
-    if (!f->own || k->nouts != 1 || o != f->set_val) return false;
-    Val *dst, *roots[3] = {NULL, NULL, NULL};
-    bool at_i = false;
+    memset(u->roots, 0, sizeof u->roots);
+    u->at_i = false;
+    if (k->nouts != 1) return false;
     if (kernel_region_update(k)) {
-        dst = o->args[0], roots[0] = o->args[1];
+        u->dst = o->args[0], u->roots[0] = o->args[1];
     } else if (k->kind == K_MAP && o->op == OP_SELECT && o->rank > 0 && k->space == o) {
-        dst = o->args[2], roots[0] = o->args[0], roots[1] = o->args[1], at_i = true;
+        u->dst = o->args[2], u->roots[0] = o->args[0], u->roots[1] = o->args[1], u->at_i = true;
     } else if (k->kind == K_HIST && o->op == OP_SCATTER) {
-        dst = o->args[0], roots[0] = o->args[1], roots[1] = o->args[2];
+        u->dst = o->args[0], u->roots[0] = o->args[1], u->roots[1] = o->args[2];
         Val *vs = o->args[2], *g = vs->op == OP_SELECT ? vs->args[2] : NULL;
         /* sema's where(true, vals, a[idx]) (update_scatter): a is read for the check */
         if (g && vs->args[0]->op == OP_CONST && vs->args[0]->c.i && g->op == OP_GATHER &&
-            kernel_canon(k, g->args[0]) == kernel_canon(k, dst))
-            roots[1] = vs->args[1], roots[2] = g->args[1];
+            kernel_canon(k, g->args[0]) == kernel_canon(k, u->dst))
+            u->roots[1] = vs->args[1], u->roots[2] = g->args[1];
     } else {
         return false;
     }
+    return true;
+}
+
+/* Whether update kernel k (u: its form), the kernel of the S_SET being run
+   (f->set_val), may write into the slot's own array (f->own) instead of a new one:
+   nothing outside the statement holds the array (t_set: the slot's is the only
+   reference, and it is not a caller's argument), and the kernel reads it only where
+   writing in place cannot change what it reads: nowhere for a region or a scatter
+   (whose own gather of a is only a bounds check), at the iteration index only for a
+   mask. Otherwise the update builds a new array, as before. *x gets the updated array's
+   Value (a reference). */
+static bool inplace_ok(Frame *f, const Kernel *k, const Upd *u, const Value *ins, Value *x) {
+    Val *o = k->outs[0];
+    Value sh;
     /* the array as sema reads it (a slot), an input of k: its value is in the memo */
-    if (dst->op != OP_SLOT || dst->rank != o->rank || !eval(f, dst, x)) return false;
-    bool ok = x->buf == f->own && same_dims(x, &f->memo[o->id]);
+    if (!f->own || u->dst->op != OP_SLOT || u->dst->rank != o->rank || !shape_of(f, o, &sh) || !eval(f, u->dst, x))
+        return false;
+    bool ok = x->buf == f->own && same_dims(x, &sh);
     int nv = f->fn->nvals;
-    bool *inker = ok ? calloc((size_t)nv * 3 + 2, 1) : NULL;
-    ok = ok && inker;
-    for (int i = 0; ok && i < k->nvals; i++)
-        if (k->vals[i]->id >= 0 && k->vals[i]->id < nv) inker[k->vals[i]->id] = true;
-    for (int i = 0; ok && i < 3; i++) ok = !roots[i] || !reads_buf(k, ins, inker, inker + nv, nv, roots[i], at_i, f->own);
-    free(inker);
+    if (ok) memset(u->seen, 0, (size_t)nv * 2);
+    for (int i = 0; ok && i < 3; i++)
+        ok = !u->roots[i] || !reads_buf(k, ins, u->inker, u->seen, nv, u->roots[i], u->at_i, f->own);
     if (!ok) vrelease(f->s, x);
     return ok;
 }
@@ -647,8 +663,8 @@ static bool launch(Frame *f, const Kernel *k) {
        slice update then runs over its region only */
     bool inplace = false, region = false;
     Value upd = {0};
-    if (ok && k->kind != K_COMPACT && f->set_val == k->outs[0] && shape_of(f, k->outs[0], &upd)) {
-        inplace = inplace_ok(f, k, ins, &upd);
+    if (ok && ks->upd && f->set_val == k->outs[0]) {
+        inplace = inplace_ok(f, k, ks->upd, ins, &upd);
         region = inplace && kernel_region_update(k);
         if (region && !ks->rg) {
             char nm[200];
@@ -660,8 +676,7 @@ static bool launch(Frame *f, const Kernel *k) {
                 vrelease(s, &upd);
             }
         }
-        if (kernel_region_update(k) || k->outs[0]->op == OP_SCATTER || k->outs[0]->op == OP_SELECT)
-            inplace_trace(k, k->outs[0]->loc, inplace);
+        inplace_trace(k, k->outs[0]->loc, inplace);
     }
     for (int i = 0; ok && i < k->nouts; i++) {
         Value sh;
@@ -1280,6 +1295,15 @@ static void fnstate_init(GpuSession *s, FnState *st, int pi) {
                 for (int q = 0; q < k->nouts; q++)
                     if (k->outs[q] == kp->v) ks->where[p] = q;
             if (kp->kind == KP_ERR) st->has_err = true;
+        }
+        Upd u;
+        if (update_form(k, &u)) {
+            u.inker = NEWN(a, bool, (size_t)nv);
+            u.seen = NEWN(a, bool, (size_t)nv * 2);
+            for (int j = 0; j < k->nvals; j++)
+                if (k->vals[j]->id >= 0 && k->vals[j]->id < nv) u.inker[k->vals[j]->id] = true;
+            ks->upd = NEW(a, Upd);
+            *ks->upd = u;
         }
     }
     /* CUK_NO_DIRECT=1 sends every call through the interpreter (to compare the two) */
