@@ -40,24 +40,18 @@ template <class T> struct cuk_arg {
     T v;
     int64_t i;
 };
-template <class T> CUK_FN cuk_arg<T> cuk_shfl_down(cuk_arg<T> a, int d) {
-    cuk_arg<T> r;
-    r.v = cuk_shfl_down(a.v, d);
-    r.i = cuk_shfl_down(a.i, d);
-    return r;
-}
-template <class T> CUK_FN cuk_arg<T> cuk_shfl_up(cuk_arg<T> a, int d) {
-    cuk_arg<T> r;
-    r.v = cuk_shfl_up(a.v, d);
-    r.i = cuk_shfl_up(a.i, d);
-    return r;
-}
-template <class T> CUK_FN cuk_arg<T> cuk_shfl_idx(cuk_arg<T> a, int l) {
-    cuk_arg<T> r;
-    r.v = cuk_shfl_idx(a.v, l);
-    r.i = cuk_shfl_idx(a.i, l);
-    return r;
-}
+/* The three warp shuffles of a struct template S<T>, field by field: FIELDS(F) applies
+   F to each field's name (cuk_arg here, cuk_seg in scan.cuh). */
+#define CUK_SHFL_F_DOWN(f) r.f = cuk_shfl_down(a.f, d);
+#define CUK_SHFL_F_UP(f) r.f = cuk_shfl_up(a.f, d);
+#define CUK_SHFL_F_IDX(f) r.f = cuk_shfl_idx(a.f, d);
+#define CUK_SHFL_STRUCT(S, FIELDS)                                                                    \
+    template <class T> CUK_FN S<T> cuk_shfl_down(S<T> a, int d) { S<T> r; FIELDS(CUK_SHFL_F_DOWN) return r; } \
+    template <class T> CUK_FN S<T> cuk_shfl_up(S<T> a, int d) { S<T> r; FIELDS(CUK_SHFL_F_UP) return r; }     \
+    template <class T> CUK_FN S<T> cuk_shfl_idx(S<T> a, int d) { S<T> r; FIELDS(CUK_SHFL_F_IDX) return r; }
+#define CUK_ARG_FIELDS(F) F(v) F(i)
+CUK_SHFL_STRUCT(cuk_arg, CUK_ARG_FIELDS)
+
 template <class T> struct cuk_argmin_op {
     __device__ __forceinline__ cuk_arg<T> operator()(cuk_arg<T> a, cuk_arg<T> b) const {
         bool an = a.v != a.v, bn = b.v != b.v;

@@ -248,27 +248,8 @@ template <class T, class Op> struct cuk_seg_op {
         return r;
     }
 };
-template <class T> CUK_FN cuk_seg<T> cuk_shfl_down(cuk_seg<T> a, int d) {
-    cuk_seg<T> r;
-    r.v = cuk_shfl_down(a.v, d);
-    r.h = __shfl_down_sync(CUK_FULL_MASK, a.h, d);
-    r.c = __shfl_down_sync(CUK_FULL_MASK, a.c, d);
-    return r;
-}
-template <class T> CUK_FN cuk_seg<T> cuk_shfl_up(cuk_seg<T> a, int d) {
-    cuk_seg<T> r;
-    r.v = cuk_shfl_up(a.v, d);
-    r.h = __shfl_up_sync(CUK_FULL_MASK, a.h, d);
-    r.c = __shfl_up_sync(CUK_FULL_MASK, a.c, d);
-    return r;
-}
-template <class T> CUK_FN cuk_seg<T> cuk_shfl_idx(cuk_seg<T> a, int l) {
-    cuk_seg<T> r;
-    r.v = cuk_shfl_idx(a.v, l);
-    r.h = __shfl_sync(CUK_FULL_MASK, a.h, l);
-    r.c = __shfl_sync(CUK_FULL_MASK, a.c, l);
-    return r;
-}
+#define CUK_SEG_FIELDS(F) F(v) F(h) F(c)
+CUK_SHFL_STRUCT(cuk_seg, CUK_SEG_FIELDS)
 
 /* Exclusive scan of x over the block's threads in thread order: exc (valid when hexc;
    thread 0 has none) and the block's total. Every thread must call it. */
