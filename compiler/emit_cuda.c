@@ -1158,6 +1158,21 @@ static void store(KE *ke, Val *out, const char *index, int d) {
     bprintf(ke->b, "((%s *)p.w[%d])[%s] = %s;\n", ctype(out->dt), W(ke, KP_OUT, out, 0, 0), index, r);
 }
 
+/* The fast paths' evaluation: targets at element e_ of the register vectors
+   L<id><sel> already loaded (every leaf laid out like the iteration space), in a fresh
+   scope; regs_end when the vector's code is done. */
+static void regs_eval(KE *ke, const char *sel, Val **tg, int n, int d) {
+    ke->leaf_sel = sel;
+    ke->flatc = true;
+    reset_scope(ke);
+    emit_eval_at(ke, tg, n, d, false);
+}
+
+static void regs_end(KE *ke) {
+    ke->leaf_sel = NULL;
+    ke->flatc = false;
+}
+
 /* Closes a kernel whose header opened the 32-bit copy of its body (k->ix32): the same
    body again with 64-bit index types. The body ends with the function's closing brace. */
 static void body_twice(KE *ke) {
@@ -1212,16 +1227,12 @@ static void emit_map(KE *ke) {
     for (int j = 0; j < k->nouts; j++) bprintf(b, "                cuk_vec<%s, %d> S%d;\n", ctype(k->outs[j]->dt), V, j);
     bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
     bprintf(b, "                    const long long i = q * %d + e_;\n                    (void)i;\n", V);
-    ke->leaf_sel = "[u_].x[e_]";
-    ke->flatc = true;
-    reset_scope(ke);
     if (k->rank > 0) /* unused (and removed by NVRTC) without index transforms */
         emit_vec_iter_index(ke, V, 5);
     ke->ix_given = k->rank > 0;
-    emit_eval_at(ke, k->outs, k->nouts, 5, false);
+    regs_eval(ke, "[u_].x[e_]", k->outs, k->nouts, 5);
     ke->ix_given = false;
-    ke->leaf_sel = NULL;
-    ke->flatc = false;
+    regs_end(ke);
     char r[128];
     for (int j = 0; j < k->nouts; j++) {
         ref(ke, k->outs[j], r, sizeof r);
@@ -1426,23 +1437,17 @@ static int emit_vector_chunks(KE *ke, Val **tg, int ntg, EachFn each, void *ctx)
     bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
     bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
     bprintf(b, "                    const long long i = (q + u_ * (long long)blockDim.x) * %d + e_;\n", V);
-    ke->leaf_sel = "[u_].x[e_]";
-    ke->flatc = true;
-    reset_scope(ke);
-    emit_eval_at(ke, tg, ntg, 5, false);
+    regs_eval(ke, "[u_].x[e_]", tg, ntg, 5);
     each(ke, 5, ctx);
     bputs(b, "                }\n            }\n        }\n");
     bputs(b, "        for (; q < vhi; q += blockDim.x) {\n");
     load_leaf_regs(ke, &L, V, "[0]", arena_printf(ke->e->a, "q * %d", V), 3);
     bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
     bprintf(b, "                const long long i = q * %d + e_;\n", V);
-    ke->leaf_sel = "[0].x[e_]";
-    reset_scope(ke);
-    emit_eval_at(ke, tg, ntg, 4, false);
+    regs_eval(ke, "[0].x[e_]", tg, ntg, 4);
     each(ke, 4, ctx);
     bputs(b, "            }\n        }\n    }\n");
-    ke->leaf_sel = NULL;
-    ke->flatc = false;
+    regs_end(ke);
     return V;
 }
 
@@ -1540,13 +1545,9 @@ static void emit_segred(KE *ke, const char **types) {
     bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
     bprintf(b, "                    const int c_ = q * %d + e_;\n", V);
     bputs(b, "                    const long long i = tbase + c_;\n                    (void)i;\n");
-    ke->leaf_sel = "[r_].x[e_]";
-    ke->flatc = true;
-    reset_scope(ke);
-    emit_eval_at(ke, ins, k->nreds, 5, false);
+    regs_eval(ke, "[r_].x[e_]", ins, k->nreds, 5);
     for (int j = 0; j < k->nreds; j++) seg_stage(ke, j, arena_printf(ke->e->a, "sx%d_[c_ + (c_ >> 5)]", j), 5);
-    ke->leaf_sel = NULL;
-    ke->flatc = false;
+    regs_end(ke);
     bputs(b, "                }\n            }\n        }\n    } else {\n");
     bputs(b, tsearch);
     bprintf(b, "        for (int c_ = threadIdx.x; c_ < %d; c_ += %d) {\n", TILE, BLOCK);
@@ -2048,14 +2049,10 @@ static void emit_scan(KE *ke) {
     bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
     bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
     bprintf(b, "                const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n", V);
-    ke->leaf_sel = "[r_].x[e_]";
-    ke->flatc = true;
-    reset_scope(ke);
-    emit_eval_at(ke, &in, 1, 4, false);
+    regs_eval(ke, "[r_].x[e_]", &in, 1, 4);
     ref(ke, in, xv, sizeof xv);
     bprintf(b, "                xs[r_][e_] = (%s)(%s);\n", T, xv);
-    ke->leaf_sel = NULL;
-    ke->flatc = false;
+    regs_end(ke);
     bputs(b, "            }\n        }\n    } else {\n");
     bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
     bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
@@ -2427,16 +2424,12 @@ static void emit_compact(KE *ke) {
     bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
     bprintf(b, "                const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n"
                "                (void)i;\n", V);
-    ke->leaf_sel = "[r_].x[e_]";
-    ke->flatc = true;
-    reset_scope(ke);
-    emit_eval_at(ke, targets, 2, 4, false);
+    regs_eval(ke, "[r_].x[e_]", targets, 2, 4);
     ref(ke, x, xr, sizeof xr);
     ref(ke, m, mr, sizeof mr);
     bprintf(b, "                xs[r_][e_] = (%s)(%s);\n", T, xr);
     bprintf(b, "                mk[r_] |= (unsigned)((%s) != 0) << e_;\n", mr);
-    ke->leaf_sel = NULL;
-    ke->flatc = false;
+    regs_end(ke);
     bputs(b, "            }\n        }\n    } else {\n");
     bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n            mk[r_] = 0;\n", R);
     bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
