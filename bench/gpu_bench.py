@@ -19,6 +19,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from timing import torch_median_ms  # noqa: E402  (bench/timing.py)
 
 # bytes each program must move, per element of the iteration space
 BYTES = {
@@ -92,19 +94,7 @@ def main():
         cxb, cidx = cp.from_dlpack(xb), cp.from_dlpack(idx)
 
     def time_torch(fn, iters=a.iters):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(iters):
-            e0 = torch.cuda.Event(enable_timing=True)
-            e1 = torch.cuda.Event(enable_timing=True)
-            e0.record()
-            fn()
-            e1.record()
-            e1.synchronize()
-            ts.append(e0.elapsed_time(e1))
-        return statistics.median(ts)
+        return torch_median_ms(fn, iters)
 
     def time_cupy(fn, iters=a.iters):
         for _ in range(3):

@@ -17,12 +17,15 @@ usage: part2_bench.py [--logn 28] [--iters 20] [--no-compile] [--only a,b]
                                        sizes against NumPy; what CI can run)
 """
 import argparse
-import statistics
+import os
 import sys
 
 import numpy as np
 
 import cuk
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import torch_median_ms  # noqa: E402  (bench/timing.py)
 
 SRC = """
 fn hist256(x: f32[n]) -> i64[256] = histogram(x, 256, 0.0, 1.0);
@@ -113,19 +116,7 @@ def main():
           cp.__version__ if cp else "-", " n = 2^%d" % a.logn)
 
     def timed(fn, iters=a.iters):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(iters):
-            e0 = torch.cuda.Event(enable_timing=True)
-            e1 = torch.cuda.Event(enable_timing=True)
-            e0.record()
-            fn()
-            e1.record()
-            e1.synchronize()
-            ts.append(e0.elapsed_time(e1))
-        return statistics.median(ts)
+        return torch_median_ms(fn, iters)
 
     def compiled(fn):
         if a.no_compile:
