@@ -323,17 +323,22 @@ fn main(n: i64) {
 """
 
 
+def run_big(prog, n):
+    """prog's main(n) on the GPU; its output lines (the program must succeed)."""
+    d = tempfile.mkdtemp(prefix="cukbig-")
+    p = os.path.join(d, "big.cuk")
+    with open(p, "w") as f:
+        f.write(prog)
+    r = gc.run(p, "gpu", ["n=%d" % n], cwd=d, timeout=600)
+    assert r.rc == 0, r.err
+    return r.out.split("\n")
+
+
 @pytest.mark.skipif(gc.GPU_DEVICE != "gpu", reason="the CPU backend would take minutes at this size")
 def test_above_2_31():
     """2^31 + 5 elements (f32 and i64 arrays of 8.6 and 17 GB), against closed forms."""
     n = BIG
-    d = tempfile.mkdtemp(prefix="cukbig-")
-    p = os.path.join(d, "big.cuk")
-    with open(p, "w") as f:
-        f.write(BIG_PROG)
-    r = gc.run(p, "gpu", ["n=%d" % n], cwd=d, timeout=600)
-    assert r.rc == 0, r.err
-    lines = r.out.split("\n")
+    lines = run_big(BIG_PROG, n)
     want_count = (n - 2) // 3 + 1
     assert lines[0] == str(want_count), lines
     assert abs(float(lines[1]) - n) <= 1e-6 * n, lines[1]
@@ -366,13 +371,7 @@ def test_compact_above_2_31():
     all of 2^31 + 5 kept (an 8.6 GB f32 result), every second, and nonzero's i64
     positions past 2^31, against closed forms."""
     n = BIG
-    d = tempfile.mkdtemp(prefix="cukbig-")
-    p = os.path.join(d, "compact.cuk")
-    with open(p, "w") as f:
-        f.write(COMPACT_BIG_PROG)
-    r = gc.run(p, "gpu", ["n=%d" % n], cwd=d, timeout=600)
-    assert r.rc == 0, r.err
-    lines = r.out.split("\n")
+    lines = run_big(COMPACT_BIG_PROG, n)
     assert lines[0] == str(n), lines
     assert lines[1] == "true", lines
     assert lines[2] == str((n - 1) // 2 + 1), lines
