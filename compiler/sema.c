@@ -823,6 +823,21 @@ static bool axis_arg(Ctx *c, CallArgs *ca, int rank, int *axis, const char *fnam
     return true;
 }
 
+/* axis=n of roll(), stack() and concat() (what) over rank axes of the array or result
+   (noun), normalised to 0 .. rank - 1; *axis is left as it is without one. */
+static bool axis_of(Ctx *c, Node *n, int rank, int *axis, const char *what, const char *noun) {
+    if (!n) return true;
+    int64_t ax;
+    if (!const_int(c, n, &ax, "axis=")) return false;
+    if (ax < -rank || ax >= rank) {
+        diag_error(c->d, n->loc, "%s(): axis %lld is out of range for a %d-D %s; use 0 to %d, or -%d to -1", what,
+                   (long long)ax, rank, noun, rank - 1, rank);
+        return false;
+    }
+    *axis = (int)(ax < 0 ? ax + rank : ax);
+    return true;
+}
+
 /* Element count of x along axis (or in total) as an i64 scalar. */
 static Val *count_of(Ctx *c, Val *x, int axis, Loc loc) {
     if (x->rank == 0) return mk_i64(c, 1, loc);
@@ -1228,16 +1243,7 @@ static Ex builtin_roll(Ctx *c, Node *call, CallArgs *ca) {
         return ex_bad();
     }
     int axis = AXIS_ALL;
-    if (an) {
-        int64_t ax;
-        if (!const_int(c, an, &ax, "axis=")) return ex_bad();
-        if (ax < -rank || ax >= rank) {
-            diag_error(c->d, an->loc, "roll(): axis %lld is out of range for a %d-D array; use 0 to %d, or -%d to -1",
-                       (long long)ax, rank, rank - 1, rank);
-            return ex_bad();
-        }
-        axis = (int)(ax < 0 ? ax + rank : ax);
-    }
+    if (!axis_of(c, an, rank, &axis, "roll", "array")) return ex_bad();
     Val *s = as_i64(c, arg_ex(c, ca, 1), ca->pos[1]->loc, "roll()'s shift");
     if (!s) return ex_bad();
     Val *v = mk2(c, OP_ROLL, x.v->dt, rank, x.v, s, call->loc);
@@ -1245,9 +1251,15 @@ static Ex builtin_roll(Ctx *c, Node *call, CallArgs *ca) {
     return ex_val(v);
 }
 
-/* The positional arguments of concat() or stack() (at most 32, CallArgs' limit), lowered
-   and unified to one element type. */
-static bool lower_unified(Ctx *c, CallArgs *ca, Ex *xs, Node **nodes, Loc loc, const char *what) {
+/* The positional arguments of concat() or stack() (at least one, at most 32: CallArgs'
+   limit), lowered and unified to one element type; *an: axis=, their one named argument. */
+static bool lower_unified(Ctx *c, CallArgs *ca, Ex *xs, Node **nodes, Loc loc, const char *what, Node **an) {
+    *an = named_get(ca, "axis");
+    if (!named_check(c, ca, what)) return false;
+    if (ca->npos < 1) {
+        diag_error(c->d, loc, "%s() needs at least one array, e.g. %s(a, b)", what, what);
+        return false;
+    }
     for (int i = 0; i < ca->npos; i++) {
         xs[i] = lower_expr(c, ca->pos[i]);
         nodes[i] = ca->pos[i];
@@ -1260,15 +1272,10 @@ static bool lower_unified(Ctx *c, CallArgs *ca, Ex *xs, Node **nodes, Loc loc, c
    from the end of the result's axes). */
 static Ex builtin_stack(Ctx *c, Node *call, CallArgs *ca) {
     Loc loc = call->loc;
-    Node *an = named_get(ca, "axis");
-    if (!named_check(c, ca, "stack")) return ex_bad();
-    if (ca->npos < 1) {
-        diag_error(c->d, loc, "stack() needs at least one array, e.g. stack(a, b)");
-        return ex_bad();
-    }
     Ex xs[32];
     Node *nodes[32];
-    if (!lower_unified(c, ca, xs, nodes, loc, "stack")) return ex_bad();
+    Node *an;
+    if (!lower_unified(c, ca, xs, nodes, loc, "stack", &an)) return ex_bad();
     for (int i = 0; i < ca->npos; i++) {
         xs[i] = concrete(c, xs[i]);
         if (!xs[i].ok) return ex_bad();
@@ -1285,16 +1292,7 @@ static Ex builtin_stack(Ctx *c, Node *call, CallArgs *ca) {
         return ex_bad();
     }
     int axis = 0;
-    if (an) {
-        int64_t ax;
-        if (!const_int(c, an, &ax, "axis=")) return ex_bad();
-        if (ax < -(rank + 1) || ax > rank) {
-            diag_error(c->d, an->loc, "stack(): axis %lld is out of range for a %d-D result; use 0 to %d, or -%d to -1",
-                       (long long)ax, rank + 1, rank, rank + 1);
-            return ex_bad();
-        }
-        axis = (int)(ax < 0 ? ax + rank + 1 : ax);
-    }
+    if (!axis_of(c, an, rank + 1, &axis, "stack", "result")) return ex_bad();
     Val *v = mk(c, OP_STACK, xs[0].v->dt, rank + 1, ca->npos, loc);
     for (int i = 0; i < ca->npos; i++) v->args[i] = xs[i].v;
     v->axis = axis;
@@ -1456,15 +1454,10 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     }
     if (strcmp(g, "concat") == 0) {
         int axis = 0;
-        Node *an = named_get(ca, "axis");
-        if (!named_check(c, ca, g)) return ex_bad();
-        if (ca->npos < 1) {
-            diag_error(c->d, loc, "concat() needs at least one array");
-            return ex_bad();
-        }
         Ex xs[32];
         Node *nodes[32];
-        if (!lower_unified(c, ca, xs, nodes, loc, "concat")) return ex_bad();
+        Node *an;
+        if (!lower_unified(c, ca, xs, nodes, loc, "concat", &an)) return ex_bad();
         int rank = xs[0].v->rank;
         for (int i = 0; i < ca->npos; i++) {
             if (xs[i].v->rank == 0) {
@@ -1478,15 +1471,7 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
                 return ex_bad();
             }
         }
-        if (an) {
-            int64_t ax;
-            if (!const_int(c, an, &ax, "axis=")) return ex_bad();
-            if (ax < -rank || ax >= rank) {
-                diag_error(c->d, an->loc, "axis %lld is out of range for %d-D arrays", (long long)ax, rank);
-                return ex_bad();
-            }
-            axis = (int)(ax < 0 ? ax + rank : ax);
-        }
+        if (!axis_of(c, an, rank, &axis, "concat", "array")) return ex_bad();
         Val *v = mk(c, OP_CONCAT, xs[0].v->dt, rank, ca->npos, loc);
         for (int i = 0; i < ca->npos; i++) v->args[i] = xs[i].v;
         v->axis = axis;
