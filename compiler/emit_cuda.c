@@ -1522,24 +1522,12 @@ static void emit_segred(KE *ke, const char **types) {
     collect_leaves(ke, ins, k->nreds, &L);
     int V = vec_width(&L, NULL, 0);
     int NV = TILE / V, RV = (NV + BLOCK - 1) / BLOCK;
-    /* the tile's first and last segment ends, found by warp 0 while the loads fly */
-    const char *tsearch = arena_printf(
-        ke->e->a,
-        "        if (threadIdx.x < 32) {\n"
-        "            const long long ta_ = tbase < n ? tbase : n, tb_ = tbase + %d < n ? tbase + %d : n;\n"
-        "            const long long klo_ = cuk_warp_upper_bound(offs_, 1, nseg + 1, ta_);\n"
-        "            const long long khi_ = cuk_warp_upper_bound(offs_, klo_, nseg + 1, tb_);\n"
-        "            if (threadIdx.x == 0) { s_klo_ = klo_; s_khi_ = khi_; }\n"
-        "        }\n",
-        TILE, TILE);
-    bputs(b, "    __shared__ long long s_klo_, s_khi_;\n");
     bprintf(b, "    if ((%s) && tbase + %d <= n) {\n", vec_cond(ke, &L, NULL, 0), TILE);
     declare_leaf_regs(ke, &L, V, RV, 2);
     bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", RV);
     bprintf(b, "            const int q = r_ * %d + (int)threadIdx.x;\n            if (q < %d) {\n", BLOCK, NV);
     load_leaf_regs(ke, &L, V, "[r_]", arena_printf(ke->e->a, "tbase + (long long)q * %d", V), 4);
     bputs(b, "            }\n        }\n");
-    bputs(b, tsearch);
     bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", RV);
     bprintf(b, "            const int q = r_ * %d + (int)threadIdx.x;\n            if (q < %d) {\n", BLOCK, NV);
     bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
@@ -1549,14 +1537,24 @@ static void emit_segred(KE *ke, const char **types) {
     for (int j = 0; j < k->nreds; j++) seg_stage(ke, j, arena_printf(ke->e->a, "sx%d_[c_ + (c_ >> 5)]", j), 5);
     regs_end(ke);
     bputs(b, "                }\n            }\n        }\n    } else {\n");
-    bputs(b, tsearch);
     bprintf(b, "        for (int c_ = threadIdx.x; c_ < %d; c_ += %d) {\n", TILE, BLOCK);
     bputs(b, "            const long long i = tbase + c_;\n            if (i < n) {\n");
     reset_scope(ke);
     emit_eval(ke, ins, k->nreds, 4);
     for (int j = 0; j < k->nreds; j++) seg_stage(ke, j, arena_printf(ke->e->a, "sx%d_[c_ + (c_ >> 5)]", j), 4);
     bputs(b, "            }\n        }\n    }\n");
-    /* the first segment end in (a, b] (or at 0 for the very first thread) */
+    /* the tile's first and last segment ends, found by warp 0 (a 32-ary search); then
+       each thread's first segment end in (a, b] (or at 0 for the very first thread),
+       searched only among them */
+    bprintf(b,
+            "    __shared__ long long s_klo_, s_khi_;\n"
+            "    if (threadIdx.x < 32) {\n"
+            "        const long long ta_ = tbase < n ? tbase : n, tb_ = tbase + %d < n ? tbase + %d : n;\n"
+            "        const long long klo_ = cuk_warp_upper_bound(offs_, 1, nseg + 1, ta_);\n"
+            "        const long long khi_ = cuk_warp_upper_bound(offs_, klo_, nseg + 1, tb_);\n"
+            "        if (threadIdx.x == 0) { s_klo_ = klo_; s_khi_ = khi_; }\n"
+            "    }\n",
+            TILE, TILE);
     bprintf(b, "    const long long start_ = tbase + (long long)threadIdx.x * %d;\n", ITEMS);
     bprintf(b, "    const long long a_ = start_ < n ? start_ : n, b_ = start_ + %d < n ? start_ + %d : n;\n", ITEMS,
             ITEMS);
@@ -1573,8 +1571,7 @@ static void emit_segred(KE *ke, const char **types) {
              "    }\n"
              "    long long nb_ = k_ <= nseg ? offs_[k_] : 0x7fffffffffffffffLL;\n"
              "    int closed_ = 0;\n"
-             "    long long first_ = 0;\n"
-             "    __syncthreads();\n");
+             "    long long first_ = 0;\n");
     for (int j = 0; j < k->nreds; j++) {
         declare_accs_one(ke, types[j], j, 1);
         bprintf(b, "    %s hd%d_ = acc%d; int hh%d_ = 0;\n", acc_type(ke->e, k->reds[j]), j, j, j);
