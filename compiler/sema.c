@@ -205,6 +205,16 @@ static Sym *sym_add(Ctx *c, const char *name, Loc loc) {
     return s;
 }
 
+/* name bound to value v (a let, a function's inlined parameter, a tuple's part). */
+static Sym *sym_val(Ctx *c, const char *name, Loc loc, Val *v) {
+    Sym *sy = sym_add(c, name, loc);
+    sy->kind = SYM_VAL;
+    sy->val = v;
+    sy->dt = v->dt;
+    sy->rank = v->rank;
+    return sy;
+}
+
 static Sym *sym_find(Ctx *c, const char *name) {
     for (Scope *sc = c->scope; sc; sc = sc->up) {
         for (Sym *s = sc->syms; s; s = s->next)
@@ -1763,11 +1773,7 @@ static Ex map_apply(Ctx *c, Node *call, Node *f, Ex *args, int n, const char *wh
                 return scope_pop(c), ex_bad();
             }
         }
-        Sym *s = sym_add(c, p->name, p->loc);
-        s->kind = SYM_VAL;
-        s->val = a.v;
-        s->dt = a.v->dt;
-        s->rank = a.v->rank;
+        sym_val(c, p->name, p->loc, a.v);
     }
     const char *saved = c->map_fn;
     c->map_fn = "the lambda";
@@ -1828,10 +1834,7 @@ static Val *lower_combine(Ctx *c, Node *f, DType dt, const char *fname) {
         }
         Val *arg = mk(c, OP_ARG, dt, 0, 0, p->loc);
         arg->slot = i;
-        Sym *s = sym_add(c, p->name, p->loc);
-        s->kind = SYM_VAL;
-        s->val = arg;
-        s->dt = dt;
+        sym_val(c, p->name, p->loc, arg);
     }
     bool saved_lam = c->in_lambda;
     c->in_lambda = true;
@@ -2609,11 +2612,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     i = 0;
     bool ok = true;
     for (Node *p = decl->params; p; p = p->next, i++) {
-        Sym *s = sym_add(c, p->name, p->loc);
-        s->kind = SYM_VAL;
-        s->val = args[i].v;
-        s->dt = args[i].v->dt;
-        s->rank = args[i].v->rank;
+        Sym *s = sym_val(c, p->name, p->loc, args[i].v);
         int ax = 0;
         if (map) continue;
         for (Node *d = p->type->dims; d; d = d->next, ax++) {
@@ -2634,10 +2633,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
                                        decl->name, d->name, p->name));
                 continue;
             }
-            Sym *sv = sym_add(c, d->name, d->loc);
-            sv->kind = SYM_VAL;
-            sv->val = dim;
-            sv->dt = DT_I64;
+            sym_val(c, d->name, d->loc, dim);
         }
     }
     /* The checks wrap the result, so wherever the result is used they have passed. */
@@ -2689,11 +2685,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
                     break;
                 }
                 v = concrete(c, v);
-                Sym *sy = sym_add(c, s->name, s->loc);
-                sy->kind = SYM_VAL;
-                sy->val = v.v;
-                sy->dt = v.v->dt;
-                sy->rank = v.v->rank;
+                sym_val(c, s->name, s->loc, v.v);
             } else {
                 r = several ? lower_any(c, s->a) : lower_expr(c, s->a);
                 retloc = s->loc;
@@ -3172,10 +3164,7 @@ static bool bind_size_vars(Ctx *c, Node *type, Val *x, Loc loc, Val **out) {
                 }
                 what = arena_printf(c->a, "size '%s': axis %d has %%lld but '%s' is %%lld", d->name, ax, d->name);
             } else {
-                Sym *sv = sym_add(c, d->name, d->loc);
-                sv->kind = SYM_VAL;
-                sv->val = dim;
-                sv->dt = DT_I64;
+                sym_val(c, d->name, d->loc, dim);
                 continue;
             }
         }
@@ -3269,11 +3258,7 @@ static void bind_value(Ctx *c, const char *name, Loc loc, Val *val, bool mut, No
            name is read (value semantics: the name keeps the value it was bound to). */
         bool var_read = val->op == OP_SLOT && c->fn->slots[val->slot].mutable_;
         if ((cheap(val) && !var_read) || (stmts_using <= 1 && !loop_use && shallow && !reads_mutable_or_effects(c, val))) {
-            Sym *sy = sym_add(c, name, loc);
-            sy->kind = SYM_VAL;
-            sy->val = val;
-            sy->dt = val->dt;
-            sy->rank = val->rank;
+            sym_val(c, name, loc, val);
             return;
         }
     }
@@ -3356,11 +3341,7 @@ static bool lower_let_tuple(Ctx *c, Node *s, Node *rest, bool inlined) {
         Ex p = concrete(c, parts[k]);
         if (!p.ok) return false;
         if (inlined) {
-            Sym *sy = sym_add(c, x->name, x->loc);
-            sy->kind = SYM_VAL;
-            sy->val = p.v;
-            sy->dt = p.v->dt;
-            sy->rank = p.v->rank;
+            sym_val(c, x->name, x->loc, p.v);
         } else {
             bind_value(c, x->name, x->loc, p.v, s->ival != 0, rest);
         }
