@@ -326,6 +326,10 @@ cuk_status cuk_fn_param(const cuk_fn *f, int i, cuk_param_info *info) {
     return CUK_OK;
 }
 
+/* The outputs a call of f fills: one per result, and one (left empty) for a function
+   without a result. */
+static int nout(const cuk_fn *f) { return f->fn->nres ? f->fn->nres : 1; }
+
 int cuk_fn_nresults(const cuk_fn *f) { return !f ? 0 : f->fn->nres ? f->fn->nres : f->fn->ret_dt != DT_VOID; }
 
 cuk_status cuk_fn_result_at(const cuk_fn *f, int k, cuk_dtype *dt, int *rank) {
@@ -525,7 +529,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
         }
     }
     GpuVal rs[MAX_RESULTS];
-    int nr = f->fn->nres ? f->fn->nres : 1;
+    int nr = nout(f);
     for (int k = 0; k < nr; k++) rs[k].dt = DT_VOID;
     if (!s) {
         RtErr err; /* not = {0}: that clears its 1 KiB message buffer on every call */
@@ -623,7 +627,7 @@ static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
         }
     }
     Arr *res[MAX_RESULTS] = {NULL};
-    int nr = f->fn->nres ? f->fn->nres : 1;
+    int nr = nout(f);
     if (!s) {
         RtErr err = {0};
         bool ok;
@@ -681,7 +685,7 @@ static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
 static cuk_status call_n(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array **results, int nres) {
     last_info_set = false;
     if (!f || nargs < 0 || (nargs && !args)) return err_set(CUK_ERR_INVALID, "cuk_fn_call: NULL argument");
-    int want = f->fn->nres ? f->fn->nres : 1;
+    int want = nout(f);
     if (results)
         for (int k = 0; k < nres; k++) results[k] = NULL;
     if (nres != want) {
@@ -781,7 +785,7 @@ cuk_status cuk_fn_call_views_n(cuk_fn *f, const cuk_view *const *args, int nargs
     last_info_set = false;
     if (!f || !dres || !hres || nargs < 0 || (nargs && !args))
         return err_set(CUK_ERR_INVALID, "cuk_fn_call_views: NULL argument");
-    int want = f->fn->nres ? f->fn->nres : 1;
+    int want = nout(f);
     for (int k = 0; k < nresults; k++) {
         dres[k].rank = -1;
         hres[k] = NULL;
