@@ -21,6 +21,7 @@ typedef struct {
     cuk_fn *f;
     int nparams;
     cuk_param_info *params;
+    int nres; /* cuk_fn_nresults: 2 or more go through call_several */
     cuk_vectorcallfunc vectorcall; /* function_vectorcall (tp_vectorcall_offset points here) */
 } Function;
 static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
@@ -71,6 +72,7 @@ static PyObject *program_function(PyObject *self, PyObject *arg) {
     r->f = f;
     r->vectorcall = NULL;
     r->nparams = cuk_fn_nparams(f);
+    r->nres = cuk_fn_nresults(f);
     r->params = PyMem_Calloc((size_t)(r->nparams ? r->nparams : 1), sizeof *r->params);
     if (!r->params) {
         Py_DECREF(r);
@@ -636,9 +638,8 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
             goto done;
         }
     }
-    int nres = cuk_fn_nresults(f->f);
-    if (nres >= 2) {
-        result = call_several(f, vp, n, nres, kind, foreign);
+    if (f->nres >= 2) {
+        result = call_several(f, vp, n, f->nres, kind, foreign);
         goto done;
     }
     cuk_view dres;
