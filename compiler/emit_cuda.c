@@ -783,16 +783,17 @@ static void emit_node(KE *ke, Val *v, int d) {
     case OP_HBIN: { /* kernels/ops.h; the edges from etab_ in a hist kernel that has them */
         const char *S = dtype_info[v->args[0]->dt].name, *T0 = ctype(v->args[0]->dt);
         ind(b, d);
-        /* with the table, two calls: the pointer visibly into sh_ makes its loads
-           shared-memory ones (LDS), not generic ones */
+        /* one call, the table or none: most values take no edge at all (the margin in
+           cuk_hbin_*), so the rare edge loads may be generic ones, and the element's
+           code is not there twice */
         Buf args = {.a = ke->e->a};
         for (int i = 0; i < v->nargs; i++) {
             ref(ke, v->args[i], r0, sizeof r0);
             bprintf(&args, "%s, ", r0);
         }
         bprintf(b, "const int64_t v%d = ", v->id);
-        if (ke->etab == v) bprintf(b, "etab_ ? cuk_hbin_%s(%s(const %s *)(sh_ + at_)) : ", S, args.s, T0);
-        bprintf(b, "cuk_hbin_%s(%s(const %s *)0);\n", S, args.s, T0);
+        if (ke->etab == v) bprintf(b, "cuk_hbin_%s(%setab_ ? (const %s *)(sh_ + at_) : (const %s *)0);\n", S, args.s, T0, T0);
+        else bprintf(b, "cuk_hbin_%s(%s(const %s *)0);\n", S, args.s, T0);
         return;
     }
     case OP_CAST:
@@ -1034,17 +1035,30 @@ static void emit_scalar_params(KE *ke) {
     }
 }
 
+/* Resident blocks a segmented reduction's tile kernel asks for: its block waits on two
+   dependent loads (the tile's first segment, then its offsets) and four barriers, which
+   other blocks hide. One reduction of at most 4-byte values: 6 (40 registers); segmented
+   sums of 2^28 f32 on an H100 ran at 1967 GB/s with 4, 2023 with 5, 2312 with 6. Wider or
+   several fused ones keep 4, where 40 registers would spill. */
+static int segred_min_blocks(const Kernel *k) {
+    return k->nreds == 1 && k->reds[0]->red != RED_ARGMIN && k->reds[0]->red != RED_ARGMAX &&
+                   dtype_info[k->reds[0]->dt].size <= 4
+               ? 6
+               : 4;
+}
+
 static void header(KE *ke) {
     const Kernel *k = ke->k;
     bprintf(ke->b, "struct %s_p { long long w[%d]; };\n", k->name, k->nparams);
     /* Minimum resident blocks per SM (caps registers): all of a reduction's grid at
-       once; two rows per SM for row kernels; two 512 x 32 scan tiles; three compaction
-       tiles (at most 85 registers a thread, 96 KiB of staging; not yet measured). */
-    int minb = kernel_seg_tiled(k)                                         ? 4
+       once; two rows per SM for row kernels; two 512 x 32 scan tiles; four compaction
+       tiles (at most 64 registers a thread, 128 KiB of staging: x[x > 0] over 2^28 f32
+       on an H100 ran at 2655 GB/s, against 2469 with three and 2136 with two). */
+    int minb = kernel_seg_tiled(k)                                         ? segred_min_blocks(k)
                : k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1) ? 8
                : k->kind == K_ROW                                           ? 2
                : k->kind == K_SCAN && k->items == 32                        ? 1024 / k->block
-               : k->kind == K_COMPACT                                       ? 3
+               : k->kind == K_COMPACT                                       ? 4
                                                                             : 0;
     char bounds[32];
     if (minb) snprintf(bounds, sizeof bounds, "%d, %d", k->block, minb);
@@ -1490,155 +1504,320 @@ static void seg_reset(KE *ke, int j, int d) {
     else bprintf(ke->b, "has%d = 0;\n", j);
 }
 
-/* Segmented reductions (segments=offs), flat: tiles of SEGRED_BLOCK x ITEMS elements in
-   ticket order. A tile's element values (producers fused in) are loaded coalesced,
-   16-byte vectors where aligned, and staged in shared memory; thread t then folds the
-   ITEMS consecutive elements [a, b) = tile + t * ITEMS .. (clipped to n), walking the
-   segment ends offs[k] (k >= 1) that fall in (a, b], found by one binary search. A
-   segment whose end lies in (a, b] is written by this thread, and only by it: the one
-   that starts inside the run directly; the first one (which may have started earlier) once
-   the carry is known: the segmented exclusive scan of the threads' pieces (cuk_seg) in
-   the block, then across tiles by the scan's decoupled look-back (one state region of
-   gridDim.x lines per reduction). Ends at 0 (empty leading segments) belong to the first
-   thread of tile 0, so n = 0 still writes every (empty) segment. */
-static void emit_segred(KE *ke, const char **types) {
+/* Opens another entry point over kernel k's parameter block (the segmented reduction's
+   prepass and fix-up): its name is k's with `suffix`, then n, flat and the scalars. */
+static void entry_open(KE *ke, const char *suffix) {
     const Kernel *k = ke->k;
     Buf *b = ke->b;
-    const int BLOCK = k->block, ITEMS = k->items, TILE = BLOCK * ITEMS, PADN = TILE + TILE / 32;
-    Val **ins = NEWN(ke->e->a, Val *, k->nreds);
-    for (int j = 0; j < k->nreds; j++) ins[j] = k->reds[j]->args[0];
+    bprintf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s%s(const struct %s_p p) {\n", k->block, k->name,
+            suffix, k->name);
+    bputs(b, "    typedef long long IX;\n    typedef unsigned long long UX;\n");
+    bprintf(b, "    const long long n = p.w[%d];\n", W(ke, KP_N, NULL, 0, 0));
+    bprintf(b, "    const int flat = (int)(p.w[%d] & 1);\n", W(ke, KP_FLAT, NULL, 0, 0));
+    bputs(b, "    (void)n; (void)flat;\n");
+    emit_scalar_params(ke);
+}
+
+/* The words every entry of a segmented reduction reads: scratch, the offsets, the number
+   of segments and of tiles. */
+static void segred_words(KE *ke, int TILE) {
+    const Kernel *k = ke->k;
+    Buf *b = ke->b;
     bprintf(b, "    char *scratch = (char *)p.w[%d];\n", W(ke, KP_SCRATCH, NULL, 0, 0));
     bprintf(b, "    const long long *offs_ = (const long long *)p.w[%d];\n",
             W(ke, KP_IN, kernel_canon(k, red_segs(k->reds[0])), 0, 0));
     bprintf(b, "    const long long nseg = p.w[%d];\n", W(ke, KP_OUTER, NULL, 0, 0));
-    bputs(b, "    const long long tile = cuk_next_tile(scratch);\n");
-    bprintf(b, "    const long long tbase = tile * %dLL;\n", TILE);
-    for (int j = 0; j < k->nreds; j++)
-        bprintf(b, "    __shared__ %s sx%d_[%d];\n", acc_type(ke->e, k->reds[j]), j, PADN);
-    /* stage the tile: element c of the tile at sx[c + c / 32] (conflict-free reads of
-       ITEMS consecutive elements per thread) */
+    bprintf(b, "    const long long ntiles_ = (n + %d) / %d;\n", TILE - 1, TILE);
+    bprintf(b, "    unsigned long long *err_ = (unsigned long long *)p.w[%d];\n", W(ke, KP_ERR, NULL, 0, 0));
+    bputs(b, "    (void)err_;\n");
+}
+
+/* Segmented reductions (segments=offs), in three entries the executor launches in order
+   over the same parameter block; only associativity is assumed (every combine keeps
+   element order) and no atomics touch values, so results repeat bit for bit.
+   <name>_sp, the prepass (grid-stride): checks the offsets as the CPU backend does
+     (offs[0] == 0, non-decreasing, offs[k] == n; the first bad one goes to the error
+     block, cuk_sr_err), writes every empty segment's result (the identity), and finds
+     each tile's first segment, sot[t] = the last s with offs[s] <= t * TILE (one binary
+     search per tile; sot[ntiles] = k).
+   <name>, one block per tile of BLOCK x ITEMS elements: each thread loads its ITEMS
+     consecutive elements into registers (16-byte vectors where aligned; producers
+     fused), the block marks where segments start in the tile (the offsets in
+     (sot[t], sot[t + 1]], read coalesced: a bit per element, and for each start the
+     first segment at that position, whose predecessor is the one that ends there), then
+     each thread folds its elements, writing every segment that starts and ends inside
+     its run; a segmented block scan (cuk_seg) gives each thread the carry into its
+     first boundary. A segment that starts and ends in the tile is written here; the
+     tile also records the fold of its first run and, when its last run's segment
+     started in the tile and goes on past it, owns that segment (its number and fold).
+   <name>_sf, the fix-up (a warp per 32 tiles): each owned segment is the owner's fold, then
+     the first-run folds of the tiles it covers, in order; and the offsets an error
+     message quotes. */
+static void emit_segred(KE *ke, const char **types) {
+    const Kernel *k = ke->k;
+    Buf *b = ke->b;
+    const int BLOCK = k->block, ITEMS = k->items, TILE = BLOCK * ITEMS;
+    if (ITEMS != 8 && ITEMS != 16 && ITEMS != 32) die("emit_segred: %d items a thread", ITEMS);
+    const long long ID1 = (long long)k->reds[0]->id + 1;
+    Val **ins = NEWN(ke->e->a, Val *, k->nreds);
+    for (int j = 0; j < k->nreds; j++) ins[j] = k->reds[j]->args[0];
+    /* the segment closed by a boundary at tile position C: the one before the first
+       segment starting there */
+    const char *SEGID = "(big_ ? cuk_sr_clamp(cuk_lower_bound(offs_, s0_ + 1, s1_ + 1, tbase + (%s)) - 1, nseg) "
+                        ": s0_ + (long long)%s - 1)";
+    segred_words(ke, TILE);
+    bputs(b, "    if (nseg == 0) return; /* n > 0: the prepass reports the last offset */\n"
+             "    const long long t_ = blockIdx.x, tbase = t_ * ");
+    bprintf(b, "%dLL;\n    const int tn_ = (int)(n - tbase < %d ? n - tbase : %d);\n", TILE, TILE, TILE);
+    bputs(b, "    const long long *sot_ = cuk_sr_sot(scratch);\n"
+             "    const long long s0_ = sot_[t_], s1_ = sot_[t_ + 1];\n"
+             "    const bool big_ = s1_ - s0_ > 0xffffffffLL; /* segment numbers not relative in 32 bits */\n");
     reset_scope(ke);
     Leaves L = leaves_new(ke);
     collect_leaves(ke, ins, k->nreds, &L);
     int V = vec_width(&L, NULL, 0);
-    int NV = TILE / V, RV = (NV + BLOCK - 1) / BLOCK;
-    bprintf(b, "    if ((%s) && tbase + %d <= n) {\n", vec_cond(ke, &L, NULL, 0), TILE);
-    declare_leaf_regs(ke, &L, V, RV, 2);
-    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", RV);
-    bprintf(b, "            const int q = r_ * %d + (int)threadIdx.x;\n            if (q < %d) {\n", BLOCK, NV);
-    load_leaf_regs(ke, &L, V, "[r_]", arena_printf(ke->e->a, "tbase + (long long)q * %d", V), 4);
-    bputs(b, "            }\n        }\n");
-    bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", RV);
-    bprintf(b, "            const int q = r_ * %d + (int)threadIdx.x;\n            if (q < %d) {\n", BLOCK, NV);
-    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                    const int c_ = q * %d + e_;\n", V);
-    bputs(b, "                    const long long i = tbase + c_;\n                    (void)i;\n");
-    regs_eval(ke, "[r_].x[e_]", ins, k->nreds, 5);
-    for (int j = 0; j < k->nreds; j++) seg_stage(ke, j, arena_printf(ke->e->a, "sx%d_[c_ + (c_ >> 5)]", j), 5);
-    regs_end(ke);
-    bputs(b, "                }\n            }\n        }\n    } else {\n");
-    bprintf(b, "        for (int c_ = threadIdx.x; c_ < %d; c_ += %d) {\n", TILE, BLOCK);
-    bputs(b, "            const long long i = tbase + c_;\n            if (i < n) {\n");
+    if (V > ITEMS) V = ITEMS;
+    /* One reduction whose values are as wide as the widest leaf (sum(x), max(a * b)):
+       the warp loads its 32 * ITEMS elements coalesced (lane l's row r at
+       (r * 32 + l) * V, 512 bytes an instruction) and hands each thread its ITEMS
+       consecutive ones through shared memory (padded by a vector per thread, so both
+       sides are free of bank conflicts). Loading each thread's run directly (64 bytes a
+       lane apart) kept the L1 91% busy at 45% of DRAM bandwidth (ncu, H100). */
+    const Val *r0 = k->reds[0];
+    const int asz = dtype_info[r0->dt].size;
+    const int want_stage = BLOCK / 32 * 32 * (ITEMS + V) * asz;
+    const bool staged = k->nreds == 1 && r0->red != RED_ARGMIN && r0->red != RED_ARGMAX && asz * V == 16 &&
+                        want_stage <= 40960; /* static shared memory: 48 KiB with hb_ and the scans' */
+    const int stage_bytes = staged ? want_stage : 0;
+    bprintf(b, "    __shared__ __align__(16) unsigned char sm_[%d]; /* the stage, then fa_ */\n",
+            stage_bytes > TILE * 4 ? stage_bytes : TILE * 4);
+    bprintf(b, "    __shared__ unsigned int hb_[%d], fe_;\n    unsigned int *fa_ = (unsigned int *)sm_;\n", TILE / 32);
+    bprintf(b, "    if (threadIdx.x < %d) hb_[threadIdx.x] = 0u;\n", TILE / 32);
+    bputs(b, "    if (threadIdx.x == 0) fe_ = 0u;\n");
+    bprintf(b, "    const int c0_ = (int)threadIdx.x * %d;\n", ITEMS);
+    /* the thread's elements, in registers */
+    for (int j = 0; j < k->nreds; j++) bprintf(b, "    %s xv%d_[%d];\n", acc_type(ke->e, k->reds[j]), j, ITEMS);
+    bprintf(b, "    if ((%s) && tn_ == %d) {\n", vec_cond(ke, &L, NULL, 0), TILE);
+    if (staged) {
+        const char *A = acc_type(ke->e, r0);
+        int R = ITEMS / V;
+        bprintf(b, "        const int lane_ = threadIdx.x & 31;\n"
+                   "        const long long wb_ = tbase + (long long)(threadIdx.x >> 5) * %d;\n"
+                   "        %s *st_ = (%s *)sm_ + (threadIdx.x >> 5) * %d;\n",
+                32 * ITEMS, A, A, 32 * (ITEMS + V));
+        declare_leaf_regs(ke, &L, V, R, 2);
+        bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
+        load_leaf_regs(ke, &L, V, "[r_]", arena_printf(ke->e->a, "wb_ + (r_ * 32 + lane_) * %d", V), 3);
+        bputs(b, "        }\n");
+        bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
+        bprintf(b, "            cuk_vec<%s, %d> sv_;\n", A, V);
+        bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
+        bprintf(b, "                const long long i = wb_ + (r_ * 32 + lane_) * %d + e_;\n                (void)i;\n", V);
+        regs_eval(ke, "[r_].x[e_]", ins, 1, 4);
+        seg_stage(ke, 0, "sv_.x[e_]", 4);
+        regs_end(ke);
+        bputs(b, "            }\n");
+        bprintf(b, "            const int c_ = (r_ * 32 + lane_) * %d;\n", V);
+        bprintf(b, "            *(cuk_vec<%s, %d> *)(st_ + c_ + c_ / %d * %d) = sv_;\n        }\n", A, V, ITEMS, V);
+        bputs(b, "        __syncwarp();\n");
+        bprintf(b, "#pragma unroll\n        for (int q_ = 0; q_ < %d; q_++) {\n", R);
+        bprintf(b, "            const cuk_vec<%s, %d> sv_ = *(const cuk_vec<%s, %d> *)(st_ + lane_ * %d + q_ * %d);\n", A, V,
+                A, V, ITEMS + V, V);
+        bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) xv0_[q_ * %d + e_] = sv_.x[e_];\n        }\n",
+                V, V);
+    } else {
+        declare_leaf_regs(ke, &L, V, ITEMS / V, 2);
+        bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", ITEMS / V);
+        load_leaf_regs(ke, &L, V, "[r_]", arena_printf(ke->e->a, "tbase + c0_ + r_ * %d", V), 3);
+        bputs(b, "        }\n");
+        bprintf(b, "#pragma unroll\n        for (int q_ = 0; q_ < %d; q_++) {\n", ITEMS);
+        bputs(b, "            const long long i = tbase + c0_ + q_;\n            (void)i;\n");
+        regs_eval(ke, arena_printf(ke->e->a, "[q_ / %d].x[q_ %% %d]", V, V), ins, k->nreds, 3);
+        for (int j = 0; j < k->nreds; j++) seg_stage(ke, j, arena_printf(ke->e->a, "xv%d_[q_]", j), 3);
+        regs_end(ke);
+        bputs(b, "        }\n");
+    }
+    bputs(b, "    } else {\n");
+    bprintf(b, "#pragma unroll\n        for (int q_ = 0; q_ < %d; q_++) {\n", ITEMS);
+    bputs(b, "            const long long i = tbase + c0_ + q_;\n            if (c0_ + q_ < tn_) {\n");
     reset_scope(ke);
     emit_eval(ke, ins, k->nreds, 4);
-    for (int j = 0; j < k->nreds; j++) seg_stage(ke, j, arena_printf(ke->e->a, "sx%d_[c_ + (c_ >> 5)]", j), 4);
+    for (int j = 0; j < k->nreds; j++) seg_stage(ke, j, arena_printf(ke->e->a, "xv%d_[q_]", j), 4);
     bputs(b, "            }\n        }\n    }\n");
-    /* the tile's first and last segment ends, found by warp 0 (a 32-ary search); then
-       each thread's first segment end in (a, b] (or at 0 for the very first thread),
-       searched only among them */
-    bprintf(b,
-            "    __shared__ long long s_klo_, s_khi_;\n"
-            "    if (threadIdx.x < 32) {\n"
-            "        const long long ta_ = tbase < n ? tbase : n, tb_ = tbase + %d < n ? tbase + %d : n;\n"
-            "        const long long klo_ = cuk_warp_upper_bound(offs_, 1, nseg + 1, ta_);\n"
-            "        const long long khi_ = cuk_warp_upper_bound(offs_, klo_, nseg + 1, tb_);\n"
-            "        if (threadIdx.x == 0) { s_klo_ = klo_; s_khi_ = khi_; }\n"
-            "    }\n",
-            TILE, TILE);
-    bprintf(b, "    const long long start_ = tbase + (long long)threadIdx.x * %d;\n", ITEMS);
-    bprintf(b, "    const long long a_ = start_ < n ? start_ : n, b_ = start_ + %d < n ? start_ + %d : n;\n", ITEMS,
-            ITEMS);
-    bputs(b, "    __syncthreads();\n"
-             "    long long k_ = 1;\n"
-             "    if (start_ > 0) {\n"
-             "        k_ = s_klo_;\n"
-             "        long long hi_ = s_khi_ + 1 < nseg + 1 ? s_khi_ + 1 : nseg + 1;\n"
-             "        while (k_ < hi_) {\n"
-             "            const long long m_ = (k_ + hi_) >> 1;\n"
-             "            if (offs_[m_] > a_) hi_ = m_;\n"
-             "            else k_ = m_ + 1;\n"
+    /* where segments start in the tile */
+    bputs(b, "    __syncthreads();\n");
+    bprintf(b, "    for (long long s_ = s0_ + 1 + threadIdx.x; s_ <= s1_; s_ += %d) {\n", BLOCK);
+    bputs(b, "        const long long o_ = offs_[s_], c_ = o_ - tbase;\n"
+             "        if (c_ > 0 && c_ <= tn_ && offs_[s_ - 1] != o_) {\n"
+             "            if (c_ < tn_) {\n"
+             "                if (!big_) fa_[c_] = (unsigned int)(s_ - s0_);\n"
+             "                atomicOr(&hb_[c_ >> 5], 1u << (c_ & 31));\n"
+             "            } else {\n"
+             "                fe_ = big_ ? 1u : (unsigned int)(s_ - s0_);\n"
+             "            }\n"
              "        }\n"
              "    }\n"
-             "    long long nb_ = k_ <= nseg ? offs_[k_] : 0x7fffffffffffffffLL;\n"
-             "    int closed_ = 0;\n"
-             "    long long first_ = 0;\n");
+             "    __syncthreads();\n");
+    /* the thread's run: segments that start and end in it are written; the piece before
+       its first boundary (hd) waits for the carry */
+    bprintf(b, "    const unsigned int hm_ = (hb_[c0_ >> 5] >> (c0_ & 31)) & 0x%xu;\n",
+            ITEMS == 32 ? 0xffffffffu : (1u << ITEMS) - 1);
+    bputs(b, "    int closed_ = 0, fc_ = 0;\n");
     for (int j = 0; j < k->nreds; j++) {
         declare_accs_one(ke, types[j], j, 1);
-        bprintf(b, "    %s hd%d_ = acc%d; int hh%d_ = 0;\n", acc_type(ke->e, k->reds[j]), j, j, j);
+        const char *A = acc_type(ke->e, k->reds[j]);
+        bprintf(b, "    %s hd%d_ = %s(); int hh%d_ = 0;\n    (void)hd%d_; (void)hh%d_;\n", A, j, A, j, j, j);
     }
-    /* the walk: a boundary closes the running segment (the first one is kept as the
-       head, which waits for the carry) */
-    Buf bd = {.a = ke->e->a};
-    Buf *keep = ke->b;
-    ke->b = &bd;
-    bputs(&bd, "{\n");
-    bputs(&bd, "            if (!closed_) {\n                closed_ = 1;\n                first_ = k_ - 1;\n");
-    for (int j = 0; j < k->nreds; j++) bprintf(&bd, "                hd%d_ = acc%d; hh%d_ = has%d;\n", j, j, j, j);
-    bputs(&bd, "            } else {\n");
-    for (int j = 0; j < k->nreds; j++) seg_write(ke, j, "k_ - 1", 4);
-    bputs(&bd, "            }\n");
-    for (int j = 0; j < k->nreds; j++) seg_reset(ke, j, 3);
-    bputs(&bd, "            k_++;\n            nb_ = k_ <= nseg ? offs_[k_] : 0x7fffffffffffffffLL;\n        }\n");
-    ke->b = keep;
-    bprintf(b, "#pragma unroll\n    for (int e_ = 0; e_ < %d; e_++) {\n", ITEMS);
-    bputs(b, "        const long long pos_ = start_ + e_;\n        if (pos_ < b_) {\n");
-    bprintf(b, "        while (nb_ == pos_) %s", bd.s);
-    bprintf(b, "        const int c_ = (int)threadIdx.x * %d + e_;\n", ITEMS);
+    Buf fold = {.a = ke->e->a};
     for (int j = 0; j < k->nreds; j++) {
-        Val *r = k->reds[j];
-        bprintf(b, "        { const %s x_ = sx%d_[c_ + (c_ >> 5)];\n", acc_type(ke->e, r), j);
-        if (fold_identity(r)) bprintf(b, "          acc%d = op%d(acc%d, x_); has%d = 1; }\n", j, j, j, j);
-        else bprintf(b, "          cuk_fold(acc%d, has%d, x_, op%d); }\n", j, j, j);
+        if (fold_identity(k->reds[j])) bprintf(&fold, "acc%d = op%d(acc%d, xv%d_[e_]); has%d = 1; ", j, j, j, j, j);
+        else bprintf(&fold, "cuk_fold(acc%d, has%d, xv%d_[e_], op%d); ", j, j, j, j);
     }
+    bprintf(b, "    if (hm_ == 0u && c0_ + %d <= tn_) {\n", ITEMS);
+    bprintf(b, "#pragma unroll\n        for (int e_ = 0; e_ < %d; e_++) { %s}\n", ITEMS, fold.s);
+    bputs(b, "    } else {\n");
+    bprintf(b, "#pragma unroll\n        for (int e_ = 0; e_ < %d; e_++) {\n", ITEMS);
+    bputs(b, "            if (c0_ + e_ >= tn_) break;\n"
+             "            if ((hm_ >> e_) & 1u) {\n"
+             "                if (!closed_) {\n"
+             "                    closed_ = 1;\n"
+             "                    fc_ = c0_ + e_;\n");
+    for (int j = 0; j < k->nreds; j++) bprintf(b, "                    hd%d_ = acc%d; hh%d_ = has%d;\n", j, j, j, j);
+    bputs(b, "                } else {\n");
+    bprintf(b, "                    const long long sid_ = %s;\n", arena_printf(ke->e->a, SEGID, "c0_ + e_", "fa_[c0_ + e_]"));
+    for (int j = 0; j < k->nreds; j++) seg_write(ke, j, "sid_", 5);
+    bputs(b, "                }\n");
+    for (int j = 0; j < k->nreds; j++) seg_reset(ke, j, 4);
+    bputs(b, "            }\n");
+    bprintf(b, "            %s\n", fold.s);
     bputs(b, "        }\n    }\n");
-    bprintf(b, "    while (nb_ == b_) %s", bd.s);
-    /* carries: per reduction, the block's segmented scan, then the tile look-back */
-    bputs(b, "    const int lane_ = threadIdx.x & 31;\n    (void)lane_;\n");
+    /* per reduction: the carries (a segmented scan of the threads' pieces), the run each
+       thread's first boundary closes, and the tile's first and last runs */
+    bputs(b, "    const bool here0_ = offs_[s0_] == tbase; /* the tile's first segment starts at it */\n");
     for (int j = 0; j < k->nreds; j++) {
         const char *A = acc_type(ke->e, k->reds[j]);
-        const char *S = arena_printf(ke->e->a, "cuk_seg<%s>", A);
         bputs(b, "    {\n");
         bprintf(b, "        cuk_seg_op<%s, %s> sop_;\n        sop_.op = op%d;\n", A, types[j], j);
-        bprintf(b, "        %s pc_;\n        pc_.v = acc%d;\n        pc_.h = has%d;\n        pc_.c = closed_;\n", S, j, j);
-        bprintf(b, "        %s ex_, tot_;\n        int hex_;\n", S);
+        bprintf(b, "        cuk_seg<%s> pc_, ex_, tot_;\n        int hex_;\n", A);
+        bprintf(b, "        pc_.v = acc%d;\n        pc_.h = has%d;\n        pc_.c = closed_;\n", j, j);
         bputs(b, "        cuk_block_exscan(pc_, sop_, ex_, hex_, tot_);\n");
-        bprintf(b, "        __shared__ %s spre_;\n", S);
-        bprintf(b, "        char *st_ = scratch + (long long)%d * gridDim.x * %d;\n", j, SCAN_TILE_BYTES);
-        bputs(b, "        if (threadIdx.x < 32) {\n"
-                 "            if (tile == 0) {\n"
-                 "                if (lane_ == 0) cuk_tile_set(st_, 0, 2, tot_);\n"
-                 "            } else {\n"
-                 "                if (lane_ == 0) cuk_tile_set(st_, tile, 1, tot_);\n");
-        bprintf(b, "                const %s pre_ = cuk_warp_lookback<%s>(st_, tile, sop_);\n", S, S);
-        bputs(b, "                if (lane_ == 0) {\n"
-                 "                    cuk_tile_set(st_, tile, 2, sop_(pre_, tot_));\n"
-                 "                    spre_ = pre_;\n"
-                 "                }\n"
-                 "            }\n"
-                 "        }\n"
-                 "        __syncthreads();\n");
         bputs(b, "        if (closed_) {\n");
-        bprintf(b, "            %s cv_;\n            int ch_ = 0;\n", A);
-        bputs(b, "            if (tile > 0 && spre_.h) { cv_ = spre_.v; ch_ = 1; }\n");
-        bprintf(b, "            if (hex_ && ex_.h) { cv_ = ch_ && !ex_.c ? op%d(cv_, ex_.v) : ex_.v; ch_ = 1; }\n", j);
-        bputs(b, "            if (hex_ && ex_.c && !ex_.h) ch_ = 0;\n");
-        bprintf(b, "            %s acc%d = cv_;\n            int has%d = ch_;\n", A, j, j);
-        bprintf(b, "            if (hh%d_) { acc%d = has%d ? op%d(acc%d, hd%d_) : hd%d_; has%d = 1; }\n", j, j, j, j, j, j,
-                j, j);
-        seg_write(ke, j, "first_", 3);
-        bputs(b, "        }\n    }\n");
+        bprintf(b, "            %s acc%d = ex_.v;\n            int has%d = hex_ && ex_.h;\n", A, j, j);
+        bprintf(b, "            if (hh%d_) cuk_fold(acc%d, has%d, hd%d_, op%d);\n", j, j, j, j, j);
+        bputs(b, "            if (hex_ && ex_.c) {\n");
+        bprintf(b, "                const long long sid_ = %s;\n", arena_printf(ke->e->a, SEGID, "fc_", "fa_[fc_]"));
+        seg_write(ke, j, "sid_", 4);
+        bputs(b, "            } else {\n");
+        bprintf(b, "                cuk_opt<%s> r_;\n                r_.v = acc%d;\n                r_.h = has%d;\n", A, j, j);
+        bprintf(b, "                *cuk_sr_rec<%s>(scratch, ntiles_, %d, 0, t_) = r_;\n", A, j);
+        bputs(b, "                if (here0_) {\n");
+        seg_write(ke, j, "s0_", 5);
+        bputs(b, "                }\n            }\n        }\n");
+        bputs(b, "        if (threadIdx.x == 0) {\n");
+        bprintf(b, "            %s acc%d = tot_.v;\n            int has%d = tot_.h;\n", A, j, j);
+        bprintf(b, "            cuk_opt<%s> r_;\n            r_.v = tot_.v;\n            r_.h = tot_.h;\n", A);
+        bprintf(b, "            if (!tot_.c) *cuk_sr_rec<%s>(scratch, ntiles_, %d, 0, t_) = r_;\n", A, j);
+        bputs(b, "            if (fe_ != 0u) {\n                if (tot_.c || here0_) {\n");
+        bprintf(b, "                    const long long sid_ = %s;\n", arena_printf(ke->e->a, SEGID, "tn_", "fe_"));
+        seg_write(ke, j, "sid_", 5);
+        bputs(b, "                }\n");
+        if (j == 0) bputs(b, "                cuk_sr_own(scratch, ntiles_)[t_] = -1;\n");
+        bputs(b, "            } else if ((tot_.c || here0_) && s1_ < nseg) {\n");
+        if (j == 0) bputs(b, "                cuk_sr_own(scratch, ntiles_)[t_] = s1_;\n");
+        bprintf(b, "                *cuk_sr_rec<%s>(scratch, ntiles_, %d, 1, t_) = r_;\n", A, j);
+        bputs(b, "            }");
+        if (j == 0) bputs(b, " else {\n                cuk_sr_own(scratch, ntiles_)[t_] = -1;\n            }");
+        bputs(b, "\n            (void)acc");
+        bprintf(b, "%d; (void)has%d;\n        }\n    }\n", j, j);
     }
     bputs(b, "}\n\n");
+
+    /* the prepass */
+    entry_open(ke, "_sp");
+    segred_words(ke, TILE);
+    for (int j = 0; j < k->nreds; j++) declare_accs_one(ke, types[j], j, 1);
+    bputs(b, "    const long long m_ = (nseg > ntiles_ ? nseg : ntiles_) + 1;\n"
+             "    for (long long s_ = (long long)blockIdx.x * blockDim.x + threadIdx.x; s_ < m_;\n"
+             "         s_ += (long long)gridDim.x * blockDim.x) {\n"
+             "        if (s_ <= nseg) {\n"
+             "            const long long o_ = offs_[s_];\n"
+             "            long long key_ = -1;\n"
+             "            if (s_ == 0 && o_ != 0) key_ = 0;\n"
+             "            else if (s_ > 0 && o_ < offs_[s_ - 1]) key_ = s_;\n"
+             "            else if (s_ == nseg && o_ != n) key_ = (1LL << 62) + nseg;\n");
+    bprintf(b, "            if (key_ >= 0) cuk_sr_err(err_, %lldull, key_);\n", ID1);
+    bputs(b, "            if (s_ < nseg && offs_[s_ + 1] == o_) {\n");
+    for (int j = 0; j < k->nreds; j++) seg_write(ke, j, "s_", 4);
+    bputs(b, "            }\n        }\n");
+    bprintf(b, "        if (s_ < ntiles_) {\n"
+               "            const long long key_ = s_ * %dLL;\n"
+               "            long long g_ = (long long)((double)key_ / (double)n * (double)nseg);\n"
+               "            g_ = g_ < 0 ? 0 : g_ > nseg ? nseg : g_;\n"
+               "            cuk_sr_sot(scratch)[s_] = cuk_sr_clamp(cuk_upper_bound_near(offs_, nseg + 1, key_, g_) - 1, nseg);\n"
+               "        } else if (s_ == ntiles_) {\n"
+               "            cuk_sr_sot(scratch)[s_] = nseg;\n"
+               "        }\n",
+            TILE);
+    bputs(b, "    }\n}\n\n");
+
+    /* the fix-up */
+    entry_open(ke, "_sf");
+    segred_words(ke, TILE);
+    bprintf(b, "    if (blockIdx.x == 0 && threadIdx.x == 0 && err_[0] == %lldull && err_[3] != 0ull) {\n", ID1);
+    bputs(b, "        const long long key_ = 0x7fffffffffffffffLL - (long long)err_[3];\n"
+             "        if (key_ == 0) err_[1] = (unsigned long long)offs_[0];\n"
+             "        else if (key_ <= nseg) { err_[1] = (unsigned long long)offs_[key_]; err_[2] = (unsigned long long)offs_[key_ - 1]; }\n"
+             "        else { err_[1] = (unsigned long long)offs_[nseg]; err_[2] = (unsigned long long)n; }\n"
+             "    }\n"
+             "    if (nseg == 0) return;\n"
+             "    const int lane_ = threadIdx.x & 31;\n"
+             "    /* a thread per tile: the segment it owns, folded by the thread where it spans at\n"
+             "       most 16 tiles, else by the warp (lanes take consecutive runs of tiles) */\n"
+             "    for (long long w_ = (long long)blockIdx.x * blockDim.x; w_ < ntiles_; w_ += (long long)gridDim.x * blockDim.x) {\n"
+             "        const long long t_ = w_ + threadIdx.x;\n"
+             "        long long so_ = t_ < ntiles_ ? cuk_sr_own(scratch, ntiles_)[t_] : -1, te_ = t_;\n"
+             "        if (so_ >= nseg) so_ = -1;\n"
+             "        if (so_ >= 0) {\n");
+    bprintf(b, "            te_ = (offs_[so_ + 1] - 1) / %d;\n", TILE);
+    bputs(b, "            te_ = te_ >= ntiles_ ? ntiles_ - 1 : te_ < t_ ? t_ : te_;\n"
+             "        }\n"
+             "        if (so_ >= 0 && te_ - t_ <= 16) {\n");
+    for (int j = 0; j < k->nreds; j++) {
+        const char *A = acc_type(ke->e, k->reds[j]);
+        bputs(b, "            {\n");
+        declare_accs_one(ke, types[j], j, 4);
+        bprintf(b, "                const cuk_opt<%s> r0_ = *cuk_sr_rec<%s>(scratch, ntiles_, %d, 1, t_);\n", A, A, j);
+        bprintf(b, "                if (r0_.h) cuk_fold(acc%d, has%d, r0_.v, op%d);\n", j, j, j);
+        bputs(b, "                for (long long u_ = t_ + 1; u_ <= te_; u_++) {\n");
+        bprintf(b, "                    const cuk_opt<%s> r_ = *cuk_sr_rec<%s>(scratch, ntiles_, %d, 0, u_);\n", A, A, j);
+        bprintf(b, "                    if (r_.h) cuk_fold(acc%d, has%d, r_.v, op%d);\n                }\n", j, j, j);
+        seg_write(ke, j, "so_", 4);
+        bputs(b, "            }\n");
+    }
+    bputs(b, "        }\n"
+             "        unsigned int ob_ = __ballot_sync(0xffffffffu, so_ >= 0 && te_ - t_ > 16);\n"
+             "        while (ob_) {\n"
+             "            const int l_ = __ffs(ob_) - 1;\n"
+             "            ob_ &= ob_ - 1;\n"
+             "            const long long tl_ = __shfl_sync(0xffffffffu, t_, l_), s_ = __shfl_sync(0xffffffffu, so_, l_);\n"
+             "            const long long tel_ = __shfl_sync(0xffffffffu, te_, l_);\n"
+             "            const long long per_ = (tel_ - tl_ + 31) / 32, u0_ = tl_ + 1 + lane_ * per_;\n"
+             "            const long long u1_ = u0_ + per_ <= tel_ + 1 ? u0_ + per_ : tel_ + 1;\n");
+    for (int j = 0; j < k->nreds; j++) {
+        const char *A = acc_type(ke->e, k->reds[j]);
+        bputs(b, "            {\n");
+        declare_accs_one(ke, types[j], j, 4);
+        bputs(b, "                for (long long u_ = u0_; u_ < u1_; u_++) {\n");
+        bprintf(b, "                    const cuk_opt<%s> r_ = *cuk_sr_rec<%s>(scratch, ntiles_, %d, 0, u_);\n", A, A, j);
+        bprintf(b, "                    if (r_.h) cuk_fold(acc%d, has%d, r_.v, op%d);\n                }\n", j, j, j);
+        bprintf(b, "                cuk_warp_reduce(acc%d, has%d, op%d);\n", j, j, j);
+        bputs(b, "                if (lane_ == 0) {\n");
+        bprintf(b, "                    const cuk_opt<%s> r_ = *cuk_sr_rec<%s>(scratch, ntiles_, %d, 1, tl_);\n", A, A, j);
+        bprintf(b, "                    if (r_.h) { acc%d = has%d ? op%d(r_.v, acc%d) : r_.v; has%d = 1; }\n", j, j, j, j, j);
+        seg_write(ke, j, "s_", 5);
+        bputs(b, "                }\n            }\n");
+    }
+    bputs(b, "        }\n    }\n}\n\n");
 }
 
 static void emit_reduce(KE *ke) {
@@ -1651,24 +1830,8 @@ static void emit_reduce(KE *ke) {
     Val **ins = NEWN(ke->e->a, Val *, k->nreds);
     for (int j = 0; j < k->nreds; j++) ins[j] = k->reds[j]->args[0];
     Val *segs = red_segs(k->reds[0]);
-    if (segs && kernel_seg_tiled(k)) {
-        emit_segred(ke, types);
-        return;
-    }
     if (segs) {
-        /* segments=offs: one block per segment (grid-stride over segments), the
-           segment split among its threads as an axis reduction's line is */
-        bprintf(b, "    const long long *offs_ = (const long long *)p.w[%d];\n",
-                W(ke, KP_IN, kernel_canon(k, segs), 0, 0));
-        bprintf(b, "    const long long nseg = p.w[%d];\n", W(ke, KP_OUTER, NULL, 0, 0));
-        bputs(b, "    for (long long o = blockIdx.x; o < nseg; o += gridDim.x) {\n"
-                 "        const long long lo_ = offs_[o], hi_ = offs_[o + 1];\n");
-        declare_accs(ke, types, 2);
-        block_loop(ke, ordered, "i", "lo_", "hi_", 2);
-        reset_scope(ke);
-        emit_eval(ke, ins, k->nreds, 3);
-        for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "(i - lo_)", 3);
-        emit_line_results(ke);
+        emit_segred(ke, types);
         return;
     }
     if (k->axis == AXIS_ALL || k->rank <= 1) {
@@ -2191,21 +2354,6 @@ static void emit_matmul(KE *ke) {
 
 /* deterministic=true where atomics would make the bits depend on timing: float sums,
    products and lambdas (integer results and min/max are exact anyway). */
-static bool hist_ordered(const Val *h) {
-    return h->op == OP_HIST && h->exclusive && dtype_info[h->dt].is_float && h->red != RED_MIN && h->red != RED_MAX;
-}
-
-/* Whether a reduce_by_index keeps its block's bins in shared memory (builtin add). */
-static bool hist_private(const Val *h) { return h->op == OP_HIST && h->red == RED_SUM && !hist_ordered(h); }
-
-/* Counting (bincount, histogram: an integer add of the constant 1): private bins are
-   32-bit counters (a block counts fewer than 2^32 elements), so twice as many fit and
-   the shared atomics are 32-bit ones. */
-static bool hist_counts(const Val *h) {
-    const Val *x = h->args[2];
-    return hist_private(h) && !dtype_info[h->dt].is_float && x->op == OP_CONST && x->c.i == 1;
-}
-
 /* The bits of an untouched private bin: -0.0 for floats (x + -0.0 is x), else 0. */
 static const char *hist_zero(DType dt) { return dt == DT_F32 ? "-0.0f" : dt == DT_F64 ? "-0.0" : "0"; }
 
@@ -2218,11 +2366,16 @@ static void emit_hist_update(KE *ke, int d) {
     ref(ke, h->args[1], ix, sizeof ix);
     ref(ke, h->args[2], x, sizeof x);
     ind(ke->b, d);
-    bprintf(ke->b, "{ const long long t_ = (long long)(%s); if (t_ >= 0 && t_ < m_) { const %s x_ = (%s)(%s); ", ix,
-            T, T, x);
+    bprintf(ke->b,
+            "{ const long long t_ = (long long)(%s); if ((unsigned long long)t_ < (unsigned long long)m_) { "
+            "const %s x_ = (%s)(%s); ",
+            ix, T, T, x);
+    /* private bins: m_ fits the shared array, so a 32-bit index */
     if (h->op == OP_SCATTER) bputs(ke->b, "out_[t_] = x_;");
-    else if (hist_counts(h)) bputs(ke->b, "if (priv_) atomicAdd(&sh_[t_], 1u); else cuk_atomic_add(&out_[t_], x_);");
-    else if (hist_private(h)) bputs(ke->b, "if (priv_) cuk_atomic_add(&sh_[t_], x_); else cuk_atomic_add(&out_[t_], x_);");
+    else if (kernel_hist_counts(h))
+        bputs(ke->b, "if (priv_) atomicAdd(&sh_[(unsigned)t_], 1u); else cuk_atomic_add(&out_[t_], x_);");
+    else if (kernel_hist_private(h))
+        bputs(ke->b, "if (priv_) cuk_atomic_add(&sh_[(unsigned)t_], x_); else cuk_atomic_add(&out_[t_], x_);");
     else if (h->red == RED_SUM) bputs(ke->b, "cuk_atomic_add(&out_[t_], x_);");
     else if ((h->red == RED_MIN || h->red == RED_MAX) && !dtype_info[h->dt].is_float)
         bprintf(ke->b, "cuk_atomic_%s(&out_[t_], x_);", h->red == RED_MIN ? "min" : "max");
@@ -2300,7 +2453,7 @@ static void emit_hist_ordered(KE *ke, Val *h, const char *T, int cap) {
    shared loads and a shared atomic instead of computing two edges in f64. Emitted
    before the counters' zeroing, whose __syncthreads() publishes the edges too. Only
    for edges of host scalars (the kernel's parameters), which the prologue can read. */
-static void emit_hist_edges(KE *ke, Val *h, int cap) {
+static void emit_hist_edges(KE *ke, Val *h) {
     Val *hb = kernel_canon(ke->k, h->args[1]);
     if (hb->op != OP_HBIN || !ke->inval[hb->id]) return;
     for (int i = 1; i < 4; i++) {
@@ -2316,7 +2469,7 @@ static void emit_hist_edges(KE *ke, Val *h, int cap) {
     int w = dtype_info[xt].size / 4; /* counters per edge */
     Buf *b = ke->b;
     bprintf(b, "    const long long ne_ = (long long)(%s), at_ = (m_ + 1) & ~1LL;\n", rn);
-    bprintf(b, "    const bool etab_ = m_ <= %d && ne_ >= 1 && ne_ <= (%d - at_) / %d;\n", cap, cap, w);
+    bprintf(b, "    const bool etab_ = priv_ && ne_ >= 1 && ne_ <= (cap_ - at_) / %d;\n", w);
     bprintf(b, "    if (etab_) {\n        %s *e_ = (%s *)(sh_ + at_);\n", T, T);
     bprintf(b, "        for (long long q = threadIdx.x; q < ne_; q += blockDim.x) e_[q] = cuk_hedge_%s(q, %s, %s);\n    }\n", S, rs, rl);
     ke->etab = hb;
@@ -2340,16 +2493,22 @@ static void emit_hist(KE *ke) {
     if (type) emit_combine_instance(ke, h, type, 0, 1);
     if (type) bputs(b, "    (void)op0;\n");
     int esz = dtype_info[h->dt].size;
-    if (hist_ordered(h)) {
+    if (kernel_hist_ordered(h)) {
         emit_hist_ordered(ke, h, T, HIST_SHARED_BYTES / (esz + 1));
         return;
     }
-    bool priv = hist_private(h), cnt = hist_counts(h);
+    bool priv = kernel_hist_private(h), cnt = kernel_hist_counts(h);
     const char *ST = cnt ? "unsigned int" : T;
-    int cap = HIST_SHARED_BYTES / (cnt ? 4 : esz);
     if (priv) {
-        bprintf(b, "    __shared__ %s sh_[%d];\n    const bool priv_ = m_ <= %d;\n", ST, cap, cap);
-        if (cnt) emit_hist_edges(ke, h, cap);
+        /* the private bins (and edges) in dynamic shared memory, as much as the launch
+           gave (kernel_shmem: what m_ bins need, so that small histograms keep every
+           block resident) */
+        bprintf(b, "    extern __shared__ __align__(16) unsigned char cuk_dsm_[];\n"
+                   "    %s *sh_ = (%s *)cuk_dsm_;\n"
+                   "    const long long cap_ = (long long)(cuk_dyn_smem() / sizeof(%s));\n"
+                   "    const bool priv_ = m_ <= cap_;\n",
+                ST, ST, ST);
+        if (cnt) emit_hist_edges(ke, h);
         bprintf(b, "    if (priv_) {\n        for (long long q = threadIdx.x; q < m_; q += blockDim.x) sh_[q] = %s;\n"
                    "        __syncthreads();\n    }\n",
                 cnt ? "0u" : hist_zero(h->dt));

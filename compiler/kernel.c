@@ -2,6 +2,7 @@
    reads. The parameter block, launch shapes and geometry, reduction identities, and the
    plan text `cukc emit-ir` prints. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/kernel.h"
@@ -27,6 +28,19 @@ static void add_param(Arena *a, Kernel *k, int *cap, KPKind kind, Val *v, int x,
     k->params[k->nparams++] = (KParam){kind, v, x, y};
 }
 
+/* Whether kernel input `in` is read only as segment offsets (through the offsets
+   pointer of a segmented reduction, never at the iteration index), so that its shape
+   says nothing about whether the other leaves are laid out like the iteration space. */
+bool kernel_offsets_only(const Kernel *k, const Val *in) {
+    if (!kernel_seg_tiled(k) || kernel_canon(k, red_segs(k->reds[0])) != in) return false;
+    for (int i = 0; i < k->nvals; i++) {
+        const Val *v = k->vals[i];
+        for (int j = 0; j < v->nargs; j++)
+            if (v->args[j] && kernel_canon(k, v->args[j]) == in && !(j == 2 && red_segs(v))) return false;
+    }
+    return true;
+}
+
 void kernel_layout_params(Arena *a, Kernel *k) {
     int cap = 0;
     add_param(a, k, &cap, KP_N, NULL, 0, 0);
@@ -42,7 +56,8 @@ void kernel_layout_params(Arena *a, Kernel *k) {
     /* Leaves: materialised inputs, generators and index transforms each see the
        iteration index through their own broadcast strides. */
     for (int i = 0; i < k->nins; i++)
-        for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, k->ins[i], ax, 0);
+        for (int ax = 0; ax < k->rank && !kernel_offsets_only(k, k->ins[i]); ax++)
+            add_param(a, k, &cap, KP_BSTRIDE, k->ins[i], ax, 0);
     for (int i = 0; i < k->nvals; i++) {
         Val *v = k->vals[i];
         if (!op_is_gen(v->op) && !op_is_index(v->op)) continue;
@@ -78,9 +93,10 @@ void kernel_layout_params(Arena *a, Kernel *k) {
     if (k->kind == K_REDUCE || k->kind == K_SCAN || k->kind == K_HIST || k->kind == K_COMPACT)
         add_param(a, k, &cap, KP_SCRATCH, NULL, 0, 0);
     if (k->kind == K_HIST) add_param(a, k, &cap, KP_HBINS, NULL, 0, 0);
-    /* Gathers check their indices on the device and report the first bad one here. */
+    /* Gathers check their indices on the device and report the first bad one here, as
+       segmented reductions do their offsets. */
     for (int i = 0; i < k->nvals; i++)
-        if (k->vals[i]->op == OP_GATHER) {
+        if (k->vals[i]->op == OP_GATHER || kernel_seg_tiled(k)) {
             add_param(a, k, &cap, KP_ERR, NULL, 0, 0);
             break;
         }
@@ -163,20 +179,8 @@ int kernel_widest_elem(const Kernel *k) {
     return m;
 }
 
-/* Bytes one element of a tiled segmented reduction stages in shared memory: each fused
-   reduction's accumulator (argmin/argmax: the value and an i64 index, 16 bytes). */
-static int seg_stage_bytes(const Kernel *k) {
-    int m = 0;
-    for (int j = 0; j < k->nreds; j++) {
-        const Val *r = k->reds[j];
-        m += r->red == RED_ARGMIN || r->red == RED_ARGMAX ? 16 : dtype_info[r->dt].size;
-    }
-    return m;
-}
-
 bool kernel_seg_tiled(const Kernel *k) {
-    return k->kind == K_REDUCE && k->nreds > 0 && red_segs(k->reds[0]) &&
-           seg_stage_bytes(k) * SEGRED_BLOCK <= SEGRED_STAGE_BYTES;
+    return k->kind == K_REDUCE && k->nreds > 0 && red_segs(k->reds[0]);
 }
 
 void kernel_launch_shape(Kernel *k) {
@@ -196,8 +200,7 @@ void kernel_launch_shape(Kernel *k) {
     }
     if (kernel_seg_tiled(k)) {
         k->block = SEGRED_BLOCK;
-        k->items = 16;
-        while (k->items > 1 && seg_stage_bytes(k) * SEGRED_BLOCK * k->items > SEGRED_STAGE_BYTES) k->items /= 2;
+        k->items = SEGRED_ITEMS;
     }
     if (k->kind == K_MAP) {
         /* Values read through index transforms (slices, pad, concat, ...) keep
@@ -221,6 +224,30 @@ void kernel_launch_shape(Kernel *k) {
         k->block = 256;
         k->items = kernel_widest_elem(k) <= 4 ? 32 : 16;
     }
+}
+
+bool kernel_hist_ordered(const Val *h) {
+    return h->op == OP_HIST && h->exclusive && dtype_info[h->dt].is_float && h->red != RED_MIN && h->red != RED_MAX;
+}
+
+/* Whether a reduce_by_index keeps its block's bins in shared memory (builtin add). */
+bool kernel_hist_private(const Val *h) { return h->op == OP_HIST && h->red == RED_SUM && !kernel_hist_ordered(h); }
+
+/* Counting (bincount, histogram: an integer add of the constant 1): private bins are
+   32-bit counters (a block counts fewer than 2^32 elements), so twice as many fit and
+   the shared atomics are 32-bit ones. */
+bool kernel_hist_counts(const Val *h) {
+    const Val *x = h->args[2];
+    return kernel_hist_private(h) && !dtype_info[h->dt].is_float && x->op == OP_CONST && x->c.i == 1;
+}
+
+size_t kernel_shmem(const Kernel *k, int64_t inner) {
+    if (k->kind != K_HIST || !kernel_hist_private(k->outs[0])) return 0;
+    const Val *h = k->outs[0];
+    int64_t cap = HIST_SHARED_BYTES / (kernel_hist_counts(h) ? 4 : dtype_info[h->dt].size);
+    if (inner > cap) return 0;
+    int64_t want = 8 * (3 * inner + 4);
+    return (size_t)(want < HIST_SHARED_BYTES ? want : HIST_SHARED_BYTES);
 }
 
 bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
@@ -251,11 +278,12 @@ bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
     case K_ROW: *grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
     case K_REDUCE:
         if (kernel_seg_tiled(k)) {
-            /* one tile per block; n = 0 still takes one, which writes the empty segments */
+            /* one tile per block (none for n = 0: the prepass writes the empty segments) */
             int64_t tile = (int64_t)k->block * k->items, nt = n / tile + (n % tile != 0);
             if (nt > 0x7fffffff) return false;
-            *grid = (unsigned)(nt < 1 ? 1 : nt);
-            *scratch = SCAN_STATE_OFFSET + (size_t)k->nreds * *grid * SCAN_TILE_BYTES; /* a region each */
+            *grid = (unsigned)nt;
+            *scratch = (((size_t)8 * (2 * (size_t)nt + 1) + 31) & ~(size_t)31) +
+                       (size_t)k->nreds * 2 * (size_t)nt * SEGRED_REC_BYTES;
         } else if (axis < 0) {
             int64_t nb = (n + k->block - 1) / k->block;
             *grid = (unsigned)(nb < 1 ? 1 : nb > 1024 ? 1024 : nb);

@@ -119,12 +119,13 @@ typedef struct Kernel {
    32-bit counters for bincount and histogram, 4096 64-bit or 8192 32-bit sums for a
    builtin add) and adds each touched one to the result at its end; with more bins
    every update is a global atomic. A block takes HIST_PER_BLOCK elements at least, the
-   grid HIST_MAX_GRID blocks at most: 6 per SM of an H100/H200 (132 SMs), all resident
-   at once with 32 KiB of shared memory each, so that the equal chunks end together
-   (unmeasured; bench/gpu_bench.py has the cases). */
+   grid HIST_MAX_GRID blocks at most: 24 per SM of an H100/H200 (132 SMs), so about
+   four waves, whose ends overlap. bench/exp/hist_variants.cu (H100, 2026-11-27, 2^28
+   f32 into 256 bins, one shared copy a block): 6 a SM 2727 GB/s, 12 2372, 24 2855,
+   against 2766 for the loads alone. */
 #define HIST_SHARED_BYTES 32768
 #define HIST_PER_BLOCK 4096
-#define HIST_MAX_GRID 792
+#define HIST_MAX_GRID 3168
 
 /* K_SCAN scratch (kernels/scan.cuh, CUK_TILE_BYTES): the tile ticket, then one 128-byte
    line per tile state from byte 128, so that blocks polling a predecessor's state do not
@@ -139,13 +140,17 @@ typedef struct Kernel {
    x's size (all kept), so a compaction holds up to n elements until it is freed. */
 #define COMPACT_COUNT_OFFSET 8
 
-/* Segmented reductions (segments=offs) take tiles of SEGRED_BLOCK threads x k->items
-   consecutive elements (kernel_seg_tiled), handed out by the scan's tile ticket and
-   chained by its look-back states (same scratch layout as K_SCAN). Each tile's element
-   values are staged in shared memory, at most SEGRED_STAGE_BYTES of them: k->items is
-   16 for one 4-byte reduction, fewer for wider or several fused ones. */
+/* Segmented reductions (segments=offs) run in three entries over one parameter block
+   (emit_cuda.c emit_segred): a prepass over the offsets (<name>_sp), one block per tile of
+   SEGRED_BLOCK threads x SEGRED_ITEMS consecutive elements (<name>), and a fix-up of the
+   segments that cross tiles (<name>_sf). Their scratch (kernels/scan.cuh cuk_sr_*): for
+   nt tiles, 8 * (2 * nt + 1) bytes of segment numbers rounded up to 32, then two
+   SEGRED_REC_BYTES records per tile and fused reduction. */
 #define SEGRED_BLOCK 256
-#define SEGRED_STAGE_BYTES 32768
+#define SEGRED_ITEMS 16
+#define SEGRED_REC_BYTES 32
+/* The prepass and the fix-up: grid-stride loops over at most this many blocks. */
+#define SEGRED_AUX_GRID 8192
 
 typedef struct Plan {
     Fn *fn;
@@ -174,9 +179,13 @@ void kernel_layout_params(Arena *a, Kernel *k);
 void kernel_launch_shape(Kernel *k);
 /* Bytes of the widest element k reads or writes (at least 1). */
 int kernel_widest_elem(const Kernel *k);
-/* A segmented reduction kernel that runs tile by tile (see SEGRED_BLOCK); false for the
-   one-block-per-segment fallback (only when the fused reductions are too wide to stage). */
+/* A segmented reduction kernel (see SEGRED_BLOCK): its launch is three entries. */
 bool kernel_seg_tiled(const Kernel *k);
+/* Whether kernel input `in` is read only as segment offsets (through the offsets
+   pointer of a segmented reduction, never at the iteration index): it has no
+   broadcast strides, and its shape says nothing about whether the leaves are laid out
+   like the iteration space (flat). */
+bool kernel_offsets_only(const Kernel *k, const Val *in);
 
 /* Stable text for `cukc emit-ir`, one block per function:
      plan saxpy: 1 kernel
@@ -212,6 +221,17 @@ Val *kernel_region_update(const Kernel *k);
 bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
                      size_t *scratch);
 
+/* K_HIST kernels: a reduce_by_index, histogram or bincount folded in element order
+   (deterministic=true on floats); one whose blocks keep their bins in shared memory
+   (a builtin add, not ordered); one that counts (an integer add of the constant 1:
+   32-bit private counters). */
+bool kernel_hist_ordered(const Val *h);
+bool kernel_hist_private(const Val *h);
+bool kernel_hist_counts(const Val *h);
+/* The dynamic shared memory k is launched with over inner bins (K_HIST private bins:
+   the counters and, for histogram, the edge table after them; at most
+   HIST_SHARED_BYTES, and none when the bins do not fit). */
+size_t kernel_shmem(const Kernel *k, int64_t inner);
 /* The word index of a parameter, or -1. */
 int kparam_find(const Kernel *k, KPKind kind, const Val *v, int a, int b);
 /* Where a reduction's or scan's initial value comes from (v->init or args[1]), or NULL. */

@@ -48,6 +48,12 @@ int64_t shape_roll_shift(int64_t shift, int64_t n);
 /* A reduction that needs a value (min, max, arg*, lambdas without an initial value)
    over an empty axis, with outputs to fill: NumPy's error. */
 bool shape_reduce_has_identity(RtErr *e, const Val *r, const Dims *x);
+/* The first bad offset, as a key in the order the offsets are checked: 0 for offs[0] =
+   a != 0; i for offs[i] = a < offs[i - 1] = b; SEG_ERR_LAST + m - 1 for the last offset
+   offs[m - 1] = a != n. The GPU's segmented reductions find it on the device
+   (kernels/scan.cuh cuk_sr_err, the same keys). Reports it; returns false. */
+#define SEG_ERR_LAST ((int64_t)1 << 62)
+bool shape_segments_error(RtErr *e, const Val *r, int64_t key, int64_t a, int64_t b, int64_t n);
 /* The offsets of segments=offs (m values) of a segmented reduce or scan r over n
    elements: offs[0] == 0, non-decreasing, offs[m - 1] == n; else an error at r naming
    the first offending position. */

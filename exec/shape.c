@@ -111,28 +111,27 @@ bool shape_concat(RtErr *e, const Val *v, const Dims *xs, int n, Dims *out, int6
     return true;
 }
 
-bool shape_check_segments(RtErr *e, const Val *r, const int64_t *offs, int64_t m, int64_t n) {
+bool shape_segments_error(RtErr *e, const Val *r, int64_t key, int64_t a, int64_t b, int64_t n) {
     const char *what = r->op == OP_SCAN ? "scan" : "reduction";
-    ASSERT(m >= 1);
-    if (offs[0] != 0) {
-        rt_error(e, r->loc, "segments=: offs[0] is %lld, but the first segment of a %s must start at 0",
-                 (long long)offs[0], what);
-        return false;
-    }
-    for (int64_t i = 1; i < m; i++)
-        if (offs[i] < offs[i - 1]) {
-            rt_error(e, r->loc,
-                     "segments=: offsets must be non-decreasing, but offs[%lld] = %lld is less than "
-                     "offs[%lld] = %lld",
-                     (long long)i, (long long)offs[i], (long long)(i - 1), (long long)offs[i - 1]);
-            return false;
-        }
-    if (offs[m - 1] != n) {
+    if (key == 0)
+        rt_error(e, r->loc, "segments=: offs[0] is %lld, but the first segment of a %s must start at 0", (long long)a,
+                 what);
+    else if (key < SEG_ERR_LAST)
         rt_error(e, r->loc,
-                 "segments=: the last offset, offs[%lld] = %lld, must be the length of the array (%lld)",
-                 (long long)(m - 1), (long long)offs[m - 1], (long long)n);
-        return false;
-    }
+                 "segments=: offsets must be non-decreasing, but offs[%lld] = %lld is less than offs[%lld] = %lld",
+                 (long long)key, (long long)a, (long long)(key - 1), (long long)b);
+    else
+        rt_error(e, r->loc, "segments=: the last offset, offs[%lld] = %lld, must be the length of the array (%lld)",
+                 (long long)(key - SEG_ERR_LAST), (long long)a, (long long)n);
+    return false;
+}
+
+bool shape_check_segments(RtErr *e, const Val *r, const int64_t *offs, int64_t m, int64_t n) {
+    ASSERT(m >= 1);
+    if (offs[0] != 0) return shape_segments_error(e, r, 0, offs[0], 0, n);
+    for (int64_t i = 1; i < m; i++)
+        if (offs[i] < offs[i - 1]) return shape_segments_error(e, r, i, offs[i], offs[i - 1], n);
+    if (offs[m - 1] != n) return shape_segments_error(e, r, SEG_ERR_LAST + m - 1, offs[m - 1], 0, n);
     return true;
 }
 

@@ -5,6 +5,13 @@
 #ifndef CUK_HIST_CUH
 #define CUK_HIST_CUH
 
+/* Bytes of dynamic shared memory this launch has (a hist kernel's private bins). */
+CUK_FN unsigned int cuk_dyn_smem() {
+    unsigned int r;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+    return r;
+}
+
 CUK_FN void cuk_atomic_add(float *p, float v) { atomicAdd(p, v); }
 CUK_FN void cuk_atomic_add(double *p, double v) { atomicAdd(p, v); }
 CUK_FN void cuk_atomic_add(int32_t *p, int32_t v) { atomicAdd(p, v); }

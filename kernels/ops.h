@@ -119,9 +119,10 @@ CUK_FN double cuk_hedge(double a, double b, double c) {
         if (!(x >= loT && x <= hiT)) return -1; /* NaN too */                                    \
         const T f = (x - loT) * norm;           /* inf or NaN for extreme ranges: clamped */     \
         int64_t g = 0, a, b;                                                                     \
-        if (f > (T)0) g = f < (T)(n - 1) ? (int64_t)f : n - 1;                                   \
+        const int n32 = n <= 0x7fffffff; /* 32-bit conversions, cheaper on the GPU */           \
+        if (f > (T)0) g = f < (T)(n - 1) ? (n32 ? (int64_t)(int32_t)f : (int64_t)f) : n - 1;    \
         {                                                                                        \
-            const T fr = f - (T)g, m = cuk_hbin_margin_##S(n, loT, hiT, norm);                   \
+            const T fr = f - (n32 ? (T)(int32_t)g : (T)g), m = cuk_hbin_margin_##S(n, loT, hiT, norm); \
             if (fr >= m && fr <= (T)1 - m) return g;                                             \
         }                                                                                        \
         if (x < (tab ? tab[g] : cuk_hedge_##S(g, step, lo))) { /* g > 0: edge(0) = loT <= x */    \

@@ -145,27 +145,62 @@ CUK_FN long long cuk_next_tile(char *scratch) {
     return t;
 }
 
-/* Run by a whole warp: the smallest m in [lo, hi) with offs[m] > key (offs sorted), or
-   hi. Each round the 32 lanes probe 32 evenly spaced offsets, so a search over k
-   offsets takes log32(k) dependent loads, not log2(k) (segmented reductions find their
-   tile's segments this way: a binary search per thread over 2^18 offsets, 18 dependent
-   loads, held the whole tile up). */
-CUK_FN long long cuk_warp_upper_bound(const long long *offs, long long lo, long long hi, long long key) {
-    const int lane = threadIdx.x & 31;
+/* Segmented reductions (segments=offs; compiler/emit_cuda.c emit_segred): the smallest m
+   in [lo, hi) with offs[m] > key (upper) or >= key (lower), offs sorted, else hi. */
+CUK_FN long long cuk_upper_bound(const long long *offs, long long lo, long long hi, long long key) {
     while (lo < hi) {
-        const long long step = (hi - lo + 31) / 32;
-        const long long pm = lo + lane * step;
-        const bool gt = pm >= hi || offs[pm] > key;
-        const unsigned bal = __ballot_sync(CUK_FULL_MASK, gt);
-        const int f = bal ? __ffs(bal) - 1 : 32;
-        const long long nhi = lo + (long long)f * step < hi ? lo + (long long)f * step : hi;
-        if (f == 0) return lo;
-        lo = lo + (long long)(f - 1) * step + 1;
-        hi = nhi;
+        const long long m = lo + ((hi - lo) >> 1);
+        if (offs[m] > key) hi = m;
+        else lo = m + 1;
     }
     return lo;
 }
-
+/* The same, near a guess g in [0, hi): galloping out from g, so a good guess (each
+   tile's first segment, guessed from the mean segment length) costs a few loads, not
+   log2(hi). */
+CUK_FN long long cuk_upper_bound_near(const long long *offs, long long hi, long long key, long long g) {
+    long long d = 1;
+    if (offs[g] > key) {
+        long long b = g - 1, top = g;
+        while (b >= 0 && offs[b] > key) top = b, d <<= 1, b = g - d;
+        return cuk_upper_bound(offs, b < 0 ? 0 : b + 1, top, key);
+    }
+    long long lo = g + 1, t = g + 1;
+    while (t < hi && offs[t] <= key) lo = t + 1, d <<= 1, t = g + d;
+    return cuk_upper_bound(offs, lo, t < hi ? t : hi, key);
+}
+CUK_FN long long cuk_lower_bound(const long long *offs, long long lo, long long hi, long long key) {
+    while (lo < hi) {
+        const long long m = lo + ((hi - lo) >> 1);
+        if (offs[m] >= key) hi = m;
+        else lo = m + 1;
+    }
+    return lo;
+}
+/* x clamped to a segment number, [0, k - 1] (k >= 1): bad offsets (reported) never
+   send a read or a write outside the arrays. */
+CUK_FN long long cuk_sr_clamp(long long x, long long k) { return x < 0 ? 0 : x > k - 1 ? k - 1 : x; }
+/* Their scratch, for nt tiles (compiler/kernel.h, SEGRED_REC_BYTES): each tile's first
+   segment (nt + 1 words, the last one k), each tile's owned segment (nt words, -1 for
+   none), then per fused reduction j two records a tile (which = 0: the fold of the
+   tile's first run; 1: of its last run, for the segment the tile owns). */
+CUK_FN long long *cuk_sr_sot(char *scratch) { return (long long *)scratch; }
+CUK_FN long long *cuk_sr_own(char *scratch, long long nt) { return (long long *)scratch + nt + 1; }
+template <class T> struct cuk_opt;
+template <class T> CUK_FN cuk_opt<T> *cuk_sr_rec(char *scratch, long long nt, int j, int which, long long t) {
+    static_assert(sizeof(cuk_opt<T>) <= 32, "segment record too wide");
+    const long long r0 = (8 * (2 * nt + 1) + 31) & ~31LL;
+    return (cuk_opt<T> *)(scratch + r0 + ((2LL * j + which) * nt + t) * 32);
+}
+/* A bad offset found on the device: the plan's error block (compiler/kernel.h KP_ERR)
+   names the reduction (word 0, first claimant wins) and keeps the smallest key (word 3
+   holds INT64_MAX - key): 0 for offs[0] != 0, i for offs[i] < offs[i - 1], 2^62 + k
+   for offs[k] != n, the order in which the CPU backend checks them. The fix-up entry
+   adds the offsets the message quotes (words 1 and 2). */
+CUK_FN void cuk_sr_err(unsigned long long *e, unsigned long long id1, long long key) {
+    const unsigned long long old = atomicCAS(e, 0ull, id1);
+    if (old == 0ull || old == id1) atomicMax(e + 3, (unsigned long long)(0x7fffffffffffffffLL - key));
+}
 /* An optional value (no identity needed, so lambdas work): combine keeps order. */
 template <class T> struct cuk_opt {
     T v;
@@ -252,9 +287,12 @@ template <class T, class Op> struct cuk_seg_op {
 CUK_SHFL_STRUCT(cuk_seg, CUK_SEG_FIELDS)
 
 /* Exclusive scan of x over the block's threads in thread order: exc (valid when hexc;
-   thread 0 has none) and the block's total. Every thread must call it. */
+   thread 0 has none) and the block's total. Every thread must call it. Warp scans by
+   shuffles, then warp 0 scans the warp totals, so each thread reads two values from
+   shared memory (a loop over the warp totals in every thread kept the segmented
+   reduction's L1 90% busy). */
 template <class T, class Op> CUK_FN void cuk_block_exscan(T x, Op op, T &exc, int &hexc, T &total) {
-    __shared__ T s_w[32];
+    __shared__ T s_w[32], s_p[33]; /* warp totals; warp w's exclusive prefix, the total at 32 */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     T inc = x;
     for (int d = 1; d < 32; d <<= 1) {
@@ -262,21 +300,29 @@ template <class T, class Op> CUK_FN void cuk_block_exscan(T x, Op op, T &exc, in
         if (lane >= d) inc = op(o, inc);
     }
     T wex = cuk_shfl_up(inc, 1);
-    __syncthreads(); /* s_w may still be read by an earlier call */
+    /* no barrier first: a thread reaches a later call's writes only after every thread
+       passed this call's barriers, after warp 0's last read of s_w and before s_p is
+       written again */
     if (lane == 31) s_w[warp] = inc;
     __syncthreads();
-    T pre = s_w[0];
-    for (int w = 1; w < warp; w++) pre = op(pre, s_w[w]);
-    T tot = s_w[0];
-    for (int w = 1; w < nw; w++) tot = op(tot, s_w[w]);
-    total = tot;
+    if (warp == 0) {
+        T v = s_w[lane < nw ? lane : 0];
+        for (int d = 1; d < 32; d <<= 1) {
+            T o = cuk_shfl_up(v, d);
+            if (lane >= d && lane < nw) v = op(o, v);
+        }
+        T pv = cuk_shfl_up(v, 1);
+        if (lane > 0 && lane < nw) s_p[lane] = pv;
+        if (lane == nw - 1) s_p[32] = v;
+    }
+    __syncthreads();
+    total = s_p[32];
     if (lane > 0) {
-        exc = warp > 0 ? op(pre, wex) : wex;
+        exc = warp > 0 ? op(s_p[warp], wex) : wex;
         hexc = 1;
     } else {
-        exc = pre;
+        exc = warp > 0 ? s_p[warp] : x; /* thread 0: none (x only keeps exc defined) */
         hexc = warp > 0;
     }
 }
-
 #endif

@@ -52,6 +52,7 @@ typedef struct Upd {
 typedef struct KState {
     cuk_function *fn;
     cuk_function *rg; /* an update's region entry (kernel_region_update), on first use */
+    cuk_function *sp, *sf; /* a segmented reduction's prepass and fix-up (kernel_seg_tiled) */
     Upd *upd;         /* the kernel's output is an update of an array (update_form) */
     Value *ins, *outs;
     long long *w;
@@ -211,10 +212,16 @@ static bool check_dev_err(GpuSession *s) {
         int id = (int)(w[0] - 1);
         const FnState *st = &s->fs[i];
         Loc loc = id >= 0 && id < st->fn->nvals && st->byid[id] ? st->byid[id]->loc : st->fn->loc;
-        int64_t t;
-        ok = shape_index(s->err, loc, (long long)w[1], id >= 0 && id < st->fn->nvals && st->byid[id] ? st->byid[id]->axis : 0,
-                         (long long)w[2], &t);
-        ASSERT(!ok); /* a kernel only reports an index that is out of bounds */
+        const Val *v = id >= 0 && id < st->fn->nvals ? st->byid[id] : NULL;
+        if (v && v->op == OP_REDUCE && red_segs(v)) {
+            /* a segmented reduction's offsets (emit_segred): the first bad one's key */
+            ok = shape_segments_error(s->err, v, (int64_t)(0x7fffffffffffffffull - w[3]), (int64_t)w[1], (int64_t)w[2],
+                                      (int64_t)w[2]);
+        } else {
+            int64_t t;
+            ok = shape_index(s->err, loc, (long long)w[1], v ? v->axis : 0, (long long)w[2], &t);
+            ASSERT(!ok); /* a kernel only reports an index that is out of bounds */
+        }
         if (cuk_memset_d8(s->errblk, 0, bytes, NULL) != CUK_OK) break;
     }
     if (e != stack) free(e);
@@ -446,11 +453,24 @@ static bool kernel_fn(Frame *f, const Kernel *k, KState *ks) {
     }
     if (cuk_module_function(s->mods[pi], k->name, &ks->fn) != CUK_OK)
         return gpu_fail(s, k->outs[0]->loc, "kernel lookup failed");
+    if (kernel_seg_tiled(k)) {
+        char sp[200], sf[200];
+        snprintf(sp, sizeof sp, "%s_sp", k->name);
+        snprintf(sf, sizeof sf, "%s_sf", k->name);
+        if (cuk_module_function(s->mods[pi], sp, &ks->sp) != CUK_OK ||
+            cuk_module_function(s->mods[pi], sf, &ks->sf) != CUK_OK) {
+            ks->fn = NULL;
+            rt_error(s->err, k->outs[0]->loc,
+                     "this bundle's segmented reduction predates its prepass and fix-up kernels; rebuild it with "
+                     "cukc build");
+            return false;
+        }
+    }
     return true;
 }
 
 /* Makes sure the session's scratch block holds bytes, zeroed (ordered on the stream). */
-static bool scratch_get(GpuSession *s, size_t bytes, Loc loc) {
+static bool scratch_get(GpuSession *s, size_t bytes, bool zero, Loc loc) {
     if (bytes > s->scratch_size) {
         /* the old block goes back to the pool; later kernels that reuse it are queued
            after the ones that used it, on the same stream */
@@ -463,7 +483,7 @@ static bool scratch_get(GpuSession *s, size_t bytes, Loc loc) {
         }
         s->scratch_size = want;
     }
-    if (cuk_memset_d8(s->scratch, 0, bytes, NULL) != CUK_OK) return gpu_fail(s, loc, "clearing scratch failed");
+    if (zero && cuk_memset_d8(s->scratch, 0, bytes, NULL) != CUK_OK) return gpu_fail(s, loc, "clearing scratch failed");
     return true;
 }
 
@@ -627,6 +647,25 @@ static void inplace_trace(const Kernel *k, Loc loc, bool in_place) {
                 in_place ? "in place" : "into a new array");
 }
 
+/* A segmented reduction's three entries (emit_segred), in order on the stream: the
+   prepass over max(nseg, ntiles) + 1 items, the tiles (none when n = 0), the fix-up (a
+   warp per 32 tiles; it also completes an error report, so it always runs). */
+static bool segred_launch(GpuSession *s, const Kernel *k, KState *ks, long long *w, unsigned ntiles, int64_t nseg,
+                          Loc loc) {
+    void *args[1] = {w};
+    cuk_dim3 b = {(unsigned)k->block, 1, 1};
+    int64_t items = (nseg > (int64_t)ntiles ? nseg : (int64_t)ntiles) + 1;
+    int64_t bsp = (items + k->block - 1) / k->block, bsf = ((int64_t)ntiles + k->block - 1) / k->block;
+    cuk_dim3 gsp = {(unsigned)(bsp > SEGRED_AUX_GRID ? SEGRED_AUX_GRID : bsp), 1, 1};
+    cuk_dim3 gt = {ntiles, 1, 1};
+    cuk_dim3 gsf = {(unsigned)(bsf < 1 ? 1 : bsf > SEGRED_AUX_GRID ? SEGRED_AUX_GRID : bsf), 1, 1};
+    if (cuk_launch(ks->sp, gsp, b, 0, NULL, args) != CUK_OK ||
+        (ntiles > 0 && cuk_launch(ks->fn, gt, b, 0, NULL, args) != CUK_OK) ||
+        cuk_launch(ks->sf, gsf, b, 0, NULL, args) != CUK_OK)
+        return gpu_fail(s, loc, "kernel launch failed");
+    return true;
+}
+
 static bool launch(Frame *f, const Kernel *k) {
     GpuSession *s = f->s;
     KState *ks = &f->st->ks[k->id];
@@ -707,23 +746,25 @@ static bool launch(Frame *f, const Kernel *k) {
         if (!inplace) ok = hist_init(f, k, &outs[0], loc);
         inner = nelem(&outs[0]);
     }
-    /* segments=offs: reductions run tile by tile, scans one block per segment
-       (kernel_geometry); the offsets are checked on the host first
-       (as the CPU backend checks them), which costs a copy of k + 1 values */
+    /* segments=offs: reductions run tile by tile and check the offsets on the device
+       (emit_segred); scans run one block per segment, after the offsets are checked on
+       the host (as the CPU backend checks them), which costs a copy of k + 1 values */
     Val *segs = k->kind == K_REDUCE ? red_segs(k->reds[0]) : k->kind == K_SCAN ? red_segs(k->scan) : NULL;
     for (int i = 0; ok && segs && i < k->nins; i++) {
         if (kernel_canon(k, k->ins[i]) != kernel_canon(k, segs)) continue;
-        Arr *oa = download(s, &ins[i], loc);
-        ok = oa != NULL;
-        if (ok && oa->size < 1) {
+        int64_t m = nelem(&ins[i]);
+        if (m < 1) {
             rt_error(s->err, segs->loc, "segments= needs k + 1 offsets for k segments, not an empty array "
                                         "(no segments: offs = [0] over an empty array)");
             ok = false;
+            break;
         }
-        Val *r = k->kind == K_REDUCE ? k->reds[0] : k->scan;
-        if (ok) ok = shape_check_segments(s->err, r, (const int64_t *)oa->data, oa->size, n);
-        if (ok) axis = 0, outer = oa->size - 1, len = n, inner = 1;
-        arr_release(oa);
+        if (k->kind == K_SCAN) {
+            Arr *oa = download(s, &ins[i], loc);
+            ok = oa != NULL && shape_check_segments(s->err, k->scan, (const int64_t *)oa->data, oa->size, n);
+            if (oa) arr_release(oa);
+        }
+        if (ok) axis = 0, outer = m - 1, len = n, inner = 1;
         break;
     }
     /* min/max/argmin/argmax without an initial value over an empty axis: the CPU
@@ -742,7 +783,7 @@ static bool launch(Frame *f, const Kernel *k) {
     /* ix32: every index word and element count of the launch small enough for the
        32-bit copy of an ix32 kernel's body (KFLAT_IX32) */
     bool flat = true, ix32 = k->ix32 && n < KIX32_LIMIT;
-    for (int i = 0; ok && i < k->nins; i++) flat = flat && same_dims(&ins[i], &space);
+    for (int i = 0; ok && i < k->nins; i++) flat = flat && (kernel_offsets_only(k, k->ins[i]) || same_dims(&ins[i], &space));
     /* the parameter words */
     for (int i = 0; ok && i < k->nparams; i++) {
         const KParam *p = &k->params[i];
@@ -844,7 +885,8 @@ static bool launch(Frame *f, const Kernel *k) {
         }
         if (ix32 && kparam_is_index(p->kind)) ix32 = w[i] < KIX32_LIMIT && w[i] > -KIX32_LIMIT;
     }
-    if (ok && scratch_bytes) ok = scratch_get(s, scratch_bytes, loc);
+    /* a segmented reduction writes every scratch word it reads (emit_segred) */
+    if (ok && scratch_bytes) ok = scratch_get(s, scratch_bytes, !kernel_seg_tiled(k), loc);
     for (int i = 0; i < k->nparams; i++) {
         if (k->params[i].kind == KP_FLAT) w[i] = flat | (ix32 ? KFLAT_IX32 : 0);
         if (k->params[i].kind == KP_SCRATCH) w[i] = (long long)s->scratch;
@@ -864,10 +906,13 @@ static bool launch(Frame *f, const Kernel *k) {
         grid = (unsigned)(blocks < 65536 ? blocks : 65536);
         entry = ks->rg;
     }
-    if (ok && !empty) {
+    if (ok && kernel_seg_tiled(k)) {
+        ok = segred_launch(s, k, ks, w, grid, outer, loc);
+    } else if (ok && !empty) {
         void *args[1] = {w};
         cuk_dim3 g = {grid, 1, 1}, b = {(unsigned)k->block, 1, 1};
-        if (cuk_launch(entry, g, b, 0, NULL, args) != CUK_OK) ok = gpu_fail(s, loc, "kernel launch failed");
+        if (cuk_launch(entry, g, b, (unsigned)kernel_shmem(k, inner), NULL, args) != CUK_OK)
+            ok = gpu_fail(s, loc, "kernel launch failed");
         if (timing_on && !timing_first_done) {
             timing_first_done = true;
             cuk_synchronize();

@@ -32,7 +32,10 @@ def test_emit_ptx_sm90(path, tmp_path):
     ir = subprocess.run([CUKC, "emit-ir", path], capture_output=True, text=True).stdout
     kernels = sum(1 for line in ir.splitlines() if line.startswith("kernel k"))
     entries = re.findall(r"\.visible \.entry (\w+)\(", r.stdout)
-    # an update's map kernel has a second entry over its region, <kernel>_rg (in place)
-    region = [e for e in entries if e.endswith("_rg")]
-    assert len(entries) - len(region) == kernels
-    assert all(e[:-3] in entries for e in region)
+    # an update's map kernel has a second entry over its region, <kernel>_rg (in place);
+    # a segmented reduction has a prepass and a fix-up, <kernel>_sp and <kernel>_sf
+    extra = [e for e in entries if e.endswith(("_rg", "_sp", "_sf"))]
+    assert len(entries) - len(extra) == kernels
+    assert all(e[:-3] in entries for e in extra)
+    segred = [e for e in entries if e.endswith("_sp")]
+    assert all(e[:-3] + "_sf" in entries for e in segred)
