@@ -11,6 +11,7 @@
 # sanitize (compute-sanitizer memcheck on a few programs) · sanitize-all (on every
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
+# · p2bench (bench/part2_bench.py)
 # · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
 # racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
 # bench/exp/*.cu with the machine's nvcc and runs it: kernel design experiments; EXP=name
@@ -35,7 +36,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540)
+              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [p2bench]=300 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540)
 summary=()
 fails=0
 
@@ -96,6 +97,12 @@ s_pybench() {
 # unless KBENCH_ARGS says otherwise).
 s_kbench() {
   "$PY" bench/gpu_bench.py "$C/build" ${KBENCH_ARGS:---no-compile}
+}
+
+# The part-2 jobs (bench/part2_bench.py) against PyTorch and CuPy; P2_ARGS picks cases
+# (--only a,b) and whether torch.compile runs (default: not, for time).
+s_p2bench() {
+  CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/part2_bench.py ${P2_ARGS:---no-compile}
 }
 
 # Start-up: bundle without NVRTC, source with a cold and a warm cache.
@@ -248,7 +255,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_startup
+export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -266,6 +273,7 @@ for s in "${stages[@]}"; do
     pybench) stage pybench s_pybench ;;
     kbench) stage kbench s_kbench ;;
     startup) stage startup s_startup ;;
+    p2bench) stage p2bench s_p2bench ;;
     exp) stage exp s_exp ;;
     sanitize-suite) stage sanitize-suite s_sanitize_suite ;;
     *) echo "gpu-check: unknown stage '$s'"; fails=$((fails + 1)) ;;
