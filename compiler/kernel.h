@@ -113,7 +113,7 @@ typedef struct Kernel {
    vector path is straight-line code with no loop (measured against a grid-stride loop
    over an SM-count grid and against a loop over chunks: docs/performance.md). */
 #define MAP_UNROLL 2
-#define MAP_CHAIN_UNROLL 4
+#define MAP_CHAIN_UNROLL 2
 
 /* K_HIST: a block keeps its own bins in shared memory (HIST_SHARED_BYTES: 8192
    32-bit counters for bincount and histogram, 4096 64-bit or 8192 32-bit sums for a
