@@ -378,3 +378,45 @@ def test_compact_above_2_31():
     assert lines[3] == "true", lines
     want = [i for i in (5, 1000000012, 2000000019) if i < n]
     assert lines[4] == "[" + " ".join(map(str, want)) + "]", lines
+
+
+PART2_BIG_PROG = """
+fn main(n: i64) {
+    let o = concat(iota(1) * 0, minimum((iota(n / 1000000 + 1) + 1) * 1000000, n));
+    let s = sum(f32(iota(n) % 4), segments=o);
+    print(len(s));
+    print(all(s[:len(s) - 1] == 1500000.0));
+    print(sum(iota(n) % 2, segments=concat(iota(1) * 0, iota(1) + n)));
+    print(max(iota(n), segments=o)[len(s) - 1]);
+    print(histogram(f32(iota(n) % 1000) / 1000.0, 10, 0.0, 1.0));
+    print(bincount(iota(n) % 7, 7));
+    print(reduce_by_index(iota(5) * 0, add, iota(n) % 5, iota(n) % 3));
+}
+"""
+
+
+@pytest.mark.skipif(gc.GPU_DEVICE != "gpu", reason="the CPU backend would take minutes at this size")
+def test_part2_above_2_31():
+    """Segmented reductions (tiles, the prepass's search and the fix-up over 2^19 tiles,
+    one segment over all of it), histogram, bincount and reduce_by_index over 2^31 + 5
+    elements, against closed forms."""
+    n = BIG
+    lines = run_big(PART2_BIG_PROG, n)
+    k = (n + 999999) // 1000000
+    assert lines[0] == str(k), lines
+    assert lines[1] == "true", lines
+    assert lines[2] == "[%d]" % (n // 2), lines
+    assert lines[3] == str(n - 1), lines
+    full, rem = divmod(n, 1000)
+    hist = [full * 100 + max(0, min(rem - 100 * b, 100)) for b in range(10)]
+    assert lines[4] == "[" + " ".join(map(str, hist)) + "]", lines
+    bc = [n // 7 + (1 if b < n % 7 else 0) for b in range(7)]
+    assert lines[5] == "[" + " ".join(map(str, bc)) + "]", lines
+    rbi = [0] * 5
+    # sum over j < n with j % 5 == b of j % 3: the pattern of (j % 5, j % 3) repeats every 15
+    reps, tail = divmod(n, 15)
+    for j in range(15):
+        rbi[j % 5] += (j % 3) * reps
+    for j in range(tail):
+        rbi[j % 5] += j % 3
+    assert lines[6] == "[" + " ".join(map(str, rbi)) + "]", lines

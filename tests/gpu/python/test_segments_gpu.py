@@ -1,4 +1,4 @@
-"""Segmented reductions on the GPU (emit_segred: prepass, tiles of 4096, fix-up) against
+"""Segmented reductions on the GPU (emit_segred: prepass, tiles of 8192 or 4096, fix-up) against
 NumPy and the CPU backend, over offsets that stress the tile logic: segments that start
 or end exactly at a tile's edge, segments spanning many tiles, runs of empty segments
 (inside a tile and at its edges), one element per segment, one segment over everything,
@@ -22,7 +22,7 @@ import cuk  # noqa: E402
 if not cuk.gpu_available():
     pytest.skip("needs a GPU", allow_module_level=True)
 
-TILE = 4096
+TILE = 4096  # the tile of 8-byte and fused reductions; one 4-byte reduction's is 2 * TILE
 SRC = """
 fn s32(x: f32[n], o: i64[k]) -> f32[?] = sum(x, segments=o);
 fn s64(x: f64[n], o: i64[k]) -> f64[?] = sum(x, segments=o);
@@ -52,6 +52,7 @@ def shapes():
     rng = np.random.default_rng(7)
     yield "tile-aligned", offsets_from([TILE] * 5 + [2 * TILE, 3 * TILE, 1, TILE - 1, TILE])
     yield "ends-at-edges", offsets_from([TILE - 1, 1, TILE + 1, TILE - 1, 0, 0, 2 * TILE, 5])
+    yield "wide-tile-edges", offsets_from([2 * TILE] * 3 + [2 * TILE - 1, 1, 0, 2 * TILE + 1, 4 * TILE - 1, 0, 7])
     yield "empties-at-edges", offsets_from([TILE, 0, 0, 0, TILE, 0, 3, 0, 0, TILE - 3, 0])
     yield "one-each", offsets_from([1] * 9000)
     yield "one-segment", offsets_from([5 * TILE + 77])
