@@ -59,6 +59,7 @@ typedef struct Launch {
     bool memset_each;
     size_t out_clear;     /* K_HIST: the bins zeroed before the launch, as the executor fills
                              a zeros() destination */
+    unsigned shmem;       /* dynamic shared memory (kernel_shmem: a hist kernel's bins) */
 } Launch;
 
 static void c_strides(int rank, const int64_t *shape, int64_t *st) {
@@ -152,6 +153,7 @@ static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *
         exit(1);
     }
     L->scratch_bytes = scratch;
+    L->shmem = (unsigned)kernel_shmem(k, inner);
     L->grid = (cuk_dim3){grid, 1, 1};
     L->block = (cuk_dim3){(unsigned)k->block, 1, 1};
     for (int i = 0; i < k->nparams; i++) {
@@ -199,7 +201,7 @@ static void run_launches(Launch *L, int nl) {
         if (L[i].memset_each) CHECK(cuk_memset_d8(dscratch, 0, L[i].scratch_bytes, NULL));
         if (L[i].out_clear) CHECK(cuk_memset_d8(dout_, 0, L[i].out_clear, NULL));
         void *args[1] = {L[i].w};
-        CHECK(cuk_launch(L[i].f, L[i].grid, L[i].block, 0, NULL, args));
+        CHECK(cuk_launch(L[i].f, L[i].grid, L[i].block, L[i].shmem, NULL, args));
     }
 }
 

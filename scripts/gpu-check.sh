@@ -130,7 +130,9 @@ s_pytest() {
 
 # A few programs that cover maps, reductions, scans, row kernels and gathers.
 SAN_SUBSET=(examples/saxpy.cuk examples/softmax.cuk examples/prefix_sums.cuk examples/statistics.cuk
-            tests/lit/run/gather.cuk tests/lit/fusion/horizontal_meanvar.cuk tests/lit/fusion/scan_lambda.cuk)
+            tests/lit/run/gather.cuk tests/lit/fusion/horizontal_meanvar.cuk tests/lit/fusion/scan_lambda.cuk
+            tests/lit/run/segments_tiles.cuk tests/lit/run/segments_edges.cuk tests/lit/run/histogram_bins.cuk
+            tests/lit/run/scatter_hist.cuk tests/lit/run/pad_roll_stack.cuk examples/compaction.cuk)
 
 s_sanitize() {
   [[ -n $SAN ]] || { echo "ERROR: compute-sanitizer not found"; return 1; }
