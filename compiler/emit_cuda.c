@@ -1569,6 +1569,15 @@ static void segred_words(KE *ke, int TILE) {
     bputs(b, "    (void)err_;\n");
 }
 
+/* The fix-up's fold of reduction j's first-run records of tiles [lo, hi) into acc<j>,
+   in tile order. */
+static void fold_first_runs(KE *ke, int j, const char *lo, const char *hi) {
+    const char *A = acc_type(ke->e, ke->k->reds[j]);
+    bprintf(ke->b, "                for (long long u_ = %s; u_ < %s; u_++) {\n", lo, hi);
+    bprintf(ke->b, "                    const cuk_opt<%s> r_ = *cuk_sr_rec<%s>(scratch, ntiles_, %d, 0, u_);\n", A, A, j);
+    bprintf(ke->b, "                    if (r_.h) cuk_fold(acc%d, has%d, r_.v, op%d);\n                }\n", j, j, j);
+}
+
 /* Segmented reductions (segments=offs), in three entries the executor launches in order
    over the same parameter block; only associativity is assumed (every combine keeps
    element order) and no atomics touch values, so results repeat bit for bit.
@@ -1825,9 +1834,7 @@ static void emit_segred(KE *ke, const char **types) {
         declare_accs_one(ke, types[j], j, 4);
         bprintf(b, "                const cuk_opt<%s> r0_ = *cuk_sr_rec<%s>(scratch, ntiles_, %d, 1, t_);\n", A, A, j);
         bprintf(b, "                if (r0_.h) cuk_fold(acc%d, has%d, r0_.v, op%d);\n", j, j, j);
-        bputs(b, "                for (long long u_ = t_ + 1; u_ <= te_; u_++) {\n");
-        bprintf(b, "                    const cuk_opt<%s> r_ = *cuk_sr_rec<%s>(scratch, ntiles_, %d, 0, u_);\n", A, A, j);
-        bprintf(b, "                    if (r_.h) cuk_fold(acc%d, has%d, r_.v, op%d);\n                }\n", j, j, j);
+        fold_first_runs(ke, j, "t_ + 1", "te_ + 1");
         seg_write(ke, j, "so_", 4);
         bputs(b, "            }\n");
     }
@@ -1844,9 +1851,7 @@ static void emit_segred(KE *ke, const char **types) {
         const char *A = acc_type(ke->e, k->reds[j]);
         bputs(b, "            {\n");
         declare_accs_one(ke, types[j], j, 4);
-        bputs(b, "                for (long long u_ = u0_; u_ < u1_; u_++) {\n");
-        bprintf(b, "                    const cuk_opt<%s> r_ = *cuk_sr_rec<%s>(scratch, ntiles_, %d, 0, u_);\n", A, A, j);
-        bprintf(b, "                    if (r_.h) cuk_fold(acc%d, has%d, r_.v, op%d);\n                }\n", j, j, j);
+        fold_first_runs(ke, j, "u0_", "u1_");
         bprintf(b, "                cuk_warp_reduce(acc%d, has%d, op%d);\n", j, j, j);
         bputs(b, "                if (lane_ == 0) {\n");
         bprintf(b, "                    const cuk_opt<%s> r_ = *cuk_sr_rec<%s>(scratch, ntiles_, %d, 1, tl_);\n", A, A, j);

@@ -39,4 +39,14 @@ template <class L> float median_ms(L launch) {
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
 }
+// n uniform values in [0, 1) from a fixed xorshift stream (the same data every run).
+inline std::vector<float> uniform_floats(long long n) {
+    std::vector<float> h(n);
+    unsigned long long s = 88172645463325252ull;
+    for (long long i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        h[i] = (float)((s >> 40) * (1.0 / 16777216.0));
+    }
+    return h;
+}
 #endif

@@ -92,12 +92,7 @@ int main() {
     unsigned long long *out;
     CK(cudaMalloc(&x, n * 4));
     CK(cudaMalloc(&out, 4096 * 8));
-    std::vector<float> hx(n);
-    uint64_t s = 88172645463325252ull;
-    for (long long i = 0; i < n; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        hx[i] = (float)((s >> 40) * (1.0 / 16777216.0));
-    }
+    const std::vector<float> hx = uniform_floats(n);
     CK(cudaMemcpy(x, hx.data(), n * 4, cudaMemcpyHostToDevice));
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

@@ -92,12 +92,7 @@ int main() {
     CK(cudaMalloc(&x, n * 4));
     CK(cudaMalloc(&out, n * 4));
     CK(cudaMalloc(&ref, n * 4));
-    std::vector<float> hx(n);
-    uint64_t s = 88172645463325252ull;
-    for (long long i = 0; i < n; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        hx[i] = (float)((s >> 40) * (1.0 / 16777216.0));
-    }
+    const std::vector<float> hx = uniform_floats(n);
     CK(cudaMemcpy(x, hx.data(), n * 4, cudaMemcpyHostToDevice));
     const double bytes = 8.0 * n;
     float t = median_ms([&] { copy4<<<(unsigned)((n / 4 + 255) / 256), 256>>>((const float4 *)x, (float4 *)ref, n / 4); });

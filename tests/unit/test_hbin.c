@@ -27,27 +27,20 @@ static uint64_t next(void) {
 }
 static double unit(void) { return (double)(next() >> 11) / 9007199254740992.0; }
 
-/* The edge rule by bisection over the edges (the reference). */
-static int64_t ref_f32(float x, int64_t n, double lo, double step, float loT, float hiT) {
-    if (!(x >= loT && x <= hiT)) return -1;
-    int64_t a = 0, b = n - 1;
-    while (a < b) {
-        int64_t m = a + (b - a + 1) / 2;
-        if (x >= cuk_hedge_f32(m, step, lo)) a = m;
-        else b = m - 1;
+/* The edge rule by bisection over the edges (the reference), for f32 and f64. */
+#define REF(S, T)                                                                               \
+    static int64_t ref_##S(T x, int64_t n, double lo, double step, T loT, T hiT) {              \
+        if (!(x >= loT && x <= hiT)) return -1;                                                 \
+        int64_t a = 0, b = n - 1;                                                               \
+        while (a < b) {                                                                         \
+            int64_t m = a + (b - a + 1) / 2;                                                    \
+            if (x >= cuk_hedge_##S(m, step, lo)) a = m;                                         \
+            else b = m - 1;                                                                     \
+        }                                                                                       \
+        return a;                                                                               \
     }
-    return a;
-}
-static int64_t ref_f64(double x, int64_t n, double lo, double step, double loT, double hiT) {
-    if (!(x >= loT && x <= hiT)) return -1;
-    int64_t a = 0, b = n - 1;
-    while (a < b) {
-        int64_t m = a + (b - a + 1) / 2;
-        if (x >= cuk_hedge_f64(m, step, lo)) a = m;
-        else b = m - 1;
-    }
-    return a;
-}
+REF(f32, float)
+REF(f64, double)
 
 /* The scalars the compiler passes (sema's lowering of histogram(x, n, lo, hi)). */
 typedef struct {
