@@ -2,7 +2,9 @@
 """Random cuk programs from a typed grammar, to hunt crashes, internal errors and wrong
 answers beyond what the byte-level fuzzers reach. Besides elementwise maths, every
 reduction and scan, slices, gathers, concat, reshape, transposes, dot, host loops and
-extreme literals, it reaches the rare forms on purpose: reshape / transpose / reverse /
+extreme literals, part 2's segmented reductions and scans (offsets with empty segments,
+one element each, one segment), filters, masks, nonzero, histograms, bincount, scatter
+and reduce_by_index, it reaches the rare forms on purpose: reshape / transpose / reverse /
 concat / slices of scalars and of 0-size arrays, reshape with -1, keepdims on rank 1,
 negative and huge slice steps, indices at both ends, concat of one array and of empty
 ones, nested calls of functions with size variables, generic reduce and scan with
@@ -156,7 +158,7 @@ def empty_f():
 
 
 def farr(d=0):
-    c = R.randrange(43)
+    c = R.randrange(47)
     if d > 2 or c == 0: return pick("x", "y", "iota(n, dtype=f32)", "ones(n)", "m[0]", "m[-1, :]")
     if c == 1: return "%s(%s)" % (pick(*F_UN), farr(d + 1))
     if c == 2: return "%s(%s, %s)" % (pick(*F_BIN), farr(d + 1), pick(farr(d + 1), fsc(d + 1)))
@@ -209,6 +211,19 @@ def farr(d=0):
                             "roll(%s, %s, axis=%s)[%s]" % (fmat(d + 1), pick("1", "-3", "k"), pick("0", "1", "-1"),
                                                           pick("0", "-1", "1")),
                             "roll(%s, %s)[%s]" % (fmat(d + 1), pick("1", "-3", "n + 1"), pick("0", "-1")))
+    # part 2: segmented reductions and scans (offsets of every shape: one element each, runs
+    # of empty segments, one segment), compaction, histograms, scatters
+    if c == 43: return "%s(%s, %s)" % (pick("segsum", "segmax", "segscan", "segfirst", "segmean"), farr(d + 1),
+                                       pick("1", "2", "3", "k", "n", "0", "-1", "7"))
+    if c == 44: return pick("filter(|v| v > %s, %s)" % (fsc(d + 1), farr(d + 1)),
+                            "%s[%s]" % (pick("x", "y"), barr(d + 1)),
+                            "f32(nonzero(%s))" % barr(d + 1))
+    if c == 45: return "f32(%s)" % pick("histogram(%s, %s, %s, %s)" % (farr(d + 1), pick("1", "3", "10", "n + 1", "k"),
+                                                                      pick(*F_EDGE), pick(*F_EDGE)),
+                                        "bincount(%s, %s)" % (iarr(d + 1), pick("1", "4", "n + 2", "k")))
+    if c == 46: return pick("scatter(%s, %s, %s)" % (farr(d + 1), iarr(d + 1), pick(farr(d + 1), fsc(d + 1))),
+                            "reduce_by_index(%s, %s, %s, %s)" % (farr(d + 1), pick("add", "min", "max", "mul"), iarr(d + 1),
+                                                                 pick(farr(d + 1), fsc(d + 1))))
     return "sq(%s)" % farr(d + 1)
 
 
@@ -340,6 +355,15 @@ fn grow(x: f32[n], k: i64) -> f32 {
     while i < k { a = concat(a, a[::-1]); i = i + 1; }
     return sum(a) + f32(len(a));
 }
+fn segs(n: i64, w: i64) -> i64[?] {
+    let s = maximum(w, 1);
+    return concat(iota(1) * 0, minimum((iota(n / s + 1) + 1) * s, n));
+}
+fn segsum(x: f32[n], w: i64) -> f32[?] = sum(x, segments=segs(n, w));
+fn segmax(x: f32[n], w: i64) -> f32[?] = max(x, segments=concat(iota(maximum(w, 0) % 3 + 1) * 0, full(n, 2)));
+fn segscan(x: f32[n], w: i64) -> f32[n] = cumsum(x, segments=segs(n, w));
+fn segfirst(x: f32[n], w: i64) -> f32[?] = reduce(|a, b| where(a != 0.0, a, b), 0.0, x, segments=segs(n, w));
+fn segmean(x: f32[n], w: i64) -> f32[?] = mean(x * 2.0, segments=concat(segs(n, w), full(n, 2)));
 fn fact(n: i64) -> i64 {
     if n <= 1 { return 1; }
     return n * fact(n - 1);
