@@ -419,7 +419,7 @@ def same(a, b):
 
 # Generous: the programs are small (sizes up to 17, loops up to a few dozen turns) and
 # take well under a second each, even with the ASan+UBSan cukc.
-TIMEOUT = 300
+TIMEOUT = int(os.environ.get("CUK_GEN_TIMEOUT", "300"))  # per command; CUK_GEN_TIMEOUT overrides
 
 
 def cukc(args, env):
