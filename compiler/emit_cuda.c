@@ -1035,24 +1035,17 @@ static void emit_scalar_params(KE *ke) {
     }
 }
 
-/* Resident blocks a segmented reduction's tile kernel asks for (64 registers): its
-   block waits on two dependent loads (the tile's first segment, then its offsets) and
-   four barriers, which other blocks hide. Segmented sums of 2^28 f32 on an H100, 32
-   elements a thread: 2360 GB/s with 3 blocks, 2481 with 4; 16 elements a thread: 1967
-   with 4, 2312 with 6 (40 registers), 1901 with 8 (spilling). */
-static int segred_min_blocks(const Kernel *k) {
-    (void)k;
-    return 4;
-}
-
 static void header(KE *ke) {
     const Kernel *k = ke->k;
     bprintf(ke->b, "struct %s_p { long long w[%d]; };\n", k->name, k->nparams);
-    /* Minimum resident blocks per SM (caps registers): all of a reduction's grid at
-       once; two rows per SM for row kernels; two 512 x 32 scan tiles; four compaction
-       tiles (at most 64 registers a thread, 128 KiB of staging: x[x > 0] over 2^28 f32
-       on an H100 ran at 2655 GB/s, against 2469 with three and 2136 with two). */
-    int minb = kernel_seg_tiled(k)                                         ? segred_min_blocks(k)
+    /* Minimum resident blocks per SM (caps registers): four segmented-reduction tiles
+       (64 registers; the block waits on two dependent loads and four barriers, which
+       other blocks hide: segmented sums of 2^28 f32 on an H100, 32 elements a thread,
+       2360 GB/s with three, 2481 with four); all of a reduction's grid at once; two rows
+       per SM for row kernels; two 512 x 32 scan tiles; four compaction tiles (at most 64
+       registers a thread, 128 KiB of staging: x[x > 0] over 2^28 f32 on an H100 ran at
+       2655 GB/s, against 2469 with three and 2136 with two). */
+    int minb = kernel_segred(k)                                         ? 4
                : k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1) ? 8
                : k->kind == K_ROW                                           ? 2
                : k->kind == K_SCAN && k->items == 32                        ? 1024 / k->block
@@ -1584,11 +1577,12 @@ static void fold_first_runs(KE *ke, int j, const char *lo, const char *hi) {
    <name>_sp, the prepass (grid-stride): checks the offsets as the CPU backend does
      (offs[0] == 0, non-decreasing, offs[k] == n; the first bad one goes to the error
      block, cuk_sr_err), writes every empty segment's result (the identity), and finds
-     each tile's first segment, sot[t] = the last s with offs[s] <= t * TILE (one binary
-     search per tile; sot[ntiles] = k).
-   <name>, one block per tile of BLOCK x ITEMS elements: each thread loads its ITEMS
-     consecutive elements into registers (16-byte vectors where aligned; producers
-     fused), the block marks where segments start in the tile (the offsets in
+     each tile's first segment, sot[t] = the last s with offs[s] <= t * TILE (a galloping
+     search from a guess by the mean segment length; sot[ntiles] = k).
+   <name>, one block per tile of BLOCK x ITEMS elements: each thread gets its ITEMS
+     consecutive elements in registers (producers fused; where one reduction's values
+     are as wide as the leaves, loaded coalesced by the warp and handed over through
+     shared memory), the block marks where segments start in the tile (the offsets in
      (sot[t], sot[t + 1]], read coalesced: a bit per element, and for each start the
      first segment at that position, whose predecessor is the one that ends there), then
      each thread folds its elements, writing every segment that starts and ends inside
@@ -1596,9 +1590,9 @@ static void fold_first_runs(KE *ke, int j, const char *lo, const char *hi) {
      first boundary. A segment that starts and ends in the tile is written here; the
      tile also records the fold of its first run and, when its last run's segment
      started in the tile and goes on past it, owns that segment (its number and fold).
-   <name>_sf, the fix-up (a warp per 32 tiles): each owned segment is the owner's fold, then
-     the first-run folds of the tiles it covers, in order; and the offsets an error
-     message quotes. */
+   <name>_sf, the fix-up (a thread per tile, the warp for a segment over more than 16
+     tiles): each owned segment is the owner's fold, then the first-run folds of the
+     tiles it covers, in order; and the offsets an error message quotes. */
 static void emit_segred(KE *ke, const char **types) {
     const Kernel *k = ke->k;
     Buf *b = ke->b;
@@ -1609,7 +1603,7 @@ static void emit_segred(KE *ke, const char **types) {
     for (int j = 0; j < k->nreds; j++) ins[j] = k->reds[j]->args[0];
     /* the segment closed by a boundary at tile position C: the one before the first
        segment starting there */
-    const char *SEGID = "(big_ ? cuk_sr_clamp(cuk_lower_bound(offs_, s0_ + 1, s1_ + 1, tbase + (%s)) - 1, nseg) "
+    const char *SEGID = "(big_ ? cuk_sr_clamp(cuk_upper_bound(offs_, s0_ + 1, s1_ + 1, tbase + (%s) - 1) - 1, nseg) "
                         ": s0_ + (long long)%s - 1)";
     segred_words(ke, TILE);
     bputs(b, "    if (nseg == 0) return; /* n > 0: the prepass reports the last offset */\n"
@@ -2394,8 +2388,6 @@ static void emit_matmul(KE *ke) {
 
 /* ---- rule 6: scatter and reduce_by_index (K_HIST) ------------------------------------ */
 
-/* deterministic=true where atomics would make the bits depend on timing: float sums,
-   products and lambdas (integer results and min/max are exact anyway). */
 /* The bits of an untouched private bin: -0.0 for floats (x + -0.0 is x), else 0. */
 static const char *hist_zero(DType dt) { return dt == DT_F32 ? "-0.0f" : dt == DT_F64 ? "-0.0" : "0"; }
 

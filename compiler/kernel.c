@@ -28,19 +28,6 @@ static void add_param(Arena *a, Kernel *k, int *cap, KPKind kind, Val *v, int x,
     k->params[k->nparams++] = (KParam){kind, v, x, y};
 }
 
-/* Whether kernel input `in` is read only as segment offsets (through the offsets
-   pointer of a segmented reduction, never at the iteration index), so that its shape
-   says nothing about whether the other leaves are laid out like the iteration space. */
-bool kernel_offsets_only(const Kernel *k, const Val *in) {
-    if (!kernel_seg_tiled(k) || kernel_canon(k, red_segs(k->reds[0])) != in) return false;
-    for (int i = 0; i < k->nvals; i++) {
-        const Val *v = k->vals[i];
-        for (int j = 0; j < v->nargs; j++)
-            if (v->args[j] && kernel_canon(k, v->args[j]) == in && !(j == 2 && red_segs(v))) return false;
-    }
-    return true;
-}
-
 void kernel_layout_params(Arena *a, Kernel *k) {
     int cap = 0;
     add_param(a, k, &cap, KP_N, NULL, 0, 0);
@@ -56,7 +43,7 @@ void kernel_layout_params(Arena *a, Kernel *k) {
     /* Leaves: materialised inputs, generators and index transforms each see the
        iteration index through their own broadcast strides. */
     for (int i = 0; i < k->nins; i++)
-        for (int ax = 0; ax < k->rank && !kernel_offsets_only(k, k->ins[i]); ax++)
+        for (int ax = 0; ax < k->rank && k->ins[i] != k->offs_in; ax++)
             add_param(a, k, &cap, KP_BSTRIDE, k->ins[i], ax, 0);
     for (int i = 0; i < k->nvals; i++) {
         Val *v = k->vals[i];
@@ -95,11 +82,9 @@ void kernel_layout_params(Arena *a, Kernel *k) {
     if (k->kind == K_HIST) add_param(a, k, &cap, KP_HBINS, NULL, 0, 0);
     /* Gathers check their indices on the device and report the first bad one here, as
        segmented reductions do their offsets. */
-    for (int i = 0; i < k->nvals; i++)
-        if (k->vals[i]->op == OP_GATHER || kernel_seg_tiled(k)) {
-            add_param(a, k, &cap, KP_ERR, NULL, 0, 0);
-            break;
-        }
+    bool err = kernel_segred(k);
+    for (int i = 0; i < k->nvals && !err; i++) err = k->vals[i]->op == OP_GATHER;
+    if (err) add_param(a, k, &cap, KP_ERR, NULL, 0, 0);
 }
 
 Val *kernel_region_update(const Kernel *k) {
@@ -179,19 +164,33 @@ int kernel_widest_elem(const Kernel *k) {
     return m;
 }
 
-bool kernel_seg_tiled(const Kernel *k) {
+bool kernel_segred(const Kernel *k) {
     return k->kind == K_REDUCE && k->nreds > 0 && red_segs(k->reds[0]);
+}
+
+/* A segmented reduction's offsets input when it is read only through the offsets
+   pointer, never at the iteration index (Kernel.offs_in), else NULL. */
+static Val *offsets_only(const Kernel *k) {
+    if (!kernel_segred(k)) return NULL;
+    Val *in = kernel_canon(k, red_segs(k->reds[0]));
+    for (int i = 0; i < k->nvals; i++) {
+        const Val *v = k->vals[i];
+        for (int j = 0; j < v->nargs; j++)
+            if (v->args[j] && kernel_canon(k, v->args[j]) == in && !(j == 2 && red_segs(v))) return NULL;
+    }
+    return in;
 }
 
 /* Bytes of the widest input read at the iteration index (segment offsets are not). */
 static int widest_leaf(const Kernel *k) {
     int m = 1;
     for (int i = 0; i < k->nins; i++)
-        if (!kernel_offsets_only(k, k->ins[i]) && dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
+        if (k->ins[i] != k->offs_in && dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
     return m;
 }
 
 void kernel_launch_shape(Kernel *k) {
+    k->offs_in = offsets_only(k);
     /* The shapes the emitted kernels are tuned for (docs/performance.md): reductions use
        128-thread blocks so that a grid of up to 1024 blocks is resident at once (8 per
        SM); row kernels hold a row of up to 512 x 32 4-byte values in registers. */
@@ -206,7 +205,7 @@ void kernel_launch_shape(Kernel *k) {
         k->items = m <= 4 && k->nins <= 1 ? 32 : 16;
         if (k->items == 32) k->block = 512;
     }
-    if (kernel_seg_tiled(k)) {
+    if (kernel_segred(k)) {
         /* 32 consecutive elements a thread where one reduction's values and its leaves
            are at most 4 bytes (the block's fixed waits spread over twice the bytes:
            segmented sums of 2^28 f32 on an H100 ran at 2481 GB/s against 2120 with 16,
@@ -244,6 +243,8 @@ void kernel_launch_shape(Kernel *k) {
     }
 }
 
+/* deterministic=true where atomics would make the bits depend on timing: float sums,
+   products and lambdas (integer results and min/max are exact anyway). */
 bool kernel_hist_ordered(const Val *h) {
     return h->op == OP_HIST && h->exclusive && dtype_info[h->dt].is_float && h->red != RED_MIN && h->red != RED_MAX;
 }
@@ -295,7 +296,7 @@ bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
     }
     case K_ROW: *grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
     case K_REDUCE:
-        if (kernel_seg_tiled(k)) {
+        if (kernel_segred(k)) {
             /* one tile per block (none for n = 0: the prepass writes the empty segments) */
             int64_t tile = (int64_t)k->block * k->items, nt = n / tile + (n % tile != 0);
             if (nt > 0x7fffffff) return false;

@@ -102,10 +102,13 @@ typedef struct Kernel {
     KParam *params;     /* the parameter block, see kernel_layout_params() */
     int nparams;
     int block;          /* threads per block the emitted code assumes */
-    int items;          /* K_SCAN, K_COMPACT, tiled segmented K_REDUCE: elements per thread;
+    int items;          /* K_SCAN, K_COMPACT, segmented K_REDUCE: elements per thread;
                            K_MAP: 16-byte vectors per thread (MAP_UNROLL, MAP_CHAIN_UNROLL) */
     bool ix32;          /* K_MAP with index transforms: the body is written twice, the
                            second with 32-bit index arithmetic (KFLAT_IX32) */
+    Val *offs_in;       /* segmented K_REDUCE: its offsets input when nothing reads it at the
+                           iteration index (only through the offsets pointer), else NULL:
+                           it has no broadcast strides and does not make a launch not flat */
 } Kernel;
 
 /* K_MAP: 16-byte vectors per thread. A block covers one chunk of block x MAP_UNROLL
@@ -175,17 +178,13 @@ PlanSet *fuse_program(Arena *a, const Program *p);
 const Plan *planset_find(const PlanSet *ps, const Fn *fn);
 /* The parameter block of a kernel whose Vals, inputs, scalars and outputs are known. */
 void kernel_layout_params(Arena *a, Kernel *k);
-/* Threads per block and (scans) elements per thread the emitted code assumes. */
+/* Threads per block and (scans) elements per thread the emitted code assumes, and the
+   other launch facts derived once (ix32, offs_in). */
 void kernel_launch_shape(Kernel *k);
 /* Bytes of the widest element k reads or writes (at least 1). */
 int kernel_widest_elem(const Kernel *k);
 /* A segmented reduction kernel (see SEGRED_BLOCK): its launch is three entries. */
-bool kernel_seg_tiled(const Kernel *k);
-/* Whether kernel input `in` is read only as segment offsets (through the offsets
-   pointer of a segmented reduction, never at the iteration index): it has no
-   broadcast strides, and its shape says nothing about whether the leaves are laid out
-   like the iteration space (flat). */
-bool kernel_offsets_only(const Kernel *k, const Val *in);
+bool kernel_segred(const Kernel *k);
 
 /* Stable text for `cukc emit-ir`, one block per function:
      plan saxpy: 1 kernel

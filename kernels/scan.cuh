@@ -146,7 +146,7 @@ CUK_FN long long cuk_next_tile(char *scratch) {
 }
 
 /* Segmented reductions (segments=offs; compiler/emit_cuda.c emit_segred): the smallest m
-   in [lo, hi) with offs[m] > key (upper) or >= key (lower), offs sorted, else hi. */
+   in [lo, hi) with offs[m] > key, offs sorted, else hi (with key - 1: offs[m] >= key). */
 CUK_FN long long cuk_upper_bound(const long long *offs, long long lo, long long hi, long long key) {
     while (lo < hi) {
         const long long m = lo + ((hi - lo) >> 1);
@@ -168,14 +168,6 @@ CUK_FN long long cuk_upper_bound_near(const long long *offs, long long hi, long 
     long long lo = g + 1, t = g + 1;
     while (t < hi && offs[t] <= key) lo = t + 1, d <<= 1, t = g + d;
     return cuk_upper_bound(offs, lo, t < hi ? t : hi, key);
-}
-CUK_FN long long cuk_lower_bound(const long long *offs, long long lo, long long hi, long long key) {
-    while (lo < hi) {
-        const long long m = lo + ((hi - lo) >> 1);
-        if (offs[m] >= key) hi = m;
-        else lo = m + 1;
-    }
-    return lo;
 }
 /* x clamped to a segment number, [0, k - 1] (k >= 1): bad offsets (reported) never
    send a read or a write outside the arrays. */

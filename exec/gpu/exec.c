@@ -52,7 +52,7 @@ typedef struct Upd {
 typedef struct KState {
     cuk_function *fn;
     cuk_function *rg; /* an update's region entry (kernel_region_update), on first use */
-    cuk_function *sp, *sf; /* a segmented reduction's prepass and fix-up (kernel_seg_tiled) */
+    cuk_function *sp, *sf; /* a segmented reduction's prepass and fix-up (kernel_segred) */
     Upd *upd;         /* the kernel's output is an update of an array (update_form) */
     Value *ins, *outs;
     long long *w;
@@ -214,7 +214,8 @@ static bool check_dev_err(GpuSession *s) {
         Loc loc = id >= 0 && id < st->fn->nvals && st->byid[id] ? st->byid[id]->loc : st->fn->loc;
         const Val *v = id >= 0 && id < st->fn->nvals ? st->byid[id] : NULL;
         if (v && v->op == OP_REDUCE && red_segs(v)) {
-            /* a segmented reduction's offsets (emit_segred): the first bad one's key */
+            /* a segmented reduction's offsets (emit_segred): the first bad one's key; word
+               2 holds offs[i - 1] or n, whichever that key's message quotes */
             ok = shape_segments_error(s->err, v, (int64_t)(0x7fffffffffffffffull - w[3]), (int64_t)w[1], (int64_t)w[2],
                                       (int64_t)w[2]);
         } else {
@@ -453,7 +454,7 @@ static bool kernel_fn(Frame *f, const Kernel *k, KState *ks) {
     }
     if (cuk_module_function(s->mods[pi], k->name, &ks->fn) != CUK_OK)
         return gpu_fail(s, k->outs[0]->loc, "kernel lookup failed");
-    if (kernel_seg_tiled(k)) {
+    if (kernel_segred(k)) {
         char sp[200], sf[200];
         snprintf(sp, sizeof sp, "%s_sp", k->name);
         snprintf(sf, sizeof sf, "%s_sf", k->name);
@@ -783,7 +784,7 @@ static bool launch(Frame *f, const Kernel *k) {
     /* ix32: every index word and element count of the launch small enough for the
        32-bit copy of an ix32 kernel's body (KFLAT_IX32) */
     bool flat = true, ix32 = k->ix32 && n < KIX32_LIMIT;
-    for (int i = 0; ok && i < k->nins; i++) flat = flat && (kernel_offsets_only(k, k->ins[i]) || same_dims(&ins[i], &space));
+    for (int i = 0; ok && i < k->nins; i++) flat = flat && (k->ins[i] == k->offs_in || same_dims(&ins[i], &space));
     /* the parameter words */
     for (int i = 0; ok && i < k->nparams; i++) {
         const KParam *p = &k->params[i];
@@ -886,7 +887,7 @@ static bool launch(Frame *f, const Kernel *k) {
         if (ix32 && kparam_is_index(p->kind)) ix32 = w[i] < KIX32_LIMIT && w[i] > -KIX32_LIMIT;
     }
     /* a segmented reduction writes every scratch word it reads (emit_segred) */
-    if (ok && scratch_bytes) ok = scratch_get(s, scratch_bytes, !kernel_seg_tiled(k), loc);
+    if (ok && scratch_bytes) ok = scratch_get(s, scratch_bytes, !kernel_segred(k), loc);
     for (int i = 0; i < k->nparams; i++) {
         if (k->params[i].kind == KP_FLAT) w[i] = flat | (ix32 ? KFLAT_IX32 : 0);
         if (k->params[i].kind == KP_SCRATCH) w[i] = (long long)s->scratch;
@@ -906,7 +907,7 @@ static bool launch(Frame *f, const Kernel *k) {
         grid = (unsigned)(blocks < 65536 ? blocks : 65536);
         entry = ks->rg;
     }
-    if (ok && kernel_seg_tiled(k)) {
+    if (ok && kernel_segred(k)) {
         ok = segred_launch(s, k, ks, w, grid, outer, loc);
     } else if (ok && !empty) {
         void *args[1] = {w};
