@@ -558,18 +558,26 @@ static void emit_index_load(KE *ke, Val *v, int d) {
            is the leading part of the own index in C order. */
         Val *idx = v->args[1];
         int ri = idx->rank;
-        ind(b, d + 1);
-        bputs(b, "long long io = 0;\n");
-        for (int ax = 0; ax < ri; ax++) {
+        if (gather_computes(v, 1)) {
+            /* of the gather's shape: emit_need computed it at the iteration index */
+            char ri_[128];
+            ref(ke, idx, ri_, sizeof ri_);
             ind(b, d + 1);
-            bprintf(b, "io = io * p.w[%d] + j%d_[%d];\n", W(ke, KP_OWNSHAPE, v, ax, 0), v->id, ax);
+            bprintf(b, "const %s graw_ = %s;\n", ctype(idx->dt), ri_);
+        } else {
+            ind(b, d + 1);
+            bputs(b, "long long io = 0;\n");
+            for (int ax = 0; ax < ri; ax++) {
+                ind(b, d + 1);
+                bprintf(b, "io = io * p.w[%d] + j%d_[%d];\n", W(ke, KP_OWNSHAPE, v, ax, 0), v->id, ax);
+            }
+            ind(b, d + 1);
+            bprintf(b, "const %s graw_ = ((const %s *)p.w[%d])[io];\n", ctype(idx->dt), ctype(idx->dt),
+                    W(ke, KP_IN, idx, 0, 0));
         }
         /* NumPy's rules, as the CPU backend: a negative index counts from the end; one
            out of range reads nothing and records (value id + 1, index, size) in the
            plan's error block, first writer wins; gpu_exec reports it at its next sync. */
-        ind(b, d + 1);
-        bprintf(b, "const %s graw_ = ((const %s *)p.w[%d])[io];\n", ctype(idx->dt), ctype(idx->dt),
-                W(ke, KP_IN, idx, 0, 0));
         ind(b, d + 1);
         if (idx->dt == DT_U64)
             bputs(b, "const long long g0_ = graw_ > 9223372036854775807ull ? 9223372036854775807LL : (long long)graw_;\n");
@@ -585,14 +593,23 @@ static void emit_index_load(KE *ke, Val *v, int d) {
                 "if (atomicCAS(e_, 0ull, %dull) == 0ull) { e_[1] = (unsigned long long)g0_; e_[2] = "
                 "(unsigned long long)gn_; } }\n",
                 W(ke, KP_ERR, NULL, 0, 0), v->id + 1);
+        if (ke->inval[x->id] && x->op == OP_IOTA) {
+            /* a bounds check (x[rows, cols]): the element of iota is its index */
+            ind(b, d + 1);
+            bprintf(b, "v%d = gin_ ? (%s)g : (%s)0;\n", v->id, ctype(v->dt), ctype(v->dt));
+            break;
+        }
+        /* a reshape computed here reads its operand's buffer in the reshape's layout
+           (SRCSTRIDE and GLEN come from the reshape's shape) */
+        const Val *buf = ke->inval[x->id] && x->op == OP_RESHAPE ? x->args[0] : x;
         ind(b, d + 1);
         bprintf(b, "long long src = g * p.w[%d]", W(ke, KP_SRCSTRIDE, v, 0, 0));
         for (int ax = 1; ax < x->rank; ax++)
             bprintf(b, " + j%d_[%d] * p.w[%d]", v->id, ri - 1 + ax, W(ke, KP_SRCSTRIDE, v, ax, 0));
         bputs(b, ";\n");
         ind(b, d + 1);
-        bprintf(b, "v%d = gin_ ? ((const %s *)p.w[%d])[src] : (%s)0;\n", v->id, ctype(v->dt), W(ke, KP_IN, x, 0, 0),
-                ctype(v->dt));
+        bprintf(b, "v%d = gin_ ? ((const %s *)p.w[%d])[src] : (%s)0;\n", v->id, ctype(v->dt),
+                W(ke, KP_IN, buf, 0, 0), ctype(v->dt));
         break;
     }
     default: die("not an index op");
@@ -907,9 +924,13 @@ static void emit_lam_val(E *e, Buf *b, Val *v, bool *seen, int base) {
         else bprintf(b, "        const %s t%d = (%s)(%s);\n", ctype(v->dt), v->id, ctype(v->dt), r);
         return;
     }
-    need_helper(e, v);
     char hn[64];
-    helper_name(hn, sizeof hn, v);
+    if (v->op == OP_SCALARCALL) { /* a function with loops: its __device__ form */
+        snprintf(hn, sizeof hn, "%s", need_devfn(e, v->fn));
+    } else {
+        need_helper(e, v);
+        helper_name(hn, sizeof hn, v);
+    }
     bprintf(b, "        const %s t%d = %s(", ctype(v->dt), v->id, hn);
     for (int i = 0; i < v->nargs; i++) {
         const Val *x = v->args[i];
@@ -947,12 +968,15 @@ static const char *emit_combine(E *e, Val *r) {
     const char *name = arena_printf(e->a, "cmb%d", e->nlam++);
     const char *A = acc_type(e, r);
     DType dt = r->dt;
-    Buf *b = &e->funcs;
     if (r->red == RED_ARGMIN || r->red == RED_ARGMAX) {
-        bprintf(b, "typedef cuk_%s_op<%s> %s;\n", r->red == RED_ARGMIN ? "argmin" : "argmax",
+        bprintf(&e->funcs, "typedef cuk_%s_op<%s> %s;\n", r->red == RED_ARGMIN ? "argmin" : "argmax",
                 ctype(r->args[0]->dt), name);
         return name;
     }
+    /* written apart and appended at the end: the body may define __device__ functions
+       (need_devfn appends them to e->funcs) that must come before the functor */
+    Buf sb = {.a = e->a};
+    Buf *b = &sb;
     Val *caps[64];
     int ncaps = 0;
     if (r->red == RED_LAMBDA) lam_captures(r->lam, caps, &ncaps, 64, 0);
@@ -989,21 +1013,18 @@ static const char *emit_combine(E *e, Val *r) {
         int lo = r->lam->id, hi = r->lam->id;
         lam_bounds(r->lam, &lo, &hi, 0);
         bool *seen = NEWN(e->a, bool, hi - lo + 1);
-        /* emit_lam_val writes into e->helpers too (helpers): keep the functor body in a
-           separate buffer so helpers land before it. */
-        Buf body = {.a = e->a};
-        emit_lam_val(e, &body, r->lam, seen, lo);
+        emit_lam_val(e, b, r->lam, seen, lo);
         char rr[128];
         if (r->lam->op == OP_CONST) literal(rr, sizeof rr, r->lam->dt, r->lam->c);
         else if (op_is_ew(r->lam->op)) snprintf(rr, sizeof rr, "t%d", r->lam->id);
         else snprintf(rr, sizeof rr, "c%d", r->lam->id);
-        if (body.s) bputs(b, body.s);
         bprintf(b, "        return (%s)(%s);\n", A, rr);
         break;
     }
     default: die("no combine for %s", red_name[r->red]);
     }
     bputs(b, "    }\n};\n");
+    bputs(&e->funcs, sb.s);
     return name;
 }
 

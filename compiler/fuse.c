@@ -359,6 +359,17 @@ static bool chain_operand(const Val *x) {
     return false;
 }
 
+/* Operand j of gather v that its kernel computes rather than reads from memory: the
+   index when it has the gather's shape (read at the iteration index, so x[i * 2 + 1]
+   and the flat offset of x[rows, cols] fuse), a source that is iota (the bounds check
+   x[rows, cols] lowers to: the value is the index itself) or a reshape of an array in
+   memory (x[rows, cols] reads x as [n * m] from its own buffer). */
+bool gather_computes(const Val *v, int j) {
+    const Val *x = v->args[j];
+    if (j == 1) return x->rank == v->rank;
+    return (x->op == OP_IOTA && x->rank == 1) || (x->op == OP_RESHAPE && x->args[0]->rank > 0);
+}
+
 /* Rule 1: a fusible value (elementwise, generator, index transform) becomes part of the
    body of every kernel that consumes it, unless it must be in memory: a statement's
    value, the operand of an index transform (unless both are index transforms that
@@ -381,6 +392,7 @@ static void rule1_vertical(F *f) {
             Val *x = v->args[j];
             if (!x || x->rank == 0 || !needs_mem) continue;
             /* (a rank-0 transform is an element read on the host: its operand is in memory) */
+            if (v->op == OP_GATHER && gather_computes(v, j)) continue; /* computed in the gather's kernel */
             if (index_chains(v->op) && v->rank > 0 && chain_operand(x) && chain[x->id] < CHAIN_MAX) {
                 if (chain[x->id] + 1 > chain[id]) chain[id] = chain[x->id] + 1; /* read through the chain */
                 continue;
@@ -620,7 +632,7 @@ static void finish_kernel(F *f, Kernel *k, Val **starts, int nstarts) {
     k->scalars = to_vals(f, &b.scalars, &k->nscalars);
     k->alias = to_vals(f, &b.alias, &k->nalias);
     k->nalias /= 2;
-    kernel_launch_shape(k);
+    kernel_launch_shape(k, f->a);
     kernel_layout_params(f->a, k);
     Kernel **nk = NEWN(f->a, Kernel *, p->nkernels + 1);
     if (p->nkernels) memcpy(nk, p->kernels, sizeof(Kernel *) * (size_t)p->nkernels);

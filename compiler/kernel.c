@@ -43,12 +43,12 @@ void kernel_layout_params(Arena *a, Kernel *k) {
     /* Leaves: materialised inputs, generators and index transforms each see the
        iteration index through their own broadcast strides. */
     for (int i = 0; i < k->nins; i++)
-        for (int ax = 0; ax < k->rank && k->ins[i] != k->offs_in; ax++)
+        for (int ax = 0; ax < k->rank && k->ins_direct[i]; ax++)
             add_param(a, k, &cap, KP_BSTRIDE, k->ins[i], ax, 0);
     for (int i = 0; i < k->nvals; i++) {
         Val *v = k->vals[i];
         if (!op_is_gen(v->op) && !op_is_index(v->op)) continue;
-        if (!op_is_index(v->op) || kernel_direct(k, v))
+        if (kernel_direct(k, v))
             for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, v, ax, 0);
         for (int ax = 0; ax < v->rank; ax++) add_param(a, k, &cap, KP_OWNSHAPE, v, ax, 0);
         if (!op_is_index(v->op)) continue;
@@ -131,7 +131,8 @@ bool kernel_direct(const Kernel *k, const Val *v) {
         for (int j = 0; j < u->nargs; j++) {
             if (!u->args[j] || kernel_canon(k, u->args[j]) != v || !op_value_arg(u->op, j)) continue;
             if (index_chains(u->op) && kernel_chain_src(k, u->args[j]) == v) continue;
-            if (u->op == OP_CHECKDIM && !kernel_direct(k, u)) continue;
+            if (u->op == OP_GATHER && j == 0) continue; /* read at the indices it holds */
+            if ((u->op == OP_CHECKDIM || u->op == OP_RESHAPE) && !kernel_direct(k, u)) continue;
             return true;
         }
     }
@@ -189,8 +190,10 @@ static int widest_leaf(const Kernel *k) {
     return m;
 }
 
-void kernel_launch_shape(Kernel *k) {
+void kernel_launch_shape(Kernel *k, Arena *a) {
     k->offs_in = offsets_only(k);
+    k->ins_direct = NEWN(a, bool, k->nins + 1);
+    for (int i = 0; i < k->nins; i++) k->ins_direct[i] = k->ins[i] != k->offs_in && kernel_direct(k, k->ins[i]);
     /* The shapes the emitted kernels are tuned for (docs/performance.md): reductions use
        128-thread blocks so that a grid of up to 1024 blocks is resident at once (8 per
        SM); row kernels hold a row of up to 512 x 32 4-byte values in registers. */

@@ -109,6 +109,9 @@ typedef struct Kernel {
     Val *offs_in;       /* segmented K_REDUCE: its offsets input when nothing reads it at the
                            iteration index (only through the offsets pointer), else NULL:
                            it has no broadcast strides and does not make a launch not flat */
+    bool *ins_direct;   /* by position in ins: read at the iteration index. The others (segment
+                           offsets, gather sources) are read at computed positions only: they
+                           have no broadcast strides and do not make a launch not flat */
 } Kernel;
 
 /* K_MAP: 16-byte vectors per thread. A block covers one chunk of block x MAP_UNROLL
@@ -180,7 +183,7 @@ const Plan *planset_find(const PlanSet *ps, const Fn *fn);
 void kernel_layout_params(Arena *a, Kernel *k);
 /* Threads per block and (scans) elements per thread the emitted code assumes, and the
    other launch facts derived once (ix32, offs_in). */
-void kernel_launch_shape(Kernel *k);
+void kernel_launch_shape(Kernel *k, Arena *a);
 /* Bytes of the widest element k reads or writes (at least 1). */
 int kernel_widest_elem(const Kernel *k);
 /* A segmented reduction kernel (see SEGRED_BLOCK): its launch is three entries. */
@@ -205,6 +208,9 @@ Val *kernel_canon(const Kernel *k, Val *v);
 bool index_chains(int op);
 Val *kernel_chain_src(const Kernel *k, Val *x);
 bool kernel_direct(const Kernel *k, const Val *v);
+/* Operand j of gather v that its kernel computes instead of reading it from memory
+   (fuse.c): an index of the gather's shape, an iota source, a reshaped source. */
+bool gather_computes(const Val *v, int j);
 /* In-place updates: a map kernel whose one output is an element or slice update over its
    shape (a[i, lo:hi] = e) also has an entry point over the region alone, named
    <name>_rg, with the same parameter block (emit_cuda.c, emit_update_region): the GPU

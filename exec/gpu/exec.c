@@ -784,7 +784,7 @@ static bool launch(Frame *f, const Kernel *k) {
     /* ix32: every index word and element count of the launch small enough for the
        32-bit copy of an ix32 kernel's body (KFLAT_IX32) */
     bool flat = true, ix32 = k->ix32 && n < KIX32_LIMIT;
-    for (int i = 0; ok && i < k->nins; i++) flat = flat && (k->ins[i] == k->offs_in || same_dims(&ins[i], &space));
+    for (int i = 0; ok && i < k->nins; i++) flat = flat && (!k->ins_direct[i] || same_dims(&ins[i], &space));
     /* the parameter words */
     for (int i = 0; ok && i < k->nparams; i++) {
         const KParam *p = &k->params[i];
