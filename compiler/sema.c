@@ -2577,12 +2577,9 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
     }
     if (!inlinable(decl)) {
         /* A host call: the callee gets its own IR function and frame. */
-        if (c->in_lambda || c->map_fn) {
-            diag_error(c->d, call->loc, "%s() has control flow, so it cannot be called inside an elementwise function or lambda", decl->name);
-            return ex_bad();
-        }
-        for (int k = 0; k < nargs; k++)
-            if (args[k].v->dt != DT_VOID && 0) return ex_bad();
+        /* Inside a lambda or an elementwise body its scalar arguments are per element
+           too (|a, b| gcd(a, b)): the same per-element call. */
+        if (c->in_lambda || c->map_fn) return scalar_call(c, decl, call, args, nargs, tv.n > 0);
         Fn *f = lower_fn(c, decl);
         if (!f) return ex_bad();
         if (tv.n) {

@@ -1211,9 +1211,11 @@ static Arr *eval_fused(Frame *f, const Val *v) {
 /* ---- scalar programs: lambda bodies of generic reductions and scans -------------- */
 
 typedef struct SIns {
-    int op;         /* an EW op or OP_CAST */
+    int op;         /* an EW op, OP_CAST or OP_SCALARCALL */
     DType dt, adt;
     int in[3], out; /* registers */
+    FProg *callee;  /* OP_SCALARCALL: the function's program (in SProg.fb) */
+    int *cargs;     /* OP_SCALARCALL: the argument registers */
 } SIns;
 
 typedef struct SProg {
@@ -1224,14 +1226,22 @@ typedef struct SProg {
     int root;
     int *regof;     /* by Val id, while compiling */
     char *dep;      /* by Val id: 0 unknown, 1 invariant, 2 reads an argument */
+    FBuild fb;      /* the programs of the functions with loops it calls */
+    Run *run;       /* their loops charge the work limit */
+    bool failed;    /* a call stopped (the work limit; the error is set): steps do nothing */
 } SProg;
 
-static void sprog_free(SProg *s) {
+/* Frees s; false when a call in it failed (the run's error says why). */
+static bool sprog_done(SProg *s) {
+    bool ok = !s->failed;
+    for (int i = 0; i < s->n; i++) free(s->ins[i].cargs);
     free(s->ins);
     free(s->regs);
     free(s->regof);
     free(s->dep);
+    fprog_free_all(s->fb.all);
     memset(s, 0, sizeof *s);
+    return ok;
 }
 
 static int sprog_reg(SProg *s) {
@@ -1274,26 +1284,46 @@ static int sprog_add(Frame *f, SProg *s, const Val *v) {
         r = sprog_reg(s);
         if (r >= 0) memcpy(&s->regs[r], a->data, (size_t)esize(a->dt));
         arr_release(a);
-    } else if (op_is_ew(v->op)) {
+    } else if (v->op == OP_SCALARCALL || op_is_ew(v->op)) {
         SIns in;
         memset(&in, 0, sizeof in);
         in.op = v->op;
         in.dt = v->dt;
+        if (v->op == OP_SCALARCALL) {
+            in.callee = fprog_get(&s->fb, v->fn, 0);
+            in.cargs = malloc(sizeof(int) * (size_t)(v->nargs ? v->nargs : 1));
+            if (!in.callee || !in.cargs) {
+                free(in.cargs);
+                rt_error(f->c->err, v->loc, "out of memory");
+                return -1;
+            }
+        }
         for (int k = 0; k < v->nargs; k++) {
-            in.in[k] = sprog_add(f, s, v->args[k]);
-            if (in.in[k] < 0) return -1;
+            int a = sprog_add(f, s, v->args[k]);
+            if (a < 0) {
+                free(in.cargs);
+                return -1;
+            }
+            if (in.cargs) in.cargs[k] = a;
+            else in.in[k] = a;
         }
         if (v->op == OP_CAST)
             in.adt = v->args[0]->dt;
-        else
+        else if (v->op != OP_SCALARCALL)
             in.adt = v->args[ew_info[v->op].cls == OC_SELECT ? 1 : 0]->dt;
         r = sprog_reg(s);
-        if (r < 0) return -1;
+        if (r < 0) {
+            free(in.cargs);
+            return -1;
+        }
         in.out = r;
         if (s->n == s->cap) {
             int cap = s->cap ? s->cap * 2 : 16;
             SIns *ni = realloc(s->ins, sizeof(SIns) * (size_t)cap);
-            if (!ni) return -1;
+            if (!ni) {
+                free(in.cargs);
+                return -1;
+            }
             s->ins = ni;
             s->cap = cap;
         }
@@ -1313,35 +1343,46 @@ static int sprog_add(Frame *f, SProg *s, const Val *v) {
 
 static bool sprog_build(Frame *f, const Val *lam, SProg *s) {
     memset(s, 0, sizeof *s);
+    s->run = f->c;
     int nv = f->fn->nvals;
     s->regof = malloc(sizeof(int) * (size_t)(nv ? nv : 1));
     s->dep = calloc((size_t)(nv ? nv : 1), 1);
     if (!s->regof || !s->dep || sprog_reg(s) < 0 || sprog_reg(s) < 0) {
         rt_error(f->c->err, lam->loc, "out of memory");
-        sprog_free(s);
+        sprog_done(s);
         return false;
     }
     for (int i = 0; i < nv; i++) s->regof[i] = -1;
     s->root = sprog_add(f, s, lam);
     if (s->root < 0) {
         if (!f->c->err->set) rt_error(f->c->err, lam->loc, "out of memory");
-        sprog_free(s);
+        sprog_done(s);
         return false;
     }
     return true;
 }
 
-/* acc = lam(acc, x) */
+/* acc = lam(acc, x); nothing once a call has failed (sprog_done reports it) */
 static inline void sprog_step(SProg *s, Cell *acc, const Cell *x) {
+    if (s->failed) return;
     Cell *r = s->regs;
     r[0] = *acc;
     r[1] = *x;
     for (int i = 0; i < s->n; i++) {
         const SIns *in = &s->ins[i];
-        if (in->op == OP_CAST)
+        if (in->op == OP_CAST) {
             cast_tab[in->dt][in->adt](&r[in->out], &r[in->in[0]], 1);
-        else
+        } else if (in->op == OP_SCALARCALL) {
+            FProg *q = in->callee;
+            for (int k = 0; k < q->fn->nparams; k++) q->regs[k] = r[in->cargs[k]];
+            if (!fprog_exec(s->run, q)) {
+                s->failed = true;
+                return;
+            }
+            r[in->out] = q->regs[q->ret];
+        } else {
             ew_tab[in->op][in->adt](&r[in->out], &r[in->in[0]], &r[in->in[1]], &r[in->in[2]], 1);
+        }
     }
     *acc = r[s->root];
 }
@@ -1683,7 +1724,10 @@ out:
     free(sts);
     free(conv);
     stream_close(&s);
-    if (lp) sprog_free(lp);
+    if (lp && !sprog_done(lp)) {
+        arr_release(res);
+        res = NULL;
+    }
     return res;
 }
 
@@ -1902,7 +1946,10 @@ out:
     free(sts);
     free(conv);
     stream_close(&s);
-    if (lp) sprog_free(lp);
+    if (lp && !sprog_done(lp)) {
+        arr_release(res);
+        res = NULL;
+    }
     return res;
 }
 
@@ -2074,7 +2121,10 @@ static Arr *seg_finish(SegRun *g) {
     free(g->conv);
     arr_release(g->offs);
     if (g->opened) stream_close(&g->s);
-    if (g->lp) sprog_free(g->lp);
+    if (g->lp && !sprog_done(g->lp)) {
+        arr_release(g->res);
+        g->res = NULL;
+    }
     return g->res;
 }
 
@@ -2236,7 +2286,7 @@ static Arr *eval_hist(Frame *f, const Val *v) {
 out:
     if (si_open) stream_close(&si);
     if (sv_open) stream_close(&sv);
-    if (lam_built) sprog_free(&lam);
+    if (lam_built && !sprog_done(&lam)) ok = false;
     arr_release(dest);
     if (!ok) {
         arr_release(res);
