@@ -1076,6 +1076,10 @@ static bool eval(Frame *f, Val *v, Value *out) {
         break;
     case OP_LOAD: ok = eval_load(f, v, &r); break;
     case OP_CALL: ok = eval_call(f, v, &r); break;
+    case OP_SCALARCALL: /* of scalars only (arrays make it part of a kernel): a host call */
+        if (v->rank == 0) ok = eval_call(f, v, &r);
+        else die("array scalarcall outside a kernel");
+        break;
     case OP_SLICE:
     case OP_GATHER: ok = eval_elem(f, v, &r); break;
     default:
