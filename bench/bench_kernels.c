@@ -143,7 +143,7 @@ static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *
     /* the executor's own launch geometry (compiler/fuse.c) */
     unsigned grid;
     size_t scratch;
-    if (!kernel_geometry(k, n, outer, inner, axis, &grid, &scratch)) {
+    if (!kernel_geometry(k, n, outer, inner, axis, 0, &grid, &scratch)) {
         fprintf(stderr, "bench_kernels: %s: too many elements for one launch\n", k->name);
         exit(1);
     }

@@ -1067,7 +1067,7 @@ static void header(KE *ke) {
        registers a thread, 128 KiB of staging: x[x > 0] over 2^28 f32 on an H100 ran at
        2655 GB/s, against 2469 with three and 2136 with two). */
     int minb = kernel_segred(k)                                         ? 4
-               : k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1) ? 8
+               : k->kind == K_REDUCE && (k->axis == AXIS_ALL || k->rank <= 1 || !kernel_red_lambda(k)) ? 8
                : k->kind == K_ROW                                           ? 2
                : k->kind == K_SCAN && k->items == 32                        ? 1024 / k->block
                : k->kind == K_COMPACT                                       ? 4
@@ -1378,9 +1378,8 @@ static const char *fold_identity(const Val *r) {
 }
 
 /* The value one reduction folds for the element at i (argmin/argmax carry `pos`). */
-static void fold_expr(KE *ke, Val *r, int j, const char *pos, int d) {
-    char x[128];
-    ref(ke, r->args[0], x, sizeof x);
+/* Folds value x (of r's input type) at position pos into acc<j>/has<j>. */
+static void fold_val(KE *ke, Val *r, int j, const char *x, const char *pos, int d) {
     ind(ke->b, d);
     if (r->red == RED_ARGMIN || r->red == RED_ARGMAX)
         bprintf(ke->b, "{ cuk_arg<%s> e_; e_.v = %s; e_.i = %s; cuk_fold(acc%d, has%d, e_, op%d); }\n",
@@ -1391,6 +1390,12 @@ static void fold_expr(KE *ke, Val *r, int j, const char *pos, int d) {
         bprintf(ke->b, "acc%d = op%d(acc%d, (%s)(%s)); has%d = 1;\n", j, j, j, ctype(r->dt), x, j);
     else
         bprintf(ke->b, "cuk_fold(acc%d, has%d, (%s)(%s), op%d);\n", j, j, ctype(r->dt), x, j);
+}
+
+static void fold_expr(KE *ke, Val *r, int j, const char *pos, int d) {
+    char x[128];
+    ref(ke, r->args[0], x, sizeof x);
+    fold_val(ke, r, j, x, pos, d);
 }
 
 /* acc/has -> the reduction's value: init first if given, identity if empty. */
@@ -1877,6 +1882,208 @@ static void emit_segred(KE *ke, const char **types) {
     bputs(b, "        }\n    }\n}\n\n");
 }
 
+/* The parts of a split axis reduction in scratch, after a ticket per tile: reduction j's
+   record of part q for output o at recs_ + (off_j + q * cols_ + o) * bytes_j, bytes_j =
+   axis_rec_bytes (the value alone where the fold has an identity: every part of a
+   split axis has elements, kernel_geometry splits only axes of AXIS_MIN_PART or more;
+   else the value and its has flag). */
+static const char *axis_rec(KE *ke, int j, const char *part) {
+    const Kernel *k = ke->k;
+    Buf off = {.a = ke->e->a};
+    bputs(&off, "0");
+    for (int q = 0; q < j; q++) bprintf(&off, " + S_ * cols_ * %d", axis_rec_bytes(k->reds[q]));
+    return arena_printf(ke->e->a, "(recs_ + %s + ((%s) * cols_ + o) * %d)", off.s, part, axis_rec_bytes(k->reds[j]));
+}
+
+static void axis_rec_write(KE *ke, int d) {
+    for (int j = 0; j < ke->k->nreds; j++) {
+        Val *r = ke->k->reds[j];
+        ind(ke->b, d);
+        if (axis_rec_bytes(r) == 24)
+            bprintf(ke->b, "{ char *r_ = %s; *(%s *)r_ = acc%d; *(long long *)(r_ + 16) = has%d; }\n", axis_rec(ke, j, "s_"),
+                    acc_type(ke->e, r), j, j);
+        else
+            bprintf(ke->b, "*(%s *)%s = acc%d;\n", acc_type(ke->e, r), axis_rec(ke, j, "s_"), j);
+    }
+}
+
+static void axis_rec_fold(KE *ke, int d) {
+    for (int j = 0; j < ke->k->nreds; j++) {
+        Val *r = ke->k->reds[j];
+        const char *A = acc_type(ke->e, r);
+        ind(ke->b, d);
+        if (axis_rec_bytes(r) == 24)
+            bprintf(ke->b,
+                    "{ const char *r_ = %s; if (*(const volatile long long *)(r_ + 16)) { %s x_; "
+                    "x_ = *(const %s *)r_; cuk_fold(acc%d, has%d, x_, op%d); } }\n",
+                    axis_rec(ke, j, "q_"), A, A, j, j, j);
+        else
+            bprintf(ke->b, "acc%d = op%d(acc%d, *(const volatile %s *)%s); has%d = 1;\n", j, j, j, A,
+                    axis_rec(ke, j, "q_"), j);
+    }
+}
+
+/* The reduction inputs of element i (the kernel's iteration index), computed in a fresh
+   scope; flatc: the launch is flat (every leaf laid out like the iteration space), so
+   leaves are read at i with no multi-index. */
+static void axis_eval(KE *ke, Val **ins, bool flatc, int d) {
+    reset_scope(ke);
+    ke->flatc = flatc;
+    emit_eval_at(ke, ins, ke->k->nreds, d, !flatc);
+    ke->flatc = false;
+}
+
+/* ... staged into xv<j>[u_]. */
+static void axis_stage(KE *ke, Val **ins, bool flatc, int d) {
+    const Kernel *k = ke->k;
+    axis_eval(ke, ins, flatc, d);
+    for (int j = 0; j < k->nreds; j++) {
+        char x[128];
+        ref(ke, ins[j], x, sizeof x);
+        ind(ke->b, d);
+        bprintf(ke->b, "xv%d[u_] = %s;\n", j, x);
+    }
+}
+
+static void axis_fold_staged(KE *ke, const char *pos, int d) {
+    for (int j = 0; j < ke->k->nreds; j++)
+        fold_val(ke, ke->k->reds[j], j, arena_printf(ke->e->a, "xv%d[u_]", j), pos, d);
+}
+
+/* Builtin reductions along an axis, the input viewed as [outer, len, inner] (each of
+   a statement's sibling reductions folded in the same pass). Two forms, chosen at run
+   time by inner, with the geometry kernel_geometry gives:
+   - inner == 1, rows: a group of cuk_red_group(len) threads per row (1, 8 or 32 lanes,
+     or the block for rows of 1024 and more), each thread folding every G-th 16-byte
+     vector of the row (4 in flight) when the launch is flat and the row length a
+     multiple of the vector, else every G-th element; the group combines by shuffles
+     (the block by cuk_block_reduce) and its first thread writes the row's result.
+   - inner > 1, columns: a thread per output (consecutive threads, consecutive kept
+     elements: each load instruction coalesced), folding its column down the reduced
+     axis with 8 loads in flight. When the outputs alone give too few blocks
+     (kernel_geometry), the axis is split into S parts (gridDim.x = tiles x S): each
+     block writes its partial to scratch, and the last of a tile's S blocks to finish
+     (a ticket per tile) folds the parts in order, so results repeat bit for bit. */
+static void emit_axis_reduce(KE *ke, const char **types, Val **ins) {
+    const Kernel *k = ke->k;
+    Buf *b = ke->b;
+    bprintf(b, "    char *scratch = (char *)p.w[%d];\n    (void)scratch;\n", W(ke, KP_SCRATCH, NULL, 0, 0));
+    /* rows */
+    bputs(b, "    if (inner == 1) {\n"
+             "        const int G_ = cuk_red_group(len, blockDim.x), lane_ = threadIdx.x & (G_ - 1);\n"
+             "        const long long rpb_ = blockDim.x / G_;\n"
+             "        for (long long rb_ = (long long)blockIdx.x * rpb_; rb_ < outer; rb_ += (long long)gridDim.x * rpb_) {\n"
+             "            const long long o = rb_ + threadIdx.x / G_;\n");
+    declare_accs(ke, types, 3);
+    bputs(b, "            if (o < outer) {\n");
+    reset_scope(ke);
+    Leaves L = leaves_new(ke);
+    collect_leaves(ke, ins, k->nreds, &L);
+    int V = vec_width(&L, NULL, 0);
+    const int U = 4;
+    bprintf(b, "                if ((%s) && len %% %d == 0) {\n", vec_cond(ke, &L, NULL, 0), V);
+    bprintf(b, "                    const long long nv_ = len / %d, rv_ = o * nv_;\n", V);
+    bputs(b, "                    long long q = lane_;\n");
+    declare_leaf_regs(ke, &L, V, U, 5);
+    bprintf(b, "                    for (; q + %d * (long long)G_ < nv_; q += %d * (long long)G_) {\n", U - 1, U);
+    bprintf(b, "#pragma unroll\n                        for (int u_ = 0; u_ < %d; u_++) {\n", U);
+    load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "(rv_ + q + u_ * (long long)G_) * %d", V), 7);
+    bputs(b, "                        }\n");
+    bprintf(b, "#pragma unroll\n                        for (int u_ = 0; u_ < %d; u_++) {\n", U);
+    bprintf(b, "#pragma unroll\n                            for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                                const long long t = (q + u_ * (long long)G_) * %d + e_, i = o * len + t;\n", V);
+    regs_eval(ke, "[u_].x[e_]", ins, k->nreds, 8);
+    for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "t", 8);
+    bputs(b, "                            }\n                        }\n                    }\n");
+    bputs(b, "                    for (; q < nv_; q += G_) {\n");
+    load_leaf_regs(ke, &L, V, "[0]", arena_printf(ke->e->a, "(rv_ + q) * %d", V), 6);
+    bprintf(b, "#pragma unroll\n                        for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    bprintf(b, "                            const long long t = q * %d + e_, i = o * len + t;\n", V);
+    regs_eval(ke, "[0].x[e_]", ins, k->nreds, 7);
+    for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "t", 7);
+    bputs(b, "                        }\n                    }\n");
+    regs_end(ke);
+    for (int fl = 1; fl >= 0; fl--) {
+        bputs(b, fl ? "                } else if (flat) {\n" : "                } else {\n");
+        bputs(b, "                    for (long long t = lane_; t < len; t += G_) {\n"
+                 "                        const long long i = o * len + t;\n");
+        axis_eval(ke, ins, fl, 6);
+        for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "t", 6);
+        bputs(b, "                    }\n");
+    }
+    bputs(b, "                }\n            }\n");
+    for (int j = 0; j < k->nreds; j++) {
+        Val *r = k->reds[j];
+        bprintf(b, "            if (G_ == (int)blockDim.x) cuk_block_reduce(acc%d, has%d, op%d);\n"
+                   "            else cuk_group_reduce(acc%d, has%d, op%d, G_);\n", j, j, j, j, j, j);
+        bputs(b, "            if (lane_ == 0 && o < outer) {\n");
+        finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 4);
+        bputs(b, "            }\n");
+    }
+    bputs(b, "            if (G_ == (int)blockDim.x) __syncthreads();\n        }\n        return;\n    }\n");
+    /* columns */
+    bputs(b, "    const long long cols_ = outer * inner, ntile_ = (cols_ + blockDim.x - 1) / blockDim.x;\n"
+             "    const long long S_ = ntile_ > 0 && gridDim.x > ntile_ ? gridDim.x / ntile_ : 1;\n"
+             "    const long long s_ = S_ > 1 ? blockIdx.x / ntile_ : 0, chunk_ = (len + S_ - 1) / S_;\n"
+             "    const long long t0_ = s_ * chunk_, t1_ = t0_ + chunk_ < len ? t0_ + chunk_ : len;\n"
+             "    for (long long tile_ = S_ > 1 ? blockIdx.x % ntile_ : blockIdx.x; tile_ < ntile_;"
+             " tile_ += S_ > 1 ? ntile_ : gridDim.x) {\n"
+             "        const long long o = tile_ * blockDim.x + threadIdx.x;\n");
+    declare_accs(ke, types, 2);
+    bputs(b, "        if (o < cols_) {\n"
+             "            const long long oo_ = o / inner, base_ = oo_ * len * inner + (o - oo_ * inner);\n");
+    for (int j = 0; j < k->nreds; j++)
+        bprintf(b, "            %s xv%d[8];\n", ctype(ins[j]->dt), j);
+    bputs(b, "            long long t0 = t0_;\n");
+    for (int fl = 1; fl >= 0; fl--) {
+        bputs(b, fl ? "            if (flat) {\n" : "            } else {\n");
+        bputs(b, "            for (; t0 + 7 < t1_; t0 += 8) {\n"
+                 "#pragma unroll\n                for (int u_ = 0; u_ < 8; u_++) {\n"
+                 "                    const long long i = base_ + (t0 + u_) * inner;\n");
+        axis_stage(ke, ins, fl, 5);
+        bputs(b, "                }\n"
+                 "#pragma unroll\n                for (int u_ = 0; u_ < 8; u_++) {\n");
+        axis_fold_staged(ke, "t0 + u_", 5);
+        bputs(b, "                }\n            }\n"
+                 "            for (; t0 < t1_; t0++) {\n"
+                 "                const int u_ = 0;\n"
+                 "                const long long i = base_ + t0 * inner;\n");
+        axis_stage(ke, ins, fl, 4);
+        axis_fold_staged(ke, "t0", 4);
+        bputs(b, "            }\n");
+    }
+    bputs(b, "            }\n        }\n");
+    /* one part: the result; else the part to scratch and the tile's last block folds */
+    bputs(b, "        if (S_ == 1) {\n            if (o < cols_) {\n");
+    for (int j = 0; j < k->nreds; j++) {
+        Val *r = k->reds[j];
+        finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 4);
+    }
+    bputs(b, "            }\n            continue;\n        }\n"
+             "        char *recs_ = scratch + ((ntile_ * 4 + 15) & ~15LL);\n"
+             "        if (o < cols_) {\n");
+    axis_rec_write(ke, 3);
+    bputs(b, "        }\n"
+             "        if (!cuk_last_arrival((unsigned int *)scratch + tile_, (unsigned)S_)) continue;\n"
+             "        if (o < cols_) {\n");
+    for (int j = 0; j < k->nreds; j++) {
+        const char *id = fold_identity(k->reds[j]);
+        ind(b, 3);
+        if (id) bprintf(b, "acc%d = (%s)(%s); has%d = 0;\n", j, acc_type(ke->e, k->reds[j]), id, j);
+        else bprintf(b, "has%d = 0;\n", j);
+    }
+    bputs(b, "            for (long long q_ = 0; q_ < S_; q_++) {\n");
+    axis_rec_fold(ke, 4);
+    bputs(b, "            }\n");
+    for (int j = 0; j < k->nreds; j++) {
+        Val *r = k->reds[j];
+        finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 3);
+    }
+    bputs(b, "        }\n"
+             "        if (threadIdx.x == 0) ((unsigned int *)scratch)[tile_] = 0;\n"
+             "    }\n}\n\n");
+}
+
 static void emit_reduce(KE *ke) {
     const Kernel *k = ke->k;
     const char **types = NEWN(ke->e->a, const char *, k->nreds);
@@ -1937,9 +2144,14 @@ static void emit_reduce(KE *ke) {
         bputs(b, "    if (threadIdx.x == 0) *(unsigned int *)scratch = 0;\n}\n\n");
         return;
     }
-    /* along an axis: one block per output element, the axis split among its threads */
     int wo = W(ke, KP_OUTER, NULL, 0, 0), wl = W(ke, KP_LEN, NULL, 0, 0), wi = W(ke, KP_INNER, NULL, 0, 0);
     bprintf(b, "    const long long outer = p.w[%d], len = p.w[%d], inner = p.w[%d];\n", wo, wl, wi);
+    if (!ordered) {
+        emit_axis_reduce(ke, types, ins);
+        return;
+    }
+    /* a lambda along an axis: one block per output element, the axis split among its
+       threads in order */
     bputs(b, "    for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {\n"
              "        const long long oo = o / inner, ii = o % inner;\n");
     declare_accs(ke, types, 2);

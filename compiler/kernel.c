@@ -6,6 +6,12 @@
 #include <string.h>
 
 #include "compiler/kernel.h"
+/* cuk_red_group, shared with the kernels; its helpers compare unsigned values with 0 in
+   code common to all widths */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#include "kernels/ops.h"
+#pragma GCC diagnostic pop
 
 const char *const kernel_kind_name[] = {"map", "reduce", "scan", "row", "matmul", "hist", "compact"};
 
@@ -165,6 +171,12 @@ int kernel_widest_elem(const Kernel *k) {
     return m;
 }
 
+bool kernel_red_lambda(const Kernel *k) {
+    for (int j = 0; j < k->nreds; j++)
+        if (k->reds[j]->red == RED_LAMBDA) return true;
+    return false;
+}
+
 bool kernel_segred(const Kernel *k) {
     return k->kind == K_REDUCE && k->nreds > 0 && red_segs(k->reds[0]);
 }
@@ -272,8 +284,18 @@ size_t kernel_shmem(const Kernel *k, int64_t inner) {
     return (size_t)(want < HIST_SHARED_BYTES ? want : HIST_SHARED_BYTES);
 }
 
-bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
-                     size_t *scratch) {
+bool kernel_needs_resident(const Kernel *k, int axis) {
+    return k->kind == K_REDUCE && axis >= 0 && !kernel_segred(k) && !kernel_red_lambda(k);
+}
+
+/* Bytes of one partial of reduction r of an axis split (emit_axis_reduce): the value
+   alone when the fold has an identity, else the value and whether the part had any. */
+int axis_rec_bytes(const Val *r) {
+    return red_identity(r->red, r->dt) ? dtype_info[r->dt].size : 24;
+}
+
+bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, int64_t resident,
+                     unsigned *grid, size_t *scratch) {
     *grid = 1;
     *scratch = 0;
     switch (k->kind) {
@@ -310,9 +332,33 @@ bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
             int64_t nb = (n + k->block - 1) / k->block;
             *grid = (unsigned)(nb < 1 ? 1 : nb > 1024 ? 1024 : nb);
             *scratch = 16 + (size_t)k->nreds * *grid * 24;
-        } else {
+        } else if (kernel_red_lambda(k)) {
             int64_t no = outer * inner;
             *grid = (unsigned)(no < 1 ? 1 : no > 65535 ? 65535 : no);
+        } else if (inner == 1) {
+            /* rows: cuk_red_group(len) threads a row, a grid-stride loop over rows */
+            int64_t rpb = k->block / cuk_red_group(n / (outer > 0 ? outer : 1), k->block);
+            int64_t nb = (outer + rpb - 1) / rpb;
+            *grid = (unsigned)(nb < 1 ? 1 : nb > AXIS_MAX_GRID ? AXIS_MAX_GRID : nb);
+        } else {
+            /* columns: a thread per output; with fewer tiles of outputs than AXIS_BLOCKS,
+               the axis is split into S parts of at least AXIS_MIN_PART (gridDim.x =
+               tiles x S), the parts in scratch after a ticket per tile */
+            int64_t cols = outer * inner, nt = (cols + k->block - 1) / k->block;
+            int64_t len = cols > 0 ? n / cols : 0, parts = 1, fill = resident > 0 ? resident : AXIS_BLOCKS;
+            if (nt > 0 && 2 * nt <= fill) {
+                parts = fill / nt;
+                if (parts > len / AXIS_MIN_PART) parts = len / AXIS_MIN_PART;
+                if (parts < 1) parts = 1;
+            }
+            if (parts > 1) {
+                *grid = (unsigned)(nt * parts);
+                *scratch = ((size_t)nt * 4 + 15) & ~(size_t)15;
+                for (int j = 0; j < k->nreds; j++)
+                    *scratch += (size_t)axis_rec_bytes(k->reds[j]) * (size_t)parts * (size_t)cols;
+            } else {
+                *grid = (unsigned)(nt < 1 ? 1 : nt > AXIS_MAX_GRID ? AXIS_MAX_GRID : nt);
+            }
         }
         break;
     case K_COMPACT: {

@@ -132,6 +132,13 @@ typedef struct Kernel {
 #define HIST_SHARED_BYTES 32768
 #define HIST_PER_BLOCK 4096
 #define HIST_MAX_GRID 3168
+/* Axis reductions (kernel_geometry, emit_axis_reduce): along a kept axis, the reduced
+   axis is split until the blocks fill the device once (its resident blocks, or
+   AXIS_BLOCKS when not known: 16 of 128 threads per SM of an H100/H200), each part at
+   least AXIS_MIN_PART long; grid-stride loops take at most AXIS_MAX_GRID blocks. */
+#define AXIS_BLOCKS 2112
+#define AXIS_MIN_PART 64
+#define AXIS_MAX_GRID 1048576
 
 /* K_SCAN scratch (kernels/scan.cuh, CUK_TILE_BYTES): the tile ticket, then one 128-byte
    line per tile state from byte 128, so that blocks polling a predecessor's state do not
@@ -188,6 +195,8 @@ void kernel_launch_shape(Kernel *k, Arena *a);
 int kernel_widest_elem(const Kernel *k);
 /* A segmented reduction kernel (see SEGRED_BLOCK): its launch is three entries. */
 bool kernel_segred(const Kernel *k);
+/* Whether a reduction of k combines with a lambda (element order kept). */
+bool kernel_red_lambda(const Kernel *k);
 
 /* Stable text for `cukc emit-ir`, one block per function:
      plan saxpy: 1 kernel
@@ -222,9 +231,14 @@ Val *kernel_region_update(const Kernel *k);
    before (outer), along and after (inner) their axis, which is -1 for whole-array
    kernels. One definition for the executor and the benchmarks. False when n needs more
    than 2^31 - 1 blocks of a map (one chunk each) or a flattened scan (one tile each):
-   some 10^12 elements, more than any device holds, but refused rather than cut short. */
-bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, unsigned *grid,
-                     size_t *scratch);
+   some 10^12 elements, more than any device holds, but refused rather than cut short.
+   resident: how many blocks of k's fit on the device at once (kernel_needs_resident
+   says whether it matters; 0 when not known). */
+bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, int64_t resident,
+                     unsigned *grid, size_t *scratch);
+bool kernel_needs_resident(const Kernel *k, int axis);
+/* Bytes of one part's record of reduction r in a split axis reduction (scratch). */
+int axis_rec_bytes(const Val *r);
 
 /* K_HIST kernels: a reduce_by_index, histogram or bincount folded in element order
    (deterministic=true on floats); one whose blocks keep their bins in shared memory

@@ -19,6 +19,11 @@ typedef unsigned long long uint64_t;
 #define CUK_FN static inline
 #endif
 
+/* Axis reductions along the last axis (emit_cuda.c emit_axis_reduce, kernel.c
+   kernel_geometry): the threads that share a row of len elements, 1, 8 or 32 lanes of
+   a warp, or the whole block for rows of 1024 and more. */
+CUK_FN int cuk_red_group(int64_t len, int block) { return len >= 1024 ? block : len >= 32 ? 32 : len >= 8 ? 8 : 1; }
+
 /* Integer helpers: x/0 = 0, x%0 = 0, MIN/-1 wraps, shifts past the width give 0 (or the
    sign for >> of a negative), negative powers truncate toward zero. */
 #define CUK_INT_HELPERS(S, T, U, SIGNED, BITS)                                          \

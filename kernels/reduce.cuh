@@ -87,6 +87,21 @@ template <class T, class Op> CUK_FN void cuk_warp_reduce(T &v, int &has, Op op) 
     }
 }
 
+/* The first lane of each aligned group of G lanes (G a power of two, at most 32) ends
+   with the group's value, combined in lane order. Every lane of the warp must call it
+   with the same G. */
+template <class T, class Op> CUK_FN void cuk_group_reduce(T &v, int &has, Op op, int G) {
+    int lane = threadIdx.x & 31;
+    for (int d = 1; d < G; d <<= 1) {
+        T o = cuk_shfl_down(v, d);
+        int oh = __shfl_down_sync(CUK_FULL_MASK, has, d);
+        if ((lane & (2 * d - 1)) == 0 && oh) {
+            v = has ? op(v, o) : o;
+            has = 1;
+        }
+    }
+}
+
 /* Thread 0 ends with the whole block's value (blockDim.x a multiple of 32, at most
    1024). Every thread must call it; it synchronises the block. */
 template <class T, class Op> CUK_FN void cuk_block_reduce(T &v, int &has, Op op) {
@@ -145,6 +160,17 @@ CUK_FN bool cuk_last_block(unsigned int *ticket) {
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) s_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    __syncthreads();
+    return s_last;
+}
+
+/* True in the block that arrives last of the `count` blocks sharing ticket (an axis
+   reduction's tile): what every block wrote before the call is visible to it. */
+CUK_FN bool cuk_last_arrival(unsigned int *ticket, unsigned int count) {
+    __shared__ bool s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(ticket, 1u) == count - 1;
     __syncthreads();
     return s_last;
 }

@@ -250,6 +250,9 @@ typedef struct cuk_function_info {
     int blocks_per_sm;      /* resident blocks per SM at that block size */
 } cuk_function_info;
 cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info);
+/* *blocks = how many blocks of `block` threads with `shared_bytes` of dynamic shared
+   memory the device holds at once (resident blocks per SM times the SMs). */
+cuk_status cuk_function_resident(cuk_function *f, unsigned block, unsigned shared_bytes, int *blocks);
 
 /* ---- kernel cache ----------------------------------------------------------------------- */
 

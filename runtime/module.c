@@ -342,6 +342,18 @@ cuk_status cuk_launch_config_1d(cuk_function *f, size_t n, unsigned shared, cuk_
     return CUK_OK;
 }
 
+cuk_status cuk_function_resident(cuk_function *f, unsigned block, unsigned shared_bytes, int *blocks) {
+    if (!f || !blocks) return err_set(CUK_ERR_INVALID, "cuk_function_resident: NULL argument");
+    *blocks = 0;
+    cuk_status s = ctx_make_current(f->d);
+    if (s) return s;
+    int per_sm = 0;
+    CU_CHECK(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f->fn, (int)block, shared_bytes),
+             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    *blocks = per_sm * f->d->props.sm_count;
+    return CUK_OK;
+}
+
 cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info) {
     if (!f || !info) return err_set(CUK_ERR_INVALID, "cuk_function_info_get: NULL argument");
     int ob = 0, per_sm = 0;

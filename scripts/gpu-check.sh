@@ -11,7 +11,7 @@
 # sanitize (compute-sanitizer memcheck on a few programs) · sanitize-all (on every
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
-# · p2bench (bench/part2_bench.py)
+# · p2bench (bench/part2_bench.py) · shbench (bench/shapes_bench.py)
 # · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
 # racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
 # bench/exp/*.cu with the machine's nvcc and runs it: kernel design experiments; EXP=name
@@ -36,7 +36,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [p2bench]=300 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540)
+              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [p2bench]=300 [shbench]=300 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540)
 summary=()
 fails=0
 
@@ -103,6 +103,11 @@ s_kbench() {
 # (--only a,b) and whether torch.compile runs (default: not, for time).
 s_p2bench() {
   CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/part2_bench.py ${P2_ARGS:---no-compile}
+}
+
+# The issue-13 benchmark: jobs of every shape (SH_ARGS, e.g. "--compile").
+s_shbench() {
+  CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/shapes_bench.py ${SH_ARGS:-}
 }
 
 # Start-up: bundle without NVRTC, source with a cold and a warm cache.
@@ -257,7 +262,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_startup
+export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_shbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -276,6 +281,7 @@ for s in "${stages[@]}"; do
     kbench) stage kbench s_kbench ;;
     startup) stage startup s_startup ;;
     p2bench) stage p2bench s_p2bench ;;
+    shbench) stage shbench s_shbench ;;
     exp) stage exp s_exp ;;
     sanitize-suite) stage sanitize-suite s_sanitize_suite ;;
     *) echo "gpu-check: unknown stage '$s'"; fails=$((fails + 1)) ;;

@@ -58,6 +58,8 @@ typedef struct KState {
     long long *w;
     int *where; /* per parameter word: its index in ins (KP_IN) or outs (KP_OUT) */
     bool busy;  /* in use by a launch further up the stack (recursion) */
+    int resident; /* blocks of fn resident on the device (kernel_needs_resident): 0 not yet
+                     asked, -1 unknown */
 } KState;
 
 /* Per function (one per plan, same index): lookups precomputed at session creation. */
@@ -776,7 +778,12 @@ static bool launch(Frame *f, const Kernel *k) {
     }
     unsigned grid;
     size_t scratch_bytes;
-    if (ok && !kernel_geometry(k, n, outer, inner, axis, &grid, &scratch_bytes)) {
+    if (ok && kernel_needs_resident(k, axis) && !ks->resident) {
+        int r = 0;
+        ks->resident = cuk_function_resident(ks->fn, (unsigned)k->block, (unsigned)kernel_shmem(k, inner), &r) == CUK_OK &&
+                               r > 0 ? r : -1;
+    }
+    if (ok && !kernel_geometry(k, n, outer, inner, axis, ks->resident > 0 ? ks->resident : 0, &grid, &scratch_bytes)) {
         rt_error(s->err, k->outs[0]->loc, "%lld elements are too many for one kernel launch on the GPU",
                  (long long)n);
         ok = false;
@@ -1433,7 +1440,7 @@ static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
     }
     unsigned grid;
     size_t scratch;
-    if (!kernel_geometry(k, n, 1, n, -1, &grid, &scratch)) return true; /* the general path reports it */
+    if (!kernel_geometry(k, n, 1, n, -1, 0, &grid, &scratch)) return true; /* the general path reports it */
     const Val *o = k->outs[0];
     cuk_devptr out = 0;
     if (cuk_mem_alloc(&out, (size_t)n * (size_t)dtype_info[o->dt].size) != CUK_OK)

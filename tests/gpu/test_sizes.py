@@ -1,5 +1,6 @@
 """Fused kernels at awkward sizes, GPU against the CPU backend: elementwise chains,
-sum/min/max/argmax/mean, cumsum (f32, i32), a scan with a lambda, exclusive scans, row
+sum/min/max/argmax/mean, reductions along each axis of 2-D and 3-D arrays (rows,
+columns split over several blocks, the middle axis), cumsum (f32, i32), a scan with a lambda, exclusive scans, row
 softmax, gathers (also negative indices) and slices, scatters and histograms (rule 6), Philox rand, casts at the edges of
 the integer ranges; one size above 2^31 elements checked against closed forms.
 
@@ -118,6 +119,35 @@ fn main(n: i64) {
 }
 """, {"softmax.npy": (1e-5, 1e-7), "rowsum.npy": (1e-4, 1e-5), "colmax.npy": (0, 0)},
         ["softmax.npy", "rowsum.npy"]),
+    "axes": ("""
+fn main(n: i64) {
+    let x = reshape(rand(5 * n, seed=31), 5, n) - 0.5;
+    save("a0.npy", sum(x, axis=0));
+    save("a1.npy", sum(x, axis=1));
+    let y = reshape(x, n, 5);
+    save("b0.npy", sum(y * 2.0, axis=0));
+    save("b1.npy", sum(y, axis=1));
+    let z = reshape(rand(6 * n, seed=5), 3, n, 2);
+    save("z1.npy", sum(z * z, axis=1));
+    save("z2.npy", sum(z, axis=2));
+    save("z0.npy", sum(z, axis=0));
+    let k = reshape(iota(5 * n) * 7919 % 1001 - 500, n, 5);
+    save("k0.npy", sum(k, axis=0));
+    save("k1.npy", sum(reshape(k, 5, n), axis=1));
+    save("cnt.npy", sum(i64(x > 0.0), axis=1));
+    if n > 0 {
+        save("mx0.npy", max(x, axis=0));
+        save("mn1.npy", min(x, axis=1));
+        save("am0.npy", argmax(y, axis=0));
+        save("am1.npy", argmin(x, axis=1));
+        save("mm.npy", max(z, axis=1) - min(z, axis=1));
+    }
+}
+""", {"a0.npy": (1e-5, 1e-6), "a1.npy": (1e-4, 1e-5), "b0.npy": (1e-4, 1e-5), "b1.npy": (1e-5, 1e-6),
+      "z1.npy": (1e-4, 1e-5), "z2.npy": (1e-5, 1e-6), "z0.npy": (1e-5, 1e-6), "k0.npy": (0, 0), "k1.npy": (0, 0),
+      "cnt.npy": (0, 0), "mx0.npy": (0, 0), "mn1.npy": (0, 0), "am0.npy": (0, 0), "am1.npy": (0, 0),
+      "mm.npy": (0, 0)},
+        ["a0.npy", "a1.npy", "b0.npy", "b1.npy", "z1.npy", "z2.npy", "z0.npy"]),
     "hist": ("""
 fn main(n: i64) {
     let x = rand(n, seed=13);

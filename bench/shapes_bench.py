@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The issue-13 GPU benchmark: jobs of every shape written the way users write them,
+called through the Python API on PyTorch tensors, against PyTorch (eager, and
+torch.compile with --compile) and CuPy in the same run. CUDA events, median of --iters
+runs after 3 warm-ups (bench/timing.py); each cuk result is compared with PyTorch's
+before it is timed.
+
+Axis reductions: sum along each axis of 16384 x 16384, 4096 x 65536, 65536 x 4096 and
+256 x 256 x 4096 f32 (2^28 elements each), max along the kept-axis form. GB/s counts
+the bytes the job must move: the input read once and the result written once.
+
+usage: shapes_bench.py [--iters 20] [--compile] [--only name,...] [--scale K]
+       (--scale K divides every first axis by 2^K, for a quick run)
+"""
+import argparse
+import os
+import sys
+
+import cuk
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import torch_median_ms  # noqa: E402  (bench/timing.py)
+
+SRC = """
+fn sum0(x: f32[a, b]) -> f32[b] = sum(x, axis=0);
+fn sum1(x: f32[a, b]) -> f32[a] = sum(x, axis=1);
+fn max0(x: f32[a, b]) -> f32[b] = max(x, axis=0);
+fn sum3_0(x: f32[a, b, c]) -> f32[b, c] = sum(x, axis=0);
+fn sum3_1(x: f32[a, b, c]) -> f32[a, c] = sum(x, axis=1);
+fn sum3_2(x: f32[a, b, c]) -> f32[a, b] = sum(x, axis=2);
+"""
+
+SHAPES2 = [(16384, 16384), (4096, 65536), (65536, 4096)]
+SHAPE3 = (256, 256, 4096)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--scale", type=int, default=0)
+    a = ap.parse_args()
+    only = set(a.only.split(",")) if a.only else None
+
+    import torch
+    try:
+        import cupy as cp
+    except Exception as e:  # noqa: BLE001
+        print("no cupy:", e)
+        cp = None
+    m = cuk.compile(SRC, device="gpu", name="shapes_bench.py")
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(1)
+    print("device:", torch.cuda.get_device_name(0), " torch", torch.__version__, " cupy",
+          cp.__version__ if cp else "-")
+
+    rows = []
+
+    def timed(fn):
+        return torch_median_ms(fn, a.iters)
+
+    def compiled(fn):
+        if not a.compile:
+            return None
+        try:
+            return torch.compile(fn)
+        except Exception as e:  # noqa: BLE001
+            print("torch.compile failed:", e)
+            return None
+
+    def case(name, nbytes, cuk_fn, want_fn, peers, rtol=1e-4, atol=1e-2):
+        if only is not None and name.split(" ")[0] not in only:
+            return
+        try:
+            torch.testing.assert_close(cuk_fn(), want_fn(), rtol=rtol, atol=atol)
+        except Exception as e:  # noqa: BLE001
+            print("%s: cuk's result differs from torch's: %s" % (name, str(e)[:300]))
+            rows.append((name, "cuk (WRONG)", float("nan"), nbytes))
+            return
+        rows.append((name, "cuk", timed(cuk_fn), nbytes))
+        for pname, pfn in peers:
+            if pfn is None:
+                continue
+            try:
+                rows.append((name, pname, timed(pfn), nbytes))
+            except Exception as e:  # noqa: BLE001
+                print("%s / %s failed: %s" % (name, pname, str(e).splitlines()[0][:200]))
+
+    n = 1 << (28 - a.scale)
+    x = torch.rand(n, device=dev, generator=g)
+    case("copy", 8 * n, lambda: torch.empty_like(x).copy_(x), lambda: x, [])
+
+    def peers_for(t, dim, op="sum"):
+        tf = (lambda u: u.sum(dim)) if op == "sum" else (lambda u: u.amax(dim))
+        tc = compiled(tf)
+        ps = [("torch eager", lambda: tf(t)), ("torch.compile", tc and (lambda: tc(t)))]
+        if cp is not None:
+            ct = cp.from_dlpack(t)
+            ps.append(("cupy", (lambda: ct.sum(axis=dim)) if op == "sum" else (lambda: ct.max(axis=dim))))
+        return ps
+
+    for r, c in SHAPES2:
+        r >>= a.scale
+        t = x[:r * c].view(r, c)
+        nb = 4 * r * c
+        case("sum0 %dx%d" % (r, c), nb + 4 * c, lambda t=t: m.sum0(t), lambda t=t: t.sum(0), peers_for(t, 0))
+        case("sum1 %dx%d" % (r, c), nb + 4 * r, lambda t=t: m.sum1(t), lambda t=t: t.sum(1), peers_for(t, 1))
+        case("max0 %dx%d" % (r, c), nb + 4 * c, lambda t=t: m.max0(t), lambda t=t: t.amax(0),
+             peers_for(t, 0, "max"), rtol=0, atol=0)
+    d0, d1, d2 = SHAPE3
+    d0 >>= a.scale
+    t3 = x[:d0 * d1 * d2].view(d0, d1, d2)
+    nb = 4 * d0 * d1 * d2
+    for ax, fn, outn in ((0, m.sum3_0, d1 * d2), (1, m.sum3_1, d0 * d2), (2, m.sum3_2, d0 * d1)):
+        case("sum3_%d %dx%dx%d" % (ax, d0, d1, d2), nb + 4 * outn, lambda fn=fn: fn(t3),
+             lambda ax=ax: t3.sum(ax), peers_for(t3, ax))
+
+    copy_ms = [t for c, _, t, _ in rows if c == "copy"]
+    copy_gbs = 8 * n / copy_ms[0] / 1e6 if copy_ms else float("nan")
+    print("\n| case | who | ms | GB/s | vs copy |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for c, who, t, nb in rows:
+        gbs = nb / t / 1e6
+        print("| %s | %s | %.4f | %.0f | %.1f%% |" % (c, who, t, gbs, 100 * gbs / copy_gbs))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
