@@ -6,8 +6,10 @@ runs after 3 warm-ups (bench/timing.py); each cuk result is compared with PyTorc
 before it is timed.
 
 Axis reductions: sum along each axis of 16384 x 16384, 4096 x 65536, 65536 x 4096 and
-256 x 256 x 4096 f32 (2^28 elements each), max along the kept-axis form. GB/s counts
-the bytes the job must move: the input read once and the result written once.
+256 x 256 x 4096 f32 (2^28 elements each), max along the kept-axis form; layer norm over
+rows (mean, then the variance of the centred rows, keepdims) and logsumexp over rows at
+the 2-D shapes; a Jacobi step written with slices, its border rebuilt with concat. GB/s counts the bytes the job must move: the input read once and the
+result written once.
 
 usage: shapes_bench.py [--iters 20] [--compile] [--only name,...] [--scale K]
        (--scale K divides every first axis by 2^K, for a quick run)
@@ -28,6 +30,21 @@ fn max0(x: f32[a, b]) -> f32[b] = max(x, axis=0);
 fn sum3_0(x: f32[a, b, c]) -> f32[b, c] = sum(x, axis=0);
 fn sum3_1(x: f32[a, b, c]) -> f32[a, c] = sum(x, axis=1);
 fn sum3_2(x: f32[a, b, c]) -> f32[a, b] = sum(x, axis=2);
+fn layernorm(x: f32[r, c]) -> f32[r, c] {
+    let m = mean(x, axis=1, keepdims=true);
+    let d = x - m;
+    let v = mean(d * d, axis=1, keepdims=true);
+    return d / sqrt(v + 1e-5);
+}
+fn jacobi(u: f32[n, m]) -> f32[n, m] {
+    let inner = 0.25 * (u[0:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, 0:-2] + u[1:-1, 2:]);
+    let mid = concat(u[1:-1, 0:1], inner, u[1:-1, -1:], axis=1);
+    return concat(u[0:1, :], mid, u[-1:, :], axis=0);
+}
+fn logsumexp(x: f32[r, c]) -> f32[r] {
+    let m = max(x, axis=1, keepdims=true);
+    return log(sum(exp(x - m), axis=1)) + reshape(m, r);
+}
 """
 
 SHAPES2 = [(16384, 16384), (4096, 65536), (65536, 4096)]
@@ -108,6 +125,42 @@ def main():
         case("sum1 %dx%d" % (r, c), nb + 4 * r, lambda t=t: m.sum1(t), lambda t=t: t.sum(1), peers_for(t, 1))
         case("max0 %dx%d" % (r, c), nb + 4 * c, lambda t=t: m.max0(t), lambda t=t: t.amax(0),
              peers_for(t, 0, "max"), rtol=0, atol=0)
+    def ln_t(u):
+        m = u.mean(1, keepdim=True)
+        d = u - m
+        return d / torch.sqrt((d * d).mean(1, keepdim=True) + 1e-5)
+
+    def lse_t(u):
+        return torch.logsumexp(u, 1)
+    ln_c, lse_c = compiled(ln_t), compiled(lse_t)
+    for r, c in SHAPES2:
+        r >>= a.scale
+        t = x[:r * c].view(r, c)
+        ps = [("torch eager", lambda t=t: ln_t(t)), ("torch.compile", ln_c and (lambda t=t: ln_c(t)))]
+        if cp is not None:
+            ct = cp.from_dlpack(t)
+
+            def ln_cp(u=ct):
+                mm = u.mean(1, keepdims=True)
+                dd = u - mm
+                return dd / cp.sqrt((dd * dd).mean(1, keepdims=True) + 1e-5)
+            ps.append(("cupy", ln_cp))
+        case("layernorm %dx%d" % (r, c), 8 * r * c, lambda t=t: m.layernorm(t), lambda t=t: ln_t(t), ps,
+             rtol=1e-3, atol=1e-3)
+        ps = [("torch.logsumexp", lambda t=t: lse_t(t)), ("torch.compile", lse_c and (lambda t=t: lse_c(t)))]
+        case("logsumexp %dx%d" % (r, c), 4 * r * c + 4 * r, lambda t=t: m.logsumexp(t), lambda t=t: lse_t(t), ps,
+             rtol=1e-5, atol=1e-4)
+    def jac_t(u):
+        inner = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+        mid = torch.cat([u[1:-1, 0:1], inner, u[1:-1, -1:]], 1)
+        return torch.cat([u[0:1, :], mid, u[-1:, :]], 0)
+    jac_c = compiled(jac_t)
+    for r, c in SHAPES2:
+        r >>= a.scale
+        t = x[:r * c].view(r, c)
+        ps = [("torch eager", lambda t=t: jac_t(t)), ("torch.compile", jac_c and (lambda t=t: jac_c(t)))]
+        case("jacobi %dx%d" % (r, c), 8 * r * c, lambda t=t: m.jacobi(t), lambda t=t: jac_t(t), ps,
+             rtol=1e-6, atol=1e-6)
     d0, d1, d2 = SHAPE3
     d0 >>= a.scale
     t3 = x[:d0 * d1 * d2].view(d0, d1, d2)

@@ -276,6 +276,7 @@ static void emit_chain_scalars(KE *ke, Val *v, int d, int depth) {
         if (!x || !op_value_arg(v->op, i)) continue;
         Val *n = kernel_chain_src(ke->k, x);
         if (n) emit_chain_scalars(ke, n, d, depth + 1);
+        else if (kernel_ew_chain(ke->k, x)) emit_chain_scalars(ke, x, d, depth + 1);
         else if (x->rank == 0) emit_need(ke, x, d);
     }
 }
@@ -315,6 +316,7 @@ static void emit_need(KE *ke, Val *v, int d) {
 }
 
 static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d, int depth);
+static void emit_ew_at(KE *ke, Val *v, int q, Val *x, const char *S, const char *out, int d, int depth);
 
 /* The stride of source axis k of operand q of index transform v (SRCSTRIDE is in the
    output's axis order for a transpose). */
@@ -342,10 +344,68 @@ static void emit_src_at(KE *ke, Val *v, int q, const char *S, const char *out, i
         emit_index_at(ke, n, S, out, d, depth + 1);
         return;
     }
+    if (kernel_ew_chain(ke->k, x)) {
+        emit_ew_at(ke, v, q, x, S, out, d, depth + 1);
+        return;
+    }
     ind(b, d);
-    bprintf(b, "%s = ((const %s *)p.w[%d])[0", out, ctype(v->dt), W(ke, KP_IN, x, 0, 0));
+    bprintf(b, "%s = ((const %s *)p.w[%d])[0", out, ctype(x->dt), W(ke, KP_IN, x, 0, 0));
     for (int k = 0; k < x->rank; k++) bprintf(b, " + %s[%d] * (IX)p.w[%d]", S, k, src_stride(ke, v, k, q));
     bputs(b, "];\n");
+}
+
+/* out = elementwise value x at multi-index S of its own shape, where index transform v
+   reads it as operand q (or inside that operand: fuse.c's ew_chain_operand gives every
+   array here x's shape, so v's source strides for q address them all): each array
+   operand through its chain, elementwise again, or from memory. */
+static void emit_ew_at(KE *ke, Val *v, int q, Val *x, const char *S, const char *out, int d, int depth) {
+    Buf *b = ke->b;
+    if (depth > 64) die("index chain too deep");
+    ind(b, d);
+    bputs(b, "{\n");
+    d++;
+    const char **names = NEWN(ke->e->a, const char *, x->nargs + 1);
+    for (int i = 0; i < x->nargs; i++) {
+        Val *a = x->args[i];
+        char r[128];
+        if (!a) continue;
+        if (a->rank == 0) {
+            ref(ke, a, r, sizeof r);
+            names[i] = arena_printf(ke->e->a, "%s", r);
+            continue;
+        }
+        names[i] = arena_printf(ke->e->a, "ea%d_", ke->uniq++);
+        ind(b, d);
+        bprintf(b, "%s %s;\n", ctype(a->dt), names[i]);
+        Val *n = kernel_chain_src(ke->k, a);
+        if (n) {
+            emit_index_at(ke, n, S, names[i], d, depth + 1);
+        } else if (kernel_ew_chain(ke->k, a)) {
+            emit_ew_at(ke, v, q, a, S, names[i], d, depth + 1);
+        } else {
+            ind(b, d);
+            bprintf(b, "%s = ((const %s *)p.w[%d])[0", names[i], ctype(a->dt), W(ke, KP_IN, a, 0, 0));
+            for (int k = 0; k < a->rank; k++) bprintf(b, " + %s[%d] * (IX)p.w[%d]", S, k, src_stride(ke, v, k, q));
+            bputs(b, "];\n");
+        }
+    }
+    ind(b, d);
+    if (x->op == OP_CAST) {
+        const char *T = ctype(x->dt);
+        if (x->dt == DT_BOOL) bprintf(b, "%s = (uint8_t)((%s) != 0);\n", out, names[0]);
+        else if (float_to_int(x->args[0]->dt, x->dt)) bprintf(b, "%s = cuk_f2i<%s>(%s);\n", out, T, names[0]);
+        else bprintf(b, "%s = (%s)(%s);\n", out, T, names[0]);
+    } else {
+        need_helper(ke->e, x);
+        char hn[64];
+        helper_name(hn, sizeof hn, x);
+        bprintf(b, "%s = %s(", out, hn);
+        for (int i = 0; i < x->nargs; i++) bprintf(b, "%s%s", i ? ", " : "", names[i]);
+        bputs(b, ");\n");
+    }
+    d--;
+    ind(b, d);
+    bputs(b, "}\n");
 }
 
 /* Declares a fresh index array for a source of rank r; returns its name. */
@@ -527,6 +587,12 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
 static void emit_index_load(KE *ke, Val *v, int d) {
     Buf *b = ke->b;
     Val *x = v->args[0];
+    if (row_value_reshape(ke->k, v)) {
+        /* a per-row value's reshape of its row's reduction ([r, 1] -> [r]): the value */
+        ind(b, d);
+        bprintf(b, "const %s v%d = v%d;\n", ctype(v->dt), v->id, x->id);
+        return;
+    }
     if (v->op == OP_RESHAPE && x->rank == 0) {
         /* reshape(6, 1): a scalar has no buffer (fuse.c passes it as a kernel scalar or
            a literal); its one element is the value itself (the executor checks the size). */
@@ -2188,6 +2254,20 @@ static void row_red_value(KE *ke, Val *r, int j, const char *src) {
     if (row_divisor(ke->k, r)) bprintf(ke->b, "        const %s rcp%d = (%s)1 / v%d;\n", T, r->id, T, r->id);
 }
 
+/* A per-row kernel's outputs (Kernel.row_out), from the row's reductions (every thread
+   has their values): thread 0 writes element `row`. */
+static void emit_row_outputs(KE *ke, const char *row, int d) {
+    const Kernel *k = ke->k;
+    reset_scope(ke);
+    for (int q = 0; q < k->nreds; q++) ke->done[k->reds[q]->id] = true;
+    ind(ke->b, d);
+    bputs(ke->b, "if (threadIdx.x == 0) {\n");
+    emit_eval_at(ke, k->outs, k->nouts, d + 1, false);
+    for (int j = 0; j < k->nouts; j++) store(ke, k->outs[j], row, d + 1);
+    ind(ke->b, d);
+    bputs(ke->b, "}\n");
+}
+
 /* Rule 5: one block per row. Rows of up to blockDim.x * ITEMS elements are read once
    into registers (16-byte vectors, striped over the threads so each load instruction
    is coalesced), every in-row reduction is a phase over the registers, its value
@@ -2208,18 +2288,18 @@ static void emit_row(KE *ke) {
         reset_scope(ke);
         Leaves L = leaves_new(ke);
         Val **tg = NEWN(ke->e->a, Val *, k->nreds + k->nouts);
-        int nt = 0;
+        int nt = 0, nmo = k->row_out ? 0 : k->nouts; /* outputs over the rows' shape */
         for (int j = 0; j < k->nreds; j++) tg[nt++] = k->reds[j]->args[0];
-        for (int j = 0; j < k->nouts; j++) tg[nt++] = k->outs[j];
+        for (int j = 0; j < nmo; j++) tg[nt++] = k->outs[j];
         collect_leaves(ke, tg, nt, &L);
-        int V = vec_width(&L, k->outs, k->nouts);
+        int V = vec_width(&L, k->outs, nmo);
         int maxsz = 16 / V;
         /* 128 bytes of leaves per thread (32 f32 with one leaf): more would spill
            under the 64-register cap that two resident blocks of 512 impose */
         int items = 128 / (maxsz * (L.n > 1 ? L.n : 1));
         if (items < V) items = V;
         int R = items / V;
-        bprintf(b, "    const int vfast = (%s) && len %% %d == 0;\n", vec_cond(ke, &L, k->outs, k->nouts), V);
+        bprintf(b, "    const int vfast = (%s) && len %% %d == 0;\n", vec_cond(ke, &L, k->outs, nmo), V);
         bprintf(b, "    if (len <= (long long)blockDim.x * %d) {\n", items);
         /* Two copies of the row loop: `fast` (flat, aligned, whole vectors: flat is
            known, one bounds test per vector) and the general one (per element). */
@@ -2284,6 +2364,13 @@ static void emit_row(KE *ke) {
                 row_red_value(ke, r, j, "rv");
             }
             char rr[128];
+            if (k->row_out) {
+                ke->leaf_sel = NULL;
+                ke->flatc = false;
+                emit_row_outputs(ke, "row", 2);
+                bputs(b, "    }\n    }\n");
+                continue;
+            }
             if (fast) {
                 ROW_OPEN(for (int j = 0; j < k->nouts; j++) bprintf(b, "            cuk_vec<%s, %d> S%d;\n",
                                                                     ctype(k->outs[j]->dt), V, j));
@@ -2332,6 +2419,11 @@ static void emit_row(KE *ke) {
         finish_value(ke, r, j, arena_printf(ke->e->a, "sh%d", j), 3);
         bputs(b, "        }\n        __syncthreads();\n");
         row_red_value(ke, r, j, "sh");
+    }
+    if (k->row_out) {
+        emit_row_outputs(ke, "row", 2);
+        bputs(b, "        __syncthreads();\n    }\n}\n\n");
+        return;
     }
     bputs(b, "        for (long long c = threadIdx.x; c < len; c += blockDim.x) {\n"
              "            const long long i = row * len + c;\n");

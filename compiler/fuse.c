@@ -71,6 +71,8 @@ typedef struct F {
     int *group;      /* for a reduction: the first reduction of its horizontal group */
     int64_t *keys;   /* symbolic dims, by id * MAXRANK + axis; 0 = not computed */
     int64_t *pkeys;  /* parameter dims, by slot * MAXRANK + axis, from checkdims */
+    int64_t *offk;   /* slice_key's table: pairs (a dim's key, k) for the size n - k */
+    int noffk, capoffk;
     int *nsets;      /* S_SET count per slot */
     Val **setval;    /* the value of the only S_SET of a slot */
     int cur_region;
@@ -170,7 +172,7 @@ static void walk_stmts(F *f, Stmt *s, bool top) {
 /* ---- symbolic shapes ---------------------------------------------------------------- */
 /* A dim key names a size: equal keys mean provably equal sizes within one region. */
 #define DK(tag, x) (((int64_t)(tag) << 56) | ((int64_t)(x) & ((INT64_C(1) << 56) - 1)))
-enum { T_UNIQ = 1, T_CONST, T_SSLOT, T_PSLOT, T_MSLOT, T_SUNIQ };
+enum { T_UNIQ = 1, T_CONST, T_SSLOT, T_PSLOT, T_MSLOT, T_SUNIQ, T_OFFS };
 
 static int64_t dkey(F *f, Val *v, int axis, int depth);
 
@@ -195,6 +197,53 @@ static int64_t slot_key(F *f, Val *v, int axis, int depth) {
         f->setval[s]->rank == v->rank)
         return dkey(f, f->setval[s], axis, depth + 1);
     return DK(T_MSLOT, ((int64_t)f->region[v->id] << 24) | (s * MAXRANK + axis));
+}
+
+/* A constant slice bound on an axis of size n as a * n + c (a negative bound counts from
+   the end, a missing one is 0 or n); false when it is not a constant. */
+static bool bound_form(const Val *b, bool stop, int *a, int64_t *c) {
+    if (!b) {
+        *a = stop, *c = 0;
+        return true;
+    }
+    if (b->op != OP_CONST || b->dt == DT_F32 || b->dt == DT_F64) return false;
+    *a = b->c.i < 0, *c = b->c.i;
+    return true;
+}
+
+/* Slices of step 1 with constant bounds from the start and from the end (x[1:-1],
+   x[2:], x[0:-2]) have length n - k on an axis of size n: one key per (n's key, k), so
+   the slices of a stencil have provably equal shapes. (All are empty when n < k.) */
+static int64_t slice_key(F *f, Val *v, int axis, int depth) {
+    int64_t uniq = DK(T_UNIQ, (int64_t)v->id * MAXRANK + axis);
+    Val *x = v->args[0];
+    int ax = -1;
+    for (int k = 0, o = 0; k < x->rank; k++) {
+        if (v->slmode[k] == SL_INDEX) continue;
+        if (o++ == axis) {
+            ax = k;
+            break;
+        }
+    }
+    if (ax < 0) return uniq;
+    Val *step = v->args[3 + 3 * ax];
+    if (step && !(step->op == OP_CONST && step->c.i == 1 && step->dt != DT_F32 && step->dt != DT_F64)) return uniq;
+    int a0, a1;
+    int64_t c0, c1;
+    if (!bound_form(v->args[1 + 3 * ax], false, &a0, &c0) || !bound_form(v->args[2 + 3 * ax], true, &a1, &c1)) return uniq;
+    if (a0 != 0 || a1 != 1 || c0 < 0 || c1 > 0) return uniq;
+    int64_t kx = dkey(f, x, ax, depth + 1), off = c0 - c1;
+    if (off == 0) return kx;
+    for (int i = 0; i < f->noffk; i++)
+        if (f->offk[2 * i] == kx && f->offk[2 * i + 1] == off) return DK(T_OFFS, i);
+    if (f->noffk == f->capoffk) {
+        int cap = f->capoffk ? 2 * f->capoffk : 16;
+        int64_t *nk = NEWN(f->a, int64_t, 2 * (size_t)cap);
+        if (f->noffk) memcpy(nk, f->offk, sizeof(int64_t) * 2 * (size_t)f->noffk);
+        f->offk = nk, f->capoffk = cap;
+    }
+    f->offk[2 * f->noffk] = kx, f->offk[2 * f->noffk + 1] = off;
+    return DK(T_OFFS, f->noffk++);
 }
 
 static int64_t dkey_compute(F *f, Val *v, int axis, int depth) {
@@ -231,6 +280,7 @@ static int64_t dkey_compute(F *f, Val *v, int axis, int depth) {
     case OP_SCAN:
         if (v->args[0]->rank != v->rank) return uniq;
         return dkey(f, v->args[0], axis, depth + 1);
+    case OP_SLICE: return slice_key(f, v, axis, depth);
     case OP_REVERSE: return dkey(f, v->args[0], axis, depth + 1);
     case OP_ROLL:
     case OP_UPDATE: return dkey(f, v->args[0], axis, depth + 1);
@@ -265,8 +315,11 @@ static void param_keys(F *f) {
         if (s->kind != S_EVAL || !s->v) continue;
         for (Val *c = s->v; c->op == OP_CHECKDIM; c = c->args[0]) {
             Val *d = c->args[1], *o = c->args[2];
-            if (!d || d->op != OP_DIM || d->args[0]->op != OP_SLOT) continue;
-            int ps = d->args[0]->slot;
+            if (!d || d->op != OP_DIM) continue;
+            Val *src = d->args[0];
+            while (src->op == OP_CHECKDIM) src = src->args[0]; /* the dims of a checked slot are its own */
+            if (src->op != OP_SLOT) continue;
+            int ps = src->slot;
             if (ps >= f->fn->nparams || d->axis >= MAXRANK) continue;
             int64_t ko = scalar_key(f, o, 0);
             int64_t mine = DK(T_PSLOT, ps * MAXRANK + d->axis);
@@ -359,6 +412,32 @@ static bool chain_operand(const Val *x) {
     return false;
 }
 
+/* An elementwise operand x of an index chain (concat(u[:, 0:1], 0.25 * (u[0:-2, 1:-1] +
+   ...), ...), pad(x * 2.0, 1)) computed where the chain reads it, at the source index it
+   wants: every array it reads is an index chain, an array of x's own shape (in memory,
+   or elementwise again by the same rule), so no broadcasting. Only when x has one
+   consumer or is cheap to recompute (each consumer of a chain reads each element once).
+   emit_cuda.c, emit_ew_at. */
+static bool ew_chain_rec(F *f, Val *x, Val *top, int depth) {
+    if (depth > 32 || f->cls[x->id] != C_FUSE || f->root[x->id] || !(op_is_ew(x->op) && x->op != OP_SCALARCALL))
+        return false;
+    for (int i = 0; i < x->nargs; i++) {
+        Val *a = x->args[i];
+        if (!a || !value_arg(x, i) || a->rank == 0) continue;
+        if (!same_shape(f, a, top)) return false;
+        int c = f->cls[a->id];
+        if (c == C_LEAF || (c == C_FUSE && f->mat[a->id])) continue;
+        if (c == C_FUSE && chain_operand(a)) continue;
+        if (!ew_chain_rec(f, a, top, depth + 1)) return false;
+    }
+    return true;
+}
+
+static bool ew_chain_operand(F *f, Val *x) {
+    if (x->rank == 0 || !ew_chain_rec(f, x, x, 0)) return false;
+    return f->users[x->id].n <= 1 || subtree_cost(f, x, 0, RECOMPUTE_MAX) <= RECOMPUTE_MAX;
+}
+
 /* Operand j of gather v that its kernel computes rather than reads from memory: the
    index when it has the gather's shape (read at the iteration index, so x[i * 2 + 1]
    and the flat offset of x[rows, cols] fuse), a source that is iota (the bounds check
@@ -396,6 +475,15 @@ static void rule1_vertical(F *f) {
             if (index_chains(v->op) && v->rank > 0 && chain_operand(x) && chain[x->id] < CHAIN_MAX) {
                 if (chain[x->id] + 1 > chain[id]) chain[id] = chain[x->id] + 1; /* read through the chain */
                 continue;
+            }
+            if (index_chains(v->op) && v->rank > 0 && !f->mat[x->id] && ew_chain_operand(f, x)) {
+                int cx = 0;
+                for (int q = 0; q < x->nargs; q++)
+                    if (x->args[q] && chain[x->args[q]->id] > cx) cx = chain[x->args[q]->id];
+                if (cx < CHAIN_MAX) {
+                    if (cx + 1 > chain[id]) chain[id] = cx + 1;
+                    continue;
+                }
             }
             if (f->cls[x->id] == C_FUSE) f->mat[x->id] = true;
         }
@@ -454,11 +542,103 @@ static void rule3_map_scan(F *f) {
 
 /* Rule 5, over the maps that are written (last ones first, so that an outer map takes
    the rows it can). */
+/* Rule 5's second form, per-row values: a value P with one element per row (a statement's
+   value or a value written for later) computed elementwise from last-axis reductions over
+   one array shape S, where some reduction's input needs another's value (logsumexp:
+   log(sum(exp(x - m), axis=1)) + m[:, 0] with m = max(x, axis=1, keepdims=true)), or
+   such a reduction itself (sum(exp(x - max(x, axis=1, keepdims=true)), axis=1)). The
+   reductions become phases of one row kernel over S (the row read once) and P is
+   written once per row. RowWalk collects the reductions; false when something else is
+   in the way (an array of another shape in P's elementwise part, argmin/argmax, ...). */
+typedef struct RowWalk {
+    Val *P, *S;    /* the root; the reductions' input shape (the first one's input) */
+    IntVec reds;   /* candidate reductions */
+    bool nested;   /* some reduction is inside another's input */
+} RowWalk;
+
+static bool row_cand(F *f, RowWalk *w, Val *r) {
+    if (r->op != OP_REDUCE || red_segs(r) || r->red == RED_ARGMIN || r->red == RED_ARGMAX) return false;
+    Val *in = r->args[0];
+    if (in->rank < 2 || r->axis != in->rank - 1) return false;
+    if (f->region[r->id] != f->region[w->P->id] || (r != w->P && (f->root[r->id] || f->rowof[r->id] >= 0)))
+        return false;
+    if (!w->S) w->S = in;
+    else if (!same_shape(f, in, w->S)) return false;
+    iv_add(f->a, &w->reds, r->id);
+    return true;
+}
+
+static bool row_space_walk(F *f, RowWalk *w, Val *v, int depth);
+
+/* v in P's per-row part: elementwise on per-row values of P's rank */
+static bool row_value_walk(F *f, RowWalk *w, Val *v, int depth) {
+    if (!v || depth > 200) return false;
+    int c = f->cls[v->id];
+    if (v->rank == 0 || c == C_CONST || c == C_HOST) return true;
+    if (c == C_RED) {
+        if (iv_has(&w->reds, v->id)) return true;
+        return v->rank == w->P->rank && row_cand(f, w, v) && row_space_walk(f, w, v->args[0], depth + 1);
+    }
+    if (c != C_FUSE || (f->mat[v->id] && v != w->P) || v->rank != w->P->rank) return false;
+    if (v->op == OP_RESHAPE && f->cls[v->args[0]->id] == C_RED && v->args[0]->keepdims &&
+        v->args[0]->rank == v->rank + 1) {
+        Val *r = v->args[0];
+        return iv_has(&w->reds, r->id) || (row_cand(f, w, r) && row_space_walk(f, w, r->args[0], depth + 1));
+    }
+    if (!op_is_ew(v->op) && v->op != OP_CHECKDIM) return false;
+    for (int i = 0; i < v->nargs; i++)
+        if (v->args[i] && value_arg(v, i) && !row_value_walk(f, w, v->args[i], depth + 1)) return false;
+    return true;
+}
+
+/* v inside a reduction's input (over S): any producer; a last-axis keepdims reduction
+   over S in it is another phase */
+static bool row_space_walk(F *f, RowWalk *w, Val *v, int depth) {
+    if (!v || depth > 200) return false;
+    int c = f->cls[v->id];
+    if (c == C_RED && v->keepdims && v->rank == w->S->rank && !f->root[v->id] && f->rowof[v->id] < 0 &&
+        v->axis == v->rank - 1 && f->region[v->id] == f->region[w->P->id]) {
+        w->nested = true;
+        if (iv_has(&w->reds, v->id)) return true;
+        return row_cand(f, w, v) && row_space_walk(f, w, v->args[0], depth + 1);
+    }
+    if (c != C_FUSE || f->mat[v->id]) return true; /* read from memory (or a scalar) */
+    for (int i = 0; i < v->nargs; i++)
+        if (v->args[i] && value_arg(v, i) && !row_space_walk(f, w, v->args[i], depth + 1)) return false;
+    return true;
+}
+
+static void absorb_row_values(F *f, Val *P, bool *in) {
+    RowWalk w = {.P = P};
+    bool ok = f->cls[P->id] == C_RED ? row_cand(f, &w, P) && row_space_walk(f, &w, P->args[0], 0)
+                                      : row_value_walk(f, &w, P, 0);
+    if (!ok || !w.nested || !w.S || (P->rank != w.S->rank - 1 && P->rank != w.S->rank)) return;
+    for (int i = 0; i < w.reds.n; i++) f->rowof[w.reds.v[i]] = P->id;
+    /* every use of a phase must be inside the kernel */
+    memset(in, 0, sizeof(bool) * (size_t)f->nv);
+    row_reach(f, P, P->id, in);
+    for (int i = 0; i < w.reds.n && ok; i++) {
+        int r = w.reds.v[i];
+        for (int u = 0; u < f->users[r].n && ok; u++) ok = in[f->users[r].v[u]];
+    }
+    for (int i = 0; i < w.reds.n; i++) {
+        int r = w.reds.v[i];
+        if (!ok) f->rowof[r] = -1;
+        else if (r != P->id) f->mat[r] = false;
+    }
+}
+
 static void rule5_rows(F *f) {
     bool *in = NEWN(f->a, bool, f->nv);
     for (int i = f->order.n - 1; i >= 0; i--) {
         int id = f->order.v[i];
         if (f->cls[id] == C_FUSE && f->mat[id] && f->inscan[id] < 0) absorb_rows(f, f->val[id], in);
+    }
+    for (int i = f->order.n - 1; i >= 0; i--) {
+        int id = f->order.v[i];
+        Val *v = f->val[id];
+        if (f->rowof[id] >= 0 || f->inscan[id] >= 0 || v->rank < 1) continue;
+        if ((f->cls[id] == C_FUSE && f->mat[id]) || (f->cls[id] == C_RED && f->mat[id])) absorb_row_values(f, v, in);
     }
 }
 
@@ -665,6 +845,30 @@ static const Stmt *stmt_of_region(Stmt *s, int *counter, int want) {
     return NULL;
 }
 
+/* A map root's kernel, or the row kernel of its nr row reductions; per-row values
+   (absorb_row_values) iterate over their reductions' input. */
+static void build_row_or_map(F *f, Val *v, int nr, const Stmt *st) {
+    int id = v->id;
+    Val **reds = nr ? NEWN(f->a, Val *, nr) : NULL;
+    int n = 0;
+    for (int j = 0; j < f->order.n && nr; j++)
+        if (f->cls[f->order.v[j]] == C_RED && f->rowof[f->order.v[j]] == id) reds[n++] = f->val[f->order.v[j]];
+    Val *space = v;
+    bool per_row = n > 0 && (v->op == OP_REDUCE || !same_shape(f, v, reds[0]->args[0]));
+    if (per_row) space = reds[0]->args[0];
+    Kernel *k = new_kernel(f, n ? K_ROW : K_MAP, space, st);
+    k->outs = NEWN(f->a, Val *, 1);
+    k->outs[0] = v;
+    k->nouts = 1;
+    k->row_out = per_row;
+    if (n) {
+        k->axis = space->rank - 1;
+        k->reds = reds;
+        k->nreds = n;
+    }
+    finish_kernel(f, k, &v, 1);
+}
+
 static void build_kernels(F *f) {
     for (int i = 0; i < f->order.n; i++) {
         int id = f->order.v[i];
@@ -679,18 +883,9 @@ static void build_kernels(F *f) {
             int nr = 0;
             for (int j = 0; j < f->order.n; j++)
                 if (f->cls[f->order.v[j]] == C_RED && f->rowof[f->order.v[j]] == id) nr++;
-            Kernel *k = new_kernel(f, nr ? K_ROW : K_MAP, v, st);
-            k->outs = NEWN(f->a, Val *, 1);
-            k->outs[0] = v;
-            k->nouts = 1;
-            if (nr) {
-                k->axis = v->rank - 1;
-                k->reds = NEWN(f->a, Val *, nr);
-                for (int j = 0; j < f->order.n; j++)
-                    if (f->cls[f->order.v[j]] == C_RED && f->rowof[f->order.v[j]] == id)
-                        k->reds[k->nreds++] = f->val[f->order.v[j]];
-            }
-            finish_kernel(f, k, &v, 1);
+            build_row_or_map(f, v, nr, st);
+        } else if (c == C_RED && f->rowof[id] == id) {
+            build_row_or_map(f, v, 1, st); /* a per-row value that is a reduction */
         } else if (c == C_RED && f->rowof[id] < 0 && f->group[id] == id) {
             Kernel *k = new_kernel(f, K_REDUCE, v->args[0], st);
             k->axis = v->axis;

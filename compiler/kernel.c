@@ -34,6 +34,15 @@ static void add_param(Arena *a, Kernel *k, int *cap, KPKind kind, Val *v, int x,
     k->params[k->nparams++] = (KParam){kind, v, x, y};
 }
 
+/* A per-row kernel's reshape of one of its row reductions ([r, 1] -> [r]): no index
+   arithmetic (emit_cuda.c takes the reduction's value). */
+bool row_value_reshape(const Kernel *k, const Val *v) {
+    if (k->kind != K_ROW || !k->row_out || v->op != OP_RESHAPE) return false;
+    for (int j = 0; j < k->nreds; j++)
+        if (k->reds[j] == v->args[0]) return true;
+    return false;
+}
+
 void kernel_layout_params(Arena *a, Kernel *k) {
     int cap = 0;
     add_param(a, k, &cap, KP_N, NULL, 0, 0);
@@ -54,6 +63,7 @@ void kernel_layout_params(Arena *a, Kernel *k) {
     for (int i = 0; i < k->nvals; i++) {
         Val *v = k->vals[i];
         if (!op_is_gen(v->op) && !op_is_index(v->op)) continue;
+        if (row_value_reshape(k, v)) continue; /* the reduction's value itself, once per row */
         if (kernel_direct(k, v))
             for (int ax = 0; ax < k->rank; ax++) add_param(a, k, &cap, KP_BSTRIDE, v, ax, 0);
         for (int ax = 0; ax < v->rank; ax++) add_param(a, k, &cap, KP_OWNSHAPE, v, ax, 0);
@@ -129,21 +139,29 @@ Val *kernel_chain_src(const Kernel *k, Val *x) {
     return NULL;
 }
 
-bool kernel_direct(const Kernel *k, const Val *v) {
+bool kernel_ew_chain(const Kernel *k, const Val *x) {
+    return x->rank > 0 && op_is_ew(x->op) && x->op != OP_SCALARCALL && in_vals(k, x);
+}
+
+static bool direct_rec(const Kernel *k, const Val *v, int depth) {
+    if (depth > 32) return true; /* (conservative: broadcast strides it does not need) */
     for (int i = 0; i < k->nouts; i++)
         if (k->outs[i] == v) return true;
     for (int i = 0; i < k->nvals; i++) {
         const Val *u = k->vals[i];
         for (int j = 0; j < u->nargs; j++) {
             if (!u->args[j] || kernel_canon(k, u->args[j]) != v || !op_value_arg(u->op, j)) continue;
-            if (index_chains(u->op) && kernel_chain_src(k, u->args[j]) == v) continue;
+            if (index_chains(u->op) && (kernel_chain_src(k, u->args[j]) == v || kernel_ew_chain(k, v))) continue;
             if (u->op == OP_GATHER && j == 0) continue; /* read at the indices it holds */
-            if ((u->op == OP_CHECKDIM || u->op == OP_RESHAPE) && !kernel_direct(k, u)) continue;
+            if ((u->op == OP_CHECKDIM || u->op == OP_RESHAPE || kernel_ew_chain(k, u)) && !direct_rec(k, u, depth + 1))
+                continue;
             return true;
         }
     }
     return false;
 }
+
+bool kernel_direct(const Kernel *k, const Val *v) { return direct_rec(k, v, 0); }
 
 Val *kernel_canon(const Kernel *k, Val *v) {
     for (int i = 0; i < k->nalias; i++)

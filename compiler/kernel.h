@@ -109,6 +109,8 @@ typedef struct Kernel {
     Val *offs_in;       /* segmented K_REDUCE: its offsets input when nothing reads it at the
                            iteration index (only through the offsets pointer), else NULL:
                            it has no broadcast strides and does not make a launch not flat */
+    bool row_out;       /* K_ROW: its output has one element per row (rule 5's per-row values),
+                           not the rows' shape */
     bool *ins_direct;   /* by position in ins: read at the iteration index. The others (segment
                            offsets, gather sources) are read at computed positions only: they
                            have no broadcast strides and do not make a launch not flat */
@@ -217,6 +219,9 @@ Val *kernel_canon(const Kernel *k, Val *v);
 bool index_chains(int op);
 Val *kernel_chain_src(const Kernel *k, Val *x);
 bool kernel_direct(const Kernel *k, const Val *v);
+/* An elementwise value computed in k that an index chain may read at its own source
+   indices (fuse.c ew_chain_operand; emit_cuda.c emit_ew_at). */
+bool kernel_ew_chain(const Kernel *k, const Val *x);
 /* Operand j of gather v that its kernel computes instead of reading it from memory
    (fuse.c): an index of the gather's shape, an iota source, a reshaped source. */
 bool gather_computes(const Val *v, int j);
@@ -237,6 +242,7 @@ Val *kernel_region_update(const Kernel *k);
 bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, int64_t resident,
                      unsigned *grid, size_t *scratch);
 bool kernel_needs_resident(const Kernel *k, int axis);
+bool row_value_reshape(const Kernel *k, const Val *v);
 /* Bytes of one part's record of reduction r in a split axis reduction (scratch). */
 int axis_rec_bytes(const Val *r);
 

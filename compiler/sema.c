@@ -3236,19 +3236,44 @@ static void lower_let(Ctx *c, Node *s, Node *rest) {
     bind_value(c, s->name, s->loc, val, mut, rest);
 }
 
+/* The statements of rest that use name, looking through the lets that will most
+   likely be bound straight themselves (each used in one statement after it, by the same
+   rule, up to USES_DEPTH lets deep): in `let d = x - m; let v = mean(d * d); return d /
+   v;` d's one use is the return, so d fuses into it with v. At most max are recorded;
+   *loop_use when one is a loop. Returns the count (max + 1 when there are more). */
+#define USES_DEPTH 4
+static int stmt_uses(Node *rest, const char *name, Node **set, int max, bool *loop_use, int depth) {
+    int n = 0;
+    for (Node *r = rest; r && n <= max; r = r->next) {
+        if (count_ident(r, name, 0)) {
+            Node *u = r;
+            if (r->kind == N_LET && depth < USES_DEPTH && strcmp(r->name, name) != 0) {
+                Node *sub[1];
+                bool lu = false;
+                int ns = stmt_uses(r->next, r->name, sub, 1, &lu, depth + 1);
+                if (ns == 0) u = NULL;               /* never used: bound straight and unread */
+                else if (ns == 1 && !lu) u = sub[0]; /* bound straight: its use is this one's */
+            }
+            if (u == r && (r->kind == N_FOR || r->kind == N_WHILE)) *loop_use = true;
+            bool dup = u == NULL;
+            for (int i = 0; i < n && i < max && !dup; i++) dup = set[i] == u;
+            if (!dup) {
+                if (n < max) set[n] = u;
+                n++;
+            }
+        }
+        if ((r->kind == N_LET || r->kind == N_VAR) && strcmp(r->name, name) == 0) break; /* rebound */
+    }
+    return n;
+}
+
 /* Binds name to val: straight (fusion across lets) or materialised in a slot. */
 static void bind_value(Ctx *c, const char *name, Loc loc, Val *val, bool mut, Node *rest) {
     /* Decide: bind the value straight (fusion across lets) or materialise in a slot. */
     if (!mut) {
-        int stmts_using = 0;
         bool loop_use = false;
-        for (Node *r = rest; r; r = r->next) {
-            int k = count_ident(r, name, 0);
-            if (k) {
-                stmts_using++;
-                if (r->kind == N_FOR || r->kind == N_WHILE) loop_use = true;
-            }
-        }
+        Node *set[2];
+        int stmts_using = stmt_uses(rest, name, set, 1, &loop_use, 0);
         /* Half the nesting limit is left to the statement that uses it. */
         bool shallow = val_height(c, val) <= NEST_LIMIT / 2;
         /* A var's slot read is not cheap to bind straight: the var may change before the

@@ -1,7 +1,7 @@
 """Fused kernels at awkward sizes, GPU against the CPU backend: elementwise chains,
 sum/min/max/argmax/mean, reductions along each axis of 2-D and 3-D arrays (rows,
 columns split over several blocks, the middle axis), cumsum (f32, i32), a scan with a lambda, exclusive scans, row
-softmax, gathers (also negative indices) and slices, scatters and histograms (rule 6), Philox rand, casts at the edges of
+softmax, layer norm and logsumexp (per-row values), gathers (also negative indices) and slices, scatters and histograms (rule 6), Philox rand, casts at the edges of
 the integer ranges; one size above 2^31 elements checked against closed forms.
 
 Integers, bools, Philox rand and min/max/argmax must be equal; floats match to rtol
@@ -148,6 +148,32 @@ fn main(n: i64) {
       "cnt.npy": (0, 0), "mx0.npy": (0, 0), "mn1.npy": (0, 0), "am0.npy": (0, 0), "am1.npy": (0, 0),
       "mm.npy": (0, 0)},
         ["a0.npy", "a1.npy", "b0.npy", "b1.npy", "z1.npy", "z2.npy", "z0.npy"]),
+    "rownorm": ("""
+fn lse(x: f32[r, c]) -> f32[r] {
+    let mx = max(x, axis=1, keepdims=true);
+    return log(sum(exp(x - mx), axis=1)) + reshape(mx, r);
+}
+fn lse_keep(x: f32[r, c]) -> f32[r, 1] {
+    let mx = max(x, axis=1, keepdims=true);
+    return log(sum(exp(x - mx), axis=1, keepdims=true)) + mx;
+}
+fn main(n: i64) {
+    let r = 3;
+    let x = reshape(rand(r * n, seed=23), r, n) * 10.0 - 5.0;
+    let m = mean(x, axis=1, keepdims=true);
+    let d = x - m;
+    let v = mean(d * d, axis=1, keepdims=true);
+    save("layernorm.npy", d / sqrt(v + 1e-5));
+    if n > 0 {
+        save("lse.npy", lse(x));
+        save("lse_keep.npy", lse_keep(x));
+        save("sumexp.npy", sum(exp(x - max(x, axis=1, keepdims=true)), axis=1));
+        save("range.npy", max(x - min(x, axis=1, keepdims=true), axis=1));
+    }
+}
+""", {"layernorm.npy": (1e-4, 1e-4), "lse.npy": (1e-5, 1e-5), "lse_keep.npy": (1e-5, 1e-5),
+      "sumexp.npy": (1e-5, 1e-5), "range.npy": (0, 0)},
+        ["layernorm.npy", "lse.npy", "lse_keep.npy", "sumexp.npy"]),
     "hist": ("""
 fn main(n: i64) {
     let x = rand(n, seed=13);
