@@ -7,7 +7,7 @@ before it is timed.
 
 Axis reductions: sum along each axis of 16384 x 16384, 4096 x 65536, 65536 x 4096 and
 256 x 256 x 4096 f32 (2^28 elements each), max along the kept-axis form; layer norm over
-rows (mean, then the variance of the centred rows, keepdims) and logsumexp over rows at
+rows (mean, then the variance of the centred rows, keepdims), softmax and logsumexp over rows at
 the 2-D shapes; a Jacobi step written with slices, its border rebuilt with concat. GB/s counts the bytes the job must move: the input read once and the
 result written once.
 
@@ -40,6 +40,10 @@ fn jacobi(u: f32[n, m]) -> f32[n, m] {
     let inner = 0.25 * (u[0:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, 0:-2] + u[1:-1, 2:]);
     let mid = concat(u[1:-1, 0:1], inner, u[1:-1, -1:], axis=1);
     return concat(u[0:1, :], mid, u[-1:, :], axis=0);
+}
+fn softmax(x: f32[r, c]) -> f32[r, c] {
+    let e = exp(x - max(x, axis=1, keepdims=true));
+    return e / sum(e, axis=1, keepdims=true);
 }
 fn logsumexp(x: f32[r, c]) -> f32[r] {
     let m = max(x, axis=1, keepdims=true);
@@ -132,7 +136,7 @@ def main():
 
     def lse_t(u):
         return torch.logsumexp(u, 1)
-    ln_c, lse_c = compiled(ln_t), compiled(lse_t)
+    ln_c, lse_c, sm_c = compiled(ln_t), compiled(lse_t), compiled(lambda u: torch.softmax(u, 1))
     for r, c in SHAPES2:
         r >>= a.scale
         t = x[:r * c].view(r, c)
@@ -147,6 +151,9 @@ def main():
             ps.append(("cupy", ln_cp))
         case("layernorm %dx%d" % (r, c), 8 * r * c, lambda t=t: m.layernorm(t), lambda t=t: ln_t(t), ps,
              rtol=1e-3, atol=1e-3)
+        ps = [("torch.softmax", lambda t=t: torch.softmax(t, 1)), ("torch.compile", sm_c and (lambda t=t: sm_c(t)))]
+        case("softmax %dx%d" % (r, c), 8 * r * c, lambda t=t: m.softmax(t), lambda t=t: torch.softmax(t, 1), ps,
+             rtol=1e-4, atol=1e-7)
         ps = [("torch.logsumexp", lambda t=t: lse_t(t)), ("torch.compile", lse_c and (lambda t=t: lse_c(t)))]
         case("logsumexp %dx%d" % (r, c), 4 * r * c + 4 * r, lambda t=t: m.logsumexp(t), lambda t=t: lse_t(t), ps,
              rtol=1e-5, atol=1e-4)

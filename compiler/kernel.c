@@ -229,6 +229,21 @@ void kernel_launch_shape(Kernel *k, Arena *a) {
        SM); row kernels hold a row of up to 512 x 32 4-byte values in registers. */
     k->block = k->kind == K_REDUCE ? 128 : k->kind == K_ROW ? 512 : 256;
     k->items = 16;
+    if (k->kind == K_ROW) {
+        /* 128 bytes of the leaves read at the iteration index per thread (32 f32 with one
+           leaf): more would spill under the 64-register cap that two resident blocks of
+           512 impose; at least one 16-byte vector */
+        int m = 1, nl = 0;
+        for (int i = 0; i < k->nins; i++)
+            if (k->ins_direct[i]) {
+                nl++;
+                if (dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
+            }
+        for (int i = 0; i < k->nouts && !k->row_out; i++)
+            if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
+        k->items = 128 / (m * (nl > 1 ? nl : 1));
+        if (k->items < 16 / m) k->items = 16 / m;
+    }
     if (k->kind == K_SCAN) {
         /* Tiles of 512 x 32 elements of at most 4 bytes read from at most one array
            (larger tiles keep more loads in flight per block); 256 x 16 otherwise, to
@@ -300,6 +315,12 @@ size_t kernel_shmem(const Kernel *k, int64_t inner) {
     if (inner > cap) return 0;
     int64_t want = 8 * (3 * inner + 4);
     return (size_t)(want < HIST_SHARED_BYTES ? want : HIST_SHARED_BYTES);
+}
+
+const char *kernel_row_entry(const Kernel *k, int64_t len) {
+    if (k->kind != K_ROW || kernel_red_lambda(k)) return "";
+    if (len <= (int64_t)(k->block / 2) * k->items) return "_gr";
+    return len > (int64_t)k->block * k->items ? "_lg" : "";
 }
 
 bool kernel_needs_resident(const Kernel *k, int axis) {

@@ -242,6 +242,9 @@ Val *kernel_region_update(const Kernel *k);
 bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, int64_t resident,
                      unsigned *grid, size_t *scratch);
 bool kernel_needs_resident(const Kernel *k, int axis);
+/* The suffix of the row kernel's entry for rows of len: "_gr" (several rows a block),
+   "" (a row to the block) or "_lg" (longer than a block holds); emit_cuda.c emit_row. */
+const char *kernel_row_entry(const Kernel *k, int64_t len);
 bool row_value_reshape(const Kernel *k, const Val *v);
 /* Bytes of one part's record of reduction r in a split axis reduction (scratch). */
 int axis_rec_bytes(const Val *r);

@@ -153,6 +153,32 @@ template <class T, class Op> CUK_FN void cuk_block_allreduce(T &v, int &has, Op 
     par ^= 1;
 }
 
+/* cuk_block_allreduce over aligned groups of G threads (G a power of two, 32 to
+   blockDim.x): every thread ends with its group's value, combined in the same order as
+   cuk_block_allreduce over a block of G (so the same bits). Every thread of the block
+   must call it with the same G and par. */
+template <class T, class Op> CUK_FN void cuk_group_allreduce(T &v, int &has, Op op, int &par, int G) {
+    __shared__ T s_v[2][32];
+    __shared__ int s_h[2][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = G >> 5, w0 = warp & ~(nw - 1);
+    cuk_warp_reduce(v, has, op);
+    if (lane == 0) {
+        s_v[par][warp] = v;
+        s_h[par][warp] = has;
+    }
+    __syncthreads();
+    if (lane < nw) {
+        v = s_v[par][w0 + lane];
+        has = s_h[par][w0 + lane];
+    } else {
+        has = 0;
+    }
+    cuk_warp_reduce(v, has, op);
+    v = cuk_shfl_idx(v, 0);
+    has = __shfl_sync(CUK_FULL_MASK, has, 0);
+    par ^= 1;
+}
+
 /* The block that finishes last (by an atomic ticket) folds every block's partial, in
    block order, so results are the same bits on every run with the same grid. */
 CUK_FN bool cuk_last_block(unsigned int *ticket) {

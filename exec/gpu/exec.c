@@ -53,6 +53,8 @@ typedef struct KState {
     cuk_function *fn;
     cuk_function *rg; /* an update's region entry (kernel_region_update), on first use */
     cuk_function *sp, *sf; /* a segmented reduction's prepass and fix-up (kernel_segred) */
+    cuk_function *rows[2]; /* a row kernel's entries for short and long rows (kernel_row_entry), on first use */
+    bool rows_missing[2];  /* ... which the module lacks (a bundle from before them) */
     Upd *upd;         /* the kernel's output is an update of an array (update_form) */
     Value *ins, *outs;
     long long *w;
@@ -904,6 +906,17 @@ static bool launch(Frame *f, const Kernel *k) {
                  nelem(&outs[0]) == 0;
     if (k->kind == K_HIST) empty = n == 0 || nelem(&outs[0]) == 0;
     cuk_function *entry = ks->fn;
+    const char *rsuf = ok ? kernel_row_entry(k, len) : "";
+    int re = rsuf[0] ? rsuf[1] == 'l' : -1;
+    if (re >= 0 && !ks->rows_missing[re]) {
+        if (!ks->rows[re]) {
+            char nm[300];
+            snprintf(nm, sizeof nm, "%s%s", k->name, rsuf);
+            if (cuk_module_function(f->s->mods[f->st->pi], nm, &ks->rows[re]) != CUK_OK)
+                ks->rows[re] = NULL, ks->rows_missing[re] = true;
+        }
+        if (ks->rows[re]) entry = ks->rows[re];
+    }
     if (ok && region) {
         /* the region's size (its lengths, KP_UPD), a grid-stride loop over it */
         int64_t rn = 1;

@@ -165,6 +165,10 @@ fn main(n: i64) {
     let v = mean(d * d, axis=1, keepdims=true);
     save("layernorm.npy", d / sqrt(v + 1e-5));
     if n > 0 {
+        let y = reshape(rand(2 * 4 * n, seed=29), 2, 4 * n) * 8.0;
+        let e = exp(y - max(y, axis=1, keepdims=true));
+        save("softmax4.npy", e / sum(e, axis=1, keepdims=true));
+        save("lse4.npy", lse(y));
         save("lse.npy", lse(x));
         save("lse_keep.npy", lse_keep(x));
         save("sumexp.npy", sum(exp(x - max(x, axis=1, keepdims=true)), axis=1));
@@ -172,8 +176,8 @@ fn main(n: i64) {
     }
 }
 """, {"layernorm.npy": (1e-4, 1e-4), "lse.npy": (1e-5, 1e-5), "lse_keep.npy": (1e-5, 1e-5),
-      "sumexp.npy": (1e-5, 1e-5), "range.npy": (0, 0)},
-        ["layernorm.npy", "lse.npy", "lse_keep.npy", "sumexp.npy"]),
+      "sumexp.npy": (1e-5, 1e-5), "range.npy": (0, 0), "softmax4.npy": (1e-5, 1e-7), "lse4.npy": (1e-5, 1e-5)},
+        ["layernorm.npy", "lse.npy", "lse_keep.npy", "sumexp.npy", "softmax4.npy", "lse4.npy"]),
     "hist": ("""
 fn main(n: i64) {
     let x = rand(n, seed=13);
