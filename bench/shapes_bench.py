@@ -8,7 +8,7 @@ before it is timed.
 Axis reductions: sum along each axis of 16384 x 16384, 4096 x 65536, 65536 x 4096 and
 256 x 256 x 4096 f32 (2^28 elements each), max along the kept-axis form; layer norm over
 rows (mean, then the variance of the centred rows, keepdims), softmax and logsumexp over rows at
-the 2-D shapes; a Jacobi step written with slices, its border rebuilt with concat. GB/s counts the bytes the job must move: the input read once and the
+the 2-D shapes; a Jacobi step written with slices, its border rebuilt with concat; transposes. GB/s counts the bytes the job must move: the input read once and the
 result written once.
 
 usage: shapes_bench.py [--iters 20] [--compile] [--only name,...] [--scale K]
@@ -41,6 +41,7 @@ fn jacobi(u: f32[n, m]) -> f32[n, m] {
     let mid = concat(u[1:-1, 0:1], inner, u[1:-1, -1:], axis=1);
     return concat(u[0:1, :], mid, u[-1:, :], axis=0);
 }
+fn transp(x: f32[r, c]) -> f32[c, r] = transpose(x);
 fn softmax(x: f32[r, c]) -> f32[r, c] {
     let e = exp(x - max(x, axis=1, keepdims=true));
     return e / sum(e, axis=1, keepdims=true);
@@ -168,6 +169,15 @@ def main():
         ps = [("torch eager", lambda t=t: jac_t(t)), ("torch.compile", jac_c and (lambda t=t: jac_c(t)))]
         case("jacobi %dx%d" % (r, c), 8 * r * c, lambda t=t: m.jacobi(t), lambda t=t: jac_t(t), ps,
              rtol=1e-6, atol=1e-6)
+    for r, c in SHAPES2:
+        r >>= a.scale
+        t = x[:r * c].view(r, c)
+        ps = [("torch .t().contiguous()", lambda t=t: t.t().contiguous())]
+        if cp is not None:
+            ct = cp.from_dlpack(t)
+            ps.append(("cupy ascontiguousarray(x.T)", lambda ct=ct: cp.ascontiguousarray(ct.T)))
+        case("transpose %dx%d" % (r, c), 8 * r * c, lambda t=t: m.transp(t), lambda t=t: t.t().contiguous(), ps,
+             rtol=0, atol=0)
     d0, d1, d2 = SHAPE3
     d0 >>= a.scale
     t3 = x[:d0 * d1 * d2].view(d0, d1, d2)

@@ -1326,10 +1326,61 @@ static void body_twice(KE *ke) {
    vectors a block apart, all loads issued before any use, so that costly expressions
    overlap the loads), one chunk per block with kernel_geometry's grid; the tail and the
    general case take one element at a time in a grid-stride loop. */
+/* The tiled transpose (kernel_tiled_transpose): a block per 32 x 32 tile of the output's last
+   two axes, read from x coalesced (rows of x are columns of the tile) into shared
+   memory (padded a column: no bank conflicts), each output element then computed with
+   the transposed value from there and its other leaves read at its own index. */
+static void emit_map_transposed(KE *ke, Val *t) {
+    const Kernel *k = ke->k;
+    Buf *b = ke->b;
+    Val *x = kernel_canon(k, t->args[0]);
+    const char *T = ctype(x->dt);
+    int r = k->rank;
+    bprintf(b, "    {\n        const long long C_ = p.w[%d];\n", W(ke, KP_SHAPE, NULL, r - 1, 0));
+    if (r == 3) bprintf(b, "        const long long R_ = p.w[%d];\n", W(ke, KP_SHAPE, NULL, 1, 0));
+    else bputs(b, "        const long long R_ = C_ > 0 ? n / C_ : 0;\n");
+    bprintf(b, "        const long long B_ = R_ * C_ > 0 ? n / (R_ * C_) : 0;\n"
+               "        const long long tr_ = (R_ + 31) / 32, tc_ = (C_ + 31) / 32, nt_ = B_ * tr_ * tc_;\n"
+               "        __shared__ %s tl_[32][33];\n"
+               "        const int tx_ = threadIdx.x & 31, ty_ = threadIdx.x >> 5, nty_ = blockDim.x >> 5;\n"
+               "        for (long long tile_ = blockIdx.x; tile_ < nt_; tile_ += gridDim.x) {\n"
+               "            const long long bb_ = tile_ / (tr_ * tc_), rm_ = tile_ %% (tr_ * tc_);\n"
+               "            const long long r0_ = rm_ / tc_ * 32, c0_ = rm_ %% tc_ * 32;\n"
+               "            const %s *xs_ = (const %s *)p.w[%d] + bb_ * R_ * C_;\n"
+               "            for (int yy_ = ty_; yy_ < 32; yy_ += nty_) {\n"
+               "                const long long xr_ = c0_ + yy_, xc_ = r0_ + tx_;\n"
+               "                if (xr_ < C_ && xc_ < R_) tl_[yy_][tx_] = xs_[xr_ * R_ + xc_];\n"
+               "            }\n"
+               "            __syncthreads();\n"
+               "            for (int yy_ = ty_; yy_ < 32; yy_ += nty_) {\n"
+               "                const long long r_ = r0_ + yy_, c_ = c0_ + tx_;\n"
+               "                if (r_ < R_ && c_ < C_) {\n"
+               "                    const long long i = (bb_ * R_ + r_) * C_ + c_;\n",
+            T, T, T, W(ke, KP_IN, x, 0, 0));
+    if (r == 3) bputs(b, "                    const IX ix0 = (IX)bb_, ix1 = (IX)r_, ix2 = (IX)c_;\n");
+    else bputs(b, "                    const IX ix0 = (IX)r_, ix1 = (IX)c_;\n");
+    for (int a = 0; a < r; a++) bprintf(b, "                    (void)ix%d;\n", a);
+    reset_scope(ke);
+    bprintf(b, "                    const %s v%d = tl_[tx_][yy_];\n", ctype(t->dt), t->id);
+    ke->done[t->id] = true;
+    ke->ix_given = true;
+    emit_eval_at(ke, k->outs, k->nouts, 5, false);
+    ke->ix_given = false;
+    for (int j = 0; j < k->nouts; j++) store(ke, k->outs[j], "i", 5);
+    bputs(b, "                }\n            }\n            __syncthreads();\n        }\n        return;\n    }\n");
+}
+
 static void emit_map(KE *ke) {
     const Kernel *k = ke->k;
     header(ke);
     Buf *b = ke->b;
+    Val *tt = kernel_tiled_transpose(k);
+    if (tt) {
+        emit_map_transposed(ke, tt);
+        bputs(b, "}\n\n");
+        body_twice(ke);
+        return;
+    }
     reset_scope(ke);
     Leaves L = leaves_new(ke);
     collect_leaves(ke, k->outs, k->nouts, &L);

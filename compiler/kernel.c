@@ -323,6 +323,21 @@ const char *kernel_row_entry(const Kernel *k, int64_t len) {
     return len > (int64_t)k->block * k->items ? "_lg" : "";
 }
 
+Val *kernel_tiled_transpose(const Kernel *k) {
+    if (k->kind != K_MAP || k->nouts != 1 || (k->rank != 2 && k->rank != 3) || kernel_region_update(k)) return NULL;
+    Val *t = NULL;
+    for (int i = 0; i < k->nvals; i++) {
+        Val *v = k->vals[i];
+        if (!op_is_index(v->op)) continue;
+        if (v->op != OP_TRANSPOSE || t) return NULL;
+        t = v;
+    }
+    if (!t || t->rank != k->rank || t->args[0]->rank != k->rank || in_vals(k, t->args[0])) return NULL;
+    for (int a = 0; a < k->rank; a++)
+        if (t->perm[a] != (a == k->rank - 1 ? a - 1 : a == k->rank - 2 ? a + 1 : a)) return NULL;
+    return t;
+}
+
 bool kernel_needs_resident(const Kernel *k, int axis) {
     return k->kind == K_REDUCE && axis >= 0 && !kernel_segred(k) && !kernel_red_lambda(k);
 }

@@ -242,6 +242,10 @@ Val *kernel_region_update(const Kernel *k);
 bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, int axis, int64_t resident,
                      unsigned *grid, size_t *scratch);
 bool kernel_needs_resident(const Kernel *k, int axis);
+/* A map kernel whose one index transform swaps the last two axes of an input (x.T, a
+   batch of them, with elementwise work around it): that transpose, emitted as 32 x 32
+   tiles through shared memory (emit_cuda.c emit_map_transposed); else NULL. */
+Val *kernel_tiled_transpose(const Kernel *k);
 /* The suffix of the row kernel's entry for rows of len: "_gr" (several rows a block),
    "" (a row to the block) or "_lg" (longer than a block holds); emit_cuda.c emit_row. */
 const char *kernel_row_entry(const Kernel *k, int64_t len);

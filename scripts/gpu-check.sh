@@ -137,7 +137,9 @@ s_pytest() {
 SAN_SUBSET=(examples/saxpy.cuk examples/softmax.cuk examples/prefix_sums.cuk examples/statistics.cuk
             tests/lit/run/gather.cuk tests/lit/fusion/horizontal_meanvar.cuk tests/lit/fusion/scan_lambda.cuk
             tests/lit/run/segments_tiles.cuk tests/lit/run/segments_edges.cuk tests/lit/run/histogram_bins.cuk
-            tests/lit/run/scatter_hist.cuk tests/lit/run/pad_roll_stack.cuk examples/compaction.cuk)
+            tests/lit/run/scatter_hist.cuk tests/lit/run/pad_roll_stack.cuk examples/compaction.cuk
+            tests/lit/run/shapes_forms.cuk tests/lit/fusion/index_ew_chain.cuk tests/lit/fusion/index_rows_cols.cuk
+            tests/lit/run/elem_loops_lambda.cuk)
 
 s_sanitize() {
   [[ -n $SAN ]] || { echo "ERROR: compute-sanitizer not found"; return 1; }

@@ -1,5 +1,5 @@
 """Fused kernels at awkward sizes, GPU against the CPU backend: elementwise chains,
-sum/min/max/argmax/mean, reductions along each axis of 2-D and 3-D arrays (rows,
+sum/min/max/argmax/mean, transposes (tiled), reductions along each axis of 2-D and 3-D arrays (rows,
 columns split over several blocks, the middle axis), cumsum (f32, i32), a scan with a lambda, exclusive scans, row
 softmax, layer norm and logsumexp (per-row values), gathers (also negative indices) and slices, scatters and histograms (rule 6), Philox rand, casts at the edges of
 the integer ranges; one size above 2^31 elements checked against closed forms.
@@ -178,6 +178,16 @@ fn main(n: i64) {
 """, {"layernorm.npy": (1e-4, 1e-4), "lse.npy": (1e-5, 1e-5), "lse_keep.npy": (1e-5, 1e-5),
       "sumexp.npy": (1e-5, 1e-5), "range.npy": (0, 0), "softmax4.npy": (1e-5, 1e-7), "lse4.npy": (1e-5, 1e-5)},
         ["layernorm.npy", "lse.npy", "lse_keep.npy", "sumexp.npy", "softmax4.npy", "lse4.npy"]),
+    "transpose": ("""
+fn main(n: i64) {
+    let x = reshape(rand(33 * n, seed=37), 33, n);
+    save("t.npy", transpose(x));
+    save("t2.npy", transpose(x) * 2.0 + reshape(rand(n * 33, seed=3), n, 33));
+    let y = reshape(iota(3 * n * 5), 3, n, 5);
+    save("t3.npy", transpose(y, 0, 2, 1));
+    save("tb.npy", transpose(reshape(iota(n * 2) % 3 == 0, n, 2)));
+}
+""", {"t.npy": (0, 0), "t2.npy": (1e-6, 1e-6), "t3.npy": (0, 0), "tb.npy": (0, 0)}, []),
     "hist": ("""
 fn main(n: i64) {
     let x = rand(n, seed=13);
