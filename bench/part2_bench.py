@@ -25,7 +25,7 @@ import numpy as np
 import cuk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import torch_median_ms  # noqa: E402  (bench/timing.py)
+from timing import print_gbs_table, torch_median_ms  # noqa: E402  (bench/timing.py)
 
 SRC = """
 fn hist256(x: f32[n]) -> i64[256] = histogram(x, 256, 0.0, 1.0);
@@ -237,13 +237,7 @@ def main():
     case("stencil", 8 * side * side, lambda: m.stencil(s),
          [("torch eager", lambda: st(s)), ("torch.compile", stc and (lambda: stc(s)))], chk_st)
 
-    copy_ms = [t for c, _, t, _ in rows if c == "copy"]
-    copy_gbs = 8 * n / copy_ms[0] / 1e6 if copy_ms else float("nan")
-    print("\n| case | who | ms | GB/s | vs copy |")
-    print("| --- | --- | ---: | ---: | ---: |")
-    for c, who, t, nb in rows:
-        gbs = nb / t / 1e6
-        print("| %s | %s | %.4f | %.0f | %.1f%% |" % (c, who, t, gbs, 100 * gbs / copy_gbs))
+    print_gbs_table(rows, 8 * n)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import sys
 import cuk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import torch_median_ms  # noqa: E402  (bench/timing.py)
+from timing import print_gbs_table, torch_median_ms  # noqa: E402  (bench/timing.py)
 
 SRC = """
 fn sum0(x: f32[a, b]) -> f32[b] = sum(x, axis=0);
@@ -186,13 +186,7 @@ def main():
         case("sum3_%d %dx%dx%d" % (ax, d0, d1, d2), nb + 4 * outn, lambda fn=fn: fn(t3),
              lambda ax=ax: t3.sum(ax), peers_for(t3, ax))
 
-    copy_ms = [t for c, _, t, _ in rows if c == "copy"]
-    copy_gbs = 8 * n / copy_ms[0] / 1e6 if copy_ms else float("nan")
-    print("\n| case | who | ms | GB/s | vs copy |")
-    print("| --- | --- | ---: | ---: | ---: |")
-    for c, who, t, nb in rows:
-        gbs = nb / t / 1e6
-        print("| %s | %s | %.4f | %.0f | %.1f%% |" % (c, who, t, gbs, 100 * gbs / copy_gbs))
+    print_gbs_table(rows, 8 * n)
 
 
 if __name__ == "__main__":

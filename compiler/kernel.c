@@ -317,6 +317,14 @@ size_t kernel_shmem(const Kernel *k, int64_t inner) {
     return (size_t)(want < HIST_SHARED_BYTES ? want : HIST_SHARED_BYTES);
 }
 
+int kernel_entry_count(const Kernel *k) {
+    int n = 1;
+    if (kernel_segred(k)) n += 2;                              /* _sp, _sf */
+    if (k->kind == K_ROW && !kernel_red_lambda(k)) n += 2;     /* _gr, _lg */
+    if (kernel_region_update(k)) n += 1;                       /* _rg */
+    return n;
+}
+
 const char *kernel_row_entry(const Kernel *k, int64_t len) {
     if (k->kind != K_ROW || kernel_red_lambda(k)) return "";
     if (len <= (int64_t)(k->block / 2) * k->items) return "_gr";

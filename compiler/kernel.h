@@ -249,6 +249,8 @@ Val *kernel_tiled_transpose(const Kernel *k);
 /* The suffix of the row kernel's entry for rows of len: "_gr" (several rows a block),
    "" (a row to the block) or "_lg" (longer than a block holds); emit_cuda.c emit_row. */
 const char *kernel_row_entry(const Kernel *k, int64_t len);
+/* How many entry points the emitted code of k has (its own and the suffixed ones). */
+int kernel_entry_count(const Kernel *k);
 bool row_value_reshape(const Kernel *k, const Val *v);
 /* Bytes of one part's record of reduction r in a split axis reduction (scratch). */
 int axis_rec_bytes(const Val *r);

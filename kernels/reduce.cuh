@@ -126,37 +126,13 @@ template <class T, class Op> CUK_FN void cuk_block_reduce(T &v, int &has, Op op)
     }
 }
 
-/* Every thread ends with the whole block's value, combined in the same order as
-   cuk_block_reduce (so the same bits): each warp reduces, one barrier, then every warp
-   reduces the warp partials itself. The partials alternate between two buffers (par,
-   flipped here, starts at 0 for the whole block): a buffer is written again only two
-   calls later, after a barrier every reader of it has passed. */
-template <class T, class Op> CUK_FN void cuk_block_allreduce(T &v, int &has, Op op, int &par) {
-    __shared__ T s_v[2][32];
-    __shared__ int s_h[2][32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    cuk_warp_reduce(v, has, op);
-    if (lane == 0) {
-        s_v[par][warp] = v;
-        s_h[par][warp] = has;
-    }
-    __syncthreads();
-    if (lane < nw) {
-        v = s_v[par][lane];
-        has = s_h[par][lane];
-    } else {
-        has = 0;
-    }
-    cuk_warp_reduce(v, has, op);
-    v = cuk_shfl_idx(v, 0);
-    has = __shfl_sync(CUK_FULL_MASK, has, 0);
-    par ^= 1;
-}
-
-/* cuk_block_allreduce over aligned groups of G threads (G a power of two, 32 to
-   blockDim.x): every thread ends with its group's value, combined in the same order as
-   cuk_block_allreduce over a block of G (so the same bits). Every thread of the block
-   must call it with the same G and par. */
+/* Every thread of each aligned group of G threads (G a power of two, 32 to blockDim.x)
+   ends with its group's value, combined in the same order as cuk_block_reduce over a
+   block of G (so the same bits): each warp reduces, one barrier, then every warp
+   reduces its group's warp partials itself. The partials alternate between two buffers
+   (par, flipped here, starts at 0 for the whole block): a buffer is written again only
+   two calls later, after a barrier every reader of it has passed. Every thread of the
+   block must call it with the same G and par. */
 template <class T, class Op> CUK_FN void cuk_group_allreduce(T &v, int &has, Op op, int &par, int G) {
     __shared__ T s_v[2][32];
     __shared__ int s_h[2][32];

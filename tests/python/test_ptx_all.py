@@ -33,9 +33,12 @@ def test_emit_ptx_sm90(path, tmp_path):
     kernels = sum(1 for line in ir.splitlines() if line.startswith("kernel k"))
     entries = re.findall(r"\.visible \.entry (\w+)\(", r.stdout)
     # an update's map kernel has a second entry over its region, <kernel>_rg (in place);
-    # a segmented reduction has a prepass and a fix-up, <kernel>_sp and <kernel>_sf
-    extra = [e for e in entries if e.endswith(("_rg", "_sp", "_sf"))]
+    # a segmented reduction has a prepass and a fix-up, <kernel>_sp and <kernel>_sf; a
+    # row kernel entries for short and long rows, <kernel>_gr and <kernel>_lg
+    extra = [e for e in entries if e.endswith(("_rg", "_sp", "_sf", "_gr", "_lg"))]
     assert len(entries) - len(extra) == kernels
     assert all(e[:-3] in entries for e in extra)
     segred = [e for e in entries if e.endswith("_sp")]
     assert all(e[:-3] + "_sf" in entries for e in segred)
+    rows = [e for e in entries if e.endswith("_gr")]
+    assert all(e[:-3] + "_lg" in entries for e in rows)

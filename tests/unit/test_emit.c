@@ -392,7 +392,8 @@ int main(void) {
             int entries = 0;
             for (const char *q = data; (q = strstr(q, ".visible .entry")); q++) entries++;
             int want = 0;
-            for (int i = 0; i < ps->nplans; i++) want += ps->plans[i]->nkernels;
+            for (int i = 0; i < ps->nplans; i++)
+                for (int k = 0; k < ps->plans[i]->nkernels; k++) want += kernel_entry_count(ps->plans[i]->kernels[k]);
             if (entries != want) fprintf(stderr, "PTX has %d entries, expected %d\n", entries, want);
             CHECK(entries == want);
             for (int i = 0; i < ps->nplans; i++)
