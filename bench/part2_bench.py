@@ -25,7 +25,7 @@ import numpy as np
 import cuk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import print_gbs_table, torch_median_ms  # noqa: E402  (bench/timing.py)
+from timing import import_peers, print_gbs_table, time_case, torch_compiled, torch_median_ms  # noqa: E402  (bench/timing.py)
 
 SRC = """
 fn hist256(x: f32[n]) -> i64[256] = histogram(x, 256, 0.0, 1.0);
@@ -101,12 +101,7 @@ def main():
         return check_cpu()
     only = set(a.only.split(",")) if a.only else set(CASES)
 
-    import torch
-    try:
-        import cupy as cp
-    except Exception as e:  # noqa: BLE001
-        print("no cupy:", e)
-        cp = None
+    torch, cp = import_peers()
     m = cuk.compile(SRC, device="gpu", name="part2_bench.py")
     dev = torch.device("cuda")
     n = 1 << a.logn
@@ -119,33 +114,13 @@ def main():
         return torch_median_ms(fn, iters)
 
     def compiled(fn):
-        if a.no_compile:
-            return None
-        try:
-            return torch.compile(fn)
-        except Exception as e:  # noqa: BLE001
-            print("torch.compile failed:", e)
-            return None
+        return torch_compiled(fn, not a.no_compile)
 
     rows = []
 
     def case(name, nbytes, cuk_fn, peers, check):
-        if name not in only:
-            return
-        try:
-            check()
-        except Exception as e:  # noqa: BLE001
-            print("%s: cuk's result differs from the peer's: %s" % (name, e))
-            rows.append((name, "cuk (WRONG)", float("nan"), nbytes))
-            return
-        rows.append((name, "cuk", timed(cuk_fn), nbytes))
-        for pname, pfn in peers:
-            if pfn is None:
-                continue
-            try:
-                rows.append((name, pname, timed(pfn), nbytes))
-            except Exception as e:  # noqa: BLE001
-                print("%s / %s failed: %s" % (name, pname, str(e).splitlines()[0][:200]))
+        if name in only:
+            time_case(rows, timed, name, nbytes, cuk_fn, peers, check)
 
     cx = cp.from_dlpack(x) if cp is not None else None
     case("copy", 8 * n, lambda: torch.empty_like(x).copy_(x), [], lambda: None)

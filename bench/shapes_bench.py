@@ -21,7 +21,7 @@ import sys
 import cuk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import print_gbs_table, torch_median_ms  # noqa: E402  (bench/timing.py)
+from timing import import_peers, print_gbs_table, time_case, torch_compiled, torch_median_ms  # noqa: E402  (bench/timing.py)
 
 SRC = """
 fn sum0(x: f32[a, b]) -> f32[b] = sum(x, axis=0);
@@ -65,12 +65,7 @@ def main():
     a = ap.parse_args()
     only = set(a.only.split(",")) if a.only else None
 
-    import torch
-    try:
-        import cupy as cp
-    except Exception as e:  # noqa: BLE001
-        print("no cupy:", e)
-        cp = None
+    torch, cp = import_peers()
     m = cuk.compile(SRC, device="gpu", name="shapes_bench.py")
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(1)
@@ -83,31 +78,12 @@ def main():
         return torch_median_ms(fn, a.iters)
 
     def compiled(fn):
-        if not a.compile:
-            return None
-        try:
-            return torch.compile(fn)
-        except Exception as e:  # noqa: BLE001
-            print("torch.compile failed:", e)
-            return None
+        return torch_compiled(fn, a.compile)
 
     def case(name, nbytes, cuk_fn, want_fn, peers, rtol=1e-4, atol=1e-2):
-        if only is not None and name.split(" ")[0] not in only:
-            return
-        try:
-            torch.testing.assert_close(cuk_fn(), want_fn(), rtol=rtol, atol=atol)
-        except Exception as e:  # noqa: BLE001
-            print("%s: cuk's result differs from torch's: %s" % (name, str(e)[:300]))
-            rows.append((name, "cuk (WRONG)", float("nan"), nbytes))
-            return
-        rows.append((name, "cuk", timed(cuk_fn), nbytes))
-        for pname, pfn in peers:
-            if pfn is None:
-                continue
-            try:
-                rows.append((name, pname, timed(pfn), nbytes))
-            except Exception as e:  # noqa: BLE001
-                print("%s / %s failed: %s" % (name, pname, str(e).splitlines()[0][:200]))
+        if only is None or name.split(" ")[0] in only:
+            time_case(rows, timed, name, nbytes, cuk_fn, peers,
+                      lambda: torch.testing.assert_close(cuk_fn(), want_fn(), rtol=rtol, atol=atol))
 
     n = 1 << (28 - a.scale)
     x = torch.rand(n, device=dev, generator=g)

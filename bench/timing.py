@@ -30,3 +30,46 @@ def print_gbs_table(rows, copy_bytes):
     for c, who, t, nb in rows:
         gbs = nb / t / 1e6
         print("| %s | %s | %.4f | %.0f | %.1f%% |" % (c, who, t, gbs, 100 * gbs / copy_gbs))
+
+
+def time_case(rows, timed, name, nbytes, cuk_fn, peers, check):
+    """One benchmark row group: check() (raises when cuk's result is wrong: the row says
+    so and nothing is timed), then cuk and each (name, fn) peer (None: skipped; a peer
+    that fails is reported and left out), appended to rows as (case, who, ms, bytes)."""
+    try:
+        check()
+    except Exception as e:  # noqa: BLE001
+        print("%s: cuk's result differs from the peer's: %s" % (name, str(e)[:300]))
+        rows.append((name, "cuk (WRONG)", float("nan"), nbytes))
+        return
+    rows.append((name, "cuk", timed(cuk_fn), nbytes))
+    for pname, pfn in peers:
+        if pfn is None:
+            continue
+        try:
+            rows.append((name, pname, timed(pfn), nbytes))
+        except Exception as e:  # noqa: BLE001
+            print("%s / %s failed: %s" % (name, pname, str(e).splitlines()[0][:200]))
+
+
+def import_peers():
+    """(torch, cupy or None): the peers the GPU benchmarks time."""
+    import torch
+    try:
+        import cupy as cp
+    except Exception as e:  # noqa: BLE001
+        print("no cupy:", e)
+        cp = None
+    return torch, cp
+
+
+def torch_compiled(fn, on):
+    """torch.compile(fn) when on (None when off or when it fails: that peer is left out)."""
+    if not on:
+        return None
+    import torch
+    try:
+        return torch.compile(fn)
+    except Exception as e:  # noqa: BLE001
+        print("torch.compile failed:", e)
+        return None

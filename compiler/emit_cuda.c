@@ -1600,6 +1600,54 @@ static void emit_line_results(KE *ke) {
    emitted at depth d for the element at index i. */
 typedef void (*EachFn)(KE *ke, int d, void *ctx);
 
+/* A thread's strided walk over 16-byte vectors q = q, q + stride, ... < limit (q declared
+   by the caller): U vectors per leaf in flight, then the rest one at a time. at and elem
+   are formats of the vector index expression: at gives its first element's flat index
+   (the leaves' load address), elem declares the element's i (and what else `each`
+   reads) for element e_ of it; each element's targets are evaluated from the
+   registers and `each` emitted. */
+static void emit_vec_loop(KE *ke, const Leaves *L, int V, int U, const char *stride, const char *limit, const char *at,
+                          const char *elem, Val **tg, int ntg, EachFn each, void *ctx, int d) {
+    Buf *b = ke->b;
+    for (int tail = 0; tail < 2; tail++) {
+        int u = tail ? 1 : U;
+        const char *vq = tail ? "q" : arena_printf(ke->e->a, "(q + u_ * (long long)(%s))", stride);
+        ind(b, d);
+        if (tail) bprintf(b, "for (; q < %s; q += %s) {\n", limit, stride);
+        else bprintf(b, "for (; q + %d * (long long)(%s) < %s; q += %d * (long long)(%s)) {\n", U - 1, stride, limit, U, stride);
+        const char *sel = tail ? "[0]" : "[u_]";
+        if (!tail) {
+            bprintf(b, "#pragma unroll\n");
+            ind(b, d + 1);
+            bprintf(b, "for (int u_ = 0; u_ < %d; u_++) {\n", u);
+        }
+        load_leaf_regs(ke, L, V, sel, arena_printf(ke->e->a, at, vq), d + 2);
+        if (!tail) {
+            ind(b, d + 1);
+            bputs(b, "}\n#pragma unroll\n");
+            ind(b, d + 1);
+            bprintf(b, "for (int u_ = 0; u_ < %d; u_++) {\n", u);
+        }
+        bputs(b, "#pragma unroll\n");
+        ind(b, d + 2);
+        bprintf(b, "for (int e_ = 0; e_ < %d; e_++) {\n", V);
+        ind(b, d + 3);
+        bprintf(b, elem, vq);
+        bputs(b, "\n");
+        regs_eval(ke, arena_printf(ke->e->a, "%s.x[e_]", sel), tg, ntg, d + 3);
+        each(ke, d + 3, ctx);
+        ind(b, d + 2);
+        bputs(b, "}\n");
+        if (!tail) {
+            ind(b, d + 1);
+            bputs(b, "}\n");
+        }
+        ind(b, d);
+        bputs(b, "}\n");
+    }
+    regs_end(ke);
+}
+
 /* The vector-aligned part of a kernel whose blocks each take a contiguous chunk:
    nvec 16-byte vectors per leaf, UNROLL of them in flight per thread, then the chunk's
    remaining vectors one at a time; each element's targets evaluated and `each` emitted.
@@ -1617,24 +1665,9 @@ static int emit_vector_chunks(KE *ke, Val **tg, int ntg, EachFn each, void *ctx)
              "        const long long vlo = (long long)blockIdx.x * cv, vhi = vlo + cv < nvec ? vlo + cv : nvec;\n"
              "        long long q = vlo + threadIdx.x;\n");
     declare_leaf_regs(ke, &L, V, U, 2);
-    bprintf(b, "        for (; q + %d * (long long)blockDim.x < vhi; q += %d * (long long)blockDim.x) {\n", U - 1, U);
-    bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
-    load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "(q + u_ * (long long)blockDim.x) * %d", V), 4);
-    bputs(b, "            }\n");
-    bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
-    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                    const long long i = (q + u_ * (long long)blockDim.x) * %d + e_;\n", V);
-    regs_eval(ke, "[u_].x[e_]", tg, ntg, 5);
-    each(ke, 5, ctx);
-    bputs(b, "                }\n            }\n        }\n");
-    bputs(b, "        for (; q < vhi; q += blockDim.x) {\n");
-    load_leaf_regs(ke, &L, V, "[0]", arena_printf(ke->e->a, "q * %d", V), 3);
-    bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                const long long i = q * %d + e_;\n", V);
-    regs_eval(ke, "[0].x[e_]", tg, ntg, 4);
-    each(ke, 4, ctx);
-    bputs(b, "            }\n        }\n    }\n");
-    regs_end(ke);
+    emit_vec_loop(ke, &L, V, U, "blockDim.x", "vhi", arena_printf(ke->e->a, "%%s * %d", V),
+                  arena_printf(ke->e->a, "const long long i = %%s * %d + e_;", V), tg, ntg, each, ctx, 2);
+    bputs(b, "    }\n");
     return V;
 }
 
@@ -1642,6 +1675,12 @@ static int emit_vector_chunks(KE *ke, Val **tg, int ntg, EachFn each, void *ctx)
 static void each_fold(KE *ke, int d, void *ctx) {
     const Kernel *k = ctx;
     for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "i", d);
+}
+
+/* ... at position t along the reduced axis (axis reductions' rows). */
+static void each_fold_at_t(KE *ke, int d, void *ctx) {
+    const Kernel *k = ctx;
+    for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "t", d);
 }
 
 /* The element value reduction j stages for the element at i (argmin/argmax: the value
@@ -2068,6 +2107,14 @@ static void axis_fold_staged(KE *ke, const char *pos, int d) {
         fold_val(ke, ke->k->reds[j], j, arena_printf(ke->e->a, "xv%d[u_]", j), pos, d);
 }
 
+/* Every reduction's result o from acc<j>/has<j>. */
+static void axis_results(KE *ke, int d) {
+    for (int j = 0; j < ke->k->nreds; j++) {
+        Val *r = ke->k->reds[j];
+        finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), d);
+    }
+}
+
 /* Builtin reductions along an axis, the input viewed as [outer, len, inner] (each of
    a statement's sibling reductions folded in the same pass). Two forms, chosen at run
    time by inner, with the geometry kernel_geometry gives:
@@ -2103,24 +2150,9 @@ static void emit_axis_reduce(KE *ke, const char **types, Val **ins) {
     bprintf(b, "                    const long long nv_ = len / %d, rv_ = o * nv_;\n", V);
     bputs(b, "                    long long q = lane_;\n");
     declare_leaf_regs(ke, &L, V, U, 5);
-    bprintf(b, "                    for (; q + %d * (long long)G_ < nv_; q += %d * (long long)G_) {\n", U - 1, U);
-    bprintf(b, "#pragma unroll\n                        for (int u_ = 0; u_ < %d; u_++) {\n", U);
-    load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "(rv_ + q + u_ * (long long)G_) * %d", V), 7);
-    bputs(b, "                        }\n");
-    bprintf(b, "#pragma unroll\n                        for (int u_ = 0; u_ < %d; u_++) {\n", U);
-    bprintf(b, "#pragma unroll\n                            for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                                const long long t = (q + u_ * (long long)G_) * %d + e_, i = o * len + t;\n", V);
-    regs_eval(ke, "[u_].x[e_]", ins, k->nreds, 8);
-    for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "t", 8);
-    bputs(b, "                            }\n                        }\n                    }\n");
-    bputs(b, "                    for (; q < nv_; q += G_) {\n");
-    load_leaf_regs(ke, &L, V, "[0]", arena_printf(ke->e->a, "(rv_ + q) * %d", V), 6);
-    bprintf(b, "#pragma unroll\n                        for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                            const long long t = q * %d + e_, i = o * len + t;\n", V);
-    regs_eval(ke, "[0].x[e_]", ins, k->nreds, 7);
-    for (int j = 0; j < k->nreds; j++) fold_expr(ke, k->reds[j], j, "t", 7);
-    bputs(b, "                        }\n                    }\n");
-    regs_end(ke);
+    emit_vec_loop(ke, &L, V, U, "G_", "nv_", arena_printf(ke->e->a, "(rv_ + %%s) * %d", V),
+                  arena_printf(ke->e->a, "const long long t = %%s * %d + e_, i = o * len + t;", V), ins, k->nreds,
+                  each_fold_at_t, (void *)k, 5);
     for (int fl = 1; fl >= 0; fl--) {
         bputs(b, fl ? "                } else if (flat) {\n" : "                } else {\n");
         bputs(b, "                    for (long long t = lane_; t < len; t += G_) {\n"
@@ -2173,10 +2205,7 @@ static void emit_axis_reduce(KE *ke, const char **types, Val **ins) {
     bputs(b, "            }\n        }\n");
     /* one part: the result; else the part to scratch and the tile's last block folds */
     bputs(b, "        if (S_ == 1) {\n            if (o < cols_) {\n");
-    for (int j = 0; j < k->nreds; j++) {
-        Val *r = k->reds[j];
-        finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 4);
-    }
+    axis_results(ke, 4);
     bputs(b, "            }\n            continue;\n        }\n"
              "        char *recs_ = scratch + ((ntile_ * 4 + 15) & ~15LL);\n"
              "        if (o < cols_) {\n");
@@ -2184,19 +2213,11 @@ static void emit_axis_reduce(KE *ke, const char **types, Val **ins) {
     bputs(b, "        }\n"
              "        if (!cuk_last_arrival((unsigned int *)scratch + tile_, (unsigned)S_)) continue;\n"
              "        if (o < cols_) {\n");
-    for (int j = 0; j < k->nreds; j++) {
-        const char *id = fold_identity(k->reds[j]);
-        ind(b, 3);
-        if (id) bprintf(b, "acc%d = (%s)(%s); has%d = 0;\n", j, acc_type(ke->e, k->reds[j]), id, j);
-        else bprintf(b, "has%d = 0;\n", j);
-    }
+    for (int j = 0; j < k->nreds; j++) seg_reset(ke, j, 3);
     bputs(b, "            for (long long q_ = 0; q_ < S_; q_++) {\n");
     axis_rec_fold(ke, 4);
     bputs(b, "            }\n");
-    for (int j = 0; j < k->nreds; j++) {
-        Val *r = k->reds[j];
-        finish_value(ke, r, j, arena_printf(ke->e->a, "((%s *)p.w[%d])[o]", ctype(r->dt), W(ke, KP_OUT, r, 0, 0)), 3);
-    }
+    axis_results(ke, 3);
     bputs(b, "        }\n"
              "        if (threadIdx.x == 0) ((unsigned int *)scratch)[tile_] = 0;\n"
              "    }\n}\n\n");
