@@ -1445,8 +1445,8 @@ static void emit_update_region(KE *ke) {
     Val *u = k->outs[0];
     Buf *b = ke->b;
     int r = u->rank;
-    bprintf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s_rg(const struct %s_p p) {\n", k->block, k->name,
-            k->name);
+    bprintf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s%s(const struct %s_p p) {\n", k->block, k->name,
+            kernel_entry_suffix[KE_RG], k->name);
     bputs(b, "    typedef long long IX;\n    typedef unsigned long long UX;\n");
     bprintf(b, "    const long long n = p.w[%d];\n", W(ke, KP_N, NULL, 0, 0));
     bprintf(b, "    const int flat = (int)(p.w[%d] & 1);\n", W(ke, KP_FLAT, NULL, 0, 0));
@@ -2435,9 +2435,9 @@ static void emit_row(KE *ke) {
     header(ke);
     emit_row_entry(ke, types, 1);
     if (!any_lambda(k)) {
-        entry_open(ke, "_gr");
+        entry_open(ke, kernel_entry_suffix[KE_GR]);
         emit_row_entry(ke, types, 2);
-        entry_open(ke, "_lg");
+        entry_open(ke, kernel_entry_suffix[KE_LG]);
         emit_row_entry(ke, types, 3);
     }
 }

@@ -200,7 +200,7 @@ bool kernel_segred(const Kernel *k) {
 }
 
 /* A segmented reduction's offsets input when it is read only through the offsets
-   pointer, never at the iteration index (Kernel.offs_in), else NULL. */
+   pointer, never at the iteration index (so not Kernel.ins_direct), else NULL. */
 static Val *offsets_only(const Kernel *k) {
     if (!kernel_segred(k)) return NULL;
     Val *in = kernel_canon(k, red_segs(k->reds[0]));
@@ -212,18 +212,23 @@ static Val *offsets_only(const Kernel *k) {
     return in;
 }
 
-/* Bytes of the widest input read at the iteration index (segment offsets are not). */
-static int widest_leaf(const Kernel *k) {
-    int m = 1;
+/* Bytes of the widest input read at the iteration index (Kernel.ins_direct), and how
+   many there are. */
+static int widest_leaf(const Kernel *k, int *count) {
+    int m = 1, c = 0;
     for (int i = 0; i < k->nins; i++)
-        if (k->ins[i] != k->offs_in && dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
+        if (k->ins_direct[i]) {
+            c++;
+            if (dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
+        }
+    if (count) *count = c;
     return m;
 }
 
 void kernel_launch_shape(Kernel *k, Arena *a) {
-    k->offs_in = offsets_only(k);
+    Val *offs = offsets_only(k);
     k->ins_direct = NEWN(a, bool, k->nins + 1);
-    for (int i = 0; i < k->nins; i++) k->ins_direct[i] = k->ins[i] != k->offs_in && kernel_direct(k, k->ins[i]);
+    for (int i = 0; i < k->nins; i++) k->ins_direct[i] = k->ins[i] != offs && kernel_direct(k, k->ins[i]);
     /* The shapes the emitted kernels are tuned for (docs/performance.md): reductions use
        128-thread blocks so that a grid of up to 1024 blocks is resident at once (8 per
        SM); row kernels hold a row of up to 512 x 32 4-byte values in registers. */
@@ -233,12 +238,8 @@ void kernel_launch_shape(Kernel *k, Arena *a) {
         /* 128 bytes of the leaves read at the iteration index per thread (32 f32 with one
            leaf): more would spill under the 64-register cap that two resident blocks of
            512 impose; at least one 16-byte vector */
-        int m = 1, nl = 0;
-        for (int i = 0; i < k->nins; i++)
-            if (k->ins_direct[i]) {
-                nl++;
-                if (dtype_info[k->ins[i]->dt].size > m) m = dtype_info[k->ins[i]->dt].size;
-            }
+        int nl;
+        int m = widest_leaf(k, &nl);
         for (int i = 0; i < k->nouts && !k->row_out; i++)
             if (dtype_info[k->outs[i]->dt].size > m) m = dtype_info[k->outs[i]->dt].size;
         k->items = 128 / (m * (nl > 1 ? nl : 1));
@@ -260,7 +261,7 @@ void kernel_launch_shape(Kernel *k, Arena *a) {
            copy 2968); 16 where a warp's staging of 32 would not fit */
         k->block = SEGRED_BLOCK;
         k->items = k->nreds == 1 && k->reds[0]->red != RED_ARGMIN && k->reds[0]->red != RED_ARGMAX &&
-                           dtype_info[k->reds[0]->dt].size <= 4 && widest_leaf(k) <= 4
+                           dtype_info[k->reds[0]->dt].size <= 4 && widest_leaf(k, NULL) <= 4
                        ? 2 * SEGRED_ITEMS
                        : SEGRED_ITEMS;
     }
@@ -325,10 +326,12 @@ int kernel_entry_count(const Kernel *k) {
     return n;
 }
 
-const char *kernel_row_entry(const Kernel *k, int64_t len) {
-    if (k->kind != K_ROW || kernel_red_lambda(k)) return "";
-    if (len <= (int64_t)(k->block / 2) * k->items) return "_gr";
-    return len > (int64_t)k->block * k->items ? "_lg" : "";
+const char *const kernel_entry_suffix[KE_COUNT] = {"", "_rg", "_gr", "_lg"};
+
+int kernel_row_entry(const Kernel *k, int64_t len) {
+    if (k->kind != K_ROW || kernel_red_lambda(k)) return KE_MAIN;
+    if (len <= (int64_t)(k->block / 2) * k->items) return KE_GR;
+    return len > (int64_t)k->block * k->items ? KE_LG : KE_MAIN;
 }
 
 Val *kernel_tiled_transpose(const Kernel *k) {

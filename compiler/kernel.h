@@ -106,14 +106,12 @@ typedef struct Kernel {
                            K_MAP: 16-byte vectors per thread (MAP_UNROLL, MAP_CHAIN_UNROLL) */
     bool ix32;          /* K_MAP with index transforms: the body is written twice, the
                            second with 32-bit index arithmetic (KFLAT_IX32) */
-    Val *offs_in;       /* segmented K_REDUCE: its offsets input when nothing reads it at the
-                           iteration index (only through the offsets pointer), else NULL:
-                           it has no broadcast strides and does not make a launch not flat */
     bool row_out;       /* K_ROW: its output has one element per row (rule 5's per-row values),
                            not the rows' shape */
-    bool *ins_direct;   /* by position in ins: read at the iteration index. The others (segment
-                           offsets, gather sources) are read at computed positions only: they
-                           have no broadcast strides and do not make a launch not flat */
+    bool *ins_direct;   /* by position in ins: read at the iteration index. The others (a
+                           segmented reduction's offsets, gather sources) are read at computed
+                           positions only: they have no broadcast strides and do not make a
+                           launch not flat */
 } Kernel;
 
 /* K_MAP: 16-byte vectors per thread. A block covers one chunk of block x MAP_UNROLL
@@ -191,7 +189,7 @@ const Plan *planset_find(const PlanSet *ps, const Fn *fn);
 /* The parameter block of a kernel whose Vals, inputs, scalars and outputs are known. */
 void kernel_layout_params(Arena *a, Kernel *k);
 /* Threads per block and (scans) elements per thread the emitted code assumes, and the
-   other launch facts derived once (ix32, offs_in). */
+   other launch facts derived once (ix32, ins_direct). */
 void kernel_launch_shape(Kernel *k, Arena *a);
 /* Bytes of the widest element k reads or writes (at least 1). */
 int kernel_widest_elem(const Kernel *k);
@@ -246,9 +244,13 @@ bool kernel_needs_resident(const Kernel *k, int axis);
    batch of them, with elementwise work around it): that transpose, emitted as 32 x 32
    tiles through shared memory (emit_cuda.c emit_map_transposed); else NULL. */
 Val *kernel_tiled_transpose(const Kernel *k);
-/* The suffix of the row kernel's entry for rows of len: "_gr" (several rows a block),
-   "" (a row to the block) or "_lg" (longer than a block holds); emit_cuda.c emit_row. */
-const char *kernel_row_entry(const Kernel *k, int64_t len);
+/* A kernel's entry points besides its own (<name> + kernel_entry_suffix[e]): an
+   update's region entry (kernel_region_update), a row kernel's for several short rows a
+   block and for rows longer than a block holds (emit_cuda.c emit_row). */
+enum { KE_MAIN, KE_RG, KE_GR, KE_LG, KE_COUNT };
+extern const char *const kernel_entry_suffix[KE_COUNT];
+/* The row kernel's entry for rows of len: KE_GR, KE_MAIN (a row to the block) or KE_LG. */
+int kernel_row_entry(const Kernel *k, int64_t len);
 /* How many entry points the emitted code of k has (its own and the suffixed ones). */
 int kernel_entry_count(const Kernel *k);
 bool row_value_reshape(const Kernel *k, const Val *v);

@@ -51,10 +51,9 @@ typedef struct Upd {
 
 typedef struct KState {
     cuk_function *fn;
-    cuk_function *rg; /* an update's region entry (kernel_region_update), on first use */
     cuk_function *sp, *sf; /* a segmented reduction's prepass and fix-up (kernel_segred) */
-    cuk_function *rows[2]; /* a row kernel's entries for short and long rows (kernel_row_entry), on first use */
-    bool rows_missing[2];  /* ... which the module lacks (a bundle from before them) */
+    cuk_function *opt[KE_COUNT]; /* the other entries (kernel_entry_suffix), on first use */
+    bool opt_missing[KE_COUNT];  /* ... which the module lacks (a bundle from before them) */
     Upd *upd;         /* the kernel's output is an update of an array (update_form) */
     Value *ins, *outs;
     long long *w;
@@ -427,6 +426,17 @@ static bool same_dims(const Value *a, const Value *b) {
     return true;
 }
 
+/* Entry e of k (kernel_entry_suffix), looked up on first use; NULL when the module lacks
+   it (remembered, not looked up again). */
+static cuk_function *opt_entry(Frame *f, const Kernel *k, KState *ks, int e) {
+    if (!ks->opt[e] && !ks->opt_missing[e]) {
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s%s", k->name, kernel_entry_suffix[e]);
+        if (cuk_module_function(f->s->mods[f->st->pi], nm, &ks->opt[e]) != CUK_OK) ks->opt[e] = NULL, ks->opt_missing[e] = true;
+    }
+    return ks->opt[e];
+}
+
 /* The kernel's function handle: the plan's module (its CUDA C from the pipeline) is
    compiled on first use (the kernel cache makes that cheap across sessions and
    processes), or loaded from the bundle's image for this GPU. */
@@ -710,15 +720,10 @@ static bool launch(Frame *f, const Kernel *k) {
     if (ok && ks->upd && f->set_val == k->outs[0]) {
         inplace = inplace_ok(f, k, ks->upd, ins, &upd);
         region = inplace && kernel_region_update(k);
-        if (region && !ks->rg) {
-            char nm[200];
-            snprintf(nm, sizeof nm, "%s_rg", k->name);
-            /* a bundle built before region entries existed has none: not in place */
-            if (cuk_module_function(f->s->mods[f->st->pi], nm, &ks->rg) != CUK_OK) {
-                ks->rg = NULL;
-                region = inplace = false;
-                vrelease(s, &upd);
-            }
+        /* a bundle built before region entries existed has none: not in place */
+        if (region && !opt_entry(f, k, ks, KE_RG)) {
+            region = inplace = false;
+            vrelease(s, &upd);
         }
         inplace_trace(k, k->outs[0]->loc, inplace);
     }
@@ -906,17 +911,8 @@ static bool launch(Frame *f, const Kernel *k) {
                  nelem(&outs[0]) == 0;
     if (k->kind == K_HIST) empty = n == 0 || nelem(&outs[0]) == 0;
     cuk_function *entry = ks->fn;
-    const char *rsuf = ok ? kernel_row_entry(k, len) : "";
-    int re = rsuf[0] ? rsuf[1] == 'l' : -1;
-    if (re >= 0 && !ks->rows_missing[re]) {
-        if (!ks->rows[re]) {
-            char nm[300];
-            snprintf(nm, sizeof nm, "%s%s", k->name, rsuf);
-            if (cuk_module_function(f->s->mods[f->st->pi], nm, &ks->rows[re]) != CUK_OK)
-                ks->rows[re] = NULL, ks->rows_missing[re] = true;
-        }
-        if (ks->rows[re]) entry = ks->rows[re];
-    }
+    int re = ok && k->kind == K_ROW ? kernel_row_entry(k, len) : KE_MAIN;
+    if (re != KE_MAIN && opt_entry(f, k, ks, re)) entry = ks->opt[re];
     if (ok && region) {
         /* the region's size (its lengths, KP_UPD), a grid-stride loop over it */
         int64_t rn = 1;
@@ -925,7 +921,7 @@ static bool launch(Frame *f, const Kernel *k) {
         empty = rn == 0;
         int64_t blocks = (rn + k->block - 1) / k->block;
         grid = (unsigned)(blocks < 65536 ? blocks : 65536);
-        entry = ks->rg;
+        entry = ks->opt[KE_RG];
     }
     if (ok && kernel_segred(k)) {
         ok = segred_launch(s, k, ks, w, grid, outer, loc);
