@@ -644,6 +644,11 @@ static bool unify(Ctx *c, Ex *xs, int n, Node **nodes, Loc loc, const char *spel
     bool anyfloat = false;
     for (int i = 0; i < n; i++) {
         if (!xs[i].ok) return false;
+        if (xs[i].v->dt == DT_VOID) {
+            diag_error(c->d, nodes && nodes[i] ? nodes[i]->loc : loc,
+                       "this call returns nothing, so it cannot be an operand of '%s'", spelling);
+            return false;
+        }
         if (!xs[i].weak && typed < 0) typed = i;
         anyfloat |= xs[i].wfloat;
     }
@@ -682,6 +687,10 @@ static Ex mk_ew(Ctx *c, OpKind op, Ex *xs, int n, Node **nodes, Loc loc, const c
     if (op == OP_SELECT) {
         Ex cnd = xs[0];
         if (cnd.weak || cnd.v->dt != DT_BOOL) {
+            if (cnd.v->dt == DT_VOID) {
+                diag_error(c->d, loc, "this call returns nothing, so it cannot be the condition of '%s'", spelling);
+                return ex_bad();
+            }
             diag_error(c->d, loc, "the condition of '%s' must be bool, not %s", spelling, ex_tname(c, cnd));
             return ex_bad();
         }
