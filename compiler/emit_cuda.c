@@ -2879,7 +2879,7 @@ static void emit_scan(KE *ke) {
 
 static void emit_matmul(KE *ke) {
     const Kernel *k = ke->k;
-    Val *mm = k->outs[0], *x = mm->args[0], *y = mm->args[1];
+    Val *mm = k->scan, *x = mm->args[0], *y = mm->args[1];
     header(ke);
     Buf *b = ke->b;
     const char *T = ctype(mm->dt);
@@ -3190,6 +3190,7 @@ static void emit_compact(KE *ke) {
 
 /* marks: three arrays of nid flags, the plan's, cleared here for k */
 static void emit_kernel(E *e, const Kernel *k, int nid, bool *marks) {
+    if (kernel_blas(k)) return; /* a library call */
     Buf kb = {.a = e->a};
     KE ke = {.e = e, .k = k, .b = &kb, .nid = nid, .inval = marks, .done = marks + nid, .seen = marks + 2 * nid};
     memset(marks, 0, 3 * (size_t)nid);

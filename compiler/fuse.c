@@ -7,7 +7,8 @@
                        memory is written
      rule2_map_reduce  each reduction is a kernel that reads its producers in place
      rule3_map_scan    producers fuse into a scan, and a chain of single consumers is
-                       applied before its store (scan-map)
+                       applied before its store (scan-map); a matrix product's scale,
+                       bias and relu become cuBLASLt's epilogue (matmul_epilogue)
      rule4_horizontal  sibling reductions over one iteration space share one pass
      rule5_rows        last-axis reduce-then-broadcast steps are computed per row inside
                        the map that consumes them (softmax, layer norm)
@@ -22,6 +23,7 @@
    (Rule 6's reductions of filters are rewritten by sema: rule6_masked in sema.c.) The
    kernel records, their parameter blocks, launch shapes and plan printing are in
    kernel.c. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,6 +292,7 @@ static int64_t dkey_compute(F *f, Val *v, int axis, int depth) {
     case OP_TRANSPOSE: return dkey(f, v->args[0], v->perm[axis], depth + 1);
     case OP_SCATTER:
     case OP_HIST: return dkey(f, v->args[0], axis, depth + 1);
+    case OP_MATMUL: return axis == 0 ? dkey(f, v->args[0], 0, depth + 1) : dkey(f, v->args[1], 1, depth + 1);
     default: return uniq;
     }
 }
@@ -535,9 +538,61 @@ static void scan_epilogue(F *f, Val *s) {
     f->scantop[s->id] = t->id;
 }
 
+/* The operand of elementwise u that is not t (NULL when both are t). */
+static Val *other_arg(Val *u, Val *t) {
+    if (u->nargs != 2) return NULL;
+    return u->args[0] == t ? u->args[1] : u->args[1] == t ? u->args[0] : NULL;
+}
+
+/* A constant +0 (or a cast of one: relu's T(0)). */
+static bool is_zero(const Val *o) {
+    if (o->op == OP_CAST && o->args[0]->rank == 0) return is_zero(o->args[0]);
+    if (o->op != OP_CONST) return false;
+    return dtype_info[o->dt].is_float ? o->c.f == 0.0 && !signbit(o->c.f) : o->c.i == 0;
+}
+
+/* Rule 3 for an f32 or f64 matrix product (kernel_blas): the epilogue cuBLASLt applies
+   in the same call, act(alpha * (a @ b) + bias), taken from its single consumers in
+   that order: a multiply by a scalar, an add of a vector along the rows (of the
+   product's last axis, known equal: the same size key), max(., 0). Each is optional;
+   whatever follows is a map kernel over the result as before. */
+static void matmul_epilogue(F *f, Val *mm) {
+    f->inscan[mm->id] = mm->id;
+    f->scantop[mm->id] = mm->id;
+    if (mm->rank != 2 || (mm->dt != DT_F32 && mm->dt != DT_F64)) return;
+    Val *t = mm;
+    int stage = 0; /* 1 after alpha, 2 after the bias, 3 after relu */
+    while (stage < 3 && !f->root[t->id] && f->users[t->id].n == 1) {
+        Val *u = f->val[f->users[t->id].v[0]];
+        Val *o = other_arg(u, t);
+        if (!o || f->cls[u->id] != C_FUSE || u->dt != mm->dt || o->dt != mm->dt || !same_shape(f, u, mm) ||
+            f->inscan[u->id] >= 0)
+            break;
+        int next;
+        if (u->op == OP_MUL && o->rank == 0 && stage < 1) next = 1;
+        else if (u->op == OP_ADD && o->rank == 1 && stage < 2 && dkey(f, o, 0, 0) == dkey(f, mm, 1, 0)) next = 2;
+        else if (u->op == OP_MAXIMUM && is_zero(o)) next = 3;
+        else break;
+        /* the bias is read from memory: cuBLASLt takes a pointer */
+        if (next == 2 && f->cls[o->id] == C_FUSE) f->mat[o->id] = true;
+        f->inscan[u->id] = mm->id;
+        if (t != mm) f->mat[t->id] = false;
+        t = u;
+        stage = next;
+    }
+    if (t != mm) {
+        f->mat[mm->id] = false;
+        f->mat[t->id] = true;
+    }
+    f->scantop[mm->id] = t->id;
+}
+
 static void rule3_map_scan(F *f) {
-    for (int i = 0; i < f->order.n; i++)
-        if (f->cls[f->order.v[i]] == C_SCAN) scan_epilogue(f, f->val[f->order.v[i]]);
+    for (int i = 0; i < f->order.n; i++) {
+        int c = f->cls[f->order.v[i]];
+        if (c == C_SCAN) scan_epilogue(f, f->val[f->order.v[i]]);
+        if (c == C_MATMUL) matmul_epilogue(f, f->val[f->order.v[i]]);
+    }
 }
 
 /* Rule 5, over the maps that are written (last ones first, so that an outer map takes
@@ -734,7 +789,7 @@ static bool in_kernel(F *f, const Kernel *k, Val *v) {
     case K_SCAN:
         return f->inscan[v->id] == k->scan->id ||
                (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0);
-    case K_MATMUL: return v == k->outs[0];
+    case K_MATMUL: return f->inscan[v->id] == k->scan->id;
     case K_HIST: return v == k->outs[0] || (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0);
     case K_COMPACT: return v == k->scan || (c == C_FUSE && !f->mat[v->id] && f->inscan[v->id] < 0);
     }
@@ -920,10 +975,11 @@ static void build_kernels(F *f) {
             rule6_compact(f, v, st);
         } else if (c == C_MATMUL) {
             Kernel *k = new_kernel(f, K_MATMUL, v, st);
+            k->scan = v;
             k->outs = NEWN(f->a, Val *, 1);
-            k->outs[0] = v;
+            k->outs[0] = f->val[f->scantop[id]];
             k->nouts = 1;
-            finish_kernel(f, k, &v, 1);
+            finish_kernel(f, k, k->outs, 1);
         }
     }
 }

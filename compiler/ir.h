@@ -172,7 +172,8 @@ typedef enum {
                                             at args[2+3k..4+3k] and v->slmode[k] as a slice's: \
                                             x with that part (the region) set to e, which     \
                                             broadcasts to the region (a[i, lo:hi] = e) */     \
-    X(MATMUL, "matmul", OK_MATMUL, VA_ALL, 0) /* args: x (2-D), y (1-D or 2-D) */                 \
+    X(MATMUL, "matmul", OK_MATMUL, VA_ALL, 0) /* args: x (2-D), y (1-D or 2-D);        \
+                                             exclusive: tf32=true */                          \
     X(SCATTER, "scatter", OK_HIST, 6u, 0) /* args: dest (1-D), idx (1-D integers), vals (idx's  \
                                              shape or a scalar): dest with dest[idx[j]] = vals[j],\
                                              indices outside dest skipped */                      \

@@ -87,6 +87,7 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
     if (v->op == OP_REDUCE && v->keepdims) fprintf(out, " keepdims");
     if (v->op == OP_SCAN && v->exclusive) fprintf(out, " exclusive");
     if (v->op == OP_HIST && v->exclusive) fprintf(out, " deterministic");
+    if (v->op == OP_MATMUL && v->exclusive) fprintf(out, " tf32");
     if (v->lam) fprintf(out, " lambda=%%%d", v->lam->id);
     if (v->op == OP_TRANSPOSE) {
         fprintf(out, " perm=");

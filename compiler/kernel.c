@@ -318,7 +318,12 @@ size_t kernel_shmem(const Kernel *k, int64_t inner) {
     return (size_t)(want < HIST_SHARED_BYTES ? want : HIST_SHARED_BYTES);
 }
 
+bool kernel_blas(const Kernel *k) {
+    return k->kind == K_MATMUL && (k->scan->dt == DT_F32 || k->scan->dt == DT_F64);
+}
+
 int kernel_entry_count(const Kernel *k) {
+    if (kernel_blas(k)) return 0;
     int n = 1;
     if (kernel_segred(k)) n += 2;                              /* _sp, _sf */
     if (k->kind == K_ROW && !kernel_red_lambda(k)) n += 2;     /* _gr, _lg */
@@ -466,7 +471,7 @@ void plan_print(FILE *out, const Plan *p) {
     fprintf(out, "plan %s: %d kernel%s\n", p->fn->name, p->nkernels, p->nkernels == 1 ? "" : "s");
     for (int i = 0; i < p->nkernels; i++) {
         const Kernel *k = p->kernels[i];
-        fprintf(out, "kernel k%d %s:", k->id, kernel_kind_name[k->kind]);
+        fprintf(out, "kernel k%d %s%s:", k->id, kernel_kind_name[k->kind], kernel_blas(k) ? "(cublasLt)" : "");
         for (int j = 0; j < k->nvals; j++) {
             const Val *v = k->vals[j];
             if (v->op == OP_HIST) {

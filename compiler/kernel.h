@@ -98,7 +98,7 @@ typedef struct Kernel {
     int nouts;
     Val **reds;         /* K_REDUCE: the reductions; K_ROW: the in-row reductions, in order */
     int nreds;
-    Val *scan;          /* K_SCAN; K_COMPACT: the compaction */
+    Val *scan;          /* K_SCAN; K_COMPACT: the compaction; K_MATMUL: the product */
     KParam *params;     /* the parameter block, see kernel_layout_params() */
     int nparams;
     int block;          /* threads per block the emitted code assumes */
@@ -195,6 +195,9 @@ void kernel_launch_shape(Kernel *k, Arena *a);
 int kernel_widest_elem(const Kernel *k);
 /* A segmented reduction kernel (see SEGRED_BLOCK): its launch is three entries. */
 bool kernel_segred(const Kernel *k);
+/* A matrix product of f32 or f64: one cuBLASLt call (runtime/blas.c), no emitted code.
+   Integer products stay an emitted kernel. */
+bool kernel_blas(const Kernel *k);
 /* Whether a reduction of k combines with a lambda (element order kept). */
 bool kernel_red_lambda(const Kernel *k);
 

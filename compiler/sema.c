@@ -1548,11 +1548,23 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
         return ex_val(v);
     }
     if (strcmp(g, "dot") == 0) {
+        /* tf32=true: an f32 matrix product may use TF32 tensor cores (OP_MATMUL's
+           exclusive); a vector product is exact f32 either way */
+        Node *tn = named_get(ca, "tf32");
+        bool tf32 = false;
         if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, g)) return ex_bad();
+        if (tn && !const_bool(c, tn, &tf32, "tf32=")) return ex_bad();
         Ex xs[2] = {arg_ex(c, ca, 0), arg_ex(c, ca, 1)};
         Node *nodes[2] = {ca->pos[0], ca->pos[1]};
         if (!xs[0].ok || !xs[1].ok) return ex_bad();
-        return lower_dot(c, xs, nodes, loc, "dot()");
+        Ex r = lower_dot(c, xs, nodes, loc, "dot()");
+        if (r.ok && tf32 && r.v->dt != DT_F32) {
+            diag_error(c->d, tn->loc, "tf32=true is for f32 products; these are %s (drop tf32=)",
+                       dtype_info[r.v->dt].name);
+            return ex_bad();
+        }
+        if (r.ok && r.v->op == OP_MATMUL) r.v->exclusive = tf32;
+        return r;
     }
     if (strcmp(g, "filter") == 0) return builtin_filter(c, call, ca);
     if (strcmp(g, "nonzero") == 0) return builtin_nonzero(c, call, ca);

@@ -23,6 +23,7 @@ typedef enum cuk_status {
     CUK_ERR_DRIVER = 8,        /* any other Driver API error (its name is in the message) */
     CUK_ERR_IO = 9,            /* the disk cache could not be read or written */
     CUK_ERR_NOT_READY = 10,    /* cuk_event_query / cuk_stream_query: work still pending */
+    CUK_ERR_NO_BLAS = 11,      /* libcublasLt.so.13 missing (cuk_matmul) */
 } cuk_status;
 
 /* The message of this thread's last failed call ("" if none). Valid until the next
@@ -253,6 +254,30 @@ cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info);
 /* *blocks = how many blocks of `block` threads with `shared_bytes` of dynamic shared
    memory the device holds at once (resident blocks per SM times the SMs). */
 cuk_status cuk_function_resident(cuk_function *f, unsigned block, unsigned shared_bytes, int *blocks);
+
+/* ---- matrix products (cuBLASLt, loaded with dlopen on first use) ----------------------- */
+
+typedef enum cuk_mm_type { CUK_MM_F32 = 0, CUK_MM_F64 = 1 } cuk_mm_type;
+enum { CUK_MM_BIAS = 1, CUK_MM_RELU = 2 }; /* cuk_matmul_args.epilogue, or-ed */
+
+/* d[m, n] = epilogue(alpha * a[m, k] @ b[k, n] + beta * c[m, n]), every matrix dense and
+   row-major (c may be d itself, or 0 when beta is 0). CUK_MM_BIAS adds bias[n] to
+   every row, then CUK_MM_RELU takes max(x, 0). tf32 (f32 only): TF32 tensor cores,
+   about 10 mantissa bits per product; else full f32. Queued on s; the library, its
+   handle and a 32 MiB workspace per device come on first use, and each shape's
+   algorithm is chosen once and kept. No cuBLASLt: CUK_ERR_NO_BLAS. */
+typedef struct cuk_matmul_args {
+    cuk_mm_type type;
+    int tf32;
+    int64_t m, n, k;
+    cuk_devptr a, b, c, d;
+    double alpha, beta;
+    int epilogue;
+    cuk_devptr bias;
+} cuk_matmul_args;
+cuk_status cuk_matmul(const cuk_matmul_args *args, cuk_stream *s);
+/* cublasLtGetVersion() of the library cuk_matmul uses (e.g. 130000). */
+cuk_status cuk_blas_version(int *version);
 
 /* ---- kernel cache ----------------------------------------------------------------------- */
 

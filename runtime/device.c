@@ -253,6 +253,7 @@ void cuk_shutdown(void) {
     if (!any) return; /* nothing was ever opened: no driver calls */
     /* Everything below needs a current context; make each device's current in turn. */
     modules_release_all();
+    blas_release_all();
     pool_release_all();
     pthread_mutex_lock(&dev_lock);
     for (int i = 0; i < MAXDEV; i++) {

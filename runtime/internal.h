@@ -227,5 +227,7 @@ void cache_count_mem_hit(void);
 
 /* module.c */
 void modules_release_all(void);
+/* blas.c: at shutdown, cuBLASLt's handles, plans and workspaces */
+void blas_release_all(void);
 
 #endif

@@ -43,6 +43,7 @@ const char *cuk_status_name(cuk_status s) {
     case CUK_ERR_DRIVER: return "CUK_ERR_DRIVER";
     case CUK_ERR_IO: return "CUK_ERR_IO";
     case CUK_ERR_NOT_READY: return "CUK_ERR_NOT_READY";
+    case CUK_ERR_NO_BLAS: return "CUK_ERR_NO_BLAS";
     }
     return "CUK_ERR_UNKNOWN";
 }

@@ -11,7 +11,7 @@
 # sanitize (compute-sanitizer memcheck on a few programs) · sanitize-all (on every
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
-# · p2bench (bench/part2_bench.py) · shbench (bench/shapes_bench.py)
+# · p2bench (bench/part2_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py)
 # · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
 # racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
 # bench/exp/*.cu with the machine's nvcc and runs it: kernel design experiments; EXP=name
@@ -36,7 +36,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [p2bench]=300 [shbench]=300 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540)
+              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [p2bench]=300 [shbench]=300 [mmbench]=240 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540)
 summary=()
 fails=0
 
@@ -105,6 +105,11 @@ s_p2bench() {
   CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/part2_bench.py ${P2_ARGS:---no-compile}
 }
 
+# Matrix products against cuBLAS through torch and CuPy (MM_ARGS).
+s_mmbench() {
+  CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/matmul_bench.py ${MM_ARGS:-}
+}
+
 # The issue-13 benchmark: jobs of every shape (SH_ARGS, e.g. "--compile").
 s_shbench() {
   CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/shapes_bench.py ${SH_ARGS:-}
@@ -139,7 +144,7 @@ SAN_SUBSET=(examples/saxpy.cuk examples/softmax.cuk examples/prefix_sums.cuk exa
             tests/lit/run/segments_tiles.cuk tests/lit/run/segments_edges.cuk tests/lit/run/histogram_bins.cuk
             tests/lit/run/scatter_hist.cuk tests/lit/run/pad_roll_stack.cuk examples/compaction.cuk
             tests/lit/run/shapes_forms.cuk tests/lit/fusion/index_ew_chain.cuk tests/lit/fusion/index_rows_cols.cuk
-            tests/lit/run/elem_loops_lambda.cuk)
+            tests/lit/run/elem_loops_lambda.cuk tests/lit/run/matmul_epilogue.cuk)
 
 s_sanitize() {
   [[ -n $SAN ]] || { echo "ERROR: compute-sanitizer not found"; return 1; }
@@ -264,7 +269,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_shbench s_startup
+export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_shbench s_mmbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -284,6 +289,7 @@ for s in "${stages[@]}"; do
     startup) stage startup s_startup ;;
     p2bench) stage p2bench s_p2bench ;;
     shbench) stage shbench s_shbench ;;
+    mmbench) stage mmbench s_mmbench ;;
     exp) stage exp s_exp ;;
     sanitize-suite) stage sanitize-suite s_sanitize_suite ;;
     *) echo "gpu-check: unknown stage '$s'"; fails=$((fails + 1)) ;;

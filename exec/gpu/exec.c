@@ -681,10 +681,70 @@ static bool segred_launch(GpuSession *s, const Kernel *k, KState *ks, long long 
     return true;
 }
 
+/* An f32 or f64 matrix product (kernel_blas): one cuk_matmul, x [m, k] by y [k, n] or
+   [k] (n = 1), both dense row-major device arrays, with the epilogue matmul_epilogue
+   (fuse.c) gave it: a scale, a bias along the rows (its length is n: the fusion
+   checked the sizes' keys), relu. */
+static Val *epi_operand(const Kernel *k, const Val *v) {
+    for (int j = 0; j < v->nargs; j++) {
+        bool in = false;
+        for (int i = 0; i < k->nvals && !in; i++) in = k->vals[i] == v->args[j];
+        if (!in) return v->args[j];
+    }
+    return NULL;
+}
+
+static bool blas_launch(Frame *f, const Kernel *k) {
+    GpuSession *s = f->s;
+    Val *mm = k->scan, *end = k->outs[0];
+    Loc loc = mm->loc;
+    Value x = {0}, y = {0}, bias = {0}, sh, out = {0};
+    cuk_matmul_args a = {.type = mm->dt == DT_F64 ? CUK_MM_F64 : CUK_MM_F32, .tf32 = mm->exclusive, .alpha = 1.0};
+    bool ok = eval(f, mm->args[0], &x) && eval(f, mm->args[1], &y);
+    for (int i = 0; ok && i < k->nvals; i++) {
+        Val *v = k->vals[i], *o = v == mm ? NULL : epi_operand(k, v);
+        if (!o) continue;
+        if (v->op == OP_MAXIMUM) {
+            a.epilogue |= CUK_MM_RELU;
+        } else if (v->op == OP_MUL) {
+            Value al;
+            ok = eval(f, o, &al);
+            if (ok) a.alpha = al.s.f;
+        } else if (v->op == OP_ADD) {
+            ok = eval(f, o, &bias);
+            a.epilogue |= CUK_MM_BIAS;
+        }
+    }
+    ok = ok && shape_of(f, end, &sh);
+    if (ok) {
+        out = sh;
+        out.buf = NULL;
+        ok = dalloc(s, &out, loc);
+    }
+    if (ok) {
+        a.m = x.shape[0], a.k = x.shape[1], a.n = y.rank == 2 ? y.shape[1] : 1;
+        a.a = x.buf ? x.buf->p : 0, a.b = y.buf ? y.buf->p : 0, a.d = out.buf->p;
+        a.bias = bias.buf ? bias.buf->p : 0;
+        if (cuk_matmul(&a, NULL) != CUK_OK) ok = gpu_fail(s, loc, "the matrix product failed");
+    }
+    vrelease(s, &x);
+    vrelease(s, &y);
+    vrelease(s, &bias);
+    if (!ok) {
+        vrelease(s, &out);
+        return false;
+    }
+    touch(f, end->id);
+    vrelease(s, &f->memo[end->id]);
+    f->memo[end->id] = out;
+    return true;
+}
+
 static bool launch(Frame *f, const Kernel *k) {
     GpuSession *s = f->s;
     KState *ks = &f->st->ks[k->id];
     Loc loc = k->outs[0]->loc;
+    if (kernel_blas(k)) return blas_launch(f, k);
     if (!ks->fn && !kernel_fn(f, k, ks)) return false;
 
     /* the checks fused into the kernel (fuse.c classify) run before it */
@@ -871,7 +931,7 @@ static bool launch(Frame *f, const Kernel *k) {
         case KP_INNER: w[i] = inner; break;
         case KP_MM: {
             Value a, b;
-            ok = shape_of(f, k->outs[0]->args[0], &a) && shape_of(f, k->outs[0]->args[1], &b);
+            ok = shape_of(f, k->scan->args[0], &a) && shape_of(f, k->scan->args[1], &b);
             if (ok) w[i] = p->a == 0 ? a.shape[0] : p->a == 1 ? a.shape[1] : (b.rank == 2 ? b.shape[1] : 1);
             break;
         }

@@ -52,6 +52,80 @@ static const char *saxpy_src =
 
 static char self[4096];
 
+/* cuk_matmul with CUK_LIBCUBLASLT pointing nowhere: CUK_ERR_NO_BLAS and a message that
+   says what to do. Exit 0 when it does. */
+static int child_noblas(void) {
+    setenv("CUK_LIBCUBLASLT", "/nonexistent/libcublasLt.so.13", 1);
+    cuk_devptr d = 0;
+    if (cuk_mem_alloc(&d, 64) != CUK_OK) return 2;
+    cuk_matmul_args a = {.type = CUK_MM_F32, .m = 2, .n = 2, .k = 2, .a = d, .b = d, .d = d, .alpha = 1};
+    cuk_status s = cuk_matmul(&a, NULL);
+    const char *e = cuk_last_error();
+    printf("  no cuBLASLt: %s: %s\n", cuk_status_name(s), e);
+    return !(s == CUK_ERR_NO_BLAS && strstr(e, "CUK_LIBCUBLASLT") && strstr(e, "--device cpu"));
+}
+
+/* d = epi(alpha * a @ b + beta * c + bias) on the host, row-major, in double. */
+static void mm_ref(int m, int n, int k, const float *a, const float *b, const float *c, const float *bias, double alpha,
+                   double beta, int relu, double *d) {
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0;
+            for (int q = 0; q < k; q++) acc += (double)a[i * k + q] * b[q * n + j];
+            acc = alpha * acc + (c ? beta * c[i * n + j] : 0) + (bias ? bias[j] : 0);
+            d[i * n + j] = relu && acc < 0 ? 0 : acc;
+        }
+}
+
+/* cuk_matmul against mm_ref at awkward shapes, with each epilogue, then bad arguments. */
+static void test_matmul(void) {
+    static const int shapes[][3] = {{1, 1, 1}, {33, 17, 65}, {1025, 3, 7}, {5, 1031, 2}, {128, 256, 64}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        size_t na = (size_t)m * k, nb = (size_t)k * n, nd = (size_t)m * n;
+        float *ha = malloc(na * 4), *hb = malloc(nb * 4), *hc = malloc(nd * 4), *hbias = malloc((size_t)n * 4),
+              *hd = malloc(nd * 4);
+        double *ref = malloc(nd * 8);
+        for (size_t i = 0; i < na; i++) ha[i] = (float)((int)(i * 7 % 13) - 6) / 4;
+        for (size_t i = 0; i < nb; i++) hb[i] = (float)((int)(i * 5 % 11) - 5) / 2;
+        for (size_t i = 0; i < nd; i++) hc[i] = (float)((int)(i % 9) - 4);
+        for (int i = 0; i < n; i++) hbias[i] = (float)(i % 5) - 2;
+        cuk_devptr da, db, dc, dbias, dd;
+        int ok = cuk_mem_alloc(&da, na * 4) == CUK_OK && cuk_mem_alloc(&db, nb * 4) == CUK_OK &&
+                 cuk_mem_alloc(&dc, nd * 4) == CUK_OK && cuk_mem_alloc(&dbias, (size_t)n * 4) == CUK_OK &&
+                 cuk_mem_alloc(&dd, nd * 4) == CUK_OK && cuk_memcpy_htod(da, ha, na * 4) == CUK_OK &&
+                 cuk_memcpy_htod(db, hb, nb * 4) == CUK_OK && cuk_memcpy_htod(dc, hc, nd * 4) == CUK_OK &&
+                 cuk_memcpy_htod(dbias, hbias, (size_t)n * 4) == CUK_OK;
+        /* plain; scaled with C; bias + relu */
+        for (int form = 0; ok && form < 3; form++) {
+            cuk_matmul_args a = {.type = CUK_MM_F32, .m = m, .n = n, .k = k, .a = da, .b = db, .d = dd, .alpha = 1};
+            if (form == 1) a.alpha = 0.5, a.beta = 2, a.c = dc;
+            if (form == 2) a.epilogue = CUK_MM_BIAS | CUK_MM_RELU, a.bias = dbias;
+            mm_ref(m, n, k, ha, hb, form == 1 ? hc : NULL, form == 2 ? hbias : NULL, a.alpha, a.beta, form == 2, ref);
+            int good = cuk_matmul(&a, NULL) == CUK_OK && cuk_memcpy_dtoh(hd, dd, nd * 4) == CUK_OK;
+            size_t bad = 0;
+            /* the inputs are multiples of 1/8 with small sums: exact in f32 */
+            for (size_t i = 0; good && i < nd; i++) bad += hd[i] != (float)ref[i];
+            char name[96], det[96];
+            snprintf(name, sizeof name, "cuk_matmul %dx%dx%d %s", m, k, n,
+                     form == 0 ? "plain" : form == 1 ? "alpha, beta, c" : "bias, relu");
+            snprintf(det, sizeof det, "%zu of %zu elements differ", bad, nd);
+            report(good && bad == 0, name, good ? det : NULL);
+        }
+        cuk_mem_free(da), cuk_mem_free(db), cuk_mem_free(dc), cuk_mem_free(dbias), cuk_mem_free(dd);
+        free(ha), free(hb), free(hc), free(hbias), free(hd), free(ref);
+    }
+    cuk_matmul_args bad = {.type = CUK_MM_F32, .m = -1, .n = 2, .k = 2};
+    CHECK("cuk_matmul: negative size is an error", cuk_matmul(&bad, NULL) == CUK_ERR_INVALID);
+    bad = (cuk_matmul_args){.type = 7, .m = 1, .n = 1, .k = 1};
+    CHECK("cuk_matmul: unknown type is an error", cuk_matmul(&bad, NULL) == CUK_ERR_INVALID);
+    bad = (cuk_matmul_args){.type = CUK_MM_F64, .m = 1, .n = 1, .k = 1, .epilogue = CUK_MM_BIAS};
+    CHECK("cuk_matmul: a bias epilogue without a bias is an error", cuk_matmul(&bad, NULL) == CUK_ERR_INVALID);
+    int v = 0;
+    OK("cuk_blas_version", cuk_blas_version(&v));
+    printf("  cuBLASLt version %d\n", v);
+}
+
 /* Runs this program again with one argument (CUDA state does not survive fork, so a
    child must exec) and returns its exit status. */
 static int run_child(const char *arg) {
@@ -132,6 +206,7 @@ int main(int argc, char **argv) {
     self[l > 0 ? l : 0] = 0;
     if (argc == 2 && !strcmp(argv[1], "--child-compile")) return child_compile();
     if (argc == 2 && !strcmp(argv[1], "--child-fault")) return child_fault();
+    if (argc == 2 && !strcmp(argv[1], "--child-noblas")) return child_noblas();
 
     /* A private cache directory, so hits and misses are ours to count. */
     char dir[] = "/tmp/cuk_gpu_test.XXXXXX";
@@ -155,6 +230,7 @@ int main(int argc, char **argv) {
              r2 == 11 ? "disk hit" : r2 == 10 ? "compiled" : "error");
     report(r1 == 10 && r2 == 11, "cache hit across processes", d);
     report(run_child("--child-fault") == 0, "illegal address reported at the next synchronisation", "");
+    report(run_child("--child-noblas") == 0, "no cuBLASLt: CUK_ERR_NO_BLAS with what to do", "");
 
     /* ---- devices ---- */
     int n = 0;
@@ -388,6 +464,8 @@ int main(int argc, char **argv) {
     }
     snprintf(msg, sizeof msg, "%ld failures", (long)tbad);
     report(tbad == 0, "4 threads alloc/launch/copy/free", msg);
+
+    test_matmul();
 
     cuk_mem_free(dx);
     cuk_mem_free(dy);

@@ -1,6 +1,7 @@
 """Fused kernels at awkward sizes, GPU against the CPU backend: elementwise chains,
 sum/min/max/argmax/mean, transposes (tiled), reductions along each axis of 2-D and 3-D arrays (rows,
-columns split over several blocks, the middle axis), cumsum (f32, i32), a scan with a lambda, exclusive scans, row
+columns split over several blocks, the middle axis), matrix products (cuBLASLt for f32,
+f64 and tf32=true; an emitted kernel for integers; long and short inner axes), cumsum (f32, i32), a scan with a lambda, exclusive scans, row
 softmax, layer norm and logsumexp (per-row values), gathers (also negative indices) and slices, scatters and histograms (rule 6), Philox rand, casts at the edges of
 the integer ranges; one size above 2^31 elements checked against closed forms.
 
@@ -214,6 +215,24 @@ fn main(n: i64) {
       "add_det_big.npy": (1e-5, 1e-6), "min.npy": (0, 0), "max_i.npy": (0, 0), "mul.npy": (0, 0),
       "lam.npy": (0, 0), "scatter.npy": (0, 0), "scatter_dup.npy": (0, 0), "bincount_big.npy": (0, 0)},
         ["bincount.npy", "hist256.npy", "add_det.npy", "add_det_big.npy", "min.npy"]),
+    "matmul": ("""
+fn main(n: i64) {
+    let a = reshape(rand(n * 33, seed=41), n, 33) - 0.5;
+    let b = reshape(rand(33 * 5, seed=43), 33, 5) - 0.5;
+    save("mm.npy", a @ b);
+    save("mm2.npy", a @ b * 2.0 + 1.0);
+    save("mv.npy", dot(a, rand(33, seed=47)));
+    save("tf.npy", dot(a, b, tf32=true));
+    let c = reshape(f64(rand(3 * n, seed=53)), 3, n);
+    let d = reshape(f64(rand(n * 2, seed=59)), n, 2);
+    save("kn.npy", c @ d);
+    save("knv.npy", dot(c, f64(rand(n, seed=61))));
+    save("row.npy", reshape(rand(n, seed=67), 1, n) @ reshape(rand(n, seed=71), n, 1));
+    save("imm.npy", reshape(iota(n * 3) % 7, n, 3) @ reshape(iota(6) % 5 - 2, 3, 2));
+}
+""", {"mm.npy": (1e-4, 1e-5), "mm2.npy": (1e-4, 1e-5), "mv.npy": (1e-4, 1e-5), "tf.npy": (1e-2, 1e-2),
+      "kn.npy": (1e-9, 1e-9), "knv.npy": (1e-9, 1e-9), "row.npy": (1e-3, 1e-5), "imm.npy": (0, 0)},
+        ["mm.npy", "kn.npy"]),
 }
 
 
