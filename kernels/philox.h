@@ -1,6 +1,12 @@
 /* Philox4x32-10 counter-based random numbers (Salmon et al., SC'11), shared by the CPU
    backend (C11) and the emitted CUDA, so both give the same values for the same seed.
-   Element i of a stream with seed s uses counter (i, 0, 0, 0) and key (lo(s), hi(s)). */
+   Every word of every call is used: with key (lo(s), hi(s)), the call on counter c
+   gives f32 uniforms 4c .. 4c + 3 (one word each), f64 uniforms 2c and 2c + 1 (two
+   words each), and normals 4c .. 4c + 3 (Box-Muller on the word pairs (x0, x1) and
+   (x2, x3), each pair giving its cosine and its sine). A kernel that writes
+   consecutive elements in 16-byte vectors computes one call per vector: after
+   unrolling, the elements' counters are the same expression, which NVRTC computes
+   once. */
 #ifndef CUK_PHILOX_H
 #define CUK_PHILOX_H
 #ifndef CUK_FN
@@ -12,9 +18,14 @@ typedef struct cuk_u32x4 {
 } cuk_u32x4;
 
 CUK_FN void cuk_mulhilo(uint32_t a, uint32_t b, uint32_t *hi, uint32_t *lo) {
+#ifdef __CUDACC_RTC__
+    *hi = __umulhi(a, b); /* one IMAD.HI; the 64-bit product was a 64-bit multiply */
+    *lo = a * b;
+#else
     uint64_t p = (uint64_t)a * (uint64_t)b;
     *hi = (uint32_t)(p >> 32);
     *lo = (uint32_t)p;
+#endif
 }
 
 CUK_FN cuk_u32x4 cuk_philox(uint64_t counter, uint64_t seed) {
@@ -34,14 +45,20 @@ CUK_FN cuk_u32x4 cuk_philox(uint64_t counter, uint64_t seed) {
     return r;
 }
 
+/* Word j (0..3) of r, by selects (a dynamic index would put r in local memory). */
+CUK_FN uint32_t cuk_word(cuk_u32x4 r, uint64_t j) {
+    return (j & 2) ? ((j & 1) ? r.x[3] : r.x[2]) : ((j & 1) ? r.x[1] : r.x[0]);
+}
+
 /* Uniform in [0, 1): 24 random bits for f32, 53 for f64. */
 CUK_FN float cuk_rand_f32(uint64_t i, uint64_t seed) {
-    cuk_u32x4 r = cuk_philox(i, seed);
-    return (float)(r.x[0] >> 8) * (1.0f / 16777216.0f);
+    cuk_u32x4 r = cuk_philox(i >> 2, seed);
+    return (float)(cuk_word(r, i) >> 8) * (1.0f / 16777216.0f);
 }
 CUK_FN double cuk_rand_f64(uint64_t i, uint64_t seed) {
-    cuk_u32x4 r = cuk_philox(i, seed);
-    uint64_t m = ((uint64_t)r.x[0] << 21) ^ (uint64_t)(r.x[1] >> 11);
+    cuk_u32x4 r = cuk_philox(i >> 1, seed);
+    const uint64_t j = (i & 1) * 2;
+    uint64_t m = ((uint64_t)cuk_word(r, j) << 21) ^ (uint64_t)(cuk_word(r, j + 1) >> 11);
     return (double)m * (1.0 / 9007199254740992.0);
 }
 /* Standard normal by Box-Muller on two independent words, bit-identical on the CPU and
@@ -139,9 +156,12 @@ CUK_FN double cuk_cos2pi_u32(uint32_t w) {
 }
 
 CUK_FN double cuk_randn_f64(uint64_t i, uint64_t seed) {
-    cuk_u32x4 r = cuk_philox(i, seed);
-    const double rad = CUK_DSQRT(cuk_m2log_u32((uint64_t)r.x[0] + 1)); /* u1 = (x0 + 1) / 2^32 in (0, 1] */
-    return CUK_DMUL(rad, cuk_cos2pi_u32(r.x[1]));                      /* u2 = x1 / 2^32 in [0, 1) */
+    cuk_u32x4 r = cuk_philox(i >> 2, seed);
+    const uint64_t j = i & 2; /* the pair (x_j, x_j+1) */
+    const double rad = CUK_DSQRT(cuk_m2log_u32((uint64_t)cuk_word(r, j) + 1)); /* u1 = (x_j + 1) / 2^32 in (0, 1] */
+    /* u2 = x_j+1 / 2^32 in [0, 1); the odd element takes sin(2 pi u2) = cos(2 pi (u2 - 1/4)) */
+    const uint32_t w = cuk_word(r, j + 1) - ((i & 1) ? (1u << 30) : 0u);
+    return CUK_DMUL(rad, cuk_cos2pi_u32(w));
 }
 CUK_FN float cuk_randn_f32(uint64_t i, uint64_t seed) { return (float)cuk_randn_f64(i, seed); }
 

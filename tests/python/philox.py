@@ -1,7 +1,9 @@
 """NumPy Philox4x32-10, bit-for-bit as kernels/philox.h, to check cuk's rand/randn.
 
-Element i of a stream with seed s uses counter (lo(i), hi(i), 0, 0) and key
-(lo(s), hi(s)); the ten rounds and the float conversions match the C header."""
+With key (lo(s), hi(s)), the call on counter c = (lo(c), hi(c), 0, 0) gives f32 uniforms
+4c .. 4c + 3 (word i % 4 each), f64 uniforms 2c, 2c + 1 (words 2j, 2j + 1 for j = i % 2)
+and normals 4c .. 4c + 3 (Box-Muller on the pairs (x0, x1), (x2, x3): cosine for even
+i, sine for odd); the ten rounds and the float conversions match the C header."""
 import numpy as np
 
 M0 = np.uint64(0xD2511F53)
@@ -37,13 +39,24 @@ def philox4x32(counter, seed):
     return tuple(c.astype(np.uint32) for c in (c0, c1, c2, c3))
 
 
+def _words(n, seed, per):
+    """For elements 0..n-1, the words of the call on counter i // per: an (n, 4) array."""
+    i = np.arange(n, dtype=np.uint64)
+    return np.stack(philox4x32(i // np.uint64(per), seed), axis=1), i
+
+
 def rand(n, seed, dtype=np.float32):
-    """cuk's rand(n, seed=seed): uniform [0, 1), element i from counter i."""
-    x0, x1, _, _ = philox4x32(np.arange(int(np.prod(n)), dtype=np.uint64), seed)
+    """cuk's rand(n, seed=seed): uniform [0, 1)."""
+    total = int(np.prod(n))
     if np.dtype(dtype) == np.float32:
-        r = (x0 >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+        w, i = _words(total, seed, 4)
+        x = w[np.arange(total), (i % np.uint64(4)).astype(np.int64)]
+        r = (x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
     else:
-        m = (x0.astype(np.uint64) << np.uint64(21)) ^ (x1 >> np.uint32(11)).astype(np.uint64)
+        w, i = _words(total, seed, 2)
+        j = (i % np.uint64(2)).astype(np.int64) * 2
+        a, b = w[np.arange(total), j], w[np.arange(total), j + 1]
+        m = (a.astype(np.uint64) << np.uint64(21)) ^ (b >> np.uint32(11)).astype(np.uint64)
         r = m.astype(np.float64) * (1.0 / 9007199254740992.0)
     return r.reshape(n)
 
@@ -100,9 +113,14 @@ def cos2pi_u32(w):
 def randn(n, seed, dtype=np.float32):
     """cuk's randn(n, seed=seed): Box-Muller in double with kernels/philox.h's own log
     and cos (bit for bit), then rounded to dtype."""
-    x0, x1, _, _ = philox4x32(np.arange(int(np.prod(n)), dtype=np.uint64), seed)
-    rad = np.sqrt(m2log_u32(x0.astype(np.uint64) + np.uint64(1)))
-    r = rad * cos2pi_u32(x1)
+    total = int(np.prod(n))
+    w, i = _words(total, seed, 4)
+    j = (i & np.uint64(2)).astype(np.int64)
+    a, b = w[np.arange(total), j], w[np.arange(total), j + 1]
+    rad = np.sqrt(m2log_u32(a.astype(np.uint64) + np.uint64(1)))
+    with np.errstate(over="ignore"):
+        b = (b - np.where(i & np.uint64(1), np.uint32(1 << 30), np.uint32(0))).astype(np.uint32)
+    r = rad * cos2pi_u32(b)
     return r.astype(dtype).reshape(n)
 
 
