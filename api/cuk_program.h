@@ -220,6 +220,17 @@ cuk_status cuk_fn_call_views_n(cuk_fn *f, const cuk_view *const *args, int nargs
    bad argument, a failed launch) are reported as by cuk_fn_call_views. The Python
    extension calls it without releasing the GIL. */
 cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dev_result, int *done);
+/* cuk_fn_call_views writing the result into out (NumPy's and CuPy's out=): a view of the
+   function's declared result dtype and rank (else CUK_ERR_INVALID saying both) and of the
+   result's shape (else an error after the call). On the GPU with out on the device, the
+   kernel that computes the result writes into out directly, unless an argument overlaps
+   it (then the result is copied there after the last kernel, as for a host out or the
+   CPU backend). Nothing to free: out stays the caller's. A function that returns a
+   scalar, nothing or several results takes no out. */
+cuk_status cuk_fn_call_views_out(cuk_fn *f, const cuk_view *const *args, int nargs, const cuk_view *out);
+/* cuk_fn_call_quick with out= (a device view): *done 1 when it was queued; else call
+   cuk_fn_call_views_out. */
+cuk_status cuk_fn_call_quick_out(cuk_fn *f, const cuk_view *const *args, int nargs, const cuk_view *out, int *done);
 /* cuk_program_function + cuk_fn_call. */
 cuk_status cuk_program_call(cuk_program *p, const char *name, cuk_array *const *args, int nargs,
                             cuk_array **result);

@@ -494,7 +494,8 @@ static void widen_scalar(cuk_dtype dt, const cuk_scalar *v, GpuVal *g) {
 static cuk_status session_result(GpuVal r, bool on_device, cuk_view *dres, cuk_array **hres);
 
 /* dres and hres have one entry per result (nout(f)). */
-static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, cuk_array **hres) {
+static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs, const cuk_view *into, cuk_view *dres,
+                               cuk_array **hres) {
     GpuVal stack[16], *gv = nargs <= 16 ? stack : calloc((size_t)nargs, sizeof *gv);
     cuk_devptr tstack[16], *tmp = nargs <= 16 ? tstack : calloc((size_t)nargs, sizeof *tmp);
     if (!gv || !tmp) {
@@ -535,7 +536,12 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
         RtErr err; /* not = {0}: that clears its 1 KiB message buffer on every call */
         rt_err_init(&err);
         flush_stdout();
-        bool ok = gpu_call(f->prog->session, f->fn, gv, rs, stdout, &err);
+        GpuVal iv;
+        if (into) {
+            gpuval_head(&iv, into);
+            iv.p = into->dev;
+        }
+        bool ok = gpu_call_into(f->prog->session, f->fn, gv, into ? &iv : NULL, rs, stdout, &err);
         flush_stdout();
         if (!ok) s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
     }
@@ -548,6 +554,10 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
     for (int k = 0; k < nr; k++) {
         if (s) {
             if (rs[k].dt != DT_VOID && rs[k].rank > 0 && rs[k].p) cuk_mem_free(rs[k].p);
+            continue;
+        }
+        if (into) { /* the result is in into's memory */
+            if (rs[k].dt != DT_VOID) *dres = *into;
             continue;
         }
         s = session_result(rs[k], on_device, &dres[k], &hres[k]);
@@ -710,7 +720,7 @@ static cuk_status call_n(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array
     if (f->prog->session) {
         cuk_view d[MAX_RESULTS];
         for (int k = 0; k < want; k++) d[k].rank = -1;
-        s = session_call(f, vp, nargs, d, r);
+        s = session_call(f, vp, nargs, NULL, d, r);
         for (int k = 0; k < want; k++) {
             if (d[k].rank < 0) continue;
             if (s) {
@@ -747,7 +757,8 @@ cuk_status cuk_fn_call_n(cuk_fn *f, cuk_array *const *args, int nargs, cuk_array
     return call_n(f, args, nargs, results, nresults);
 }
 
-cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, int *done) {
+static cuk_status call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, const cuk_view *into, cuk_view *dres,
+                             int *done) {
     if (!done) return err_set(CUK_ERR_INVALID, "cuk_fn_call_quick: NULL argument");
     *done = 0;
     if (!f || !dres || nargs < 0 || (nargs && !args) || !f->prog->session || nargs > 16 || nargs != f->nparams)
@@ -771,13 +782,77 @@ cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, 
     }
     RtErr err;
     rt_err_init(&err);
-    GpuVal r;
-    int rc = gpu_call_quick(f->prog->session, f->fn, gv, &r, &err);
+    GpuVal r, iv;
+    if (into) {
+        gpuval_head(&iv, into);
+        iv.p = into->dev;
+    }
+    int rc = gpu_call_quick_into(f->prog->session, f->fn, gv, into ? &iv : NULL, &r, &err);
     if (rc < 0) return err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
     if (rc == 0) return CUK_OK;
     *done = 1;
     device_view(dres, (cuk_dtype)r.dt, r.rank, r.shape, r.p);
     return CUK_OK;
+}
+
+cuk_status cuk_fn_call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, int *done) {
+    return call_quick(f, args, nargs, NULL, dres, done);
+}
+
+/* out='s dtype and rank against f's declared result: NULL when they fit, else the error. */
+static cuk_status out_fits(const cuk_fn *f, const cuk_view *out) {
+    const Fn *fn = f->fn;
+    if (fn->nres || fn->ret_dt == DT_VOID || fn->ret_rank == 0)
+        return err_set(CUK_ERR_INVALID, "%s() returns %s, so it takes no out=", fn->name,
+                       fn->nres ? "several results" : fn->ret_dt == DT_VOID ? "nothing" : "a scalar");
+    if (out->dtype != (cuk_dtype)fn->ret_dt || out->rank != fn->ret_rank) {
+        const char *got = (unsigned)out->dtype < CUK_DTYPE_COUNT ? dtype_info[out->dtype].name : "?";
+        return err_set(CUK_ERR_INVALID, "%s(): out= is a %d-D %s array, but the function returns a %d-D %s array", fn->name,
+                       out->rank, got, fn->ret_rank, dtype_info[fn->ret_dt].name);
+    }
+    return CUK_OK;
+}
+
+cuk_status cuk_fn_call_quick_out(cuk_fn *f, const cuk_view *const *args, int nargs, const cuk_view *out, int *done) {
+    if (!done || !out) return err_set(CUK_ERR_INVALID, "cuk_fn_call_quick_out: NULL argument");
+    *done = 0;
+    if (!f || out->place != CUK_ON_DEVICE || out_fits(f, out)) return CUK_OK; /* the full call says why */
+    cuk_view d;
+    return call_quick(f, args, nargs, out, &d, done);
+}
+
+cuk_status cuk_fn_call_views_out(cuk_fn *f, const cuk_view *const *args, int nargs, const cuk_view *out) {
+    last_info_set = false;
+    if (!f || !out || nargs < 0 || (nargs && !args)) return err_set(CUK_ERR_INVALID, "cuk_fn_call_views_out: NULL argument");
+    cuk_status s = out_fits(f, out);
+    if (!s) s = check_views(f, args, nargs);
+    if (s) return s;
+    cuk_view d = {.rank = -1};
+    cuk_array *h = NULL;
+    if (f->prog->session && out->place == CUK_ON_DEVICE) return session_call(f, args, nargs, out, &d, &h);
+    /* a host out=, or the CPU backend: the result, then a copy into out */
+    s = cuk_fn_call_views(f, args, nargs, &d, &h);
+    if (s) return s;
+    cuk_view r;
+    if (d.rank >= 0) r = d;
+    else cuk_array_view(h, &r);
+    size_t bytes = cuk_dtype_size(r.dtype);
+    for (int k = 0; k < r.rank; k++) bytes *= (size_t)r.shape[k];
+    if (memcmp(r.shape, out->shape, sizeof(int64_t) * (size_t)r.rank) != 0) {
+        char a[96], b[96];
+        s = err_set(CUK_ERR_RUNTIME, "%s(): out= is %s %s, but the result is %s %s", f->fn->name,
+                    dtype_info[out->dtype].name, fmt_shape(a, sizeof a, out->rank, out->shape),
+                    dtype_info[r.dtype].name, fmt_shape(b, sizeof b, r.rank, r.shape));
+    } else if (bytes) {
+        bool src_dev = r.place == CUK_ON_DEVICE, dst_dev = out->place == CUK_ON_DEVICE;
+        if (src_dev && dst_dev) s = cuk_memcpy_dtod(out->dev, r.dev, bytes);
+        else if (src_dev) s = cuk_memcpy_dtoh(out->data, r.dev, bytes);
+        else if (dst_dev) s = cuk_memcpy_htod(out->dev, r.data, bytes);
+        else memmove(out->data, r.data, bytes);
+    }
+    if (d.rank >= 0 && d.dev) cuk_mem_free(d.dev);
+    cuk_array_free(h);
+    return s;
 }
 
 cuk_status cuk_fn_call_views_n(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_view *dres, cuk_array **hres,
@@ -796,7 +871,7 @@ cuk_status cuk_fn_call_views_n(cuk_fn *f, const cuk_view *const *args, int nargs
     cuk_status s = check_views(f, args, nargs);
     if (s) return s;
     if (f->prog->session) {
-        s = session_call(f, args, nargs, dres, hres);
+        s = session_call(f, args, nargs, NULL, dres, hres);
         if (s)
             for (int k = 0; k < want; k++) {
                 if (dres[k].rank >= 0 && dres[k].dev) cuk_mem_free(dres[k].dev);

@@ -87,6 +87,8 @@ def main():
     f, g = m.inc, m.inc_scalar
     rows.append(("cuk.compile function, DeviceArray in, DeviceArray out", timeit(lambda: f(x), sync)))
     rows.append(("cuk.compile function, DeviceArray + Python float", timeit(lambda: g(x, 1.0), sync)))
+    xo = cuk.empty(N)
+    rows.append(("cuk.compile function, DeviceArray in, out= a DeviceArray", timeit(lambda: f(x, out=xo), sync)))
     k = SourceModule(SRC, no_extern_c=True).get_function("inc")
     n32 = np.int32(N)
     rows.append(("cuk SourceModule kernel, PyCUDA-style call",
@@ -106,6 +108,8 @@ def main():
         r = f(cx)
         assert isinstance(r, cp.ndarray), type(r)
         rows.append(("cuk.compile function on a CuPy array (CuPy out)", timeit(lambda: f(cx), csync)))
+        co = cp.empty_like(cx)
+        rows.append(("  same with out= (a CuPy array)", timeit(lambda: f(cx, out=co), csync)))
         rows.append(("  same, result wrapped with cupy.asarray per call",
                      timeit(lambda: cp.asarray(f(cuk._cuk.device_wrap(cx.data.ptr, (N,), "float32", cx))), csync)))
     except ImportError:
@@ -119,6 +123,8 @@ def main():
         r = f(tx)
         assert isinstance(r, torch.Tensor) and r.is_cuda, type(r)
         rows.append(("cuk.compile function on a torch tensor (torch out)", timeit(lambda: f(tx), tsync)))
+        to = torch.empty_like(tx)
+        rows.append(("  same with out= (a torch tensor)", timeit(lambda: f(tx, out=to), tsync)))
     except ImportError:
         print("(no PyTorch)")
     # The target row against the bare C loop, measured in turns (ROUNDS times each, best

@@ -8,7 +8,10 @@ before it is timed.
 Axis reductions: sum along each axis of 16384 x 16384, 4096 x 65536, 65536 x 4096 and
 256 x 256 x 4096 f32 (2^28 elements each), max along the kept-axis form; layer norm over
 rows (mean, then the variance of the centred rows, keepdims), softmax and logsumexp over rows at
-the 2-D shapes; a Jacobi step written with slices, its border rebuilt with concat; transposes. GB/s counts the bytes the job must move: the input read once and the
+the 2-D shapes; a Jacobi step written with slices, its border rebuilt with concat; transposes;
+rand and randn (f32, and f64 rand) written into a torch tensor with out=, against
+torch.rand/randn(out=), CuPy's generators and a fill_ of the same bytes (the write
+bandwidth they are measured against). GB/s counts the bytes the job must move: the input read once and the
 result written once.
 
 usage: shapes_bench.py [--iters 20] [--compile] [--only name,...] [--scale K]
@@ -46,6 +49,9 @@ fn softmax(x: f32[r, c]) -> f32[r, c] {
     let e = exp(x - max(x, axis=1, keepdims=true));
     return e / sum(e, axis=1, keepdims=true);
 }
+fn rnd(n: i64) -> f32[n] = rand(n, seed=1);
+fn rndn(n: i64) -> f32[n] = randn(n, seed=1);
+fn rnd64(n: i64) -> f64[n] = rand(n, seed=1, dtype=f64);
 fn logsumexp(x: f32[r, c]) -> f32[r] {
     let m = max(x, axis=1, keepdims=true);
     return log(sum(exp(x - m), axis=1)) + reshape(m, r);
@@ -161,6 +167,32 @@ def main():
     for ax, fn, outn in ((0, m.sum3_0, d1 * d2), (1, m.sum3_1, d0 * d2), (2, m.sum3_2, d0 * d1)):
         case("sum3_%d %dx%dx%d" % (ax, d0, d1, d2), nb + 4 * outn, lambda fn=fn: fn(t3),
              lambda ax=ax: t3.sum(ax), peers_for(t3, ax))
+
+    # random numbers, written into the caller's tensor (out=): the bar is the write
+    # bandwidth (a fill_ of the same bytes)
+    def stats_check(t, mean, var):
+        m_, v_ = t.double().mean().item(), t.double().var().item()
+        if abs(m_ - mean) > 1e-3 or abs(v_ - var) > 2e-3:
+            raise AssertionError("mean %g var %g, want %g %g" % (m_, v_, mean, var))
+    r32 = torch.empty(n, device=dev)
+    rows.append(("write: fill_ of %d f32" % n, "torch", timed(lambda: r32.fill_(0.5)), 4 * n))
+    ps = [("torch.rand(out=)", lambda: torch.rand(n, device=dev, out=r32))]
+    if cp is not None:
+        ps.append(("cupy.random.random", lambda: cp.random.random(n, dtype=cp.float32)))
+    if only is None or "rand" in only:
+        time_case(rows, timed, "rand f32 %d" % n, 4 * n, lambda: m.rnd(n, out=r32), ps,
+                  lambda: (m.rnd(n, out=r32), stats_check(r32, 0.5, 1 / 12)))
+    ps = [("torch.randn(out=)", lambda: torch.randn(n, device=dev, out=r32))]
+    if cp is not None:
+        ps.append(("cupy.random.standard_normal", lambda: cp.random.standard_normal(n, dtype=cp.float32)))
+    if only is None or "randn" in only:
+        time_case(rows, timed, "randn f32 %d" % n, 4 * n, lambda: m.rndn(n, out=r32), ps,
+                  lambda: (m.rndn(n, out=r32), stats_check(r32, 0.0, 1.0)))
+    r64 = torch.empty(n // 2, device=dev, dtype=torch.float64)
+    ps = [("torch.rand(out=) f64", lambda: torch.rand(n // 2, device=dev, dtype=torch.float64, out=r64))]
+    if only is None or "rand" in only:
+        time_case(rows, timed, "rand f64 %d" % (n // 2), 4 * n, lambda: m.rnd64(n // 2, out=r64), ps,
+                  lambda: (m.rnd64(n // 2, out=r64), stats_check(r64, 0.5, 1 / 12)))
 
     print_gbs_table(rows, 8 * n)
 

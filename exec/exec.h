@@ -122,6 +122,14 @@ typedef struct GpuVal {
    err (*result is then DT_VOID). For a function with several results, result has
    fn->nres entries and each gets one as above. */
 bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err);
+/* gpu_call with the result written into `into` (out=): a device array that must have
+   the result's dtype and shape (else a run-time error saying both). The kernel that
+   computes the returned value writes there directly unless an argument overlaps it;
+   otherwise the result is copied there at the end. *result then describes into, with
+   borrowed set (the memory stays the caller's). A function that returns a scalar,
+   nothing or several results is an error. */
+bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal *into, GpuVal *result, FILE *out,
+                   RtErr *err);
 
 /* gpu_call's fast path, for a caller that must not block (the Python extension keeps
    the GIL for it): does the call only when fn is one kernel, already compiled, and the
@@ -130,6 +138,9 @@ bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, F
    gpu_call), 0 when nothing was done and the call needs gpu_call, -1 on an error (err
    filled). */
 int gpu_call_quick(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, RtErr *err);
+/* gpu_call_quick writing into `into` as gpu_call_into does (0 when it does not fit). */
+int gpu_call_quick_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal *into, GpuVal *result,
+                        RtErr *err);
 
 /* CUK_TIMING=1 makes the GPU executor print start-up marks on stderr; this sets time 0. */
 void gpu_timing_start(void);

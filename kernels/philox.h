@@ -85,10 +85,19 @@ CUK_FN double cuk_rand_f64(uint64_t i, uint64_t seed) {
    sqrt(2)), log(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series to
    s^25; e * ln 2 with ln 2 split so that e * LN2_HI is exact. */
 CUK_FN double cuk_m2log_u32(uint64_t k) {
+#ifdef __CUDACC_RTC__
+    int e = 63 - __clzll((long long)k); /* k >= 1: e = floor(log2(k)), 0..32 */
+#else
     int e = 63;
-    while (!(k >> e)) e--; /* k >= 1: e = floor(log2(k)), 0..32 */
-    /* m = k / 2^e, exact: k < 2^53 and a power-of-two scale */
-    double m = CUK_DDIV((double)k, (double)(1ull << e));
+    while (!(k >> e)) e--;
+#endif
+    /* m = k / 2^e, exact: k < 2^53 and a power-of-two scale (a multiply by 2^-e is the
+       same exact value as the division, and much cheaper on the GPU) */
+    union {
+        uint64_t u;
+        double d;
+    } p2 = {(uint64_t)(1023 - e) << 52}; /* 2^-e */
+    double m = CUK_DMUL((double)k, p2.d);
     if (m > 1.4142135623730951) {
         m = CUK_DMUL(m, 0.5);
         e++;

@@ -153,6 +153,8 @@ int stream_handle_arg(PyObject *o, bool dlpack, uintptr_t *h);
 int cai_arg(const char *fn, const cuk_param_info *pi, PyObject *cai, cuk_view *v);
 int dlpack_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v);
 bool torch_fast_path(void);
+/* Starts a call's arguments: torch_arg orders each device's PyTorch stream once per call. */
+void torch_call_begin(void);
 int torch_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v);
 
 /* ---- call.c: programs and their calls ---------------------------------------------------------- */

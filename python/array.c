@@ -665,12 +665,24 @@ bool torch_fast_path(void) {
    PyTorch's current stream on the tensor's device, and when that is not the legacy
    default stream cuk uses (PyTorch's handle 0), an event on it that cuk's stream waits
    for on the device. Needs torch_fast_path(). */
+/* The device whose PyTorch stream this thread's call has ordered already (torch_arg):
+   the call's other tensors on it need no second query (torch_call_begin resets it; the
+   current stream is per thread in PyTorch, hence per thread here). */
+static _Thread_local struct {
+    bool valid;
+    int dev;
+} torch_ordered;
+
+void torch_call_begin(void) { torch_ordered.valid = false; }
+
 int torch_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
     PyObject *cap = PyObject_CallFunctionObjArgs(torch_to_dlpack, o, NULL);
     if (!cap) return -1;
     if (dlpack_take(fn, pi, cap, h, v) < 0) return -1;
     if (v->place != CUK_ON_DEVICE) return 0;
-    PyObject *dev = PyLong_FromLong(h->dlm->dl_tensor.device.device_id);
+    int devid = h->dlm->dl_tensor.device.device_id;
+    if (torch_ordered.valid && torch_ordered.dev == devid) return 0;
+    PyObject *dev = PyLong_FromLong(devid);
     PyObject *st = dev ? PyObject_CallFunctionObjArgs(torch_raw_stream, dev, NULL) : NULL;
     Py_XDECREF(dev);
     if (!st) return -1;
@@ -684,6 +696,8 @@ int torch_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cu
             return -1;
         }
     }
+    torch_ordered.valid = true;
+    torch_ordered.dev = devid;
     return 0;
 }
 

@@ -525,12 +525,70 @@ static PyObject *call_several(Function *f, const cuk_view **vp, Py_ssize_t n, in
    a Python number's value on the stack: no allocation, no Python objects), one call
    into libcuk (cuk_fn_call_quick with the GIL held when the call only queues a kernel,
    else cuk_fn_call_views with it released), one Python object for the result. */
+/* out=obj as a view: a DeviceArray, a CuPy or PyTorch device array (C-contiguous, as
+   for arguments), or a writable C-contiguous NumPy array; the function's result dtype and
+   rank are checked by libcuk. */
+static int out_view(Function *f, PyObject *o, Held *h, cuk_view *v, const cuk_view **vp) {
+    cuk_param_info pi = {.name = "out"};
+    int has = 0;
+    if (cuk_fn_result(f->f, &has, &pi.dtype, &pi.rank) != CUK_OK || !has || pi.rank == 0) {
+        PyErr_Format(ArgumentError, "%s() returns %s, so it takes no out=", fn_name(f),
+                     f->nres >= 2 ? "several results" : has ? "a scalar" : "nothing");
+        return -1;
+    }
+    if (PyObject_TypeCheck(o, DeviceArray_Type)) {
+        *vp = DA(o);
+        return 0;
+    }
+    *vp = v;
+    int tk = type_kind(o), rc;
+    if (tk == TP_OTHER) {
+        if (PyObject_HasAttr(o, s_cai)) tk = TP_CAI;
+        else if (PyObject_HasAttr(o, s_dlpack)) tk = TP_DLPACK;
+    }
+    if (tk == TP_CAI) {
+        PyObject *cai = PyObject_GetAttr(o, s_cai);
+        if (cai) {
+            rc = cai_arg(fn_name(f), &pi, cai, v);
+            Py_DECREF(cai);
+            return rc;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear(); /* no device memory (a host array of a type that has the property) */
+    } else if (tk == TP_TORCH || tk == TP_DLPACK) {
+        rc = tk == TP_TORCH ? torch_arg(fn_name(f), &pi, o, h, v) : dlpack_arg(fn_name(f), &pi, o, h, v);
+        if (rc == 0 && v->place != CUK_ON_DEVICE) {
+            PyErr_Format(ArgumentError, "%s(): out= is a host tensor; pass a NumPy array or a device array", fn_name(f));
+            return -1;
+        }
+        return rc;
+    }
+    /* a host buffer: written in place, so no contiguous copy */
+    Py_buffer b;
+    if (PyObject_GetBuffer(o, &b, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Clear();
+        PyObject *tn = type_name(o);
+        PyErr_Format(ArgumentError, "%s(): out= must be a writable C-contiguous array (NumPy, CuPy, PyTorch or a "
+                     "cuk.DeviceArray), not %S", fn_name(f), tn);
+        Py_XDECREF(tn);
+        return -1;
+    }
+    PyBuffer_Release(&b);
+    return buffer_arg(fn_name(f), &pi, o, h, v);
+}
+
 static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Function *f = (Function *)self;
     Py_ssize_t n = (Py_ssize_t)(nargsf & ~CUK_VECTORCALL_ARGUMENTS_OFFSET);
-    if (kwnames && PyTuple_Size(kwnames)) {
-        PyErr_Format(PyExc_TypeError, "%s() takes positional arguments only", fn_name(f));
-        return NULL;
+    PyObject *outobj = NULL;
+    torch_call_begin();
+    for (Py_ssize_t k = 0; kwnames && k < PyTuple_Size(kwnames); k++) {
+        PyObject *name = PyTuple_GetItem(kwnames, k);
+        if (PyUnicode_CompareWithASCIIString(name, "out") != 0) {
+            PyErr_Format(PyExc_TypeError, "%s() takes positional arguments and out= only, not %U=", fn_name(f), name);
+            return NULL;
+        }
+        outobj = args[n + k] == Py_None ? NULL : args[n + k];
     }
     if (n != f->nparams) {
         PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s (%zd given)", fn_name(f), f->nparams, f->nparams == 1 ? "" : "s", n);
@@ -638,6 +696,25 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
             goto done;
         }
     }
+    if (outobj) {
+        Held oh = {0};
+        cuk_view ov;
+        const cuk_view *op = NULL;
+        if (out_view(f, outobj, &oh, &ov, &op) == 0) {
+            int quick = 0;
+            cuk_status s = op->place == CUK_ON_DEVICE && kind >= KIND_FOREIGN
+                               ? cuk_fn_call_quick_out(f->f, vp, (int)n, op, &quick)
+                               : CUK_OK;
+            if (!s && !quick) {
+                Py_BEGIN_ALLOW_THREADS s = cuk_fn_call_views_out(f->f, vp, (int)n, op);
+                Py_END_ALLOW_THREADS
+            }
+            if (s) raise_status(s);
+            else result = Py_NewRef(outobj);
+        }
+        held_release(&oh);
+        goto done;
+    }
     if (f->nres >= 2) {
         result = call_several(f, vp, n, f->nres, kind, foreign);
         goto done;
@@ -677,15 +754,18 @@ done:
 
 /* tp_call, for callers that do not use vectorcall. */
 static PyObject *function_call(PyObject *self, PyObject *args, PyObject *kw) {
-    if (kw && PyDict_Size(kw)) {
-        PyErr_Format(PyExc_TypeError, "%s() takes positional arguments only", fn_name((Function *)self));
-        return NULL;
-    }
-    Py_ssize_t n = PyTuple_Size(args);
-    PyObject *stack[8], **a = n <= 8 ? stack : PyMem_Malloc(sizeof *a * (size_t)(n ? n : 1));
+    Py_ssize_t n = PyTuple_Size(args), nkw = kw ? PyDict_Size(kw) : 0;
+    PyObject *stack[9], **a = n + nkw <= 9 ? stack : PyMem_Malloc(sizeof *a * (size_t)(n + nkw));
     if (!a) return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < n; i++) a[i] = PyTuple_GetItem(args, i);
-    PyObject *r = function_vectorcall(self, a, (size_t)n, NULL);
+    PyObject *names = nkw ? PyTuple_New(nkw) : NULL, *key, *val;
+    Py_ssize_t pos = 0, j = 0;
+    while (names && PyDict_Next(kw, &pos, &key, &val)) {
+        PyTuple_SetItem(names, j, Py_NewRef(key));
+        a[n + j++] = val;
+    }
+    PyObject *r = nkw && !names ? NULL : function_vectorcall(self, a, (size_t)n, names);
+    Py_XDECREF(names);
     if (a != stack) PyMem_Free(a);
     return r;
 }

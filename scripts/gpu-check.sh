@@ -11,7 +11,7 @@
 # sanitize (compute-sanitizer memcheck on a few programs) · sanitize-all (on every
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
-# · p2bench (bench/part2_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py)
+# · p2bench (bench/part2_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py) · plbench (bench/pycuda_layout_bench.py)
 # · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
 # racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
 # bench/exp/*.cu with the machine's nvcc and runs it: kernel design experiments; EXP=name
@@ -36,7 +36,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [p2bench]=300 [shbench]=300 [mmbench]=240 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540)
+              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [p2bench]=300 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540)
 summary=()
 fails=0
 
@@ -103,6 +103,11 @@ s_kbench() {
 # (--only a,b) and whether torch.compile runs (default: not, for time).
 s_p2bench() {
   CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/part2_bench.py ${P2_ARGS:---no-compile}
+}
+
+# The PyCUDA-layout API against CuPy and PyTorch (PL_ARGS).
+s_plbench() {
+  CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/pycuda_layout_bench.py ${PL_ARGS:-}
 }
 
 # Matrix products against cuBLAS through torch and CuPy (MM_ARGS).
@@ -269,7 +274,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_shbench s_mmbench s_startup
+export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_shbench s_mmbench s_plbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -290,6 +295,7 @@ for s in "${stages[@]}"; do
     p2bench) stage p2bench s_p2bench ;;
     shbench) stage shbench s_shbench ;;
     mmbench) stage mmbench s_mmbench ;;
+    plbench) stage plbench s_plbench ;;
     exp) stage exp s_exp ;;
     sanitize-suite) stage sanitize-suite s_sanitize_suite ;;
     *) echo "gpu-check: unknown stage '$s'"; fails=$((fails + 1)) ;;

@@ -74,6 +74,7 @@ typedef struct FnState {
     bool has_err;          /* some kernel takes a KP_ERR word */
     const Kernel *direct;  /* the function is one elementwise kernel of its parameters: see
                               call_direct */
+    bool *returned;        /* by Val id: the value of a return statement (a single result) */
     Frame *spare;          /* a frame kept for the next call */
 } FnState;
 
@@ -119,6 +120,11 @@ struct GpuSession {
     /* the call in progress */
     RtErr *err;
     Run *run;
+    int depth;           /* run_fn's nesting: 1 in the called function's own frame */
+    /* out=: where the result goes (gpu_call_into), when no argument overlaps it; the
+       kernel that computes the returned value writes there (into_used) */
+    const GpuVal *into;
+    bool into_used;
 };
 
 struct Frame {
@@ -685,6 +691,23 @@ static bool segred_launch(GpuSession *s, const Kernel *k, KState *ks, long long 
    [k] (n = 1), both dense row-major device arrays, with the epilogue matmul_epilogue
    (fuse.c) gave it: a scale, a bias along the rows (its length is n: the fusion
    checked the sizes' keys), relu. */
+/* A kernel output's memory: out='s (gpu_call_into) for the value the called function
+   returns, when its dtype and shape are the result's; else a new block. */
+static bool out_alloc(Frame *f, const Val *o, Value *v, Loc loc) {
+    GpuSession *s = f->s;
+    const GpuVal *in = s->into;
+    if (in && !s->into_used && s->depth == 1 && f->st->returned[o->id] && v->rank > 0 && in->dt == v->dt &&
+        in->rank == v->rank && memcmp(in->shape, v->shape, sizeof(int64_t) * (size_t)v->rank) == 0) {
+        if (!(v->buf = dbuf_new(s))) return gpu_fail(s, loc, "out of host memory");
+        v->buf->p = in->p;
+        v->buf->borrowed = true;
+        v->set = true;
+        s->into_used = true;
+        return true;
+    }
+    return dalloc(s, v, loc);
+}
+
 static Val *epi_operand(const Kernel *k, const Val *v) {
     for (int j = 0; j < v->nargs; j++) {
         bool in = false;
@@ -719,7 +742,7 @@ static bool blas_launch(Frame *f, const Kernel *k) {
     if (ok) {
         out = sh;
         out.buf = NULL;
-        ok = dalloc(s, &out, loc);
+        ok = out_alloc(f, end, &out, loc);
     }
     if (ok) {
         a.m = x.shape[0], a.k = x.shape[1], a.n = y.rank == 2 ? y.shape[1] : 1;
@@ -798,7 +821,7 @@ static bool launch(Frame *f, const Kernel *k) {
         Value tmp = sh;
         tmp.buf = NULL;
         if (tmp.rank == 0) tmp.rank = 1, tmp.shape[0] = 1; /* rank-0 results land in a 1-element buffer */
-        ok = dalloc(s, &tmp, loc);
+        ok = k->kind != K_COMPACT && sh.rank > 0 ? out_alloc(f, k->outs[i], &tmp, loc) : dalloc(s, &tmp, loc);
         outs[i] = sh;
         outs[i].buf = tmp.buf;
         outs[i].set = ok;
@@ -1317,6 +1340,7 @@ static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result, Loc l
         run_leave(s->run);
         return gpu_fail(s, fn->loc, "out of host memory");
     }
+    s->depth++;
     f->ops.err = s->err;
     f->ret = (Value){0};
     for (int k = 0; k < fn->nres; k++) f->rets[k] = (Value){0};
@@ -1336,6 +1360,7 @@ static bool run_fn(GpuSession *s, FnState *st, Value *args, Value *result, Loc l
     for (int i = 0; i < fn->nslots; i++) vrelease(s, &f->slots[i]);
     clear_memo(f);
     frame_put(st, f);
+    s->depth--;
     run_leave(s->run);
     return ok;
 }
@@ -1382,6 +1407,14 @@ static const Kernel *direct_kernel(const Fn *fn, const Plan *pl) {
     return k;
 }
 
+static void mark_returns(const Stmt *st, bool *ret) {
+    for (; st; st = st->next) {
+        if (st->kind == S_RETURN && st->v && !st->nvs) ret[st->v->id] = true;
+        mark_returns(st->body, ret);
+        mark_returns(st->els, ret);
+    }
+}
+
 static void fnstate_init(GpuSession *s, FnState *st, int pi) {
     Arena *a = &s->arena;
     const Plan *pl = s->ps->plans[pi];
@@ -1392,6 +1425,8 @@ static void fnstate_init(GpuSession *s, FnState *st, int pi) {
     st->pi = pi;
     st->writer = NEWN(a, const Kernel *, nv);
     st->byid = NEWN(a, Val *, nv);
+    st->returned = NEWN(a, bool, nv);
+    mark_returns(fn->body, st->returned);
     st->ks = NEWN(a, KState, pl->nkernels + 1);
     for (int i = 0; i < pl->nkernels; i++) {
         const Kernel *k = pl->kernels[i];
@@ -1512,7 +1547,12 @@ static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
     if (!kernel_geometry(k, n, 1, n, -1, 0, &grid, &scratch)) return true; /* the general path reports it */
     const Val *o = k->outs[0];
     cuk_devptr out = 0;
-    if (cuk_mem_alloc(&out, (size_t)n * (size_t)dtype_info[o->dt].size) != CUK_OK)
+    const GpuVal *in = s->into;
+    bool into = in && in->dt == o->dt && in->rank == k->rank &&
+                memcmp(in->shape, shape->shape, sizeof(int64_t) * (size_t)k->rank) == 0;
+    if (s->into && !into) return true; /* the general path says what differs */
+    if (into) out = in->p;
+    else if (cuk_mem_alloc(&out, (size_t)n * (size_t)dtype_info[o->dt].size) != CUK_OK)
         return true; /* the general path reports it */
     long long w[64];
     for (int i = 0; i < k->nparams; i++) {
@@ -1534,18 +1574,75 @@ static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
         void *kargs[1] = {w};
         cuk_dim3 g = {grid, 1, 1}, b = {(unsigned)k->block, 1, 1};
         if (cuk_launch(ks->fn, g, b, 0, NULL, kargs) != CUK_OK) {
-            cuk_mem_free(out);
+            if (!into) cuk_mem_free(out);
             return gpu_fail(s, o->loc, "kernel launch failed");
         }
     }
-    *result = (GpuVal){.dt = o->dt, .rank = k->rank, .p = out};
+    *result = (GpuVal){.dt = o->dt, .rank = k->rank, .p = out, .borrowed = into};
     memcpy(result->shape, shape->shape, sizeof(int64_t) * (size_t)k->rank);
     return true;
 }
 
-static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *result) {
+/* Whether [a, a + an) and [b, b + bn) share a byte. */
+static bool overlaps(cuk_devptr a, size_t an, cuk_devptr b, size_t bn) { return an && bn && a < b + bn && b < a + an; }
+
+static size_t gv_bytes(const GpuVal *g) {
+    size_t n = g->dt < DT_COUNT ? (size_t)dtype_info[g->dt].size : 0;
+    for (int k = 0; k < g->rank; k++) n *= (size_t)g->shape[k];
+    return n;
+}
+
+/* out= (into): the result has its dtype and shape; it is in into's memory already
+   (written by its kernel) or is copied there. */
+static bool into_finish(GpuSession *s, const Fn *fn, const GpuVal *into, Value *r, GpuVal *res) {
+    char a[96], b[96];
+    if (r->rank != into->rank || r->dt != into->dt ||
+        memcmp(r->shape, into->shape, sizeof(int64_t) * (size_t)r->rank) != 0) {
+        rt_error(s->err, fn->loc, "%s(): out= is %s %s, but the result is %s %s", fn->name, dtype_info[into->dt].name,
+                 fmt_shape(a, sizeof a, into->rank, into->shape), dtype_info[r->dt].name,
+                 fmt_shape(b, sizeof b, r->rank, r->shape));
+        return false;
+    }
+    size_t bytes = gv_bytes(into);
+    if (r->buf->p != into->p && bytes && cuk_memcpy_dtod_async(into->p, r->buf->p, bytes, NULL) != CUK_OK)
+        return gpu_fail(s, fn->loc, "copying the result into out= failed");
+    *res = *into;
+    res->borrowed = true;
+    return true;
+}
+
+/* Whether st's function is one kernel that reads each array argument only at the
+   element it writes: an elementwise map or a 1-D scan (a tile reads its own elements
+   before it writes them, and no other tile reads them), every input read at the
+   iteration index, no index transform. out= may then be such an argument itself. */
+static bool pointwise_plan(const FnState *st) {
+    const Plan *pl = st->plan;
+    if (pl->nkernels != 1) return false;
+    const Kernel *k = pl->kernels[0];
+    if ((k->kind != K_MAP && k->kind != K_SCAN) || (k->kind == K_SCAN && k->rank != 1) || kernel_region_update(k) ||
+        kernel_tiled_transpose(k))
+        return false;
+    for (int i = 0; i < k->nins; i++)
+        if (!k->ins_direct[i]) return false;
+    for (int i = 0; i < k->nvals; i++)
+        if (op_is_index(k->vals[i]->op)) return false;
+    return true;
+}
+
+static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *result, const GpuVal *into) {
     const Fn *fn = st->fn;
-    if (st->direct && !s->err_pending) {
+    /* out= that an argument overlaps takes a copy of the result at the end, not writes
+       while the arguments are still being read; but out= that is an argument of its own
+       shape, read only where it is written (x = f(x) in place), is written directly */
+    s->into = into;
+    s->into_used = false;
+    s->depth = 0;
+    for (int i = 0; into && i < fn->nparams; i++)
+        if (args[i].rank > 0 && overlaps(args[i].p, gv_bytes(&args[i]), into->p, gv_bytes(into)) &&
+            !(args[i].p == into->p && args[i].rank == into->rank &&
+              memcmp(args[i].shape, into->shape, sizeof(int64_t) * (size_t)into->rank) == 0 && pointwise_plan(st)))
+            s->into = NULL;
+    if (st->direct && !s->err_pending && (!into || s->into)) {
         bool handled;
         bool ok = call_direct(s, st, args, result, &handled);
         if (handled || !ok) return ok;
@@ -1582,6 +1679,15 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
     for (int k = 0; k < nout; k++) rs[k] = (Value){0};
     if (ok) ok = run_fn(s, st, va, rs, fn->loc);
     if (ok) ok = check_dev_err(s);
+    if (ok && into) {
+        if (!rs[0].set || rs[0].rank == 0) {
+            rt_error(s->err, fn->loc, "%s() returns %s, so it takes no out=", fn->name, rs[0].set ? "a scalar" : "nothing");
+            ok = false;
+        } else {
+            ok = into_finish(s, fn, into, &rs[0], &result[0]);
+        }
+        nout = 0; /* result[0] is into (or nothing) */
+    }
     for (int k = 0; ok && k < nout; k++) {
         Value *r = &rs[k];
         if (!r->set) continue;
@@ -1614,13 +1720,20 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
             if (result[k].dt != DT_VOID && result[k].rank > 0 && result[k].p) cuk_mem_free(result[k].p);
             result[k] = (GpuVal){.dt = DT_VOID};
         }
-    for (int k = 0; k < nout; k++) vrelease(s, &rs[k]);
+    if (!ok && into) result[0] = (GpuVal){.dt = DT_VOID};
+    for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) vrelease(s, &rs[k]);
+    s->into = NULL;
     for (int i = 0; i < made && i < fn->nparams; i++) vrelease(s, &va[i]);
     if (va != stack) free(va);
     return ok;
 }
 
 bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err) {
+    return gpu_call_into(s, fn, args, NULL, result, out, err);
+}
+
+bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal *into, GpuVal *result, FILE *out,
+                   RtErr *err) {
     for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) result[k] = (GpuVal){.dt = DT_VOID};
     FnState *st = fn_state(s, fn);
     if (!st) {
@@ -1639,7 +1752,7 @@ bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, F
     guard_push(&g);
     if (setjmp(g.jb) == 0) {
         if (die_injected("gpu")) die("injected (CUK_DIE_AT=gpu)");
-        ok = call_locked(s, st, args, result);
+        ok = call_locked(s, st, args, result, into);
         guard_pop(&g);
     } else {
         ok = false;
@@ -1648,11 +1761,17 @@ bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, F
     }
     s->err = NULL;
     s->run = NULL;
+    s->into = NULL;
     pthread_mutex_unlock(&s->lock);
     return ok;
 }
 
 int gpu_call_quick(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, RtErr *err) {
+    return gpu_call_quick_into(s, fn, args, NULL, result, err);
+}
+
+int gpu_call_quick_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal *into, GpuVal *result,
+                        RtErr *err) {
     *result = (GpuVal){.dt = DT_VOID};
     FnState *st = fn_state(s, fn);
     if (!st || !st->direct) return 0;
@@ -1660,10 +1779,19 @@ int gpu_call_quick(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *resu
     int rc = 0;
     if (!s->err_pending) {
         s->err = err;
-        bool handled;
-        bool ok = call_direct(s, st, args, result, &handled);
+        s->into = into;
+        /* an elementwise kernel may write over its own arguments only where it reads
+           them, at the same index and shape: out= over an argument of the result's own
+           shape and dtype is fine, any other overlap takes the general path */
+        for (int i = 0; into && i < fn->nparams; i++)
+            if (args[i].rank > 0 && overlaps(args[i].p, gv_bytes(&args[i]), into->p, gv_bytes(into)) &&
+                !(args[i].p == into->p && gv_bytes(&args[i]) == gv_bytes(into)))
+                s->into = NULL;
+        bool handled = false, ok = true;
+        if (!into || s->into) ok = call_direct(s, st, args, result, &handled);
         rc = !ok ? -1 : handled ? 1 : 0;
         s->err = NULL;
+        s->into = NULL;
     }
     pthread_mutex_unlock(&s->lock);
     return rc;

@@ -6,13 +6,12 @@ import numbers
 
 import numpy as np
 
-from .gpuarray import GPUArray, _canon, _module, _ty, backend
-from . import _cuk
+from .gpuarray import GPUArray, _alloc, _canon, _module, _ty
 
 _seeds = itertools.count(12345)
 
 
-def _gen(kind, shape, dtype, seed):
+def _gen(kind, shape, dtype, seed, into=None):
     shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(s) for s in shape)
     dtype = _canon(dtype)
     if dtype.kind != "f":
@@ -26,11 +25,9 @@ def _gen(kind, shape, dtype, seed):
     dims = ", ".join(f"d{k}" for k in range(n))
     params = ", ".join(["seed: i64"] + [f"d{k}: i64" for k in range(n)])
     src = f"fn k({params}) -> {t}[{dims}] = {kind}({dims}, seed=seed, dtype={t});\n"
-    out = _module(src)(int(seed), *shape)
-    if backend() == "gpu" and isinstance(out, np.ndarray):
-        # all-scalar arguments bring the result to the host; TODO: keep it on the device
-        out = _cuk.to_device(out)
-    return GPUArray._wrap(out)
+    out = _alloc(shape, dtype) if into is None else into
+    _module(src)(int(seed), *shape, out=out)  # the generator kernel writes there
+    return GPUArray._wrap(out) if into is None else None
 
 
 def rand(shape, dtype=np.float32, stream=None, seed=None):
@@ -60,10 +57,16 @@ class PhiloxGenerator:
         return randn(shape, dtype, seed=next(self._seeds))
 
     def fill_uniform(self, data, stream=None):
-        data._assign(self.gen_uniform(data.shape, data.dtype))
+        self._fill("rand", data)
 
     def fill_normal(self, data, stream=None):
-        data._assign(self.gen_normal(data.shape, data.dtype))
+        self._fill("randn", data)
+
+    def _fill(self, kind, data):
+        if data.shape:
+            _gen(kind, data.shape, data.dtype, next(self._seeds), into=data._storage())
+        else:
+            data._assign(_gen(kind, data.shape, data.dtype, next(self._seeds)))
 
 
 # PyCUDA's generator names, all on Philox here

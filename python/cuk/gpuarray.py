@@ -646,9 +646,11 @@ def full(shape, fill_value, dtype=None, allocator=None):
     params = ", ".join([f"v: {t}"] + [f"d{k}: i64" for k in range(n)])
     src = f"fn k({params}) -> {t}[{dims}] = full(v, {dims});\n" if n else f"fn k(v: {t}) -> {t} = v;\n"
     v = bool(fill_value) if dtype == np.bool_ else dtype.type(fill_value).item()
-    out = _module(src)(v, *shape) if n else np.asarray(dtype.type(v))
-    if backend() == "gpu" and isinstance(out, np.ndarray):
-        out = _cuk.to_device(np.ascontiguousarray(out))
+    if not n:
+        out = np.asarray(dtype.type(v))
+        return GPUArray._wrap(_cuk.to_device(out) if backend() == "gpu" else out)
+    out = _alloc(shape, dtype, allocator=allocator)
+    _module(src)(v, *shape, out=out)  # written in place: no result block, no copy
     return GPUArray._wrap(out)
 
 

@@ -421,3 +421,74 @@ def test_internal_error_in_gpu_call_is_run_error(monkeypatch):
         m.f(x)
     monkeypatch.delenv("CUK_DIE_AT")
     assert float(m.f(x)) == 2000.0
+
+
+OUT_SRC = """
+fn f(x: f32[n], y: f32[n]) -> f32[n] = x * 2.0 + y;
+fn g(n: i64) -> f32[n] = rand(n, seed=1);
+fn sm(x: f32[r, c]) -> f32[r, c] {
+    let e = exp(x - max(x, axis=1, keepdims=true));
+    return e / sum(e, axis=1, keepdims=true);
+}
+fn mm(a: f32[m, k], b: f32[k, n], c: f32[n]) -> f32[m, n] = relu(a @ b + c);
+fn shift(x: f32[n]) -> f32[n] = concat(x[1:], x[:1]);
+fn total(x: f32[n]) -> f32 = sum(x);
+"""
+
+
+def test_out_writes_into_the_callers_array():
+    """out= on the GPU: torch, CuPy and cuk arrays get the result, without a result
+    allocation when the last kernel can write there; an argument that overlaps out= (a
+    shift in place) gets a copy at the end; bad out= arguments are clear errors."""
+    torch = pytest.importorskip("torch")
+    m = cuk.compile(OUT_SRC, device="gpu")
+    cpu = cuk.compile(OUT_SRC, device="cpu")
+    x = torch.rand(1000, device="cuda")
+    y = torch.rand(1000, device="cuda")
+    o = torch.empty(1000, device="cuda")
+    assert m.f(x, y, out=o) is o
+    torch.testing.assert_close(o, x * 2 + y)
+    before = cuk._cuk.mem_stats()
+    for _ in range(5):
+        m.f(x, y, out=o)
+    after = cuk._cuk.mem_stats()
+    assert after["allocs"] == before["allocs"], (before, after)
+    # in place over an argument
+    x2 = x.clone()
+    m.f(x2, y, out=x2)
+    torch.testing.assert_close(x2, x * 2 + y)
+    # generators, row kernels and cuBLASLt write into out= too
+    r = torch.empty(4099, device="cuda")
+    m.g(4099, out=r)
+    np.testing.assert_array_equal(r.cpu().numpy(), cpu.g(4099))
+    a = torch.rand(33, 1025, device="cuda")
+    s = torch.empty(33, 1025, device="cuda")
+    m.sm(a, out=s)
+    torch.testing.assert_close(s, torch.softmax(a, 1))
+    A, B, c = torch.rand(65, 17, device="cuda"), torch.rand(17, 31, device="cuda"), torch.rand(31, device="cuda")
+    d = torch.empty(65, 31, device="cuda")
+    m.mm(A, B, c, out=d)
+    torch.testing.assert_close(d, torch.relu(A @ B + c))
+    # out= is the argument itself, read at other positions: copied at the end
+    z = torch.arange(10, dtype=torch.float32, device="cuda")
+    m.shift(z, out=z)
+    assert z.tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 0]
+    # CuPy and cuk arrays, and a NumPy out= from the GPU
+    cp = pytest.importorskip("cupy")
+    cx, cy, co = cp.asarray(x), cp.asarray(y), cp.empty(1000, dtype=cp.float32)
+    assert m.f(cx, cy, out=co) is co
+    np.testing.assert_allclose(cp.asnumpy(co), (x * 2 + y).cpu().numpy(), rtol=1e-6)
+    dx, dy, do = cuk.to_device(x.cpu().numpy()), cuk.to_device(y.cpu().numpy()), cuk.empty(1000)
+    m.f(dx, dy, out=do)
+    np.testing.assert_allclose(cuk.asnumpy(do), (x * 2 + y).cpu().numpy(), rtol=1e-6)
+    h = np.empty(1000, np.float32)
+    m.f(x, y, out=h)
+    np.testing.assert_allclose(h, (x * 2 + y).cpu().numpy(), rtol=1e-6)
+    with pytest.raises(cuk.RunError, match=r"out= is f32 \(999\), but the result is f32 \(1000\)"):
+        m.f(x, y, out=torch.empty(999, device="cuda"))
+    with pytest.raises(cuk.ArgumentError, match="returns a scalar, so it takes no out="):
+        m.total(x, out=o)
+    with pytest.raises(cuk.ArgumentError, match="float64"):
+        m.f(x, y, out=torch.empty(1000, device="cuda", dtype=torch.float64))
+    with pytest.raises(cuk.ArgumentError, match="not C-contiguous"):
+        m.f(x, y, out=torch.empty(2000, device="cuda")[::2])
