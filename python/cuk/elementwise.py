@@ -1,5 +1,8 @@
 """``pycuda.elementwise`` on cuk: ElementwiseKernel from a C argument list and a
-per-element statement on ``i``, compiled with NVRTC (raw CUDA C, so a GPU is needed)."""
+per-element statement on ``i``. An assignment the language can say (``z[i] = a*x[i] +
+y[i]``: see _lang.py) runs as a .cuk function writing into ``z`` (out=), the language's
+vectorised map kernel; anything else is raw CUDA C compiled with NVRTC (a grid-stride
+loop, as PyCUDA's; a GPU is needed)."""
 import numpy as np
 
 from . import _cuk
@@ -77,6 +80,7 @@ class ElementwiseKernel:
         self._k = {}
         if not any(isinstance(a, VectorArg) for a in self.arguments):
             raise ValueError("ElementwiseKernel can only be used with functions that have at least one vector argument")
+        self._lang = False  # not tried yet; then None or (fn, out, names)
 
     def _kernel(self, use_range):
         k = self._k.get(use_range)
@@ -97,6 +101,8 @@ class ElementwiseKernel:
             raise TypeError(f"{self.name} takes {len(self.arguments)} arguments, {len(args)} given")
         vec = next(v for a, v in zip(self.arguments, args) if isinstance(a, VectorArg))
         n = int(np.prod(vec.shape, dtype=np.int64))
+        if rng is None and slc is None and self._language_call(args, n):
+            return
         packed = _pack(self.arguments, args)
         if rng is not None or slc is not None:
             start, stop, step, count = resolve_range(rng, slc, n)
@@ -107,6 +113,32 @@ class ElementwiseKernel:
             if n == 0:
                 return
             self._kernel(False)(*packed, np.uint64(n), block=(_BLOCK, 1, 1), grid=_launch_grid(n), stream=stream)
+
+
+    def _language_call(self, args, n):
+        """Runs the language's kernel when the operation translates and every array is
+        1-D of n elements; False when the raw kernel must run."""
+        if self._lang is False:
+            from . import _lang
+            self._lang = _lang.elementwise(self.arguments, **{k: self._src[k] for k in (
+                "operation", "preamble", "loop_prep", "after_loop")})
+        if self._lang is None or n == 0:
+            return False
+        from . import _lang
+        fn, out, names = self._lang
+        by = {a.name: (a, v) for a, v in zip(self.arguments, args)}
+        vals = []
+        for nm in [out] + names:
+            a, v = by[nm]
+            if isinstance(a, VectorArg):
+                v = _lang.storage(v)
+                if tuple(getattr(v, "shape", ())) != (n,) or np.dtype(getattr(v, "dtype", None)) != a.dtype:
+                    return False
+            else:
+                v = a.dtype.type(v)
+            vals.append(v)
+        fn(*vals[1:], out=vals[0])
+        return True
 
 
 def get_axpbyz_kernel(dtype_x, dtype_y, dtype_z):

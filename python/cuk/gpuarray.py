@@ -167,8 +167,10 @@ def _run(expr, reduce=None):
     g = _Gen(expr.shape)
     body = g.expr(expr)
     if reduce:
-        body = f"{reduce}({body})"
-        ret = _ty(expr.dtype)
+        # keepdims: a result of one element stays in device memory (a scalar result
+        # would come to the host, and back for the 0-d GPUArray: a synchronisation)
+        body = f"{reduce}({body}, keepdims=true)"
+        ret = f"{_ty(expr.dtype)}[{', '.join('1' for _ in expr.shape)}]"
     else:
         dims = [("1" if s == 1 and not _bound(g, k) else f"d{k}") for k, s in enumerate(expr.shape)]
         ret = f"{_ty(expr.dtype)}[{', '.join(dims)}]" if dims else _ty(expr.dtype)
@@ -689,8 +691,12 @@ def _reduce(kind, a, dtype=None):
     if not a.shape:  # a 0-d array is its own reduction
         return GPUArray._lazy(e).copy() if isinstance(e, _Node) else GPUArray._wrap(a._storage()).copy()
     out, _ = _run(e, kind)
-    if backend() == "gpu" and isinstance(out, np.ndarray):
-        out = _cuk.to_device(np.ascontiguousarray(out))
+    if isinstance(out, np.ndarray):
+        out = out.reshape(())
+        if backend() == "gpu":
+            out = _cuk.to_device(np.ascontiguousarray(out))
+    else:  # one element on the device, viewed as 0-d
+        out = _cuk.device_wrap(out.__cuda_array_interface__["data"][0], (), np.dtype(out.dtype).name, out)
     return GPUArray._wrap(out)
 
 

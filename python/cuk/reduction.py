@@ -71,6 +71,39 @@ class ReductionKernel:
                                     args="".join(a.declarator() + ", " for a in self.arguments))
         self.options = list(options or [])
         self._k = None
+        self._lang = False  # not tried yet; then None or (fn, names)
+        self._lang_src = (neutral, reduce_expr, map_expr, preamble)
+
+    def _language_call(self, args, n, out):
+        """The language's reduction (one kernel, its result left on the device) when the
+        expressions translate and every array is 1-D of n elements; None otherwise."""
+        from . import _lang
+        if self._lang is False:
+            neutral, reduce_expr, map_expr, preamble = self._lang_src
+            self._lang = _lang.reduction(self.dtype_out, neutral, reduce_expr, map_expr, self.arguments, preamble)
+        if self._lang is None or n == 0:
+            return None
+        fn, names = self._lang
+        by = {a.name: (a, v) for a, v in zip(self.arguments, args)}
+        vals = []
+        for nm in names:
+            a, v = by[nm]
+            if isinstance(a, VectorArg):
+                v = _lang.storage(v)
+                if tuple(getattr(v, "shape", ())) != (n,) or np.dtype(getattr(v, "dtype", None)) != a.dtype:
+                    return None
+            else:
+                v = a.dtype.type(v)
+            vals.append(v)
+        result = out if out is not None else gpuarray.empty((), self.dtype_out)
+        dst = result._storage()
+        # the 0-d result as one element (a view of the same memory) for out=
+        if isinstance(dst, np.ndarray):
+            fn(*vals, out=dst.reshape(1))
+        else:
+            from . import _cuk
+            fn(*vals, out=_cuk.device_wrap(dst.__cuda_array_interface__["data"][0], (1,), np.dtype(dst.dtype).name, dst))
+        return result
 
     def _kernels(self):
         if self._k is None:
@@ -90,9 +123,13 @@ class ReductionKernel:
             raise TypeError(f"unknown keyword arguments: {', '.join(kwargs)}")
         if len(args) != len(self.arguments):
             raise TypeError(f"{self.name} takes {len(self.arguments)} arguments, {len(args)} given")
-        s1, s2 = self._kernels()
         vec = next(v for a, v in zip(self.arguments, args) if isinstance(a, VectorArg))
         n = int(np.prod(vec.shape, dtype=np.int64))
+        if rng is None and slc is None and (out is None or out.dtype == self.dtype_out):
+            r = self._language_call(args, n, out)
+            if r is not None:
+                return r
+        s1, s2 = self._kernels()
         start, step = 0, 1
         if rng is not None or slc is not None:
             start, _, step, n = resolve_range(rng, slc, n)
