@@ -116,6 +116,7 @@ struct GpuSession {
     cuk_devptr scratch;  /* reduction partials, scan tile states: stream-ordered reuse */
     size_t scratch_size;
     cuk_devptr errblk;   /* 4 words per plan for the kernels' bounds checks (KP_ERR) */
+    int l2_size, sm_count; /* the device's, for long rows (0: not asked yet, -1: unknown) */
     bool err_pending;    /* a kernel with a KP_ERR word ran since the block was read */
     /* the call in progress */
     RtErr *err;
@@ -996,6 +997,26 @@ static bool launch(Frame *f, const Kernel *k) {
     cuk_function *entry = ks->fn;
     int re = ok && k->kind == K_ROW ? kernel_row_entry(k, len) : KE_MAIN;
     if (re != KE_MAIN && opt_entry(f, k, ks, re)) entry = ks->opt[re];
+    if (re == KE_LG && entry == ks->opt[KE_LG]) {
+        /* rows longer than a block are read once per phase: as many rows at a time as
+           half the L2 holds (the device's SMs at least), so the later phases read them
+           from the L2, not from memory */
+        if (!s->l2_size) {
+            cuk_device_props pr;
+            int dev = 0;
+            const char *off = getenv("CUK_ROW_L2CAP"); /* "0": no cap (docs/performance.md) */
+            if ((!off || strcmp(off, "0") != 0) && cuk_device_current(&dev) == CUK_OK &&
+                cuk_device_props_get(dev, &pr) == CUK_OK)
+                s->l2_size = pr.l2_size, s->sm_count = pr.sm_count;
+            else s->l2_size = -1;
+        }
+        int nd = 0;
+        for (int i = 0; i < k->nins; i++) nd += k->ins_direct[i];
+        int64_t row_bytes = len * kernel_widest_elem(k) * (nd ? nd : 1);
+        int64_t cap = s->l2_size > 0 && row_bytes > 0 ? s->l2_size / 2 / row_bytes : 0;
+        if (cap < s->sm_count) cap = s->sm_count;
+        if (cap > 0 && grid > cap) grid = (unsigned)cap;
+    }
     if (ok && region) {
         /* the region's size (its lengths, KP_UPD), a grid-stride loop over it */
         int64_t rn = 1;
