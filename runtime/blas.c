@@ -75,34 +75,11 @@ static bool lt_ok;
 static char lt_msg[2048];
 
 static void lt_load_once(void) {
-    char cands[5][1024];
-    int n = 0;
-    const char *env = getenv("CUK_LIBCUBLASLT");
-    if (env && *env) {
-        snprintf(cands[n++], sizeof cands[0], "%s", env); /* an explicit choice is final */
-    } else {
-        snprintf(cands[n++], sizeof cands[0], "libcublasLt.so.13");
-        snprintf(cands[n++], sizeof cands[0], "/usr/local/cuda/lib64/libcublasLt.so.13");
-        const char *home = getenv("CUDA_HOME");
-        if (home && *home) snprintf(cands[n++], sizeof cands[0], "%s/lib64/libcublasLt.so.13", home);
-        snprintf(cands[n++], sizeof cands[0], "libcublasLt.so.12");
-    }
-    void *h = NULL;
-    char tried[1024] = "";
-    size_t used = 0;
-    for (int i = 0; i < n && !h; i++) {
-        h = dlopen(cands[i], RTLD_NOW | RTLD_LOCAL);
-        if (!h && used < sizeof tried)
-            used += (size_t)snprintf(tried + used, sizeof tried - used, "%s%s", i ? "; " : "", dlerror());
-    }
-    if (!h) {
-        snprintf(lt_msg, sizeof lt_msg,
-                 "cuBLASLt not found (libcublasLt.so.13): %s; matrix products (dot, @) on the GPU need "
-                 "the CUDA toolkit's cuBLASLt: install it, or set CUDA_HOME or CUK_LIBCUBLASLT, or use "
-                 "--device cpu",
-                 tried);
-        return;
-    }
+    void *h = lib_open("CUK_LIBCUBLASLT", "libcublasLt", "cuBLASLt",
+                       "matrix products (dot, @) on the GPU need the CUDA toolkit's cuBLASLt: install it, or set "
+                       "CUDA_HOME or CUK_LIBCUBLASLT, or use --device cpu",
+                       lt_msg, sizeof lt_msg);
+    if (!h) return;
 #define X(field, sym, args)                                                                      \
     *(void **)&lt.field = dlsym(h, sym);                                                         \
     if (!lt.field) {                                                                             \

@@ -159,6 +159,10 @@ typedef struct Nvrtc {
     int narchs;
 } Nvrtc;
 
+/* loader.c: dlopen of a CUDA toolkit library: exactly $env_var when set, else
+   <stem>.so.13, /usr/local/cuda/lib64/<stem>.so.13, $CUDA_HOME/lib64/<stem>.so.13,
+   <stem>.so.12. NULL on failure with msg: "<name> not found", what was tried, `what` to do. */
+void *lib_open(const char *env_var, const char *stem, const char *name, const char *what, char *msg, size_t msglen);
 /* loader.c: dlopen on first use (thread-safe). NULL on failure with the error set. */
 extern CuDriver cu;             /* valid after driver_load() returned CUK_OK */
 cuk_status driver_load(void);   /* loads libcuda and calls cuInit(0) */

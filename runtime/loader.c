@@ -139,20 +139,20 @@ static Nvrtc nv;
 static bool nvrtc_ok;
 static char nvrtc_msg[2048];
 
-static void nvrtc_load_once(void) {
-    char cands[6][1024];
+void *lib_open(const char *env_var, const char *stem, const char *name, const char *what, char *msg, size_t msglen) {
+    char cands[5][1024];
     int n = 0;
-    const char *env = getenv("CUK_NVRTC");
+    const char *env = getenv(env_var);
     if (env && *env) {
-        /* An explicit choice is final: no quiet fallback to another NVRTC. */
+        /* An explicit choice is final: no quiet fallback to another library. */
         snprintf(cands[n++], sizeof cands[0], "%s", env);
     } else {
-        snprintf(cands[n++], sizeof cands[0], "libnvrtc.so.13");
-        snprintf(cands[n++], sizeof cands[0], "/usr/local/cuda/lib64/libnvrtc.so.13");
+        snprintf(cands[n++], sizeof cands[0], "%s.so.13", stem);
+        snprintf(cands[n++], sizeof cands[0], "/usr/local/cuda/lib64/%s.so.13", stem);
         const char *home = getenv("CUDA_HOME");
-        if (home && *home) snprintf(cands[n++], sizeof cands[0], "%s/lib64/libnvrtc.so.13", home);
-        /* An older toolkit still compiles for the archs it knows. */
-        snprintf(cands[n++], sizeof cands[0], "libnvrtc.so.12");
+        if (home && *home) snprintf(cands[n++], sizeof cands[0], "%s/lib64/%s.so.13", home, stem);
+        /* An older toolkit's still works (NVRTC: for the archs it knows). */
+        snprintf(cands[n++], sizeof cands[0], "%s.so.12", stem);
     }
     void *h = NULL;
     char tried[1024] = "";
@@ -162,13 +162,14 @@ static void nvrtc_load_once(void) {
         if (!h && used < sizeof tried)
             used += (size_t)snprintf(tried + used, sizeof tried - used, "%s%s", i ? "; " : "", dlerror());
     }
-    if (!h) {
-        snprintf(nvrtc_msg, sizeof nvrtc_msg,
-                 "NVRTC not found (libnvrtc.so.13): %s; install the CUDA toolkit's NVRTC or set "
-                 "CUDA_HOME or CUK_NVRTC",
-                 tried);
-        return;
-    }
+    if (!h) snprintf(msg, msglen, "%s not found (%s.so.13): %s; %s", name, stem, tried, what);
+    return h;
+}
+
+static void nvrtc_load_once(void) {
+    void *h = lib_open("CUK_NVRTC", "libnvrtc", "NVRTC",
+                       "install the CUDA toolkit's NVRTC or set CUDA_HOME or CUK_NVRTC", nvrtc_msg, sizeof nvrtc_msg);
+    if (!h) return;
 #define X(field, sym, req, args)                                                                  \
     *(void **)&nv.field = dlsym(h, sym);                                                         \
     if (!nv.field) {                                                                             \

@@ -79,6 +79,25 @@ def storage(v):
     return v._storage() if isinstance(v, GPUArray) else v
 
 
+def values(arguments, args, names, n):
+    """The call's values of the arguments named (arrays as their memory, scalars in their
+    C type), or None when an array is not 1-D of n elements of its declared dtype (the
+    raw kernel takes those)."""
+    from .tools import VectorArg
+    by = {a.name: (a, v) for a, v in zip(arguments, args)}
+    vals = []
+    for nm in names:
+        a, v = by[nm]
+        if isinstance(a, VectorArg):
+            v = storage(v)
+            if tuple(getattr(v, "shape", ())) != (n,) or np.dtype(getattr(v, "dtype", None)) != a.dtype:
+                return None
+        else:
+            v = a.dtype.type(v)
+        vals.append(v)
+    return vals
+
+
 def elementwise(arguments, operation, preamble, loop_prep, after_loop):
     """(fn, out_name, [argument names fn takes]) for ElementwiseKernel's operation, or None."""
     from .tools import VectorArg

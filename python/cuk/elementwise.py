@@ -126,17 +126,9 @@ class ElementwiseKernel:
             return False
         from . import _lang
         fn, out, names = self._lang
-        by = {a.name: (a, v) for a, v in zip(self.arguments, args)}
-        vals = []
-        for nm in [out] + names:
-            a, v = by[nm]
-            if isinstance(a, VectorArg):
-                v = _lang.storage(v)
-                if tuple(getattr(v, "shape", ())) != (n,) or np.dtype(getattr(v, "dtype", None)) != a.dtype:
-                    return False
-            else:
-                v = a.dtype.type(v)
-            vals.append(v)
+        vals = _lang.values(self.arguments, args, [out] + names, n)
+        if vals is None:
+            return False
         fn(*vals[1:], out=vals[0])
         return True
 

@@ -84,17 +84,9 @@ class ReductionKernel:
         if self._lang is None or n == 0:
             return None
         fn, names = self._lang
-        by = {a.name: (a, v) for a, v in zip(self.arguments, args)}
-        vals = []
-        for nm in names:
-            a, v = by[nm]
-            if isinstance(a, VectorArg):
-                v = _lang.storage(v)
-                if tuple(getattr(v, "shape", ())) != (n,) or np.dtype(getattr(v, "dtype", None)) != a.dtype:
-                    return None
-            else:
-                v = a.dtype.type(v)
-            vals.append(v)
+        vals = _lang.values(self.arguments, args, names, n)
+        if vals is None:
+            return None
         result = out if out is not None else gpuarray.empty((), self.dtype_out)
         dst = result._storage()
         # the 0-d result as one element (a view of the same memory) for out=
