@@ -42,7 +42,7 @@ def main():
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(1)
     print("device:", torch.cuda.get_device_name(0), " torch", torch.__version__, " cupy",
-          cp.__version__ if cp else "-", " cuBLASLt", cuk.blas_version() if hasattr(cuk, "blas_version") else "?")
+          cp.__version__ if cp else "-")
     rows = []
 
     def tf32(on):

@@ -270,7 +270,7 @@ cuk_status cuk_matmul(const cuk_matmul_args *a, cuk_stream *stream) {
     key.epi = a->epilogue, key.beta = a->beta != 0;
     key.m = a->m, key.n = a->n, key.k = a->k;
     key.align[0] = align_of(a->b), key.align[1] = align_of(a->a);
-    key.align[2] = a->c ? align_of(a->c) : 256, key.align[3] = align_of(a->d);
+    key.align[2] = align_of(a->c ? a->c : a->d), key.align[3] = align_of(a->d); /* C is D when c is 0 */
     LtPlan *p = NULL;
     for (int i = 0; !s && i < NPLANS && !p; i++)
         if (plans[i].used && memcmp(&plans[i].key, &key, sizeof key) == 0) p = &plans[i];
