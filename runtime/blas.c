@@ -257,8 +257,21 @@ cuk_status cuk_matmul(const cuk_matmul_args *a, cuk_stream *stream) {
     size_t esz = a->type == CUK_MM_F64 ? 8 : 4;
     if (a->k == 0 && !a->epilogue && a->beta == 0) /* an empty sum: cuBLASLt wants k >= 1 */
         return cuk_memset_d8(a->d, 0, (size_t)a->m * (size_t)a->n * esz, stream);
-    if (a->k == 0)
-        return err_set(CUK_ERR_INVALID, "cuk_matmul: k = 0 with an epilogue or beta is not supported");
+    if (a->k == 0) {
+        /* the product is zeros, the rest (beta * c, the bias, relu) still applies: the
+           same call with k = 1 over a zero column and row */
+        int64_t mx = a->m > a->n ? a->m : a->n;
+        cuk_devptr z = 0;
+        s = cuk_mem_alloc(&z, (size_t)mx * esz);
+        if (!s) s = cuk_memset_d8(z, 0, (size_t)mx * esz, stream);
+        if (!s) {
+            cuk_matmul_args one = *a;
+            one.k = 1, one.a = z, one.b = z;
+            s = cuk_matmul(&one, stream);
+        }
+        cuk_mem_free(z); /* reused only by work queued after this call's */
+        return s;
+    }
     if (!lt_load()) return CUK_ERR_NO_BLAS;
 
     pthread_mutex_lock(&blas_lock);

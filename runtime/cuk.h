@@ -265,7 +265,8 @@ enum { CUK_MM_BIAS = 1, CUK_MM_RELU = 2 }; /* cuk_matmul_args.epilogue, or-ed */
    every row, then CUK_MM_RELU takes max(x, 0). tf32 (f32 only): TF32 tensor cores,
    about 10 mantissa bits per product; else full f32. Queued on s; the library, its
    handle and a 32 MiB workspace per device come on first use, and each shape's
-   algorithm is chosen once and kept. No cuBLASLt: CUK_ERR_NO_BLAS. */
+   algorithm is chosen once and kept. k = 0: a product of zeros (then beta * c, the
+   bias and relu as usual). No cuBLASLt: CUK_ERR_NO_BLAS. */
 typedef struct cuk_matmul_args {
     cuk_mm_type type;
     int tf32;

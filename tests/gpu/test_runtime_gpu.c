@@ -115,6 +115,21 @@ static void test_matmul(void) {
         cuk_mem_free(da), cuk_mem_free(db), cuk_mem_free(dc), cuk_mem_free(dbias), cuk_mem_free(dd);
         free(ha), free(hb), free(hc), free(hbias), free(hd), free(ref);
     }
+    /* k = 0: a product of zeros, then beta * c, the bias and relu */
+    {
+        float hb[4] = {-1, 0, 1, 2}, hc[12], hd[12];
+        for (int i = 0; i < 12; i++) hc[i] = 1;
+        cuk_devptr db0, dc0, dd0;
+        int good = cuk_mem_alloc(&db0, 16) == CUK_OK && cuk_mem_alloc(&dc0, 48) == CUK_OK &&
+                   cuk_mem_alloc(&dd0, 48) == CUK_OK && cuk_memcpy_htod(db0, hb, 16) == CUK_OK &&
+                   cuk_memcpy_htod(dc0, hc, 48) == CUK_OK;
+        cuk_matmul_args z = {.type = CUK_MM_F32, .m = 3, .n = 4, .k = 0, .c = dc0, .d = dd0, .alpha = 1, .beta = 1,
+                             .epilogue = CUK_MM_BIAS | CUK_MM_RELU, .bias = db0};
+        good = good && cuk_matmul(&z, NULL) == CUK_OK && cuk_memcpy_dtoh(hd, dd0, 48) == CUK_OK;
+        for (int i = 0; good && i < 12; i++) good = hd[i] == (float)(i % 4); /* relu(1 + bias) */
+        report(good, "cuk_matmul k = 0: beta * c + bias, relu", NULL);
+        cuk_mem_free(db0), cuk_mem_free(dc0), cuk_mem_free(dd0);
+    }
     cuk_matmul_args bad = {.type = CUK_MM_F32, .m = -1, .n = 2, .k = 2};
     CHECK("cuk_matmul: negative size is an error", cuk_matmul(&bad, NULL) == CUK_ERR_INVALID);
     bad = (cuk_matmul_args){.type = 7, .m = 1, .n = 1, .k = 1};
