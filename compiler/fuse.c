@@ -452,6 +452,17 @@ bool gather_computes(const Val *v, int j) {
     return (x->op == OP_IOTA && x->rank == 1) || (x->op == OP_RESHAPE && x->args[0]->rank > 0);
 }
 
+/* Operand x of matrix product v that cuBLASLt reads transposed where it lies (its
+   TRANSA/TRANSB), so the transpose is never written: a 2-D transpose, used by v alone,
+   of an array in memory. */
+static bool mm_reads_transposed(F *f, Val *v, Val *x) {
+    if ((v->dt != DT_F32 && v->dt != DT_F64) || x->op != OP_TRANSPOSE || x->rank != 2 || x->perm[0] != 1) return false;
+    if (f->cls[x->id] != C_FUSE || f->root[x->id] || f->users[x->id].n != 1 || f->region[x->id] != f->region[v->id])
+        return false;
+    Val *src = x->args[0];
+    return src->rank == 2 && (f->cls[src->id] == C_LEAF || f->mat[src->id]);
+}
+
 /* Rule 1: a fusible value (elementwise, generator, index transform) becomes part of the
    body of every kernel that consumes it, unless it must be in memory: a statement's
    value, the operand of an index transform (unless both are index transforms that
@@ -475,6 +486,10 @@ static void rule1_vertical(F *f) {
             if (!x || x->rank == 0 || !needs_mem) continue;
             /* (a rank-0 transform is an element read on the host: its operand is in memory) */
             if (v->op == OP_GATHER && gather_computes(v, j)) continue; /* computed in the gather's kernel */
+            if (c == C_MATMUL && mm_reads_transposed(f, v, x)) {
+                f->inscan[x->id] = v->id; /* part of the product's call (in_kernel) */
+                continue;
+            }
             if (index_chains(v->op) && v->rank > 0 && chain_operand(x) && chain[x->id] < CHAIN_MAX) {
                 if (chain[x->id] + 1 > chain[id]) chain[id] = chain[x->id] + 1; /* read through the chain */
                 continue;
@@ -555,7 +570,8 @@ static bool is_zero(const Val *o) {
    in the same call, act(alpha * (a @ b) + bias), taken from its single consumers in
    that order: a multiply by a scalar, an add of a vector along the rows (of the
    product's last axis, known equal: the same size key), max(., 0). Each is optional;
-   whatever follows is a map kernel over the result as before. */
+   whatever follows is a map kernel over the result as before. (A transposed operand
+   is the call's too: rule1_vertical, mm_reads_transposed.) */
 static void matmul_epilogue(F *f, Val *mm) {
     f->inscan[mm->id] = mm->id;
     f->scantop[mm->id] = mm->id;

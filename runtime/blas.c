@@ -28,7 +28,9 @@ typedef struct {
 
 enum { CUDA_R_32F = 0, CUDA_R_64F = 1 };
 enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };
-enum { CUBLASLT_MATMUL_DESC_EPILOGUE = 7, CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8 };
+enum { CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4, CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+       CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8 };
+enum { CUBLAS_OP_T = 1 };
 enum { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_RELU = 2, CUBLASLT_EPILOGUE_BIAS = 4 };
 enum {
     CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
@@ -126,7 +128,7 @@ cuk_status cuk_blas_version(int *version) {
 
 /* Everything that decides the descriptors and the algorithm. */
 typedef struct PlanKey {
-    int dev, type, tf32, epi, beta, align[4];
+    int dev, type, tf32, epi, beta, trans_a, trans_b, align[4];
     int64_t m, n, k;
 } PlanKey;
 
@@ -178,8 +180,17 @@ static cuk_status plan_make(const DevBlas *db, const PlanKey *key, LtPlan *p) {
              : key->tf32             ? CUBLAS_COMPUTE_32F_FAST_TF32
                                      : CUBLAS_COMPUTE_32F;
     LT_CHECK(lt.cublasLtMatmulDescCreate(&p->desc, ct, dt), "cublasLtMatmulDescCreate");
-    cublasStatus_t r = lt.cublasLtMatrixLayoutCreate(&p->la, dt, (uint64_t)key->n, (uint64_t)key->k, key->n);
-    if (!r) r = lt.cublasLtMatrixLayoutCreate(&p->lb, dt, (uint64_t)key->k, (uint64_t)key->m, key->k);
+    /* A' is the caller's b: [k, n] row-major is n x k column-major; given transposed
+       ([n, k]) it is k x n, read with TRANSA. B' is a: k x m, or m x k with TRANSB. */
+    cublasStatus_t r = key->trans_b
+                           ? lt.cublasLtMatrixLayoutCreate(&p->la, dt, (uint64_t)key->k, (uint64_t)key->n, key->k)
+                           : lt.cublasLtMatrixLayoutCreate(&p->la, dt, (uint64_t)key->n, (uint64_t)key->k, key->n);
+    if (!r)
+        r = key->trans_a ? lt.cublasLtMatrixLayoutCreate(&p->lb, dt, (uint64_t)key->m, (uint64_t)key->k, key->m)
+                         : lt.cublasLtMatrixLayoutCreate(&p->lb, dt, (uint64_t)key->k, (uint64_t)key->m, key->k);
+    int32_t op_t = CUBLAS_OP_T;
+    if (!r && key->trans_b) r = lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t);
+    if (!r && key->trans_a) r = lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_t, sizeof op_t);
     if (!r) r = lt.cublasLtMatrixLayoutCreate(&p->lc, dt, (uint64_t)key->n, (uint64_t)key->m, key->n);
     int32_t epi = CUBLASLT_EPILOGUE_DEFAULT;
     if (key->epi & CUK_MM_BIAS) epi = CUBLASLT_EPILOGUE_BIAS;
@@ -280,7 +291,7 @@ cuk_status cuk_matmul(const cuk_matmul_args *a, cuk_stream *stream) {
     PlanKey key;
     memset(&key, 0, sizeof key);
     key.dev = d->index, key.type = a->type, key.tf32 = a->type == CUK_MM_F32 && a->tf32;
-    key.epi = a->epilogue, key.beta = a->beta != 0;
+    key.epi = a->epilogue, key.beta = a->beta != 0, key.trans_a = a->trans_a != 0, key.trans_b = a->trans_b != 0;
     key.m = a->m, key.n = a->n, key.k = a->k;
     key.align[0] = align_of(a->b), key.align[1] = align_of(a->a);
     key.align[2] = align_of(a->c ? a->c : a->d), key.align[3] = align_of(a->d); /* C is D when c is 0 */

@@ -275,6 +275,7 @@ typedef struct cuk_matmul_args {
     double alpha, beta;
     int epilogue;
     cuk_devptr bias;
+    int trans_a, trans_b; /* a is given as its transpose (row-major [k, m]); b as [n, k] */
 } cuk_matmul_args;
 cuk_status cuk_matmul(const cuk_matmul_args *args, cuk_stream *s);
 /* cublasLtGetVersion() of the library cuk_matmul uses (e.g. 130000). */

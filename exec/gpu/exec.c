@@ -724,7 +724,13 @@ static bool blas_launch(Frame *f, const Kernel *k) {
     Loc loc = mm->loc;
     Value x = {0}, y = {0}, bias = {0}, sh, out = {0};
     cuk_matmul_args a = {.type = mm->dt == DT_F64 ? CUK_MM_F64 : CUK_MM_F32, .tf32 = mm->exclusive, .alpha = 1.0};
-    bool ok = eval(f, mm->args[0], &x) && eval(f, mm->args[1], &y);
+    /* an operand the call reads transposed where it lies (fuse.c mm_reads_transposed) */
+    Val *xa = mm->args[0], *ya = mm->args[1];
+    for (int i = 0; i < k->nvals; i++) {
+        if (k->vals[i] == xa && xa->op == OP_TRANSPOSE) a.trans_a = 1;
+        if (k->vals[i] == ya && ya->op == OP_TRANSPOSE) a.trans_b = 1;
+    }
+    bool ok = eval(f, a.trans_a ? xa->args[0] : xa, &x) && eval(f, a.trans_b ? ya->args[0] : ya, &y);
     for (int i = 0; ok && i < k->nvals; i++) {
         Val *v = k->vals[i], *o = v == mm ? NULL : epi_operand(k, v);
         if (!o) continue;
@@ -746,7 +752,7 @@ static bool blas_launch(Frame *f, const Kernel *k) {
         ok = out_alloc(f, end, &out, loc);
     }
     if (ok) {
-        a.m = x.shape[0], a.k = x.shape[1], a.n = y.rank == 2 ? y.shape[1] : 1;
+        a.m = x.shape[a.trans_a], a.k = x.shape[!a.trans_a], a.n = y.rank == 2 ? y.shape[!a.trans_b] : 1;
         a.a = x.buf ? x.buf->p : 0, a.b = y.buf ? y.buf->p : 0, a.d = out.buf->p;
         a.bias = bias.buf ? bias.buf->p : 0;
         if (cuk_matmul(&a, NULL) != CUK_OK) ok = gpu_fail(s, loc, "the matrix product failed");

@@ -96,24 +96,37 @@ static void test_matmul(void) {
                  cuk_mem_alloc(&dd, nd * 4) == CUK_OK && cuk_memcpy_htod(da, ha, na * 4) == CUK_OK &&
                  cuk_memcpy_htod(db, hb, nb * 4) == CUK_OK && cuk_memcpy_htod(dc, hc, nd * 4) == CUK_OK &&
                  cuk_memcpy_htod(dbias, hbias, (size_t)n * 4) == CUK_OK;
-        /* plain; scaled with C; bias + relu */
-        for (int form = 0; ok && form < 3; form++) {
+        /* the transposes of a and b, for trans_a and trans_b */
+        float *hat = malloc(na * 4), *hbt = malloc(nb * 4);
+        for (int i = 0; i < m; i++)
+            for (int q = 0; q < k; q++) hat[(size_t)q * m + i] = ha[(size_t)i * k + q];
+        for (int q = 0; q < k; q++)
+            for (int j = 0; j < n; j++) hbt[(size_t)j * k + q] = hb[(size_t)q * n + j];
+        cuk_devptr dat = 0, dbt = 0;
+        ok = ok && cuk_mem_alloc(&dat, na * 4) == CUK_OK && cuk_mem_alloc(&dbt, nb * 4) == CUK_OK &&
+             cuk_memcpy_htod(dat, hat, na * 4) == CUK_OK && cuk_memcpy_htod(dbt, hbt, nb * 4) == CUK_OK;
+        /* plain; scaled with C; bias + relu; a, b, both given transposed */
+        for (int form = 0; ok && form < 6; form++) {
             cuk_matmul_args a = {.type = CUK_MM_F32, .m = m, .n = n, .k = k, .a = da, .b = db, .d = dd, .alpha = 1};
             if (form == 1) a.alpha = 0.5, a.beta = 2, a.c = dc;
             if (form == 2) a.epilogue = CUK_MM_BIAS | CUK_MM_RELU, a.bias = dbias;
+            if (form == 3 || form == 5) a.trans_a = 1, a.a = dat;
+            if (form == 4 || form == 5) a.trans_b = 1, a.b = dbt;
             mm_ref(m, n, k, ha, hb, form == 1 ? hc : NULL, form == 2 ? hbias : NULL, a.alpha, a.beta, form == 2, ref);
             int good = cuk_matmul(&a, NULL) == CUK_OK && cuk_memcpy_dtoh(hd, dd, nd * 4) == CUK_OK;
             size_t bad = 0;
             /* the inputs are multiples of 1/8 with small sums: exact in f32 */
             for (size_t i = 0; good && i < nd; i++) bad += hd[i] != (float)ref[i];
             char name[96], det[96];
-            snprintf(name, sizeof name, "cuk_matmul %dx%dx%d %s", m, k, n,
-                     form == 0 ? "plain" : form == 1 ? "alpha, beta, c" : "bias, relu");
+            static const char *const forms[] = {"plain", "alpha, beta, c", "bias, relu", "a transposed",
+                                                "b transposed", "both transposed"};
+            snprintf(name, sizeof name, "cuk_matmul %dx%dx%d %s", m, k, n, forms[form]);
             snprintf(det, sizeof det, "%zu of %zu elements differ", bad, nd);
             report(good && bad == 0, name, good ? det : NULL);
         }
         cuk_mem_free(da), cuk_mem_free(db), cuk_mem_free(dc), cuk_mem_free(dbias), cuk_mem_free(dd);
-        free(ha), free(hb), free(hc), free(hbias), free(hd), free(ref);
+        cuk_mem_free(dat), cuk_mem_free(dbt);
+        free(ha), free(hb), free(hc), free(hbias), free(hd), free(ref), free(hat), free(hbt);
     }
     /* k = 0: a product of zeros, then beta * c, the bias and relu */
     {

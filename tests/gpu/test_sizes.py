@@ -1,7 +1,8 @@
 """Fused kernels at awkward sizes, GPU against the CPU backend: elementwise chains,
 sum/min/max/argmax/mean, transposes (tiled), reductions along each axis of 2-D and 3-D arrays (rows,
 columns split over several blocks, the middle axis), matrix products (cuBLASLt for f32,
-f64 and tf32=true; an emitted kernel for integers; long and short inner axes), cumsum (f32, i32), a scan with a lambda, exclusive scans, row
+f64 and tf32=true, operands read transposed; an emitted kernel for integers; long and
+short inner axes), cumsum (f32, i32), a scan with a lambda, exclusive scans, row
 softmax, layer norm and logsumexp (per-row values), gathers (also negative indices) and slices, scatters and histograms (rule 6), Philox rand, casts at the edges of
 the integer ranges; one size above 2^31 elements checked against closed forms.
 
@@ -231,8 +232,11 @@ fn main(n: i64) {
     save("knv.npy", dot(c, f64(rand(n, seed=61))));
     save("row.npy", reshape(rand(n, seed=67), 1, n) @ reshape(rand(n, seed=71), n, 1));
     save("imm.npy", reshape(iota(n * 3) % 7, n, 3) @ reshape(iota(6) % 5 - 2, 3, 2));
+    let q = reshape(rand(33 * n, seed=73), 33, n) - 0.5;
+    save("tmm.npy", transpose(q) @ b);
+    save("mmt.npy", a @ transpose(reshape(rand(5 * 33, seed=79), 5, 33)));
 }
-""", {"mm.npy": (1e-4, 1e-5), "mm2.npy": (1e-4, 1e-5), "mv.npy": (1e-4, 1e-5), "tf.npy": (1e-2, 1e-2),
+""", {"tmm.npy": (1e-4, 1e-5), "mmt.npy": (1e-4, 1e-5), "mm.npy": (1e-4, 1e-5), "mm2.npy": (1e-4, 1e-5), "mv.npy": (1e-4, 1e-5), "tf.npy": (1e-2, 1e-2),
       "kn.npy": (1e-9, 1e-9), "knv.npy": (1e-9, 1e-9), "row.npy": (1e-3, 1e-5), "imm.npy": (0, 0)},
         ["mm.npy", "kn.npy"]),
 }
