@@ -1,6 +1,6 @@
 /* The program API's own calls beyond what Python reaches (api/cuk_program.h): .npy load
    and save, printing, ahead-of-time bundles built and loaded from C, the status of each
-   kind of error; and the die guard (lang/arena.h) that turns a broken invariant inside
+   kind of error; out= (cuk_fn_call_views_out); and the die guard (lang/arena.h) that turns a broken invariant inside
    the library into an error for its caller. Runs on the CPU backend (NVRTC, needed for
    bundles, works without a GPU). */
 #include <stdio.h>
@@ -287,6 +287,48 @@ static void test_guard(void) {
     CHECK(strstr(outer.msg, "assertion failed: 1 == 2"));
 }
 
+/* out= from C (cuk_fn_call_views_out) on the CPU backend: the result lands in the
+   caller's memory; a wrong dtype or rank, a function without an array result, and a
+   result of another shape are errors that say so, and out is left alone. */
+static void test_out(void) {
+    const char *text = "fn scale(a: f32, x: f32[n]) -> f32[n] = a * x;\n"
+                       "fn total(x: f32[n]) -> f32 = sum(x);\n"
+                       "fn keep(x: f32[n]) -> f32[?] = x[x > 1.5];\n";
+    cuk_program_opts o = {.backend = CUK_BACKEND_CPU, .name = "out.cuk"};
+    cuk_program *p = NULL;
+    CHECK(cuk_program_compile(&p, text, &o) == CUK_OK);
+    if (!p) return;
+    cuk_fn *scale = NULL, *total = NULL, *keep = NULL;
+    CHECK(cuk_program_function(p, "scale", &scale) == CUK_OK);
+    CHECK(cuk_program_function(p, "total", &total) == CUK_OK);
+    CHECK(cuk_program_function(p, "keep", &keep) == CUK_OK);
+    float a = 2, h[3] = {1, 2, 3}, dst[3] = {-1, -1, -1};
+    cuk_view av = {.dtype = CUK_F32, .rank = 0, .place = CUK_ON_HOST, .data = &a};
+    cuk_view xv = {.dtype = CUK_F32, .rank = 1, .place = CUK_ON_HOST, .shape = {3}, .data = h};
+    cuk_view ov = {.dtype = CUK_F32, .rank = 1, .place = CUK_ON_HOST, .shape = {3}, .data = dst};
+    const cuk_view *args[2] = {&av, &xv};
+    CHECK(cuk_fn_call_views_out(scale, args, 2, &ov) == CUK_OK);
+    CHECK(dst[0] == 2 && dst[1] == 4 && dst[2] == 6);
+    /* x = scale(a, x) in place */
+    cuk_view iv = xv;
+    iv.data = h;
+    CHECK(cuk_fn_call_views_out(scale, args, 2, &iv) == CUK_OK && h[2] == 6);
+    h[0] = 1, h[1] = 2, h[2] = 3;
+    cuk_view bad = ov;
+    bad.dtype = CUK_F64;
+    CHECK(cuk_fn_call_views_out(scale, args, 2, &bad) == CUK_ERR_INVALID);
+    CHECK(strstr(cuk_last_error(), "out= is a 1-D f64 array, but the function returns a 1-D f32 array") != NULL);
+    CHECK(cuk_fn_call_views_out(total, &args[1], 1, &ov) == CUK_ERR_INVALID);
+    CHECK(strstr(cuk_last_error(), "total() returns a scalar, so it takes no out=") != NULL);
+    dst[0] = dst[1] = dst[2] = -1;
+    CHECK(cuk_fn_call_views_out(keep, &args[1], 1, &ov) == CUK_ERR_RUNTIME);
+    CHECK(strstr(cuk_last_error(), "out= is f32 (3), but the result is f32 (2)") != NULL);
+    CHECK(dst[0] == -1 && dst[2] == -1);
+    ov.shape[0] = 2;
+    CHECK(cuk_fn_call_views_out(keep, &args[1], 1, &ov) == CUK_OK && dst[0] == 2 && dst[1] == 3 && dst[2] == -1);
+    cuk_program_free(p);
+}
+
 int main(void) {
     char dir[] = "/tmp/cuk-test-api-XXXXXX";
     if (!mkdtemp(dir)) {
@@ -297,6 +339,7 @@ int main(void) {
     test_calls();
     test_result_sizes();
     test_several_results();
+    test_out();
     test_bundles(dir);
     test_guard();
     char cmd[600];
