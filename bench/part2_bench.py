@@ -107,8 +107,7 @@ def main():
     n = 1 << a.logn
     g = torch.Generator(device=dev).manual_seed(1)
     x = torch.rand(n, device=dev, generator=g)
-    print("device:", torch.cuda.get_device_name(0), " torch", torch.__version__, " cupy",
-          cp.__version__ if cp else "-", " n = 2^%d" % a.logn)
+    print("n = 2^%d" % a.logn)
 
     def timed(fn, iters=a.iters):
         return torch_median_ms(fn, iters)

@@ -34,7 +34,6 @@ def main():
     from cuk.reduction import ReductionKernel
     from cuk.scan import ExclusiveScanKernel, InclusiveScanKernel
 
-    print("device:", torch.cuda.get_device_name(0), " torch", torch.__version__, " cupy", cp.__version__ if cp else "-")
     rng = np.random.default_rng(1)
     h = rng.random(n, dtype=np.float32)
     hy = rng.random(n, dtype=np.float32)

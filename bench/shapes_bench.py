@@ -75,8 +75,6 @@ def main():
     m = cuk.compile(SRC, device="gpu", name="shapes_bench.py")
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(1)
-    print("device:", torch.cuda.get_device_name(0), " torch", torch.__version__, " cupy",
-          cp.__version__ if cp else "-")
 
     rows = []
 

@@ -53,13 +53,15 @@ def time_case(rows, timed, name, nbytes, cuk_fn, peers, check):
 
 
 def import_peers():
-    """(torch, cupy or None): the peers the GPU benchmarks time."""
+    """(torch, cupy or None): the peers the GPU benchmarks time; prints the device line
+    (the GPU's name and the peers' versions) every results file starts with."""
     import torch
     try:
         import cupy as cp
     except Exception as e:  # noqa: BLE001
         print("no cupy:", e)
         cp = None
+    print("device:", torch.cuda.get_device_name(0), " torch", torch.__version__, " cupy", cp.__version__ if cp else "-")
     return torch, cp
 
 

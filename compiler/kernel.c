@@ -322,6 +322,26 @@ bool kernel_blas(const Kernel *k) {
     return k->kind == K_MATMUL && (k->scan->dt == DT_F32 || k->scan->dt == DT_F64);
 }
 
+/* The operand of v that the kernel does not compute (an epilogue step's scalar or bias). */
+static Val *outside_operand(const Kernel *k, const Val *v) {
+    for (int j = 0; j < v->nargs; j++)
+        if (!in_vals(k, v->args[j])) return v->args[j];
+    return NULL;
+}
+
+void kernel_blas_call(const Kernel *k, BlasCall *c) {
+    Val *mm = k->scan;
+    *c = (BlasCall){.a = mm->args[0], .b = mm->args[1]};
+    if (c->a->op == OP_TRANSPOSE && in_vals(k, c->a)) c->trans_a = true, c->a = c->a->args[0];
+    if (c->b->op == OP_TRANSPOSE && in_vals(k, c->b)) c->trans_b = true, c->b = c->b->args[0];
+    for (int i = 0; i < k->nvals; i++) {
+        Val *v = k->vals[i];
+        if (v->op == OP_MAXIMUM) c->relu = true;
+        else if (v->op == OP_MUL) c->alpha = outside_operand(k, v);
+        else if (v->op == OP_ADD) c->bias = outside_operand(k, v);
+    }
+}
+
 int kernel_entry_count(const Kernel *k) {
     if (kernel_blas(k)) return 0;
     int n = 1;
@@ -337,6 +357,16 @@ int kernel_row_entry(const Kernel *k, int64_t len) {
     if (k->kind != K_ROW || kernel_red_lambda(k)) return KE_MAIN;
     if (len <= (int64_t)(k->block / 2) * k->items) return KE_GR;
     return len > (int64_t)k->block * k->items ? KE_LG : KE_MAIN;
+}
+
+unsigned kernel_long_rows_grid(const Kernel *k, int64_t len, unsigned grid, int64_t l2_bytes, int sm_count) {
+    int nd;
+    widest_leaf(k, &nd); /* how many inputs a row reads */
+    int64_t row_bytes = len * kernel_widest_elem(k) * (nd ? nd : 1);
+    if (l2_bytes <= 0 || row_bytes <= 0) return grid;
+    int64_t cap = l2_bytes / 2 / row_bytes;
+    if (cap < sm_count) cap = sm_count;
+    return cap > 0 && grid > cap ? (unsigned)cap : grid;
 }
 
 Val *kernel_tiled_transpose(const Kernel *k) {

@@ -198,6 +198,17 @@ bool kernel_segred(const Kernel *k);
 /* A matrix product of f32 or f64: one cuBLASLt call (runtime/blas.c), no emitted code.
    Integer products stay an emitted kernel. */
 bool kernel_blas(const Kernel *k);
+/* What a kernel_blas kernel's call computes, read off its Vals (fuse.c matmul_epilogue
+   and mm_reads_transposed put them there): relu?(alpha * A @ B + bias) with A and B the
+   arrays read, each possibly transposed where it lies. */
+typedef struct BlasCall {
+    Val *a, *b;           /* the arrays read: the product's operands, or the transposes' sources */
+    bool trans_a, trans_b;
+    Val *alpha;           /* a scalar, or NULL */
+    Val *bias;            /* a vector along the rows, or NULL */
+    bool relu;
+} BlasCall;
+void kernel_blas_call(const Kernel *k, BlasCall *c);
 /* Whether a reduction of k combines with a lambda (element order kept). */
 bool kernel_red_lambda(const Kernel *k);
 
@@ -254,6 +265,10 @@ enum { KE_MAIN, KE_RG, KE_GR, KE_LG, KE_COUNT };
 extern const char *const kernel_entry_suffix[KE_COUNT];
 /* The row kernel's entry for rows of len: KE_GR, KE_MAIN (a row to the block) or KE_LG. */
 int kernel_row_entry(const Kernel *k, int64_t len);
+/* The grid of a row kernel's KE_LG entry, whose rows are read once per phase: at most
+   as many rows at a time as half of l2_bytes holds (sm_count at least), so the later
+   phases read them from the L2; grid when the L2 is not known (l2_bytes <= 0). */
+unsigned kernel_long_rows_grid(const Kernel *k, int64_t len, unsigned grid, int64_t l2_bytes, int sm_count);
 /* How many entry points the emitted code of k has (its own and the suffixed ones). */
 int kernel_entry_count(const Kernel *k);
 bool row_value_reshape(const Kernel *k, const Val *v);

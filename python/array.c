@@ -658,13 +658,6 @@ bool torch_fast_path(void) {
     return torch_to_dlpack != NULL;
 }
 
-/* A PyTorch tensor. Its __dlpack__(stream=1) orders PyTorch's current stream before
-   cuk's, but in Python, at 20 us a call on an H100 (2026-11-25,
-   bench/exp/torch_interop_cost.py: torch.cuda.default_stream() and current_stream() are
-   7.6 us each); this does the same ordering in C: the capsule from to_dlpack, then
-   PyTorch's current stream on the tensor's device, and when that is not the legacy
-   default stream cuk uses (PyTorch's handle 0), an event on it that cuk's stream waits
-   for on the device. Needs torch_fast_path(). */
 /* The device whose PyTorch stream this thread's call has ordered already (torch_arg):
    the call's other tensors on it need no second query (torch_call_begin resets it; the
    current stream is per thread in PyTorch, hence per thread here). */
@@ -675,6 +668,13 @@ static _Thread_local struct {
 
 void torch_call_begin(void) { torch_ordered.valid = false; }
 
+/* A PyTorch tensor. Its __dlpack__(stream=1) orders PyTorch's current stream before
+   cuk's, but in Python, at 20 us a call on an H100 (2026-11-25,
+   bench/exp/torch_interop_cost.py: torch.cuda.default_stream() and current_stream() are
+   7.6 us each); this does the same ordering in C: the capsule from to_dlpack, then
+   PyTorch's current stream on the tensor's device, and when that is not the legacy
+   default stream cuk uses (PyTorch's handle 0), an event on it that cuk's stream waits
+   for on the device. Needs torch_fast_path(). */
 int torch_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
     PyObject *cap = PyObject_CallFunctionObjArgs(torch_to_dlpack, o, NULL);
     if (!cap) return -1;

@@ -415,6 +415,19 @@ static bool is_torch_type(PyTypeObject *tp) {
     return r;
 }
 
+static int type_kind(PyObject *o);
+
+/* o's protocol (type_kind), looked up on the object itself for a type of none: the
+   protocols may be instance attributes (a plain class setting them in __init__). */
+static int arg_kind(PyObject *o) {
+    int tk = type_kind(o);
+    if (tk == TP_OTHER) {
+        if (PyObject_HasAttr(o, s_cai)) tk = TP_CAI;
+        else if (PyObject_HasAttr(o, s_dlpack)) tk = TP_DLPACK;
+    }
+    return tk;
+}
+
 static int type_kind(PyObject *o) {
     PyTypeObject *tp = Py_TYPE(o);
     for (int i = 0; i < ntype_cache; i++)
@@ -521,10 +534,6 @@ static PyObject *call_several(Function *f, const cuk_view **vp, Py_ssize_t n, in
     return t;
 }
 
-/* The call of a compiled function: arguments become views (a DeviceArray's own view,
-   a Python number's value on the stack: no allocation, no Python objects), one call
-   into libcuk (cuk_fn_call_quick with the GIL held when the call only queues a kernel,
-   else cuk_fn_call_views with it released), one Python object for the result. */
 /* out=obj as a view: a DeviceArray, a CuPy or PyTorch device array (C-contiguous, as
    for arguments), or a writable C-contiguous NumPy array; the function's result dtype and
    rank are checked by libcuk. */
@@ -541,11 +550,7 @@ static int out_view(Function *f, PyObject *o, Held *h, cuk_view *v, const cuk_vi
         return 0;
     }
     *vp = v;
-    int tk = type_kind(o), rc;
-    if (tk == TP_OTHER) {
-        if (PyObject_HasAttr(o, s_cai)) tk = TP_CAI;
-        else if (PyObject_HasAttr(o, s_dlpack)) tk = TP_DLPACK;
-    }
+    int tk = arg_kind(o), rc;
     if (tk == TP_CAI) {
         PyObject *cai = PyObject_GetAttr(o, s_cai);
         if (cai) {
@@ -577,6 +582,10 @@ static int out_view(Function *f, PyObject *o, Held *h, cuk_view *v, const cuk_vi
     return buffer_arg(fn_name(f), &pi, o, h, v);
 }
 
+/* The call of a compiled function: arguments become views (a DeviceArray's own view,
+   a Python number's value on the stack: no allocation, no Python objects), one call
+   into libcuk (cuk_fn_call_quick with the GIL held when the call only queues a kernel,
+   else cuk_fn_call_views with it released), one Python object for the result. */
 static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Function *f = (Function *)self;
     Py_ssize_t n = (Py_ssize_t)(nargsf & ~CUK_VECTORCALL_ARGUMENTS_OFFSET);
@@ -646,13 +655,7 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
             }
             memset(held, 0, sizeof *held * (size_t)n);
         }
-        int rc, tk = type_kind(o);
-        if (tk == TP_OTHER) {
-            /* the protocols may be instance attributes (a plain class setting them in
-               __init__): look on the object itself, as for any unusual type */
-            if (PyObject_HasAttr(o, s_cai)) tk = TP_CAI;
-            else if (PyObject_HasAttr(o, s_dlpack)) tk = TP_DLPACK;
-        }
+        int rc, tk = arg_kind(o);
         if (pi->rank == 0 && tk == TP_BUFFER) {
             /* a NumPy scalar or 0-d array: by value, converted like a Python number */
             rc = scalar_arg(fn_name(f), pi, o, &sv[i], &v[i]);

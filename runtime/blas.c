@@ -294,7 +294,8 @@ cuk_status cuk_matmul(const cuk_matmul_args *a, cuk_stream *stream) {
     key.epi = a->epilogue, key.beta = a->beta != 0, key.trans_a = a->trans_a != 0, key.trans_b = a->trans_b != 0;
     key.m = a->m, key.n = a->n, key.k = a->k;
     key.align[0] = align_of(a->b), key.align[1] = align_of(a->a);
-    key.align[2] = align_of(a->c ? a->c : a->d), key.align[3] = align_of(a->d); /* C is D when c is 0 */
+    cuk_devptr cptr = a->c ? a->c : a->d; /* C is D when c is 0 */
+    key.align[2] = align_of(cptr), key.align[3] = align_of(a->d);
     LtPlan *p = NULL;
     for (int i = 0; !s && i < NPLANS && !p; i++)
         if (plans[i].used && memcmp(&plans[i].key, &key, sizeof key) == 0) p = &plans[i];
@@ -329,7 +330,7 @@ cuk_status cuk_matmul(const cuk_matmul_args *a, cuk_stream *stream) {
         const void *al = a->type == CUK_MM_F64 ? (const void *)&a->alpha : (const void *)&af;
         const void *be = a->type == CUK_MM_F64 ? (const void *)&a->beta : (const void *)&bf;
         const void *A = (const void *)(uintptr_t)a->a, *B = (const void *)(uintptr_t)a->b;
-        const void *C = (const void *)(uintptr_t)(a->c ? a->c : a->d);
+        const void *C = (const void *)(uintptr_t)cptr;
         void *D = (void *)(uintptr_t)a->d;
         cublasStatus_t r = lt.cublasLtMatmul(db->handle, p->desc, al, B, p->la, A, p->lb, be, C, p->lc, D, p->lc,
                                              &p->algo, (void *)(uintptr_t)db->ws, WORKSPACE_BYTES, cs);

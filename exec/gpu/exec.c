@@ -688,10 +688,6 @@ static bool segred_launch(GpuSession *s, const Kernel *k, KState *ks, long long 
     return true;
 }
 
-/* An f32 or f64 matrix product (kernel_blas): one cuk_matmul, x [m, k] by y [k, n] or
-   [k] (n = 1), both dense row-major device arrays, with the epilogue matmul_epilogue
-   (fuse.c) gave it: a scale, a bias along the rows (its length is n: the fusion
-   checked the sizes' keys), relu. */
 /* A kernel output's memory: out='s (gpu_call_into) for the value the called function
    returns, when its dtype and shape are the result's; else a new block. */
 static bool out_alloc(Frame *f, const Val *o, Value *v, Loc loc) {
@@ -709,43 +705,26 @@ static bool out_alloc(Frame *f, const Val *o, Value *v, Loc loc) {
     return dalloc(s, v, loc);
 }
 
-static Val *epi_operand(const Kernel *k, const Val *v) {
-    for (int j = 0; j < v->nargs; j++) {
-        bool in = false;
-        for (int i = 0; i < k->nvals && !in; i++) in = k->vals[i] == v->args[j];
-        if (!in) return v->args[j];
-    }
-    return NULL;
-}
-
+/* An f32 or f64 matrix product (kernel_blas): one cuk_matmul over the dense row-major
+   device arrays kernel_blas_call names, x [m, k] (or [k, m] read transposed) by y [k, n],
+   [n, k] transposed or [k] (n = 1), with its epilogue: a scale, a bias along the rows
+   (its length is n: the fusion checked the sizes' keys), relu. */
 static bool blas_launch(Frame *f, const Kernel *k) {
     GpuSession *s = f->s;
     Val *mm = k->scan, *end = k->outs[0];
     Loc loc = mm->loc;
-    Value x = {0}, y = {0}, bias = {0}, sh, out = {0};
-    cuk_matmul_args a = {.type = mm->dt == DT_F64 ? CUK_MM_F64 : CUK_MM_F32, .tf32 = mm->exclusive, .alpha = 1.0};
-    /* an operand the call reads transposed where it lies (fuse.c mm_reads_transposed) */
-    Val *xa = mm->args[0], *ya = mm->args[1];
-    for (int i = 0; i < k->nvals; i++) {
-        if (k->vals[i] == xa && xa->op == OP_TRANSPOSE) a.trans_a = 1;
-        if (k->vals[i] == ya && ya->op == OP_TRANSPOSE) a.trans_b = 1;
-    }
-    bool ok = eval(f, a.trans_a ? xa->args[0] : xa, &x) && eval(f, a.trans_b ? ya->args[0] : ya, &y);
-    for (int i = 0; ok && i < k->nvals; i++) {
-        Val *v = k->vals[i], *o = v == mm ? NULL : epi_operand(k, v);
-        if (!o) continue;
-        if (v->op == OP_MAXIMUM) {
-            a.epilogue |= CUK_MM_RELU;
-        } else if (v->op == OP_MUL) {
-            Value al;
-            ok = eval(f, o, &al);
-            if (ok) a.alpha = al.s.f;
-        } else if (v->op == OP_ADD) {
-            ok = eval(f, o, &bias);
-            a.epilogue |= CUK_MM_BIAS;
-        }
-    }
-    ok = ok && shape_of(f, end, &sh);
+    BlasCall bc;
+    kernel_blas_call(k, &bc);
+    Value x = {0}, y = {0}, al = {0}, bias = {0}, sh, out = {0};
+    cuk_matmul_args a = {.type = mm->dt == DT_F64 ? CUK_MM_F64 : CUK_MM_F32,
+                         .tf32 = mm->exclusive,
+                         .alpha = 1.0,
+                         .trans_a = bc.trans_a,
+                         .trans_b = bc.trans_b,
+                         .epilogue = (bc.bias ? CUK_MM_BIAS : 0) | (bc.relu ? CUK_MM_RELU : 0)};
+    bool ok = eval(f, bc.a, &x) && eval(f, bc.b, &y) && (!bc.alpha || eval(f, bc.alpha, &al)) &&
+              (!bc.bias || eval(f, bc.bias, &bias)) && shape_of(f, end, &sh);
+    if (bc.alpha) a.alpha = al.s.f;
     if (ok) {
         out = sh;
         out.buf = NULL;
@@ -1004,9 +983,6 @@ static bool launch(Frame *f, const Kernel *k) {
     int re = ok && k->kind == K_ROW ? kernel_row_entry(k, len) : KE_MAIN;
     if (re != KE_MAIN && opt_entry(f, k, ks, re)) entry = ks->opt[re];
     if (re == KE_LG && entry == ks->opt[KE_LG]) {
-        /* rows longer than a block are read once per phase: as many rows at a time as
-           half the L2 holds (the device's SMs at least), so the later phases read them
-           from the L2, not from memory */
         if (!s->l2_size) {
             cuk_device_props pr;
             int dev = 0;
@@ -1016,12 +992,7 @@ static bool launch(Frame *f, const Kernel *k) {
                 s->l2_size = pr.l2_size, s->sm_count = pr.sm_count;
             else s->l2_size = -1;
         }
-        int nd = 0;
-        for (int i = 0; i < k->nins; i++) nd += k->ins_direct[i];
-        int64_t row_bytes = len * kernel_widest_elem(k) * (nd ? nd : 1);
-        int64_t cap = s->l2_size > 0 && row_bytes > 0 ? s->l2_size / 2 / row_bytes : 0;
-        if (cap < s->sm_count) cap = s->sm_count;
-        if (cap > 0 && grid > cap) grid = (unsigned)cap;
+        grid = kernel_long_rows_grid(k, len, grid, s->l2_size, s->sm_count);
     }
     if (ok && region) {
         /* the region's size (its lengths, KP_UPD), a grid-stride loop over it */
@@ -1656,19 +1627,24 @@ static bool pointwise_plan(const FnState *st) {
     return true;
 }
 
-static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *result, const GpuVal *into) {
-    const Fn *fn = st->fn;
-    /* out= that an argument overlaps takes a copy of the result at the end, not writes
-       while the arguments are still being read; but out= that is an argument of its own
-       shape, read only where it is written (x = f(x) in place), is written directly */
-    s->into = into;
-    s->into_used = false;
-    s->depth = 0;
-    for (int i = 0; into && i < fn->nparams; i++)
+/* Where the kernels may write the result of a call with out= into: into itself, or NULL
+   when an argument overlaps it (the result is then copied there at the end, not written
+   while the arguments are still being read), except an argument that is into, of its
+   shape, which a pointwise plan reads only where it writes (x = f(x) in place). */
+static const GpuVal *into_target(const FnState *st, const GpuVal *args, const GpuVal *into) {
+    for (int i = 0; into && i < st->fn->nparams; i++)
         if (args[i].rank > 0 && overlaps(args[i].p, gv_bytes(&args[i]), into->p, gv_bytes(into)) &&
             !(args[i].p == into->p && args[i].rank == into->rank &&
               memcmp(args[i].shape, into->shape, sizeof(int64_t) * (size_t)into->rank) == 0 && pointwise_plan(st)))
-            s->into = NULL;
+            return NULL;
+    return into;
+}
+
+static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *result, const GpuVal *into) {
+    const Fn *fn = st->fn;
+    s->into = into_target(st, args, into);
+    s->into_used = false;
+    s->depth = 0;
     if (st->direct && !s->err_pending && (!into || s->into)) {
         bool handled;
         bool ok = call_direct(s, st, args, result, &handled);
@@ -1749,7 +1725,6 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
         }
     if (!ok && into) result[0] = (GpuVal){.dt = DT_VOID};
     for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) vrelease(s, &rs[k]);
-    s->into = NULL;
     for (int i = 0; i < made && i < fn->nparams; i++) vrelease(s, &va[i]);
     if (va != stack) free(va);
     return ok;
@@ -1806,14 +1781,7 @@ int gpu_call_quick_into(GpuSession *s, const Fn *fn, const GpuVal *args, const G
     int rc = 0;
     if (!s->err_pending) {
         s->err = err;
-        s->into = into;
-        /* an elementwise kernel may write over its own arguments only where it reads
-           them, at the same index and shape: out= over an argument of the result's own
-           shape and dtype is fine, any other overlap takes the general path */
-        for (int i = 0; into && i < fn->nparams; i++)
-            if (args[i].rank > 0 && overlaps(args[i].p, gv_bytes(&args[i]), into->p, gv_bytes(into)) &&
-                !(args[i].p == into->p && gv_bytes(&args[i]) == gv_bytes(into)))
-                s->into = NULL;
+        s->into = into_target(st, args, into); /* NULL (an overlap): the general path copies */
         bool handled = false, ok = true;
         if (!into || s->into) ok = call_direct(s, st, args, result, &handled);
         rc = !ok ? -1 : handled ? 1 : 0;

@@ -1,6 +1,6 @@
 """PyCUDA-layout kernels on the language's own kernels: a C expression of PyCUDA's
-ElementwiseKernel and ReductionKernel (``z[i] = a*x[i] + y[i]``, ``x[i]*y[i]`` with
-``a+b``) becomes the body of a .cuk function when it uses only what both languages read
+ElementwiseKernel, ReductionKernel and scan kernels (``z[i] = a*x[i] + y[i]``,
+``x[i]*y[i]`` with ``a+b``) becomes the body of a .cuk function when it uses only what both languages read
 the same way (arithmetic, comparisons, ``?:``, the math functions below, the kernel's
 arguments with ``[i]``); anything else (a preamble, C casts, other functions, several
 statements, ``range=``) stays raw CUDA C. Each returns None when it cannot translate or
@@ -162,3 +162,31 @@ def reduction(dtype_out, neutral, reduce_expr, map_expr, arguments, preamble):
         return None
     fn = compile_fn(f"fn k({_params(used, vecs, scal, ren)}) -> {t}[1] = {body};\n")
     return (fn, used) if fn is not None else None
+
+
+_SCAN_BUILTIN = {"a+b": "cumsum", "b+a": "cumsum", "a*b": "cumprod", "b*a": "cumprod", "max(a,b)": "cummax",
+                 "max(b,a)": "cummax", "fmax(a,b)": "cummax", "fmaxf(a,b)": "cummax", "min(a,b)": "cummin",
+                 "min(b,a)": "cummin", "fmin(a,b)": "cummin", "fminf(a,b)": "cummin"}
+
+
+def scan(dtype, scan_expr, neutral, exclusive, preamble):
+    """The function that scans x (InclusiveScanKernel, ExclusiveScanKernel), or None."""
+    t = CUK_TYPES.get(np.dtype(dtype).name)
+    if t is None or t == "bool" or (preamble or "").strip():
+        return None
+    init = None
+    if neutral is not None:
+        init = number(neutral)
+        if init is None or (t[0] != "f" and not re.fullmatch(r"[-+]?\d+", init)):
+            return None
+    b = _SCAN_BUILTIN.get(re.sub(r"\s+", "", scan_expr))
+    if b and not exclusive:
+        body = f"{b}(x)"
+    elif b == "cumsum" and init is not None and float(init) == 0:
+        body = "cumsum(x, exclusive=true)"
+    else:
+        lam = c_to_cuk(scan_expr, (), (), ("a", "b"))
+        if lam is None or init is None:
+            return None
+        body = f"scan(|a, b| {lam}, {t}({init}), x{', exclusive=true' if exclusive else ''})"
+    return compile_fn(f"fn k(x: {t}[n]) -> {t}[n] = {body};\n")

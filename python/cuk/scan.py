@@ -6,11 +6,9 @@ kernels/scan.cuh), written into the output array (out=), in place when the outpu
 the input. Anything else (C functions, a preamble) is raw CUDA C compiled with NVRTC:
 tiles of 2048 elements scanned in shared memory, tile totals scanned recursively, then
 added back. Needs a GPU."""
-import re
-
 import numpy as np
 
-from . import gpuarray
+from . import _lang, gpuarray
 from .tools import dtype_to_ctype
 
 _T = 256     # threads per block
@@ -76,52 +74,6 @@ extern "C" __global__ void {name}_add(scan_type *out, const scan_type *prefix, u
 """
 
 
-_CUK_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64"}
-_BUILTIN = {"a+b": "cumsum", "b+a": "cumsum", "a*b": "cumprod", "b*a": "cumprod", "max(a,b)": "cummax",
-            "max(b,a)": "cummax", "fmax(a,b)": "cummax", "fmaxf(a,b)": "cummax", "min(a,b)": "cummin",
-            "min(b,a)": "cummin", "fmin(a,b)": "cummin", "fminf(a,b)": "cummin"}
-_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[fFlLuU]*$")
-
-
-def _language_scan(dtype, scan_expr, neutral, exclusive, preamble):
-    """The function that scans x (a .cuk program) when the language can say scan_expr, else
-    None."""
-    t = _CUK_TYPES.get(np.dtype(dtype).name)
-    if t is None or (preamble or "").strip():
-        return None
-    e = re.sub(r"\s+", "", scan_expr)
-    init = None
-    if neutral is not None:
-        nv = re.sub(r"\s+", "", str(neutral))
-        if not _NUMBER.match(nv):
-            return None
-        init = nv.rstrip("fFlLuU")
-        if t[0] != "f" and not re.match(r"^[-+]?\d+$", init):
-            return None
-    b = _BUILTIN.get(e)
-    if b and not exclusive:
-        body = f"{b}(x)"
-    elif b == "cumsum" and exclusive and init is not None and float(init) == 0:
-        body = "cumsum(x, exclusive=true)"
-    else:
-        # arithmetic of a and b (and max, min), as C and cuk both read it
-        e = re.sub(r"\b(?:fmaxf|fmax|max)\(", "maximum(", e)
-        e = re.sub(r"\b(?:fminf|fmin|min)\(", "minimum(", e)
-        if not re.match(r"^[ab0-9.+\-*/()<>?:=!&|,]*$", e.replace("maximum(", "(").replace("minimum(", "(")):
-            return None
-        if init is None:
-            return None
-        body = f"scan(|a, b| {e}, {t}({init}), x{', exclusive=true' if exclusive else ''})"
-    try:
-        from . import _cuk
-        from .gpuarray import backend
-        src = f"fn k(x: {t}[n]) -> {t}[n] = {body};\n"
-        return _cuk.compile(src, _cuk.BACKEND_GPU if backend() == "gpu" else _cuk.BACKEND_CPU,
-                            "<scan>").function("k")
-    except Exception:  # noqa: BLE001  (not the language's: the raw kernels take it)
-        return None
-
-
 class _ScanKernel:
     _exclusive = 0
 
@@ -135,7 +87,7 @@ class _ScanKernel:
                                     T=_T, ITEMS=_ITEMS, TILE=_TILE)
         self.options = list(options or [])
         self._k = None
-        self._lang = _language_scan(self.dtype, scan_expr, neutral, self._exclusive, preamble)
+        self._lang = _lang.scan(self.dtype, scan_expr, neutral, self._exclusive, preamble)
 
     def _kernels(self):
         if self._k is None:

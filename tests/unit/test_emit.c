@@ -7,6 +7,7 @@
 
 #include "compiler/ir.h"
 #include "compiler/kernel.h"
+#include "compiler/pipeline.h"
 #include "runtime/cuk.h"
 
 static int failures;
@@ -317,8 +318,46 @@ static Fn *nofuse(void) {
     return f;
 }
 
+/* What the executor hands cuBLASLt for a product's kernel (kernel_blas_call): the
+   arrays read, which are read transposed, the scale, the bias and relu, as fused. */
+static void test_blas_call(void) {
+    static const char *text = "fn d(x: f32[m, k], w: f32[n, k], c: f32[n], s: f32) -> f32[m, n] = "
+                              "relu(s * (x @ transpose(w)) + c);\n"
+                              "fn t(a: f64[k, m], b: f64[k, n]) -> f64[m, n] = transpose(a) @ b;\n"
+                              "fn p(a: f32[m, k], b: f32[k, n]) -> f32[m, n] = a @ b * 2.0 + 1.0;\n";
+    Arena a;
+    arena_init(&a);
+    Diag d;
+    diag_init(&d, stderr);
+    Compiled c;
+    CHECK(pipeline_text(&c, &a, &d, "blas.cuk", text, STAGE_PLAN));
+    for (int i = 0; c.plans && i < c.plans->nplans; i++) {
+        const Plan *pl = c.plans->plans[i];
+        const Kernel *k = pl->kernels[0];
+        CHECK(kernel_blas(k));
+        BlasCall bc;
+        kernel_blas_call(k, &bc);
+        const char *nm = pl->fn->name;
+        if (!strcmp(nm, "d")) {
+            CHECK(pl->nkernels == 1 && !bc.trans_a && bc.trans_b && bc.relu && bc.alpha && bc.bias);
+            CHECK(bc.b->op == OP_SLOT && !strcmp(pl->fn->slots[bc.b->slot].name, "w"));
+            CHECK(bc.alpha->op == OP_SLOT && !strcmp(pl->fn->slots[bc.alpha->slot].name, "s"));
+            CHECK(bc.bias->op == OP_SLOT && !strcmp(pl->fn->slots[bc.bias->slot].name, "c"));
+        } else if (!strcmp(nm, "t")) {
+            CHECK(pl->nkernels == 1 && bc.trans_a && !bc.trans_b && !bc.relu && !bc.alpha && !bc.bias);
+            CHECK(bc.a->op == OP_SLOT && !strcmp(pl->fn->slots[bc.a->slot].name, "a"));
+        } else {
+            /* the scale is the call's; the scalar add a map after it */
+            CHECK(pl->nkernels == 2 && !bc.trans_a && !bc.trans_b && !bc.relu && bc.alpha && !bc.bias);
+            CHECK(bc.alpha->op == OP_CONST && bc.alpha->c.f == 2.0);
+        }
+    }
+    arena_free(&a);
+}
+
 int main(void) {
     arena_init(&A);
+    test_blas_call();
     /* ---- plans ---- */
     Fn *f;
     f = saxpy();
