@@ -346,12 +346,12 @@ int kernel_entry_count(const Kernel *k) {
     if (kernel_blas(k)) return 0;
     int n = 1;
     if (kernel_segred(k)) n += 2;                              /* _sp, _sf */
-    if (k->kind == K_ROW && !kernel_red_lambda(k)) n += 2;     /* _gr, _lg */
+    if (k->kind == K_ROW && !kernel_red_lambda(k)) n += 3;     /* _gr, _lg, _cl */
     if (kernel_region_update(k)) n += 1;                       /* _rg */
     return n;
 }
 
-const char *const kernel_entry_suffix[KE_COUNT] = {"", "_rg", "_gr", "_lg"};
+const char *const kernel_entry_suffix[KE_COUNT] = {"", "_rg", "_gr", "_lg", "_cl"};
 
 int kernel_row_entry(const Kernel *k, int64_t len) {
     if (k->kind != K_ROW || kernel_red_lambda(k)) return KE_MAIN;
@@ -367,6 +367,29 @@ unsigned kernel_long_rows_grid(const Kernel *k, int64_t len, unsigned grid, int6
     int64_t cap = l2_bytes / 2 / row_bytes;
     if (cap < sm_count) cap = sm_count;
     return cap > 0 && grid > cap ? (unsigned)cap : grid;
+}
+
+int kernel_short_row_threads(const Kernel *k, int64_t len) {
+    int t = 32;
+    while (t < k->block && (int64_t)t * k->items < len) t <<= 1;
+    return t;
+}
+
+int kernel_row_cluster(const Kernel *k, int64_t len) {
+    if (kernel_row_entry(k, len) != KE_LG || k->row_out) return 0;
+    int64_t per = (int64_t)ROW_CLUSTER_BLOCK * k->items, c = (len + per - 1) / per;
+    return c <= ROW_CLUSTER_MAX ? (int)c : 0;
+}
+
+unsigned kernel_short_rows_block(const Kernel *k, int64_t len, int min_block) {
+    int t = kernel_short_row_threads(k, len), b = min_block > 0 ? min_block : ROW_SHORT_BLOCK;
+    if (b > k->block) b = k->block;
+    return (unsigned)(t > b ? t : b);
+}
+
+unsigned kernel_short_rows_grid(const Kernel *k, int64_t len, int64_t rows, unsigned block) {
+    int64_t g = block / (unsigned)kernel_short_row_threads(k, len), nb = (rows + g - 1) / g;
+    return (unsigned)(nb < 1 ? 1 : nb > 65535 ? 65535 : nb);
 }
 
 Val *kernel_tiled_transpose(const Kernel *k) {
@@ -402,6 +425,7 @@ bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
     case K_MAP: {
         int m = kernel_widest_elem(k); /* the emitted vector holds 16 / m elements */
         int64_t per = (int64_t)k->block * k->items * (16 / m), nb = n / per + (n % per != 0);
+        if (kernel_tiled_transpose(k)) nb = n / 1024 + (n % 1024 != 0); /* a 32 x 32 tile a block */
         if (nb > 0x7fffffff) return false;
         *grid = (unsigned)(nb < 1 ? 1 : nb);
         break;

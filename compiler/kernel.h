@@ -119,6 +119,9 @@ typedef struct Kernel {
    vector path is straight-line code with no loop (measured against a grid-stride loop
    over an SM-count grid and against a loop over chunks: docs/performance.md). */
 #define MAP_UNROLL 2
+/* The tiled transpose (emit_map_transposed): one 32 x 32 tile a block, the tiles in
+   groups of this many tile rows. */
+#define TRANSPOSE_GROUP 32
 #define MAP_CHAIN_UNROLL 2
 
 /* K_HIST: a block keeps its own bins in shared memory (HIST_SHARED_BYTES: 8192
@@ -260,8 +263,9 @@ bool kernel_needs_resident(const Kernel *k, int axis);
 Val *kernel_tiled_transpose(const Kernel *k);
 /* A kernel's entry points besides its own (<name> + kernel_entry_suffix[e]): an
    update's region entry (kernel_region_update), a row kernel's for several short rows a
-   block and for rows longer than a block holds (emit_cuda.c emit_row). */
-enum { KE_MAIN, KE_RG, KE_GR, KE_LG, KE_COUNT };
+   block, for rows longer than a block holds, and for those a thread-block cluster holds
+   (emit_cuda.c emit_row). */
+enum { KE_MAIN, KE_RG, KE_GR, KE_LG, KE_CL, KE_COUNT };
 extern const char *const kernel_entry_suffix[KE_COUNT];
 /* The row kernel's entry for rows of len: KE_GR, KE_MAIN (a row to the block) or KE_LG. */
 int kernel_row_entry(const Kernel *k, int64_t len);
@@ -269,6 +273,27 @@ int kernel_row_entry(const Kernel *k, int64_t len);
    as many rows at a time as half of l2_bytes holds (sm_count at least), so the later
    phases read them from the L2; grid when the L2 is not known (l2_bytes <= 0). */
 unsigned kernel_long_rows_grid(const Kernel *k, int64_t len, unsigned grid, int64_t l2_bytes, int sm_count);
+/* The blocks of a cluster that hold a row of len in registers (2 to ROW_CLUSTER_MAX
+   blocks of ROW_CLUSTER_BLOCK threads) for the KE_CL entry of a row kernel whose row is
+   longer than a block holds (KE_LG's rows) and that writes values over the rows; 0
+   where no cluster holds it, or the kernel writes one value a row (the KE_LG entry
+   then: its second read hits the L2, and logsumexp over 4096 x 65536 ran at 72% of copy
+   that way against 60% in clusters of 4 x 512 threads on an H100). Blocks of 256
+   rather than the row kernels' 512, so that each SM has 4 of them, at different
+   phases. */
+#define ROW_CLUSTER_MAX 8
+#define ROW_CLUSTER_BLOCK 256
+int kernel_row_cluster(const Kernel *k, int64_t len);
+/* The threads of a row in the KE_GR entry (T_ there: a power of two from a warp to the
+   block, the fewest that hold the row in registers); the block that entry is launched
+   with: ROW_SHORT_BLOCK threads (the row's threads if more), so that each block's
+   phases (loads, reductions, stores) overlap other blocks' on the SM; and the grid that
+   gives each of a block's row groups a row (one block a row would leave the other
+   groups idle and launch that many empty blocks). min_block <= 0: ROW_SHORT_BLOCK. */
+#define ROW_SHORT_BLOCK 128
+int kernel_short_row_threads(const Kernel *k, int64_t len);
+unsigned kernel_short_rows_block(const Kernel *k, int64_t len, int min_block);
+unsigned kernel_short_rows_grid(const Kernel *k, int64_t len, int64_t rows, unsigned block);
 /* How many entry points the emitted code of k has (its own and the suffixed ones). */
 int kernel_entry_count(const Kernel *k);
 bool row_value_reshape(const Kernel *k, const Val *v);

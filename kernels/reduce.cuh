@@ -155,6 +155,79 @@ template <class T, class Op> CUK_FN void cuk_group_allreduce(T &v, int &has, Op 
     par ^= 1;
 }
 
+/* Thread-block clusters (sm_90 and later; the row kernels' _cl entry). Below sm_90 a
+   block is its own cluster of one, which is what such a launch is. */
+#if __CUDA_ARCH__ >= 900
+CUK_FN unsigned cuk_cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+CUK_FN unsigned cuk_cluster_size() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+    return r;
+}
+CUK_FN unsigned cuk_cluster_id() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+    return r;
+}
+CUK_FN unsigned cuk_cluster_count() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+    return r;
+}
+/* Every thread of every block of the cluster arrives before any goes on; shared-memory
+   writes before it are seen by the cluster's reads after it. */
+CUK_FN void cuk_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+/* The address of *p (a __shared__ variable) in the cluster's block `rank`. */
+template <class T> CUK_FN const T *cuk_cluster_map(const T *p, unsigned rank) {
+    unsigned long long a;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(a) : "l"(p), "r"(rank));
+    return (const T *)a;
+}
+#else
+CUK_FN unsigned cuk_cluster_rank() { return 0; }
+CUK_FN unsigned cuk_cluster_size() { return 1; }
+CUK_FN unsigned cuk_cluster_id() { return blockIdx.x; }
+CUK_FN unsigned cuk_cluster_count() { return gridDim.x; }
+CUK_FN void cuk_cluster_sync() { __syncthreads(); }
+template <class T> CUK_FN const T *cuk_cluster_map(const T *p, unsigned) { return p; }
+#endif
+
+/* Every thread of every block of the cluster ends with the cluster's value: each block's
+   (cuk_group_allreduce over the block), then the blocks' values folded in rank order, so
+   the bits do not depend on timing. Thread 0 of each block publishes its block's value
+   in shared memory, one cluster barrier, then in every warp lane r reads block r's
+   value through distributed shared memory (all in flight at once: one remote latency,
+   not one a block) and the warp folds them in lane order. The two buffers alternate
+   with par (flipped once here): a buffer is written again two calls later, after a
+   cluster barrier that every reader of it has passed. Every thread of the cluster must
+   call it with the same par; at most 32 blocks a cluster. */
+template <class T, class Op> CUK_FN void cuk_cluster_allreduce(T &v, int &has, Op op, int &par) {
+    __shared__ T c_v[2];
+    __shared__ int c_h[2];
+    const int q = par;
+    cuk_group_allreduce(v, has, op, par, (int)blockDim.x);
+    if (threadIdx.x == 0) {
+        c_v[q] = v;
+        c_h[q] = has;
+    }
+    cuk_cluster_sync();
+    const unsigned lane = threadIdx.x & 31;
+    int h = 0;
+    if (lane < cuk_cluster_size()) {
+        h = *cuk_cluster_map(&c_h[q], lane);
+        v = *cuk_cluster_map(&c_v[q], lane);
+    }
+    cuk_warp_reduce(v, h, op);
+    v = cuk_shfl_idx(v, 0);
+    has = __shfl_sync(CUK_FULL_MASK, h, 0);
+}
+
 /* The block that finishes last (by an atomic ticket) folds every block's partial, in
    block order, so results are the same bits on every run with the same grid. */
 CUK_FN bool cuk_last_block(unsigned int *ticket) {

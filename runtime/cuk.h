@@ -238,6 +238,12 @@ typedef struct cuk_dim3 {
    faults inside the kernel at the next synchronising call. */
 cuk_status cuk_launch(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned shared_bytes,
                       cuk_stream *s, void **args);
+/* Launches f as clusters of `cluster` blocks along x (thread-block clusters, compute
+   capability 9.0 and later; cuLaunchKernelEx): grid.x must be a multiple of cluster and
+   block given. A driver without cuLaunchKernelEx, or a device or cluster size that
+   cannot run it: CUK_ERR_DRIVER with the reason, nothing launched. */
+cuk_status cuk_launch_cluster(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned cluster,
+                              unsigned shared_bytes, cuk_stream *s, void **args);
 /* A 1-D configuration covering n threads: block from occupancy, grid = ceil(n / block)
    (at least 1). */
 cuk_status cuk_launch_config_1d(cuk_function *f, size_t n, unsigned shared_bytes, cuk_dim3 *grid,

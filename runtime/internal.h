@@ -20,6 +20,25 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef size_t (*CUoccupancyB2DSize)(int blockSize);
+/* cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig, CUlaunchAttribute), with
+   the one attribute we set: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION. */
+enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
+typedef struct CUlaunchAttribute {
+    int id;
+    char pad[4];
+    union {
+        char pad[64];
+        struct {
+            unsigned x, y, z;
+        } clusterDim;
+    } value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig {
+    unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    struct CUstream_st *hStream;
+    CUlaunchAttribute *attrs;
+    unsigned numAttrs;
+} CUlaunchConfig;
 
 enum {
     CUDA_SUCCESS = 0,
@@ -119,7 +138,8 @@ enum {
       (int *, CUfunction, int, size_t))                                                          \
     X(cuLaunchKernel, "cuLaunchKernel", 1,                                                       \
       (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, \
-       void **, void **))
+       void **, void **))                                                                        \
+    X(cuLaunchKernelEx, "cuLaunchKernelEx", 0, (const CUlaunchConfig *, CUfunction, void **, void **))
 
 typedef struct CuDriver {
 #define X(field, sym, req, args) CUresult (*field) args;

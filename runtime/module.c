@@ -329,6 +329,35 @@ cuk_status cuk_launch(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned s
     return CUK_OK;
 }
 
+cuk_status cuk_launch_cluster(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned cluster, unsigned shared,
+                              cuk_stream *st, void **args) {
+    if (!f) return err_set(CUK_ERR_INVALID, "cuk_launch_cluster: NULL function");
+    if (!block.x || !grid.x || !cluster || grid.x % cluster)
+        return err_set(CUK_ERR_INVALID, "cuk_launch_cluster: grid.x (%u) must be a positive multiple of the cluster (%u), "
+                                        "and the block given", grid.x, cluster);
+    cuk_status s = ctx_make_current(f->d);
+    if (s) return s;
+    if (!cu.cuLaunchKernelEx || f->d->props.cc_major < 9)
+        return err_set(CUK_ERR_DRIVER, "thread-block clusters need compute capability 9.0 and a driver with "
+                                            "cuLaunchKernelEx (kernel '%s')", f->name);
+    CUlaunchAttribute at;
+    memset(&at, 0, sizeof at);
+    at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    at.value.clusterDim.x = cluster, at.value.clusterDim.y = at.value.clusterDim.z = 1;
+    CUlaunchConfig c = {grid.x, grid.y ? grid.y : 1, grid.z ? grid.z : 1, block.x, block.y ? block.y : 1,
+                        block.z ? block.z : 1, shared, stream_raw(st), &at, 1};
+    CUresult r = cu.cuLaunchKernelEx(&c, f->fn, args, NULL);
+    if (r) {
+        cu_fail(r, "cuLaunchKernelEx");
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", cuk_last_error());
+        return err_set(r == CUDA_ERROR_OUT_OF_MEMORY ? CUK_ERR_OUT_OF_MEMORY : CUK_ERR_DRIVER,
+                       "launching kernel '%s' in clusters of %u (grid %u, block %u): %s", f->name, cluster, grid.x,
+                       block.x, msg);
+    }
+    return CUK_OK;
+}
+
 cuk_status cuk_launch_config_1d(cuk_function *f, size_t n, unsigned shared, cuk_dim3 *grid, cuk_dim3 *block) {
     if (!f || !grid || !block) return err_set(CUK_ERR_INVALID, "cuk_launch_config_1d: NULL argument");
     int ob = 0, per_sm = 0;

@@ -117,6 +117,8 @@ struct GpuSession {
     size_t scratch_size;
     cuk_devptr errblk;   /* 4 words per plan for the kernels' bounds checks (KP_ERR) */
     int l2_size, sm_count; /* the device's, for long rows (0: not asked yet, -1: unknown) */
+    int cc_major;          /* the device's compute capability (with l2_size) */
+    bool no_clusters;      /* a cluster launch failed once: long rows take _lg */
     bool err_pending;    /* a kernel with a KP_ERR word ran since the block was read */
     /* the call in progress */
     RtErr *err;
@@ -982,17 +984,35 @@ static bool launch(Frame *f, const Kernel *k) {
     cuk_function *entry = ks->fn;
     int re = ok && k->kind == K_ROW ? kernel_row_entry(k, len) : KE_MAIN;
     if (re != KE_MAIN && opt_entry(f, k, ks, re)) entry = ks->opt[re];
-    if (re == KE_LG && entry == ks->opt[KE_LG]) {
-        if (!s->l2_size) {
-            cuk_device_props pr;
-            int dev = 0;
-            const char *off = getenv("CUK_ROW_L2CAP"); /* "0": no cap (docs/performance.md) */
-            if ((!off || strcmp(off, "0") != 0) && cuk_device_current(&dev) == CUK_OK &&
-                cuk_device_props_get(dev, &pr) == CUK_OK)
-                s->l2_size = pr.l2_size, s->sm_count = pr.sm_count;
-            else s->l2_size = -1;
+    if (re == KE_LG && !s->l2_size) {
+        cuk_device_props pr;
+        int dev = 0;
+        const char *off = getenv("CUK_ROW_L2CAP"); /* "0": no cap (docs/performance.md) */
+        if (cuk_device_current(&dev) == CUK_OK && cuk_device_props_get(dev, &pr) == CUK_OK) {
+            s->l2_size = !off || strcmp(off, "0") != 0 ? pr.l2_size : -1;
+            s->sm_count = pr.sm_count, s->cc_major = pr.cc_major;
+        } else {
+            s->l2_size = -1;
         }
+    }
+    /* rows a cluster holds: the _cl entry, a row to a cluster of `cluster` blocks (not
+       with CUK_ROW_CLUSTER=0, for A/B runs) */
+    unsigned cluster = 0, block = (unsigned)k->block;
+    if (re == KE_LG && s->cc_major >= 9 && !s->no_clusters && opt_entry(f, k, ks, KE_CL)) {
+        const char *off = getenv("CUK_ROW_CLUSTER");
+        cluster = off && strcmp(off, "0") == 0 ? 0 : (unsigned)kernel_row_cluster(k, len);
+    }
+    if (cluster) {
+        entry = ks->opt[KE_CL];
+        block = ROW_CLUSTER_BLOCK;
+        grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer) * cluster;
+    } else if (re == KE_LG && entry == ks->opt[KE_LG]) {
         grid = kernel_long_rows_grid(k, len, grid, s->l2_size, s->sm_count);
+    }
+    if (re == KE_GR && entry == ks->opt[KE_GR]) {
+        const char *rb = getenv("CUK_ROW_SHORT_BLOCK"); /* A/B runs (docs/performance.md) */
+        block = kernel_short_rows_block(k, len, rb ? atoi(rb) : 0);
+        grid = kernel_short_rows_grid(k, len, outer, block);
     }
     if (ok && region) {
         /* the region's size (its lengths, KP_UPD), a grid-stride loop over it */
@@ -1008,8 +1028,17 @@ static bool launch(Frame *f, const Kernel *k) {
         ok = segred_launch(s, k, ks, w, grid, outer, loc);
     } else if (ok && !empty) {
         void *args[1] = {w};
-        cuk_dim3 g = {grid, 1, 1}, b = {(unsigned)k->block, 1, 1};
-        if (cuk_launch(entry, g, b, (unsigned)kernel_shmem(k, inner), NULL, args) != CUK_OK)
+        cuk_dim3 g = {grid, 1, 1}, b = {block, 1, 1};
+        bool launched = cluster && cuk_launch_cluster(entry, g, b, cluster, 0, NULL, args) == CUK_OK;
+        if (cluster && !launched) {
+            /* a device or driver that cannot: the _lg entry, from now on */
+            s->no_clusters = true;
+            entry = opt_entry(f, k, ks, KE_LG) ? ks->opt[KE_LG] : ks->fn;
+            b.x = (unsigned)k->block;
+            g.x = kernel_long_rows_grid(k, len, (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer),
+                                        s->l2_size, s->sm_count);
+        }
+        if (!launched && cuk_launch(entry, g, b, (unsigned)kernel_shmem(k, inner), NULL, args) != CUK_OK)
             ok = gpu_fail(s, loc, "kernel launch failed");
         if (timing_on && !timing_first_done) {
             timing_first_done = true;
