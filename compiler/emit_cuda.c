@@ -2498,24 +2498,32 @@ static void emit_row_entry(KE *ke, const char **types, int skip) {
            the row), blockDim.x / T_ rows at a time: short rows keep every thread busy */
         bprintf(b, "    int T_ = 32;\n    while (T_ < (int)blockDim.x && (long long)T_ * %d < len) T_ <<= 1;\n", items);
         bputs(b, "    const int l_ = (int)threadIdx.x & (T_ - 1), G_ = (int)blockDim.x / T_, g_ = (int)threadIdx.x / T_;\n");
-        /* Three copies of the row loop: `fast` (flat, aligned, whole vectors: flat is
-           known, one bounds test per vector), first with a row to the whole block (the
-           thread counts constants: a runtime T_ there cost registers, 98% -> 78% of copy
-           for logsumexp over 16384 x 16384 on an H100), then any T_; and the general one
-           (per element). */
-        for (int variant = 2; variant >= 0; variant--) {
-            if (variant == skip || (skip == 3 && variant > 0)) continue;
+        /* Copies of the row loop: `fast` (flat, aligned, whole vectors: flat is known,
+           one bounds test per vector) with the thread count a row a constant, then with
+           any T_, and the general one (per element). The main and cluster entries take a
+           row to the whole block (the thread counts constants: a runtime T_ there cost
+           registers, 98% -> 78% of copy for logsumexp over 16384 x 16384 on an H100); the
+           short-row entry one fast copy for each T_ from a warp to 256 threads (with a
+           runtime T_, layer norm over 65536 x 4096 spilled and ran at 77%). */
+        int nsp = 0, spv[8], spt[8];
+        int bk = cl ? ROW_CLUSTER_BLOCK : k->block; /* the block it is launched with */
+        if (skip == 2) {
+            /* kernel_row_entry: T_ <= block / 2 here; a runtime-T_ copy only for T_ past 256 */
+            for (int t = 32; t <= 256 && t <= k->block / 2; t <<= 1) spv[nsp] = 1, spt[nsp++] = t;
+            if (k->block / 2 > 256) spv[nsp] = 1, spt[nsp++] = 0;
+        } else if (skip != 3) {
+            spv[nsp] = 2, spt[nsp++] = bk;
+        }
+        spv[nsp] = 0, spt[nsp++] = skip == 2 ? 0 : bk;
+        for (int sp = 0; sp < nsp; sp++) {
+            int variant = spv[sp], tc = spt[sp]; /* tc: T_ as a constant (0: runtime) */
             int fast = variant > 0;
-            /* constants but in the short-row entry (a row to the block is right for any
-               row that fits, only slower for short ones) */
-            bool cst = skip != 2;
-            int bk = cl ? ROW_CLUSTER_BLOCK : k->block; /* the block it is launched with */
-            const char *TT = cst ? arena_printf(ke->e->a, "%d", bk) : "T_";
-            const char *LL = cst ? "(int)threadIdx.x" : "l_";
-            bool first = variant == 2 || (variant == 1 && skip == 2) || skip == 3;
-            const char *cond = variant == 2 ? arena_printf(ke->e->a, "(vfast && T_ == %d)", bk)
-                               : variant == 1 ? "(vfast)" : "(true)";
-            bprintf(b, "    %s%s {\n", first ? "if " : variant ? "else if " : "else", variant || first ? cond : "");
+            bool cst = skip != 2; /* a row to the block */
+            const char *TT = tc ? arena_printf(ke->e->a, "%d", tc) : "T_";
+            const char *LL = cst ? "(int)threadIdx.x" : tc ? arena_printf(ke->e->a, "((int)threadIdx.x & %d)", tc - 1) : "l_";
+            bool first = sp == 0;
+            const char *cond = fast && tc ? arena_printf(ke->e->a, "(vfast && T_ == %d)", tc) : fast ? "(vfast)" : "(true)";
+            bprintf(b, "    %s%s {\n", first ? "if " : fast ? "else if " : "else", fast || first ? cond : "");
             const char *C0 = cl ? arena_printf(ke->e->a, "(int)crank_ * %d + (r_ * %s + %s) * %d", bk * items, TT, LL, V)
                                 : arena_printf(ke->e->a, "(r_ * %s + %s) * %d", TT, LL, V);
             bprintf(b, "    int par_ = 0;\n"
