@@ -422,6 +422,39 @@ int main(int argc, char **argv) {
     OK("dtoh template", cuk_memcpy_dtoh(out, dx, N * sizeof(float)));
     CHECK("template result", out[3] == 6.0f && out[N - 1] == 2.0f * (float)(N - 1));
 
+    /* Thread-block clusters: each block writes its rank in the cluster and the cluster's
+       size; a grid that is not a whole number of clusters is refused before the driver. */
+    {
+        static const char *cl_src = "extern \"C\" __global__ void ranks(int *out) {\n"
+                                    "    unsigned r = 0, n = 1;\n"
+                                    "#if __CUDA_ARCH__ >= 900\n"
+                                    "    asm(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r));\n"
+                                    "    asm(\"mov.u32 %0, %%cluster_nctarank;\" : \"=r\"(n));\n"
+                                    "#endif\n"
+                                    "    if (threadIdx.x == 0) out[blockIdx.x] = (int)(r * 100 + n);\n"
+                                    "}\n";
+        cuk_module *mc;
+        cuk_function *rk;
+        OK("cluster module", cuk_module_compile(&mc, cl_src, NULL));
+        OK("cluster function", cuk_module_function(mc, "ranks", &rk));
+        int hr[8] = {0};
+        void *cargs[] = {&dz};
+        st = cuk_launch_cluster(rk, (cuk_dim3){8, 1, 1}, (cuk_dim3){64, 1, 1}, 4, 0, NULL, cargs);
+        if (p.cc_major >= 9) {
+            CHECK("launch in clusters of 4", st == CUK_OK);
+            OK("dtoh ranks", cuk_memcpy_dtoh(hr, dz, sizeof hr));
+            int wrong = 0;
+            for (int b = 0; b < 8; b++) wrong += hr[b] != (b % 4) * 100 + 4;
+            CHECK("each block's rank in its cluster", wrong == 0);
+        } else {
+            CHECK("clusters below compute capability 9.0: CUK_ERR_DRIVER saying so",
+                  st == CUK_ERR_DRIVER && strstr(cuk_last_error(), "9.0"));
+        }
+        st = cuk_launch_cluster(rk, (cuk_dim3){6, 1, 1}, (cuk_dim3){64, 1, 1}, 4, 0, NULL, cargs);
+        CHECK("a grid not a multiple of the cluster is CUK_ERR_INVALID",
+              st == CUK_ERR_INVALID && strstr(cuk_last_error(), "multiple of the cluster"));
+    }
+
     /* Loading an image (PTX for the device's arch, as a bundle would carry). */
     cuk_compile_opts po = {.arch = p.arch, .kind = CUK_IMAGE_PTX};
     cuk_image *im;
