@@ -158,26 +158,18 @@ template <class T, class Op> CUK_FN void cuk_group_allreduce(T &v, int &has, Op 
 /* Thread-block clusters (sm_90 and later; the row kernels' _cl entry). Below sm_90 a
    block is its own cluster of one, which is what such a launch is. */
 #if __CUDA_ARCH__ >= 900
-CUK_FN unsigned cuk_cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-CUK_FN unsigned cuk_cluster_size() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
-    return r;
-}
-CUK_FN unsigned cuk_cluster_id() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
-    return r;
-}
-CUK_FN unsigned cuk_cluster_count() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
-    return r;
-}
+/* name(): the special register reg (%cluster_ctarank, ...) */
+#define CUK_SREG(name, reg)                                                                       \
+    CUK_FN unsigned name() {                                                                      \
+        unsigned r;                                                                               \
+        asm volatile("mov.u32 %0, %%" reg ";" : "=r"(r));                                         \
+        return r;                                                                                 \
+    }
+CUK_SREG(cuk_cluster_rank, "cluster_ctarank")
+CUK_SREG(cuk_cluster_size, "cluster_nctarank")
+CUK_SREG(cuk_cluster_id, "clusterid.x")
+CUK_SREG(cuk_cluster_count, "nclusterid.x")
+#undef CUK_SREG
 /* Every thread of every block of the cluster arrives before any goes on; shared-memory
    writes before it are seen by the cluster's reads after it. */
 CUK_FN void cuk_cluster_sync() {

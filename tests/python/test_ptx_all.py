@@ -35,11 +35,12 @@ def test_emit_ptx_sm90(path, tmp_path):
     entries = re.findall(r"\.visible \.entry (\w+)\(", r.stdout)
     # an update's map kernel has a second entry over its region, <kernel>_rg (in place);
     # a segmented reduction has a prepass and a fix-up, <kernel>_sp and <kernel>_sf; a
-    # row kernel entries for short and long rows, <kernel>_gr and <kernel>_lg
-    extra = [e for e in entries if e.endswith(("_rg", "_sp", "_sf", "_gr", "_lg"))]
+    # row kernel entries for short rows, long rows and rows a cluster holds, <kernel>_gr,
+    # <kernel>_lg and <kernel>_cl
+    extra = [e for e in entries if e.endswith(("_rg", "_sp", "_sf", "_gr", "_lg", "_cl"))]
     assert len(entries) - len(extra) == kernels
     assert all(e[:-3] in entries for e in extra)
     segred = [e for e in entries if e.endswith("_sp")]
     assert all(e[:-3] + "_sf" in entries for e in segred)
     rows = [e for e in entries if e.endswith("_gr")]
-    assert all(e[:-3] + "_lg" in entries for e in rows)
+    assert all(e[:-3] + "_lg" in entries and e[:-3] + "_cl" in entries for e in rows)
