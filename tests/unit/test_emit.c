@@ -355,9 +355,54 @@ static void test_blas_call(void) {
     arena_free(&a);
 }
 
+/* How the executor launches a row kernel by its row length (kernel_row_entry,
+   kernel_row_cluster, kernel_short_rows_block/grid): f32 rows of one input hold 32
+   values a thread, so a block of 512 holds 16384 and a cluster of 8 x 256 65536. */
+static void test_row_launch(void) {
+    static const char *text = "fn ln(x: f32[r, c]) -> f32[r, c] {\n"
+                              "    let d = x - mean(x, axis=1, keepdims=true);\n"
+                              "    return d / sqrt(mean(d * d, axis=1, keepdims=true));\n"
+                              "}\n"
+                              "fn lse(x: f32[r, c]) -> f32[r] {\n"
+                              "    let m = max(x, axis=1, keepdims=true);\n"
+                              "    return log(sum(exp(x - m), axis=1)) + reshape(m, r);\n"
+                              "}\n";
+    Arena a;
+    arena_init(&a);
+    Diag d;
+    diag_init(&d, stderr);
+    Compiled c;
+    CHECK(pipeline_text(&c, &a, &d, "rows.cuk", text, STAGE_PLAN));
+    for (int i = 0; c.plans && i < c.plans->nplans; i++) {
+        const Plan *pl = c.plans->plans[i];
+        CHECK(pl->nkernels == 1 && pl->kernels[0]->kind == K_ROW);
+        const Kernel *k = pl->kernels[0];
+        CHECK(k->block == 512 && k->items == 32);
+        CHECK(kernel_row_entry(k, 8192) == KE_GR && kernel_row_entry(k, 8193) == KE_MAIN);
+        CHECK(kernel_row_entry(k, 16384) == KE_MAIN && kernel_row_entry(k, 16385) == KE_LG);
+        if (!strcmp(pl->fn->name, "ln")) {
+            /* 8192 values a block of the cluster */
+            CHECK(kernel_row_cluster(k, 16384) == 0 && kernel_row_cluster(k, 16385) == 3);
+            CHECK(kernel_row_cluster(k, 65536) == 8 && kernel_row_cluster(k, 65537) == 0);
+        } else {
+            /* one value a row: the _lg entry at every length */
+            CHECK(k->row_out && kernel_row_cluster(k, 16385) == 0 && kernel_row_cluster(k, 65536) == 0);
+        }
+        /* short rows: T threads a row, blocks of 128 (or T), the grid covering the rows once */
+        CHECK(kernel_short_row_threads(k, 1) == 32 && kernel_short_row_threads(k, 1024) == 32);
+        CHECK(kernel_short_row_threads(k, 1025) == 64 && kernel_short_row_threads(k, 8192) == 256);
+        CHECK(kernel_short_rows_block(k, 4096, 0) == 128 && kernel_short_rows_block(k, 8192, 0) == 256);
+        CHECK(kernel_short_rows_block(k, 100, 0) == 128 && kernel_short_rows_block(k, 100, 4096) == 512);
+        CHECK(kernel_short_rows_grid(k, 100, 1000, 128) == 250 && kernel_short_rows_grid(k, 100, 0, 128) == 1);
+        CHECK(kernel_short_rows_grid(k, 4096, 65536, 128) == 65535);
+    }
+    arena_free(&a);
+}
+
 int main(void) {
     arena_init(&A);
     test_blas_call();
+    test_row_launch();
     /* ---- plans ---- */
     Fn *f;
     f = saxpy();
