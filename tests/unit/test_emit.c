@@ -318,6 +318,17 @@ static Fn *nofuse(void) {
     return f;
 }
 
+/* The plans of the functions in text (NULL, and a failed check, if it does not compile);
+   they live in a, which the caller frees. */
+static const PlanSet *plans_of(Arena *a, const char *name, const char *text) {
+    arena_init(a);
+    Diag d;
+    diag_init(&d, stderr);
+    Compiled c;
+    CHECK(pipeline_text(&c, a, &d, name, text, STAGE_PLAN));
+    return c.plans;
+}
+
 /* What the executor hands cuBLASLt for a product's kernel (kernel_blas_call): the
    arrays read, which are read transposed, the scale, the bias and relu, as fused. */
 static void test_blas_call(void) {
@@ -326,13 +337,9 @@ static void test_blas_call(void) {
                               "fn t(a: f64[k, m], b: f64[k, n]) -> f64[m, n] = transpose(a) @ b;\n"
                               "fn p(a: f32[m, k], b: f32[k, n]) -> f32[m, n] = a @ b * 2.0 + 1.0;\n";
     Arena a;
-    arena_init(&a);
-    Diag d;
-    diag_init(&d, stderr);
-    Compiled c;
-    CHECK(pipeline_text(&c, &a, &d, "blas.cuk", text, STAGE_PLAN));
-    for (int i = 0; c.plans && i < c.plans->nplans; i++) {
-        const Plan *pl = c.plans->plans[i];
+    const PlanSet *ps = plans_of(&a, "blas.cuk", text);
+    for (int i = 0; ps && i < ps->nplans; i++) {
+        const Plan *pl = ps->plans[i];
         const Kernel *k = pl->kernels[0];
         CHECK(kernel_blas(k));
         BlasCall bc;
@@ -368,13 +375,9 @@ static void test_row_launch(void) {
                               "    return log(sum(exp(x - m), axis=1)) + reshape(m, r);\n"
                               "}\n";
     Arena a;
-    arena_init(&a);
-    Diag d;
-    diag_init(&d, stderr);
-    Compiled c;
-    CHECK(pipeline_text(&c, &a, &d, "rows.cuk", text, STAGE_PLAN));
-    for (int i = 0; c.plans && i < c.plans->nplans; i++) {
-        const Plan *pl = c.plans->plans[i];
+    const PlanSet *ps = plans_of(&a, "rows.cuk", text);
+    for (int i = 0; ps && i < ps->nplans; i++) {
+        const Plan *pl = ps->plans[i];
         CHECK(pl->nkernels == 1 && pl->kernels[0]->kind == K_ROW);
         const Kernel *k = pl->kernels[0];
         CHECK(k->block == 512 && k->items == 32);
