@@ -2437,12 +2437,13 @@ static void emit_row_long_vec(KE *ke, const char **types, int V) {
    broadcast through shared memory, and the map is computed and stored from them: one
    read and one write of the row. Longer rows, and lambda reductions (which need
    element order inside each thread), re-read the row in each phase. */
-static void emit_row_entry(KE *ke, const char **types, int skip);
+static void emit_row_entry(KE *ke, const char **types, int e);
 
-/* The row kernel's three entries: <name> takes rows of more than half a block's worth
+/* The row kernel's four entries: <name> takes rows of more than half a block's worth
    up to a block's (a row to the block), <name>_gr shorter ones (blockDim.x / T_ rows at
-   a time) and <name>_lg longer ones (each phase reads the row again, 16-byte vectors);
-   the GPU executor picks by the row length (kernel_row_entry). Apart, because one body
+   a time), <name>_cl longer ones that a thread-block cluster holds and <name>_lg the
+   rest (each phase reads the row again, 16-byte vectors); the GPU executor picks by the
+   row length (kernel_row_launch). Apart, because one body
    with all of them spilled more registers on the whole-block path (layer norm over
    16384 x 16384 on an H100: 87% of copy before, 73-76% with them). Each entry is
    correct for any row: the others' cases take the per-element copies. */
@@ -2451,22 +2452,20 @@ static void emit_row(KE *ke) {
     const char **types = NEWN(ke->e->a, const char *, k->nreds);
     for (int j = 0; j < k->nreds; j++) types[j] = emit_combine(ke->e, k->reds[j]);
     header(ke);
-    emit_row_entry(ke, types, 1);
-    if (!any_lambda(k)) {
-        entry_open(ke, kernel_entry_suffix[KE_GR]);
-        emit_row_entry(ke, types, 2);
-        entry_open(ke, kernel_entry_suffix[KE_LG]);
-        emit_row_entry(ke, types, 3);
-        entry_open(ke, kernel_entry_suffix[KE_CL]);
-        emit_row_entry(ke, types, 4);
-    }
+    emit_row_entry(ke, types, KE_MAIN);
+    if (!any_lambda(k))
+        for (int e = KE_GR; e <= KE_CL; e++) {
+            entry_open(ke, kernel_entry_suffix[e]);
+            emit_row_entry(ke, types, e);
+        }
 }
 
-static void emit_row_entry(KE *ke, const char **types, int skip) {
+/* The body of entry e (KE_MAIN, KE_GR, KE_LG or KE_CL) of a row kernel. */
+static void emit_row_entry(KE *ke, const char **types, int e) {
     const Kernel *k = ke->k;
     Buf *b = ke->b;
     bool ordered = any_lambda(k);
-    /* skip 4, the _cl entry: the main entry's code over a thread-block cluster (launched
+    /* KE_CL: the main entry's code over a thread-block cluster (launched
        with kernel_row_cluster blocks of ROW_CLUSTER_BLOCK threads a cluster): a row to
        the cluster, block r of it
        holding the r-th stretch of block x items elements in registers (constant offsets
@@ -2474,8 +2473,7 @@ static void emit_row_entry(KE *ke, const char **types, int skip) {
        combined across the cluster through distributed shared memory (kernels/reduce.cuh
        cuk_cluster_allreduce), so that rows of up to csize_ x block x items elements are
        still read once */
-    bool cl = skip == 4;
-    if (cl) skip = 1;
+    bool cl = e == KE_CL, gr = e == KE_GR, lg = e == KE_LG;
     int wl = W(ke, KP_LEN, NULL, 0, 0);
     bprintf(b, "    const long long len = p.w[%d], rows = len > 0 ? n / len : 0;\n", wl);
     for (int j = 0; j < k->nreds; j++) bprintf(b, "    __shared__ %s sh%d;\n", ctype(k->reds[j]->dt), j);
@@ -2493,7 +2491,7 @@ static void emit_row_entry(KE *ke, const char **types, int skip) {
         int R = items / V;
         bprintf(b, "    const int vfast = (%s) && len %% %d == 0;\n", vec_cond(ke, &L, k->outs, nmo), V);
         if (cl) bputs(b, "    const unsigned crank_ = cuk_cluster_rank(), csize_ = cuk_cluster_size();\n");
-        bprintf(b, "    if (len <= (long long)blockDim.x * %d%s) {\n", skip == 3 ? 0 : items, cl ? " * csize_" : "");
+        bprintf(b, "    if (len <= (long long)blockDim.x * %d%s) {\n", lg ? 0 : items, cl ? " * csize_" : "");
         /* T_ threads a row (a power of two from a warp to the block, the fewest that hold
            the row), blockDim.x / T_ rows at a time: short rows keep every thread busy */
         bprintf(b, "    int T_ = 32;\n    while (T_ < (int)blockDim.x && (long long)T_ * %d < len) T_ <<= 1;\n", items);
@@ -2507,18 +2505,18 @@ static void emit_row_entry(KE *ke, const char **types, int skip) {
            runtime T_, layer norm over 65536 x 4096 spilled and ran at 77%). */
         int nsp = 0, spv[8], spt[8];
         int bk = cl ? ROW_CLUSTER_BLOCK : k->block; /* the block it is launched with */
-        if (skip == 2) {
+        if (gr) {
             /* kernel_row_entry: T_ <= block / 2 here; a runtime-T_ copy only for T_ past 256 */
             for (int t = 32; t <= 256 && t <= k->block / 2; t <<= 1) spv[nsp] = 1, spt[nsp++] = t;
             if (k->block / 2 > 256) spv[nsp] = 1, spt[nsp++] = 0;
-        } else if (skip != 3) {
+        } else if (!lg) {
             spv[nsp] = 2, spt[nsp++] = bk;
         }
-        spv[nsp] = 0, spt[nsp++] = skip == 2 ? 0 : bk;
+        spv[nsp] = 0, spt[nsp++] = gr ? 0 : bk;
         for (int sp = 0; sp < nsp; sp++) {
             int variant = spv[sp], tc = spt[sp]; /* tc: T_ as a constant (0: runtime) */
             int fast = variant > 0;
-            bool cst = skip != 2; /* a row to the block */
+            bool cst = !gr; /* a row to the block */
             const char *TT = tc ? arena_printf(ke->e->a, "%d", tc) : "T_";
             const char *LL = cst ? "(int)threadIdx.x" : tc ? arena_printf(ke->e->a, "((int)threadIdx.x & %d)", tc - 1) : "l_";
             bool first = sp == 0;
@@ -2626,7 +2624,7 @@ static void emit_row_entry(KE *ke, const char **types, int skip) {
         /* no block of a cluster leaves while another may still read its shared memory */
         bprintf(b, "    %sreturn;\n    }\n", cl ? "cuk_cluster_sync();\n    " : "");
         ke->leaf_sel = NULL;
-        if (skip == 3) {
+        if (lg) {
             bputs(b, "    if (vfast) {\n");
             emit_row_long_vec(ke, types, V);
             bputs(b, "    return;\n    }\n");
