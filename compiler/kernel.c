@@ -359,16 +359,6 @@ int kernel_row_entry(const Kernel *k, int64_t len) {
     return len > (int64_t)k->block * k->items ? KE_LG : KE_MAIN;
 }
 
-unsigned kernel_long_rows_grid(const Kernel *k, int64_t len, unsigned grid, int64_t l2_bytes, int sm_count) {
-    int nd;
-    widest_leaf(k, &nd); /* how many inputs a row reads */
-    int64_t row_bytes = len * kernel_widest_elem(k) * (nd ? nd : 1);
-    if (l2_bytes <= 0 || row_bytes <= 0) return grid;
-    int64_t cap = l2_bytes / 2 / row_bytes;
-    if (cap < sm_count) cap = sm_count;
-    return cap > 0 && grid > cap ? (unsigned)cap : grid;
-}
-
 int kernel_short_row_threads(const Kernel *k, int64_t len) {
     int t = 32;
     while (t < k->block && (int64_t)t * k->items < len) t <<= 1;
@@ -381,15 +371,29 @@ int kernel_row_cluster(const Kernel *k, int64_t len) {
     return c <= ROW_CLUSTER_MAX ? (int)c : 0;
 }
 
-unsigned kernel_short_rows_block(const Kernel *k, int64_t len, int min_block) {
-    int t = kernel_short_row_threads(k, len), b = min_block > 0 ? min_block : ROW_SHORT_BLOCK;
-    if (b > k->block) b = k->block;
-    return (unsigned)(t > b ? t : b);
-}
+/* n blocks (or clusters) as a grid: at least 1, at most 65535 (grid-stride loops over
+   the rest) */
+static unsigned row_grid(int64_t n) { return (unsigned)(n < 1 ? 1 : n > 65535 ? 65535 : n); }
 
-unsigned kernel_short_rows_grid(const Kernel *k, int64_t len, int64_t rows, unsigned block) {
-    int64_t g = block / (unsigned)kernel_short_row_threads(k, len), nb = (rows + g - 1) / g;
-    return (unsigned)(nb < 1 ? 1 : nb > 65535 ? 65535 : nb);
+RowLaunch kernel_row_launch(const Kernel *k, int64_t len, int64_t rows, const RowDevice *d) {
+    RowLaunch l = {kernel_row_entry(k, len), row_grid(rows), (unsigned)k->block, 0};
+    int c = d->clusters ? kernel_row_cluster(k, len) : 0;
+    if (c) {
+        l = (RowLaunch){KE_CL, row_grid(rows) * (unsigned)c, ROW_CLUSTER_BLOCK, (unsigned)c};
+    } else if (l.entry == KE_LG && d->l2_bytes > 0) {
+        int nd;
+        widest_leaf(k, &nd); /* how many inputs a row reads */
+        int64_t row_bytes = len * kernel_widest_elem(k) * (nd ? nd : 1), cap = d->l2_bytes / 2 / row_bytes;
+        if (cap < d->sm_count) cap = d->sm_count;
+        if (cap > 0 && l.grid > cap) l.grid = (unsigned)cap;
+    } else if (l.entry == KE_GR) {
+        int t = kernel_short_row_threads(k, len), b = d->short_block > 0 ? d->short_block : ROW_SHORT_BLOCK;
+        if (b > k->block) b = k->block;
+        if (b < t) b = t;
+        l.block = (unsigned)b;
+        l.grid = row_grid((rows + b / t - 1) / (b / t));
+    }
+    return l;
 }
 
 Val *kernel_tiled_transpose(const Kernel *k) {
@@ -443,7 +447,7 @@ bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
             *scratch = 16 + (size_t)*grid * (size_t)inner * (size_t)(esz + 1);
         break;
     }
-    case K_ROW: *grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer); break;
+    case K_ROW: *grid = row_grid(outer); break;
     case K_REDUCE:
         if (kernel_segred(k)) {
             /* one tile per block (none for n = 0: the prepass writes the empty segments) */

@@ -267,33 +267,45 @@ Val *kernel_tiled_transpose(const Kernel *k);
    (emit_cuda.c emit_row). */
 enum { KE_MAIN, KE_RG, KE_GR, KE_LG, KE_CL, KE_COUNT };
 extern const char *const kernel_entry_suffix[KE_COUNT];
-/* The row kernel's entry for rows of len: KE_GR, KE_MAIN (a row to the block) or KE_LG. */
+/* The row kernel's entry for rows of len by size alone: KE_GR, KE_MAIN (a row to the
+   block) or KE_LG (longer than a block holds; kernel_row_launch may give KE_CL). */
 int kernel_row_entry(const Kernel *k, int64_t len);
-/* The grid of a row kernel's KE_LG entry, whose rows are read once per phase: at most
-   as many rows at a time as half of l2_bytes holds (sm_count at least), so the later
-   phases read them from the L2; grid when the L2 is not known (l2_bytes <= 0). */
-unsigned kernel_long_rows_grid(const Kernel *k, int64_t len, unsigned grid, int64_t l2_bytes, int sm_count);
-/* The blocks of a cluster that hold a row of len in registers (2 to ROW_CLUSTER_MAX
-   blocks of ROW_CLUSTER_BLOCK threads) for the KE_CL entry of a row kernel whose row is
-   longer than a block holds (KE_LG's rows) and that writes values over the rows; 0
-   where no cluster holds it, or the kernel writes one value a row (the KE_LG entry
-   then: its second read hits the L2, and logsumexp over 4096 x 65536 ran at 72% of copy
-   that way against 60% in clusters of 4 x 512 threads on an H100). Blocks of 256
-   rather than the row kernels' 512, so that each SM has 4 of them, at different
-   phases. */
+/* What kernel_row_launch needs of the device, found once a session: its L2 in bytes
+   (<= 0: unknown, or not to be used), its SMs, whether it runs thread-block clusters,
+   and the short-row block (<= 0: ROW_SHORT_BLOCK). */
+typedef struct RowDevice {
+    int64_t l2_bytes;
+    int sm_count;
+    bool clusters;
+    int short_block;
+} RowDevice;
+/* How a row kernel runs `rows` rows of len: the entry, grid, block and cluster size (0:
+   none).
+   - KE_MAIN: a block a row.
+   - KE_GR (rows of at most half a block's worth): T threads a row (a power of two from a
+     warp to the block, the fewest that hold the row in registers), blocks of
+     ROW_SHORT_BLOCK threads (T if more), so that blocks' phases (loads, reductions,
+     stores) overlap on an SM, and a grid that gives every group of T threads a row.
+   - KE_CL (longer than a block holds, at most ROW_CLUSTER_MAX blocks of
+     ROW_CLUSTER_BLOCK, on a device with clusters, for kernels writing values over the
+     rows): a row to a cluster. Kernels writing one value a row keep KE_LG: its second
+     read hits the L2, and logsumexp over 4096 x 65536 ran at 72% of copy that way
+     against 60% in clusters of 4 x 512 threads on an H100. Blocks of 256 rather than
+     the row kernels' 512, so that each SM has 4 of them, at different phases.
+   - KE_LG (the rest): read once per phase, so at most as many rows at a time as half
+     the L2 holds (the SMs at least), the later phases reading them from the L2. */
+#define ROW_SHORT_BLOCK 128
 #define ROW_CLUSTER_MAX 8
 #define ROW_CLUSTER_BLOCK 256
-int kernel_row_cluster(const Kernel *k, int64_t len);
-/* The threads of a row in the KE_GR entry (T_ there: a power of two from a warp to the
-   block, the fewest that hold the row in registers); the block that entry is launched
-   with: ROW_SHORT_BLOCK threads (the row's threads if more), so that each block's
-   phases (loads, reductions, stores) overlap other blocks' on the SM; and the grid that
-   gives each of a block's row groups a row (one block a row would leave the other
-   groups idle and launch that many empty blocks). min_block <= 0: ROW_SHORT_BLOCK. */
-#define ROW_SHORT_BLOCK 128
+typedef struct RowLaunch {
+    int entry;
+    unsigned grid, block, cluster;
+} RowLaunch;
+RowLaunch kernel_row_launch(const Kernel *k, int64_t len, int64_t rows, const RowDevice *d);
+/* Its parts: the threads of a short row (T); the cluster size for a long row (0: none,
+   whatever the device). */
 int kernel_short_row_threads(const Kernel *k, int64_t len);
-unsigned kernel_short_rows_block(const Kernel *k, int64_t len, int min_block);
-unsigned kernel_short_rows_grid(const Kernel *k, int64_t len, int64_t rows, unsigned block);
+int kernel_row_cluster(const Kernel *k, int64_t len);
 /* How many entry points the emitted code of k has (its own and the suffixed ones). */
 int kernel_entry_count(const Kernel *k);
 bool row_value_reshape(const Kernel *k, const Val *v);

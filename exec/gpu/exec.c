@@ -116,9 +116,8 @@ struct GpuSession {
     cuk_devptr scratch;  /* reduction partials, scan tile states: stream-ordered reuse */
     size_t scratch_size;
     cuk_devptr errblk;   /* 4 words per plan for the kernels' bounds checks (KP_ERR) */
-    int l2_size, sm_count; /* the device's, for long rows (0: not asked yet, -1: unknown) */
-    int cc_major;          /* the device's compute capability (with l2_size) */
-    bool no_clusters;      /* a cluster launch failed once: long rows take _lg */
+    RowDevice row_dev;   /* what row launches need of the device (row_device) */
+    bool row_dev_known;
     bool err_pending;    /* a kernel with a KP_ERR word ran since the block was read */
     /* the call in progress */
     RtErr *err;
@@ -444,6 +443,41 @@ static cuk_function *opt_entry(Frame *f, const Kernel *k, KState *ks, int e) {
         if (cuk_module_function(f->s->mods[f->st->pi], nm, &ks->opt[e]) != CUK_OK) ks->opt[e] = NULL, ks->opt_missing[e] = true;
     }
     return ks->opt[e];
+}
+
+/* The device facts row launches need (kernel_row_launch), found on the first one, with
+   the switches for A/B runs (docs/gpu.md): CUK_ROW_L2CAP=0, CUK_ROW_CLUSTER=0,
+   CUK_ROW_SHORT_BLOCK. */
+static const RowDevice *row_device(GpuSession *s) {
+    if (!s->row_dev_known) {
+        cuk_device_props pr;
+        int dev = 0;
+        RowDevice d = {0};
+        if (cuk_device_current(&dev) == CUK_OK && cuk_device_props_get(dev, &pr) == CUK_OK)
+            d = (RowDevice){.l2_bytes = pr.l2_size, .sm_count = pr.sm_count, .clusters = pr.cc_major >= 9};
+        const char *e = getenv("CUK_ROW_L2CAP");
+        if (e && !strcmp(e, "0")) d.l2_bytes = 0;
+        if ((e = getenv("CUK_ROW_CLUSTER")) && !strcmp(e, "0")) d.clusters = false;
+        if ((e = getenv("CUK_ROW_SHORT_BLOCK"))) d.short_block = atoi(e);
+        s->row_dev = d;
+        s->row_dev_known = true;
+    }
+    return &s->row_dev;
+}
+
+/* A row kernel's entry and launch for rows of len (kernel_row_launch). An entry the
+   module lacks (a bundle from before it): _lg for _cl, else the main entry as
+   kernel_geometry launches it (*entry and the rest left as they are). */
+static void row_config(Frame *f, const Kernel *k, KState *ks, int64_t len, int64_t rows, cuk_function **entry,
+                       unsigned *grid, unsigned *block, unsigned *cluster) {
+    RowDevice d = *row_device(f->s);
+    RowLaunch l = kernel_row_launch(k, len, rows, &d);
+    if (l.entry == KE_CL && !opt_entry(f, k, ks, KE_CL)) {
+        d.clusters = false;
+        l = kernel_row_launch(k, len, rows, &d);
+    }
+    if (l.entry != KE_MAIN && opt_entry(f, k, ks, l.entry))
+        *entry = ks->opt[l.entry], *grid = l.grid, *block = l.block, *cluster = l.cluster;
 }
 
 /* The kernel's function handle: the plan's module (its CUDA C from the pipeline) is
@@ -982,38 +1016,8 @@ static bool launch(Frame *f, const Kernel *k) {
                  nelem(&outs[0]) == 0;
     if (k->kind == K_HIST) empty = n == 0 || nelem(&outs[0]) == 0;
     cuk_function *entry = ks->fn;
-    int re = ok && k->kind == K_ROW ? kernel_row_entry(k, len) : KE_MAIN;
-    if (re != KE_MAIN && opt_entry(f, k, ks, re)) entry = ks->opt[re];
-    if (re == KE_LG && !s->l2_size) {
-        cuk_device_props pr;
-        int dev = 0;
-        const char *off = getenv("CUK_ROW_L2CAP"); /* "0": no cap (docs/performance.md) */
-        if (cuk_device_current(&dev) == CUK_OK && cuk_device_props_get(dev, &pr) == CUK_OK) {
-            s->l2_size = !off || strcmp(off, "0") != 0 ? pr.l2_size : -1;
-            s->sm_count = pr.sm_count, s->cc_major = pr.cc_major;
-        } else {
-            s->l2_size = -1;
-        }
-    }
-    /* rows a cluster holds: the _cl entry, a row to a cluster of `cluster` blocks (not
-       with CUK_ROW_CLUSTER=0, for A/B runs) */
-    unsigned cluster = 0, block = (unsigned)k->block;
-    if (re == KE_LG && s->cc_major >= 9 && !s->no_clusters && opt_entry(f, k, ks, KE_CL)) {
-        const char *off = getenv("CUK_ROW_CLUSTER");
-        cluster = off && strcmp(off, "0") == 0 ? 0 : (unsigned)kernel_row_cluster(k, len);
-    }
-    if (cluster) {
-        entry = ks->opt[KE_CL];
-        block = ROW_CLUSTER_BLOCK;
-        grid = (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer) * cluster;
-    } else if (re == KE_LG && entry == ks->opt[KE_LG]) {
-        grid = kernel_long_rows_grid(k, len, grid, s->l2_size, s->sm_count);
-    }
-    if (re == KE_GR && entry == ks->opt[KE_GR]) {
-        const char *rb = getenv("CUK_ROW_SHORT_BLOCK"); /* A/B runs (docs/performance.md) */
-        block = kernel_short_rows_block(k, len, rb ? atoi(rb) : 0);
-        grid = kernel_short_rows_grid(k, len, outer, block);
-    }
+    unsigned block = (unsigned)k->block, cluster = 0, grid0 = grid;
+    if (ok && k->kind == K_ROW) row_config(f, k, ks, len, outer, &entry, &grid, &block, &cluster);
     if (ok && region) {
         /* the region's size (its lengths, KP_UPD), a grid-stride loop over it */
         int64_t rn = 1;
@@ -1031,12 +1035,10 @@ static bool launch(Frame *f, const Kernel *k) {
         cuk_dim3 g = {grid, 1, 1}, b = {block, 1, 1};
         bool launched = cluster && cuk_launch_cluster(entry, g, b, cluster, 0, NULL, args) == CUK_OK;
         if (cluster && !launched) {
-            /* a device or driver that cannot: the _lg entry, from now on */
-            s->no_clusters = true;
-            entry = opt_entry(f, k, ks, KE_LG) ? ks->opt[KE_LG] : ks->fn;
-            b.x = (unsigned)k->block;
-            g.x = kernel_long_rows_grid(k, len, (unsigned)(outer < 1 ? 1 : outer > 65535 ? 65535 : outer),
-                                        s->l2_size, s->sm_count);
+            /* a device or driver that cannot: no clusters from now on */
+            s->row_dev.clusters = false;
+            entry = ks->fn, g.x = grid0, b.x = (unsigned)k->block;
+            row_config(f, k, ks, len, outer, &entry, &g.x, &b.x, &cluster);
         }
         if (!launched && cuk_launch(entry, g, b, (unsigned)kernel_shmem(k, inner), NULL, args) != CUK_OK)
             ok = gpu_fail(s, loc, "kernel launch failed");

@@ -363,7 +363,7 @@ static void test_blas_call(void) {
 }
 
 /* How the executor launches a row kernel by its row length (kernel_row_entry,
-   kernel_row_cluster, kernel_short_rows_block/grid): f32 rows of one input hold 32
+   kernel_row_cluster, kernel_row_launch): f32 rows of one input hold 32
    values a thread, so a block of 512 holds 16384 and a cluster of 8 x 256 65536. */
 static void test_row_launch(void) {
     static const char *text = "fn ln(x: f32[r, c]) -> f32[r, c] {\n"
@@ -394,10 +394,27 @@ static void test_row_launch(void) {
         /* short rows: T threads a row, blocks of 128 (or T), the grid covering the rows once */
         CHECK(kernel_short_row_threads(k, 1) == 32 && kernel_short_row_threads(k, 1024) == 32);
         CHECK(kernel_short_row_threads(k, 1025) == 64 && kernel_short_row_threads(k, 8192) == 256);
-        CHECK(kernel_short_rows_block(k, 4096, 0) == 128 && kernel_short_rows_block(k, 8192, 0) == 256);
-        CHECK(kernel_short_rows_block(k, 100, 0) == 128 && kernel_short_rows_block(k, 100, 4096) == 512);
-        CHECK(kernel_short_rows_grid(k, 100, 1000, 128) == 250 && kernel_short_rows_grid(k, 100, 0, 128) == 1);
-        CHECK(kernel_short_rows_grid(k, 4096, 65536, 128) == 65535);
+        RowDevice dv = {.l2_bytes = 0, .sm_count = 132, .clusters = true}, big = dv;
+        big.short_block = 4096;
+        RowLaunch l = kernel_row_launch(k, 4096, 65536, &dv);
+        CHECK(l.entry == KE_GR && l.block == 128 && l.grid == 65535 && !l.cluster);
+        CHECK(kernel_row_launch(k, 8192, 10, &dv).block == 256);
+        l = kernel_row_launch(k, 100, 1000, &dv);
+        CHECK(l.block == 128 && l.grid == 250 && kernel_row_launch(k, 100, 0, &dv).grid == 1);
+        CHECK(kernel_row_launch(k, 100, 1000, &big).block == 512);
+        /* a row to a block; a row to a cluster where the kernel and the device take it */
+        l = kernel_row_launch(k, 16384, 7, &dv);
+        CHECK(l.entry == KE_MAIN && l.grid == 7 && l.block == 512 && !l.cluster);
+        l = kernel_row_launch(k, 65536, 7, &dv);
+        if (k->row_out) CHECK(l.entry == KE_LG && l.grid == 7 && l.block == 512 && !l.cluster);
+        else CHECK(l.entry == KE_CL && l.grid == 56 && l.block == ROW_CLUSTER_BLOCK && l.cluster == 8);
+        dv.clusters = false;
+        CHECK(kernel_row_launch(k, 65536, 7, &dv).entry == KE_LG);
+        /* long rows in L2-sized waves: 4 rows of 256 KiB in half of 2 MiB, the SMs at least */
+        dv.l2_bytes = 2 << 20, dv.sm_count = 2;
+        CHECK(kernel_row_launch(k, 65536, 100, &dv).grid == 4);
+        dv.sm_count = 132;
+        CHECK(kernel_row_launch(k, 65536, 100, &dv).grid == 100 && kernel_row_launch(k, 65536, 200, &dv).grid == 132);
     }
     arena_free(&a);
 }
