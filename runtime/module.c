@@ -304,6 +304,21 @@ static cuk_status occupancy(cuk_function *f, unsigned shared, int *block_out, in
     return CUK_OK;
 }
 
+/* A failed launch of f: the driver's error, with the kernel and its configuration. */
+static cuk_status launch_failed(cuk_function *f, CUresult r, const char *call, cuk_dim3 grid, cuk_dim3 block,
+                                unsigned shared, unsigned cluster) {
+    cu_fail(r, call);
+    char msg[2048], cl[48] = "";
+    snprintf(msg, sizeof msg, "%s", cuk_last_error());
+    if (cluster) snprintf(cl, sizeof cl, ", clusters of %u", cluster);
+    return err_set(r == CUDA_ERROR_OUT_OF_MEMORY ? CUK_ERR_OUT_OF_MEMORY : CUK_ERR_DRIVER,
+                   "launching kernel '%s' (grid %u,%u,%u block %u,%u,%u, %u bytes shared%s): %s", f->name, grid.x,
+                   grid.y, grid.z, block.x, block.y, block.z, shared, cl, msg);
+}
+
+/* y and z of 0 mean 1 */
+static cuk_dim3 dims(cuk_dim3 d) { return (cuk_dim3){d.x, d.y ? d.y : 1, d.z ? d.z : 1}; }
+
 cuk_status cuk_launch(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned shared, cuk_stream *st,
                       void **args) {
     if (!f) return err_set(CUK_ERR_INVALID, "cuk_launch: NULL function");
@@ -315,18 +330,10 @@ cuk_status cuk_launch(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned s
         if (!block.x) block.x = (unsigned)ob, block.y = block.z = 1;
         if (!grid.x) grid.x = (unsigned)(per_sm * f->d->props.sm_count);
     }
-    CUresult r = cu.cuLaunchKernel(f->fn, grid.x, grid.y ? grid.y : 1, grid.z ? grid.z : 1, block.x,
-                                   block.y ? block.y : 1, block.z ? block.z : 1, shared, stream_raw(st), args, NULL);
-    if (r) {
-        cu_fail(r, "cuLaunchKernel");
-        char msg[2048];
-        snprintf(msg, sizeof msg, "%s", cuk_last_error());
-        return err_set(r == CUDA_ERROR_OUT_OF_MEMORY ? CUK_ERR_OUT_OF_MEMORY : CUK_ERR_DRIVER,
-                       "launching kernel '%s' (grid %u,%u,%u block %u,%u,%u, %u bytes shared): %s", f->name,
-                       grid.x, grid.y ? grid.y : 1, grid.z ? grid.z : 1, block.x, block.y ? block.y : 1,
-                       block.z ? block.z : 1, shared, msg);
-    }
-    return CUK_OK;
+    grid = dims(grid), block = dims(block);
+    CUresult r = cu.cuLaunchKernel(f->fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared, stream_raw(st),
+                                   args, NULL);
+    return r ? launch_failed(f, r, "cuLaunchKernel", grid, block, shared, 0) : CUK_OK;
 }
 
 cuk_status cuk_launch_cluster(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned cluster, unsigned shared,
@@ -340,22 +347,14 @@ cuk_status cuk_launch_cluster(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, un
     if (!cu.cuLaunchKernelEx || f->d->props.cc_major < 9)
         return err_set(CUK_ERR_DRIVER, "thread-block clusters need compute capability 9.0 and a driver with "
                                             "cuLaunchKernelEx (kernel '%s')", f->name);
+    grid = dims(grid), block = dims(block);
     CUlaunchAttribute at;
     memset(&at, 0, sizeof at);
     at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     at.value.clusterDim.x = cluster, at.value.clusterDim.y = at.value.clusterDim.z = 1;
-    CUlaunchConfig c = {grid.x, grid.y ? grid.y : 1, grid.z ? grid.z : 1, block.x, block.y ? block.y : 1,
-                        block.z ? block.z : 1, shared, stream_raw(st), &at, 1};
+    CUlaunchConfig c = {grid.x, grid.y, grid.z, block.x, block.y, block.z, shared, stream_raw(st), &at, 1};
     CUresult r = cu.cuLaunchKernelEx(&c, f->fn, args, NULL);
-    if (r) {
-        cu_fail(r, "cuLaunchKernelEx");
-        char msg[2048];
-        snprintf(msg, sizeof msg, "%s", cuk_last_error());
-        return err_set(r == CUDA_ERROR_OUT_OF_MEMORY ? CUK_ERR_OUT_OF_MEMORY : CUK_ERR_DRIVER,
-                       "launching kernel '%s' in clusters of %u (grid %u, block %u): %s", f->name, cluster, grid.x,
-                       block.x, msg);
-    }
-    return CUK_OK;
+    return r ? launch_failed(f, r, "cuLaunchKernelEx", grid, block, shared, cluster) : CUK_OK;
 }
 
 cuk_status cuk_launch_config_1d(cuk_function *f, size_t n, unsigned shared, cuk_dim3 *grid, cuk_dim3 *block) {
