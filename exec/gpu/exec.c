@@ -1037,7 +1037,7 @@ static bool launch(Frame *f, const Kernel *k) {
         if (cluster && !launched) {
             /* a device or driver that cannot: no clusters from now on */
             s->row_dev.clusters = false;
-            entry = ks->fn, g.x = grid0, b.x = (unsigned)k->block;
+            entry = ks->fn, g.x = grid0, b.x = (unsigned)k->block, cluster = 0;
             row_config(f, k, ks, len, outer, &entry, &g.x, &b.x, &cluster);
         }
         if (!launched && cuk_launch(entry, g, b, (unsigned)kernel_shmem(k, inner), NULL, args) != CUK_OK)
