@@ -1426,7 +1426,11 @@ static void emit_map(KE *ke) {
     bputs(b, "                const long long q = q0 + u_ * (long long)blockDim.x;\n                if (q < nvec) {\n");
     for (int j = 0; j < k->nouts; j++) bprintf(b, "                cuk_vec<%s, %d> S%d;\n", ctype(k->outs[j]->dt), V, j);
     bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                    const long long i = q * %d + e_;\n                    (void)i;\n", V);
+    /* A vector's first index is a multiple of V, so `| e_` is `+ e_`; written so, NVRTC
+       sees that the elements of a vector share i / V (and i >> 2): a generator's one
+       Philox call a vector is computed once, not per element (here and in every
+       vector loop below). */
+    bprintf(b, "                    const long long i = q * %d | e_;\n                    (void)i;\n", V);
     if (k->rank > 0) /* unused (and removed by NVRTC) without index transforms */
         emit_vec_iter_index(ke, V, 5);
     ke->ix_given = k->rank > 0;
@@ -1684,7 +1688,7 @@ static int emit_vector_chunks(KE *ke, Val **tg, int ntg, EachFn each, void *ctx)
              "        long long q = vlo + threadIdx.x;\n");
     declare_leaf_regs(ke, &L, V, U, 2);
     emit_vec_loop(ke, &L, V, U, "blockDim.x", "vhi", arena_printf(ke->e->a, "%%s * %d", V),
-                  arena_printf(ke->e->a, "const long long i = %%s * %d + e_;", V), tg, ntg, each, ctx, 2);
+                  arena_printf(ke->e->a, "const long long i = %%s * %d | e_;", V), tg, ntg, each, ctx, 2);
     bputs(b, "    }\n");
     return V;
 }
@@ -1854,7 +1858,7 @@ static void emit_segred(KE *ke, const char **types) {
         bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
         bprintf(b, "            cuk_vec<%s, %d> sv_;\n", A, V);
         bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
-        bprintf(b, "                const long long i = wb_ + (r_ * 32 + lane_) * %d + e_;\n                (void)i;\n", V);
+        bprintf(b, "                const long long i = (wb_ + (r_ * 32 + lane_) * %d) | e_;\n                (void)i;\n", V);
         regs_eval(ke, "[r_].x[e_]", ins, 1, 4);
         seg_stage(ke, 0, "sv_.x[e_]", 4);
         regs_end(ke);
@@ -2169,7 +2173,7 @@ static void emit_axis_reduce(KE *ke, const char **types, Val **ins) {
     bputs(b, "                    long long q = lane_;\n");
     declare_leaf_regs(ke, &L, V, U, 5);
     emit_vec_loop(ke, &L, V, U, "G_", "nv_", arena_printf(ke->e->a, "(rv_ + %%s) * %d", V),
-                  arena_printf(ke->e->a, "const long long t = %%s * %d + e_, i = o * len + t;", V), ins, k->nreds,
+                  arena_printf(ke->e->a, "const long long i = (o * len + %%s * %d) | e_, t = i - o * len;", V), ins, k->nreds,
                   each_fold_at_t, (void *)k, 5);
     for (int fl = 1; fl >= 0; fl--) {
         bputs(b, fl ? "                } else if (flat) {\n" : "                } else {\n");
@@ -2393,7 +2397,7 @@ static void emit_row_long_vec(KE *ke, const char **types, int V) {
             if (j == k->nreds)
                 for (int o = 0; o < nmo; o++) bprintf(b, "                cuk_vec<%s, %d> S%d;\n", ctype(k->outs[o]->dt), V, o);
             bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
-            bprintf(b, "                    const long long c = (q + u_ * (long long)blockDim.x) * %d + e_, i = rb + c;\n", V);
+            bprintf(b, "                    const long long i = (rb + (q + u_ * (long long)blockDim.x) * %d) | e_, c = i - rb;\n", V);
             ke->leaf_sel = "[u_].x[e_]";
             ke->flatc = true;
             reset_scope(ke);
@@ -2492,6 +2496,10 @@ static void emit_row_entry(KE *ke, const char **types, int e) {
         bprintf(b, "    const int vfast = (%s) && len %% %d == 0;\n", vec_cond(ke, &L, k->outs, nmo), V);
         if (cl) bputs(b, "    const unsigned crank_ = cuk_cluster_rank(), csize_ = cuk_cluster_size();\n");
         bprintf(b, "    if (len <= (long long)blockDim.x * %d%s) {\n", lg ? 0 : items, cl ? " * csize_" : "");
+        /* the row fits an int here: 32-bit bounds tests (64-bit ones kept a sign-extended
+           pair a vector live across the row loop, and spilled: softmax over 16384 x 16384
+           reloaded them from local memory before each row's loads) */
+        bputs(b, "    const int ilen_ = (int)len;\n");
         /* T_ threads a row (a power of two from a warp to the block, the fewest that hold
            the row), blockDim.x / T_ rows at a time: short rows keep every thread busy */
         bprintf(b, "    int T_ = 32;\n    while (T_ < (int)blockDim.x && (long long)T_ * %d < len) T_ <<= 1;\n", items);
@@ -2539,20 +2547,20 @@ static void emit_row_entry(KE *ke, const char **types, int e) {
         bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);                         \
         bprintf(b, "            const int c0 = %s;\n", C0);                            \
         if (fast) {                                                                                              \
-            bputs(b, "            if (rv_ && c0 < len) {\n");                                                   \
+            bputs(b, "            if (rv_ && c0 < ilen_) {\n");                                                   \
             D;                                                                                                   \
             bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);                 \
-            bputs(b, "                const long long i = rb + c0 + e_;\n");                                    \
+            bputs(b, "                const long long i = (rb + c0) | e_;\n");                                  \
         } else {                                                                                                 \
             D;                                                                                                   \
             bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);                 \
-            bputs(b, "                if (rv_ && c0 + e_ < len) {\n                const long long i = rb + c0 + e_;\n"); \
+            bputs(b, "                if (rv_ && c0 + e_ < ilen_) {\n                const long long i = rb + c0 + e_;\n"); \
         }                                                                                                        \
     } while (0)
             if (fast) {
                 bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
                 bprintf(b, "            const int c0 = %s;\n", C0);
-                bputs(b, "            if (rv_ && c0 < len) {\n");
+                bputs(b, "            if (rv_ && c0 < ilen_) {\n");
                 load_leaf_regs(ke, &L, V, "[r_]", "rb + c0", 4);
                 bputs(b, "            }\n        }\n");
             } else {
@@ -2797,7 +2805,7 @@ static void emit_scan(KE *ke) {
     bputs(b, "        }\n");
     bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
     bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n", V);
+    bprintf(b, "                const long long i = (seg + ((long long)r_ * 32 + lane) * %d) | e_;\n", V);
     regs_eval(ke, "[r_].x[e_]", &in, 1, 4);
     ref(ke, in, xv, sizeof xv);
     bprintf(b, "                xs[r_][e_] = (%s)(%s);\n", T, xv);
@@ -2805,7 +2813,7 @@ static void emit_scan(KE *ke) {
     bputs(b, "            }\n        }\n    } else {\n");
     bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n", R);
     bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n", V);
+    bprintf(b, "                const long long i = (seg + ((long long)r_ * 32 + lane) * %d) | e_;\n", V);
     bputs(b, "                if (i < n) {\n");
     reset_scope(ke);
     emit_eval(ke, &in, 1, 5);
@@ -2867,7 +2875,7 @@ static void emit_scan(KE *ke) {
         if (pass == 0)
             for (int j = 0; j < k->nouts; j++) bprintf(b, "        cuk_vec<%s, %d> S%d;\n", ctype(k->outs[j]->dt), V, j);
         bprintf(b, "#pragma unroll\n        for (int e_ = 0; e_ < %d; e_++) {\n", V);
-        bprintf(b, "            const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n", V);
+        bprintf(b, "            const long long i = (seg + ((long long)r_ * 32 + lane) * %d) | e_;\n", V);
         int d = 3;
         if (pass == 1) {
             bputs(b, "            if (i < n) {\n");
@@ -3165,7 +3173,7 @@ static void emit_compact(KE *ke) {
     bputs(b, "        }\n");
     bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n            mk[r_] = 0;\n", R);
     bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n"
+    bprintf(b, "                const long long i = (seg + ((long long)r_ * 32 + lane) * %d) | e_;\n"
                "                (void)i;\n", V);
     regs_eval(ke, "[r_].x[e_]", targets, 2, 4);
     ref(ke, x, xr, sizeof xr);
@@ -3176,7 +3184,7 @@ static void emit_compact(KE *ke) {
     bputs(b, "            }\n        }\n    } else {\n");
     bprintf(b, "#pragma unroll\n        for (int r_ = 0; r_ < %d; r_++) {\n            mk[r_] = 0;\n", R);
     bprintf(b, "#pragma unroll\n            for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                const long long i = seg + ((long long)r_ * 32 + lane) * %d + e_;\n", V);
+    bprintf(b, "                const long long i = (seg + ((long long)r_ * 32 + lane) * %d) | e_;\n", V);
     bprintf(b, "                xs[r_][e_] = (%s)0;\n", T);
     bputs(b, "                if (i < n) {\n");
     reset_scope(ke);
