@@ -12,6 +12,11 @@
 #include <string.h>
 
 #include "compiler/pipeline.h"
+/* the unsigned instances of the integer helpers compare with 0 */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#include "kernels/philox.h"
+#pragma GCC diagnostic pop
 #include "runtime/cuk.h"
 
 #define CHECK(x)                                                                         \
@@ -162,6 +167,13 @@ static void prepare(const Case *c, const Fn *fn, const Kernel *k, cuk_function *
         case KP_N: L->w[i] = n; break;
         case KP_FLAT: L->w[i] = 1; break;
         case KP_SHAPE: L->w[i] = c->shape[p->a]; break;
+        case KP_OWNSHAPE: /* a generator over the case's shape */
+            if (p->v->rank != c->rank) {
+                fprintf(stderr, "bench_kernels: %s: a value of another shape\n", c->name);
+                exit(1);
+            }
+            L->w[i] = c->shape[p->a];
+            break;
         case KP_BSTRIDE: L->w[i] = st[p->a]; break;
         case KP_IN: L->w[i] = (long long)input_ptr(c, fn, p->v); break;
         case KP_OUT: {
@@ -282,6 +294,15 @@ static double checks(const Case *c, float *scal, double *err_out) {
             }
         *err_out = (double)(bad + (j != cnt));
         return bad == 0 && j == cnt;
+    }
+    if (!strcmp(nm, "randn")) { /* bit for bit: kernels/philox.h on the host */
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i += (i < 4096 || i > n - 4096) ? 1 : 61) {
+            float r = cuk_randn_f32((uint64_t)i, 1);
+            if (memcmp(&r, &hout[i], 4) != 0) bad++;
+        }
+        *err_out = (double)bad;
+        return bad == 0;
     }
     if (!strcmp(nm, "softmax")) {
         for (int64_t r = 0; r < R; r += (r < 4 || r > R - 4) ? 1 : 61) {
@@ -511,6 +532,7 @@ int main(int argc, char **argv) {
         {"bincount_i32", "bincount_i32.cuk", "bincount_i32", 1, {0}, 1, DT_I32, 4},
         {"index_add", "index_add.cuk", "index_add", 1, {0}, 2, DT_F32, 8},
         {"compact", "compact.cuk", "compact", 1, {0}, 1, DT_F32, 6},
+        {"randn", "randn.cuk", "randn_f32", 1, {0}, 1, DT_F32, 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         Case c = cases[i];

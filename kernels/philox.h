@@ -123,7 +123,8 @@ CUK_FN double cuk_m2log_u32(uint64_t k) {
     return CUK_DMUL(l, -2.0);
 }
 
-/* sin(x) and cos(x) for x in [0, pi/4], Taylor series (the truncation is below 1e-19). */
+/* sin(x) and cos(x) for x in [0, 7 pi / 16], Taylor series (the truncation is below
+   1e-16 there; 1e-19 on [0, pi/4]). */
 CUK_FN double cuk_sin_q(double x) {
     const double z = CUK_DMUL(x, x);
     double p = -8.22063524662433e-18;
@@ -153,10 +154,13 @@ CUK_FN double cuk_cos_q(double x) {
 }
 
 /* cos(2 pi w / 2^32) for a 32-bit w: the quadrant from the top two bits, then the
-   angle folded into [0, pi/4] exactly (integer arithmetic on the low 30 bits). */
+   angle folded exactly (integer arithmetic on the low 30 bits). The fold is at 2^27 of
+   the quadrant's 2^30 (pi/16, not pi/4 as first meant), so x lies in [0, 7 pi / 16];
+   the series above are long enough there (truncation below 1e-16) and are kept as
+   they are, since the f64 stream is fixed by them. */
 CUK_FN double cuk_cos2pi_u32(uint32_t w) {
     const uint32_t q = w >> 30, f = w & 0x3FFFFFFFu;
-    const int hi = f > (1u << 27);          /* past pi/4 in the quadrant: fold */
+    const int hi = f > (1u << 27); /* past 2^27: fold */
     const uint32_t h = hi ? (1u << 30) - f : f;
     const double x = CUK_DMUL((double)h, 1.4629180792671596e-09); /* 2 pi / 2^32 */
     /* q even wants cos(2 pi f), odd sin(2 pi f); folding swaps sin and cos */
@@ -172,6 +176,82 @@ CUK_FN double cuk_randn_f64(uint64_t i, uint64_t seed) {
     const uint32_t w = cuk_word(r, j + 1) - ((i & 1) ? (1u << 30) : 0u);
     return CUK_DMUL(rad, cuk_cos2pi_u32(w));
 }
-CUK_FN float cuk_randn_f32(uint64_t i, uint64_t seed) { return (float)cuk_randn_f64(i, seed); }
+
+/* The f32 normal: the same transform in single precision (a double-precision
+   Box-Muller was 0.26x torch.randn's speed: FP64 issue, not memory), still only
+   IEEE-exact operations so that both backends and tests/python/philox.py agree bit for
+   bit; series long enough that the truncation is below 2^-26 of the result. */
+#ifdef __CUDACC_RTC__
+#define CUK_FMUL(a, b) __fmul_rn(a, b)
+#define CUK_FADD(a, b) __fadd_rn(a, b)
+#define CUK_FSUB(a, b) __fsub_rn(a, b)
+#define CUK_FDIV(a, b) __fdiv_rn(a, b)
+#define CUK_FSQRT(a) __fsqrt_rn(a)
+#else
+#define CUK_FMUL(a, b) ((a) * (b))
+#define CUK_FADD(a, b) ((a) + (b))
+#define CUK_FSUB(a, b) ((a) - (b))
+#define CUK_FDIV(a, b) ((a) / (b))
+#define CUK_FSQRT(a) sqrtf(a)
+#endif
+
+/* -2 log(k / 2^32) for k in [1, 2^32], in float: k = m * 2^e with m in [sqrt(1/2),
+   sqrt(2)) (e from the top bits; the fold tested on k's top 24 bits), log(m) = 2 s (1 +
+   z / 3 + z^2 / 5 + z^3 / 7 + z^4 / 9), z = s^2 < 0.03, and s = (m - 1) / (m + 1) =
+   (k - 2^e) / (k + 2^e) from the exact integers (m - 1 from a rounded m lost the low
+   bits of k that matter when u1 is near 1); integer-to-float conversions round to
+   nearest on every backend. */
+CUK_FN float cuk_m2log_u32_f(uint64_t k) {
+#ifdef __CUDACC_RTC__
+    int e = 63 - __clzll((long long)k);
+#else
+    int e = 63;
+    while (!(k >> e)) e--;
+#endif
+    const uint32_t top = (uint32_t)(e >= 23 ? k >> (e - 23) : k << (23 - e)); /* 1.xxx in 24 bits */
+    if (top > 11863283u) e++; /* k / 2^e > sqrt(2) (11863283 = floor(sqrt(2) * 2^23)) */
+    /* k - 2^e and k + 2^e, exact 64-bit integers rounded to float once each (32-bit
+       conversions of a sign and magnitude, with selects, ran 20% slower on an H100) */
+    const int64_t p2 = (int64_t)1 << e;
+    const float d = (float)((int64_t)k - p2), t = (float)((int64_t)k + p2);
+    const float s = CUK_FDIV(d, t), z = CUK_FMUL(s, s);
+    float p = 0.222222224f;
+    p = CUK_FADD(CUK_FMUL(p, z), 0.285714298f);
+    p = CUK_FADD(CUK_FMUL(p, z), 0.400000006f);
+    p = CUK_FADD(CUK_FMUL(p, z), 0.666666687f);
+    const float lm = CUK_FADD(CUK_FMUL(2.0f, s), CUK_FMUL(CUK_FMUL(s, z), p));
+    const float ef = (float)(e - 32); /* exact; ef x 0.693145752 (15 bits) is exact */
+    const float l = CUK_FADD(CUK_FMUL(ef, 0.693145752f), CUK_FADD(CUK_FMUL(ef, 1.42860677e-06f), lm));
+    return CUK_FMUL(l, -2.0f);
+}
+
+/* cos(2 pi w / 2^32) in float: the quadrant and the fold as cuk_cos2pi_u32, then x =
+   h * 2 pi / 2^32 in [0, pi/4] (h <= 2^29 rounded to a float, to nearest). */
+CUK_FN float cuk_cos2pi_u32_f(uint32_t w) {
+    const uint32_t q = w >> 30, f = w & 0x3FFFFFFFu;
+    const int hi = f > (1u << 29); /* past pi/4 in the quadrant (2^30 a quadrant): fold */
+    const uint32_t h = hi ? (1u << 30) - f : f;
+    const float x = CUK_FMUL((float)h, 1.46291812e-09f); /* 2 pi / 2^32 */
+    const float z = CUK_FMUL(x, x);
+    /* cos x = 1 + z P(z), sin x = x + x z Q(z): one evaluation, A + (A z) p with A = 1
+       or x and the coefficients chosen per element (no branch; lanes of a warp differ) */
+    const int c = ((q & 1) == 0) != (hi != 0);
+    const float A = c ? 1.0f : x;
+    float p = c ? -2.75573200e-07f : -2.50521079e-08f;
+    p = CUK_FADD(CUK_FMUL(p, z), c ? 2.48015876e-05f : 2.75573188e-06f);
+    p = CUK_FADD(CUK_FMUL(p, z), c ? -1.38888892e-03f : -1.98412701e-04f);
+    p = CUK_FADD(CUK_FMUL(p, z), c ? 4.16666679e-02f : 8.33333377e-03f);
+    p = CUK_FADD(CUK_FMUL(p, z), c ? -0.5f : -0.166666672f);
+    const float r = CUK_FADD(A, CUK_FMUL(CUK_FMUL(A, z), p));
+    return (q == 1 || q == 2) ? -r : r;
+}
+
+CUK_FN float cuk_randn_f32(uint64_t i, uint64_t seed) {
+    cuk_u32x4 r = cuk_philox(i >> 2, seed);
+    const uint64_t j = i & 2;
+    const float rad = CUK_FSQRT(cuk_m2log_u32_f((uint64_t)cuk_word(r, j) + 1));
+    const uint32_t w = cuk_word(r, j + 1) - ((i & 1) ? (1u << 30) : 0u);
+    return CUK_FMUL(rad, cuk_cos2pi_u32_f(w));
+}
 
 #endif

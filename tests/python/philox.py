@@ -110,16 +110,64 @@ def cos2pi_u32(w):
     return np.where((q == 1) | (q == 2), -r, r)
 
 
+F32 = np.float32
+LOG_F = [F32(0.222222224), F32(0.285714298), F32(0.400000006), F32(0.666666687)]
+SIN_F = [F32(-2.50521079e-08), F32(2.75573188e-06), F32(-1.98412701e-04), F32(8.33333377e-03), F32(-0.166666672)]
+COS_F = [F32(-2.75573200e-07), F32(2.48015876e-05), F32(-1.38888892e-03), F32(4.16666679e-02), F32(-0.5)]
+
+
+def _horner_sel(c1, c0, sel, z):
+    """Horner's rule with coefficient j taken from c1 where sel, else from c0."""
+    p = np.where(sel, c1[0], c0[0]).astype(np.float32)
+    for x1, x0 in zip(c1[1:], c0[1:]):
+        p = p * z + np.where(sel, x1, x0).astype(np.float32)
+    return p
+
+
+def m2log_u32_f(k):
+    """-2 log(k / 2^32) in float32 for uint64 k in [1, 2^32], as cuk_m2log_u32_f."""
+    e = np.frexp(k.astype(np.float64))[1].astype(np.int64) - 1  # exact: k < 2^53
+    sh = e - 23
+    top = np.where(sh >= 0, k >> np.maximum(sh, 0).astype(np.uint64), k << np.maximum(-sh, 0).astype(np.uint64))
+    e = e + (top > np.uint64(11863283))
+    p2 = np.left_shift(np.int64(1), e)
+    ki = k.astype(np.int64)
+    s = (ki - p2).astype(np.float32) / (ki + p2).astype(np.float32)
+    z = s * s
+    lm = F32(2) * s + (s * z) * _horner(LOG_F, z)
+    ef = (e - 32).astype(np.float32)
+    l = ef * F32(0.693145752) + (ef * F32(1.42860677e-06) + lm)
+    return l * F32(-2)
+
+
+def cos2pi_u32_f(w):
+    """cos(2 pi w / 2^32) in float32 for uint32 w, as cuk_cos2pi_u32_f."""
+    w = w.astype(np.uint64)
+    q = w >> np.uint64(30)
+    f = w & np.uint64(0x3FFFFFFF)
+    hi = f > np.uint64(1 << 29)
+    h = np.where(hi, np.uint64(1 << 30) - f, f)
+    x = h.astype(np.float32) * F32(1.46291812e-09)
+    z = x * x
+    c = ((q & np.uint64(1)) == 0) != hi
+    a = np.where(c, F32(1), x)
+    p = _horner_sel(COS_F, SIN_F, c, z)
+    r = a + (a * z) * p
+    return np.where((q == 1) | (q == 2), -r, r)
+
+
 def randn(n, seed, dtype=np.float32):
-    """cuk's randn(n, seed=seed): Box-Muller in double with kernels/philox.h's own log
-    and cos (bit for bit), then rounded to dtype."""
+    """cuk's randn(n, seed=seed): Box-Muller with kernels/philox.h's own log and cos
+    (bit for bit), in float32 for f32 and in double for f64."""
     total = int(np.prod(n))
     w, i = _words(total, seed, 4)
     j = (i & np.uint64(2)).astype(np.int64)
     a, b = w[np.arange(total), j], w[np.arange(total), j + 1]
-    rad = np.sqrt(m2log_u32(a.astype(np.uint64) + np.uint64(1)))
     with np.errstate(over="ignore"):
         b = (b - np.where(i & np.uint64(1), np.uint32(1 << 30), np.uint32(0))).astype(np.uint32)
+    if np.dtype(dtype) == np.float32:
+        return (np.sqrt(m2log_u32_f(a.astype(np.uint64) + np.uint64(1))) * cos2pi_u32_f(b)).reshape(n)
+    rad = np.sqrt(m2log_u32(a.astype(np.uint64) + np.uint64(1)))
     r = rad * cos2pi_u32(b)
     return r.astype(dtype).reshape(n)
 
