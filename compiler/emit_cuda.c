@@ -318,13 +318,43 @@ static void emit_need(KE *ke, Val *v, int d) {
 static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d, int depth);
 static void emit_ew_at(KE *ke, Val *v, int q, Val *x, const char *S, const char *out, int d, int depth);
 
-/* The stride of source axis k of operand q of index transform v (SRCSTRIDE is in the
-   output's axis order for a transpose). */
-static int src_stride(KE *ke, const Val *v, int k, int q) {
-    if (v->op == OP_TRANSPOSE)
-        for (int a = 0; a < v->rank; a++)
-            if (v->perm[a] == k) return W(ke, KP_SRCSTRIDE, v, a, 0);
-    return W(ke, KP_SRCSTRIDE, v, k, q);
+/* The source axis whose stride SRCSTRIDE parameter p holds (in the output's axis order
+   for a transpose). */
+static int srcstride_axis(const KParam *p) {
+    return p->v->op == OP_TRANSPOSE ? p->v->perm[p->a] : p->a;
+}
+
+/* " * (IX)p.w[N]", the stride of source axis k of operand q of index transform v: the
+   C strides of the operand's own shape, so nothing for the last axis (1), and for the
+   others the first word of any transform that reads the same operand (a stencil's
+   slices of one array share one row stride, and NVRTC then sees their reads as
+   constant offsets from one address). */
+static const char *src_stride(KE *ke, const Val *v, int k, int q) {
+    const Val *x = v->args[q];
+    if (k == x->rank - 1) return "";
+    const Kernel *kn = ke->k;
+    for (int i = 0; i < kn->nparams; i++) {
+        const KParam *p = &kn->params[i];
+        if (p->kind == KP_SRCSTRIDE && p->v->args[p->b] == x && srcstride_axis(p) == k)
+            return arena_printf(ke->e->a, " * (IX)p.w[%d]", i);
+    }
+    die("kernel %s: no source stride %d of %%%d", kn->name, k, x->id);
+}
+
+/* A slice's start and step on source axis ax when the program fixes them (a range with
+   a constant non-negative step and start, or none): start > the axis only happens
+   for an empty slice, which reads nothing, so the clamp the executor applies does not
+   matter. */
+static bool slice_fixed(const Val *v, int ax, long long *start, long long *step) {
+    int nax = (v->nargs - 1) / 3;
+    if (v->op != OP_SLICE || (ax < nax && v->slmode[ax] != SL_RANGE)) return false;
+    const Val *a0 = ax < nax ? v->args[1 + 3 * ax] : NULL, *a2 = ax < nax ? v->args[3 + 3 * ax] : NULL;
+    *start = 0, *step = 1;
+    if (a2 && (a2->op != OP_CONST || a2->c.i <= 0)) return false;
+    if (a2) *step = a2->c.i;
+    if (a0 && (a0->op != OP_CONST || a0->c.i < 0)) return false;
+    if (a0) *start = a0->c.i;
+    return true;
 }
 
 /* out = operand q of index transform v at its multi-index S (a C array, or unused for a
@@ -350,7 +380,7 @@ static void emit_src_at(KE *ke, Val *v, int q, const char *S, const char *out, i
     }
     ind(b, d);
     bprintf(b, "%s = ((const %s *)p.w[%d])[0", out, ctype(x->dt), W(ke, KP_IN, x, 0, 0));
-    for (int k = 0; k < x->rank; k++) bprintf(b, " + %s[%d] * (IX)p.w[%d]", S, k, src_stride(ke, v, k, q));
+    for (int k = 0; k < x->rank; k++) bprintf(b, " + %s[%d]%s", S, k, src_stride(ke, v, k, q));
     bputs(b, "];\n");
 }
 
@@ -385,7 +415,7 @@ static void emit_ew_at(KE *ke, Val *v, int q, Val *x, const char *S, const char 
         } else {
             ind(b, d);
             bprintf(b, "%s = ((const %s *)p.w[%d])[0", names[i], ctype(a->dt), W(ke, KP_IN, a, 0, 0));
-            for (int k = 0; k < a->rank; k++) bprintf(b, " + %s[%d] * (IX)p.w[%d]", S, k, src_stride(ke, v, k, q));
+            for (int k = 0; k < a->rank; k++) bprintf(b, " + %s[%d]%s", S, k, src_stride(ke, v, k, q));
             bputs(b, "];\n");
         }
     }
@@ -443,8 +473,11 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
         int oax = 0;
         for (int ax = 0; ax < x->rank; ax++) {
             int st = W(ke, KP_SLSTART, v, ax, 0), sp = W(ke, KP_SLSTEP, v, ax, 0);
+            long long c0, c1;
             ind(b, d);
             if (v->slmode[ax] == SL_INDEX) bprintf(b, "%s[%d] = (IX)p.w[%d];\n", S, ax, st);
+            else if (slice_fixed(v, ax, &c0, &c1) && c1 == 1) bprintf(b, "%s[%d] = %s[%d] + %lld;\n", S, ax, J, oax++, c0);
+            else if (slice_fixed(v, ax, &c0, &c1)) bprintf(b, "%s[%d] = %lld + %s[%d] * %lld;\n", S, ax, c0, J, oax++, c1);
             else bprintf(b, "%s[%d] = (IX)p.w[%d] + %s[%d] * (IX)p.w[%d];\n", S, ax, st, J, oax++, sp);
         }
         emit_src_at(ke, v, 0, S, out, d, depth);
