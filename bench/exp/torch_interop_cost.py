@@ -27,6 +27,14 @@ f = cuk.compile("fn f(x: f32[n]) -> f32[n] = x + 1.0;").f
 r = f(t)
 da = cuk.to_device(__import__("numpy").ones(1024, "float32"))
 torch.cuda.synchronize()
+to_dlpack = torch.utils.dlpack.to_dlpack
+o = torch.empty_like(t)
+
+
+def meta():
+    return (t.is_cuda, t.layout, t.dtype, t.shape, t.stride(), t.data_ptr(), t.get_device())
+
+
 rows = [
     ("t.__dlpack_device__()", lambda: t.__dlpack_device__()),
     ("t.__dlpack__(stream=1)", lambda: t.__dlpack__(stream=1)),
@@ -37,7 +45,16 @@ rows = [
     ("t.data_ptr()", lambda: t.data_ptr()),
     ("torch.utils.dlpack.from_dlpack(capsule)", lambda: torch.utils.dlpack.from_dlpack(da.__dlpack__())),
     ("torch.cuda.current_stream()", lambda: torch.cuda.current_stream()),
+    ("torch.utils.dlpack.to_dlpack(t)", lambda: to_dlpack(t)),
+    ("t.shape", lambda: t.shape),
+    ("t.stride()", lambda: t.stride()),
+    ("t.dtype", lambda: t.dtype),
+    ("t.layout", lambda: t.layout),
+    ("t.is_cuda", lambda: t.is_cuda),
+    ("t.requires_grad", lambda: t.requires_grad),
+    ("the 7 attributes a metadata path would read", meta),
     ("cuk f(t) (torch out)", lambda: f(t)),
+    ("cuk f(t, out=o)", lambda: f(t, out=o)),
     ("cuk f(da) (DeviceArray out)", lambda: f(da)),
 ]
 for name, fn in rows:

@@ -84,6 +84,38 @@ def test_torch_tensors_without_copies():
     assert torch.allclose(z, 3 * x + y)
 
 
+def test_torch_tensor_edges():
+    """Tensors through DLPack (python/array.c torch_arg): views with offsets, ranks,
+    dtypes, empty and host tensors, tensors requiring grad, and the errors."""
+    torch = pytest.importorskip("torch")
+    m = cuk.compile("""
+fn shift(x: f32[n]) -> f32[n] = x + 1.0;
+fn rows(x: i64[a, b]) -> i64[a] = sum(x, axis=1);
+fn flip(x: bool[n]) -> bool[n] = !x;
+""", device="gpu")
+    base = torch.arange(100, dtype=torch.float32, device="cuda")
+    r = m.shift(base[37:])  # a view with a storage offset
+    assert torch.equal(r, base[37:] + 1)
+    o = torch.zeros(80, device="cuda")
+    m.shift(base[20:], out=o)
+    assert torch.equal(o, base[20:] + 1)
+    x = torch.arange(12, dtype=torch.int64, device="cuda").reshape(3, 4)
+    assert torch.equal(m.rows(x), x.sum(1))
+    assert torch.equal(m.rows(x[1:]), x[1:].sum(1))
+    b = torch.tensor([True, False, True], device="cuda")
+    assert torch.equal(m.flip(b), ~b)
+    assert m.shift(torch.empty(0, device="cuda")).shape == (0,)
+    np.testing.assert_array_equal(m.shift(torch.ones(5)), np.full(5, 2.0, np.float32))  # a host tensor
+    with pytest.raises(cuk.ArgumentError, match="not C-contiguous"):
+        m.rows(x.t())
+    with pytest.raises(cuk.ArgumentError, match="float64"):
+        m.shift(torch.ones(5, device="cuda", dtype=torch.float64))
+    g = torch.ones(5, device="cuda", requires_grad=True)  # read as data
+    assert torch.equal(m.shift(g), torch.full((5,), 2.0, device="cuda"))
+    with pytest.raises(cuk.ArgumentError, match="not C-contiguous"):
+        m.shift(torch.ones(4, 3, device="cuda")[:, 0])
+
+
 def test_hello_gpu_sourcemodule():
     mod = SourceModule("""
     __global__ void multiply_them(float *dest, float *a, float *b) {
