@@ -95,13 +95,19 @@ def m2log_u32(k):
     return l * -2.0
 
 
-def cos2pi_u32(w):
-    """cos(2 pi w / 2^32) for uint32 w, as cuk_cos2pi_u32."""
+def _fold(w, at):
+    """The quadrant q of 2 pi w / 2^32, whether the angle in it is past `at` (of 2^30),
+    and the angle folded back there (h = 2^30 - f past it), as integers."""
     w = w.astype(np.uint64)
     q = w >> np.uint64(30)
     f = w & np.uint64(0x3FFFFFFF)
-    hi = f > np.uint64(1 << 27)
-    h = np.where(hi, np.uint64(1 << 30) - f, f)
+    hi = f > np.uint64(at)
+    return q, hi, np.where(hi, np.uint64(1 << 30) - f, f)
+
+
+def cos2pi_u32(w):
+    """cos(2 pi w / 2^32) for uint32 w, as cuk_cos2pi_u32 (folded past 2^27)."""
+    q, hi, h = _fold(w, 1 << 27)
     x = h.astype(np.float64) * 1.4629180792671596e-09
     z = x * x
     sn = x + (x * z) * _horner(SIN_C, z)
@@ -141,12 +147,8 @@ def m2log_u32_f(k):
 
 
 def cos2pi_u32_f(w):
-    """cos(2 pi w / 2^32) in float32 for uint32 w, as cuk_cos2pi_u32_f."""
-    w = w.astype(np.uint64)
-    q = w >> np.uint64(30)
-    f = w & np.uint64(0x3FFFFFFF)
-    hi = f > np.uint64(1 << 29)
-    h = np.where(hi, np.uint64(1 << 30) - f, f)
+    """cos(2 pi w / 2^32) in float32 for uint32 w, as cuk_cos2pi_u32_f (folded past pi/4)."""
+    q, hi, h = _fold(w, 1 << 29)
     x = h.astype(np.float32) * F32(1.46291812e-09)
     z = x * x
     c = ((q & np.uint64(1)) == 0) != hi
