@@ -335,7 +335,8 @@ static const char *src_stride(KE *ke, const Val *v, int k, int q) {
     const Kernel *kn = ke->k;
     for (int i = 0; i < kn->nparams; i++) {
         const KParam *p = &kn->params[i];
-        if (p->kind == KP_SRCSTRIDE && p->v->args[p->b] == x && srcstride_axis(p) == k)
+        if (p->kind == KP_SRCSTRIDE && kernel_canon(kn, p->v->args[p->b]) == kernel_canon(kn, (Val *)x) &&
+            srcstride_axis(p) == k)
             return arena_printf(ke->e->a, " * (IX)p.w[%d]", i);
     }
     die("kernel %s: no source stride %d of %%%d", kn->name, k, x->id);
@@ -491,7 +492,8 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
             const char *S = new_index(ke, v->rank, d + 1);
             for (int k = 0; k < v->rank; k++) {
                 ind(b, d + 1);
-                if (k == ax) bprintf(b, "%s[%d] = %s[%d] - (IX)p.w[%d];\n", S, k, J, k, W(ke, KP_CATOFF, v, 0, q));
+                if (k == ax && q == 0) bprintf(b, "%s[%d] = %s[%d];\n", S, k, J, k); /* the first starts at 0 */
+                else if (k == ax) bprintf(b, "%s[%d] = %s[%d] - (IX)p.w[%d];\n", S, k, J, k, W(ke, KP_CATOFF, v, 0, q));
                 else bprintf(b, "%s[%d] = %s[%d];\n", S, k, J, k);
             }
             emit_src_at(ke, v, q, S, out, d + 1, depth);
