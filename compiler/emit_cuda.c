@@ -342,13 +342,12 @@ static const char *src_stride(KE *ke, const Val *v, int k, int q) {
     die("kernel %s: no source stride %d of %%%d", kn->name, k, x->id);
 }
 
-/* A slice's start and step on source axis ax when the program fixes them (a range with
-   a constant non-negative step and start, or none): start > the axis only happens
-   for an empty slice, which reads nothing, so the clamp the executor applies does not
-   matter. */
+/* The start and step of slice v's range on source axis ax when the program fixes them
+   (a constant non-negative start and a constant positive step, or none): start > the
+   axis only happens for an empty slice, which reads nothing, so the clamp the executor
+   applies does not matter. */
 static bool slice_fixed(const Val *v, int ax, long long *start, long long *step) {
     int nax = (v->nargs - 1) / 3;
-    if (v->op != OP_SLICE || (ax < nax && v->slmode[ax] != SL_RANGE)) return false;
     const Val *a0 = ax < nax ? v->args[1 + 3 * ax] : NULL, *a2 = ax < nax ? v->args[3 + 3 * ax] : NULL;
     *start = 0, *step = 1;
     if (a2 && (a2->op != OP_CONST || a2->c.i <= 0)) return false;
@@ -477,9 +476,9 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
             long long c0, c1;
             ind(b, d);
             if (v->slmode[ax] == SL_INDEX) bprintf(b, "%s[%d] = (IX)p.w[%d];\n", S, ax, st);
-            else if (slice_fixed(v, ax, &c0, &c1) && c1 == 1) bprintf(b, "%s[%d] = %s[%d] + %lld;\n", S, ax, J, oax++, c0);
-            else if (slice_fixed(v, ax, &c0, &c1)) bprintf(b, "%s[%d] = %lld + %s[%d] * %lld;\n", S, ax, c0, J, oax++, c1);
-            else bprintf(b, "%s[%d] = (IX)p.w[%d] + %s[%d] * (IX)p.w[%d];\n", S, ax, st, J, oax++, sp);
+            else if (!slice_fixed(v, ax, &c0, &c1)) bprintf(b, "%s[%d] = (IX)p.w[%d] + %s[%d] * (IX)p.w[%d];\n", S, ax, st, J, oax++, sp);
+            else if (c1 == 1) bprintf(b, "%s[%d] = %s[%d] + %lld;\n", S, ax, J, oax++, c0);
+            else bprintf(b, "%s[%d] = %lld + %s[%d] * %lld;\n", S, ax, c0, J, oax++, c1);
         }
         emit_src_at(ke, v, 0, S, out, d, depth);
         break;

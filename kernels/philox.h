@@ -153,15 +153,27 @@ CUK_FN double cuk_cos_q(double x) {
     return CUK_DADD(1.0, CUK_DMUL(z, p));
 }
 
+/* The angle 2 pi w / 2^32 by quadrant: *q from the top two bits, *hi when the angle in
+   the quadrant (the low 30 bits, f) is past `at`; the result is the angle folded back
+   there (2^30 - f past it), all exact integer arithmetic. The quadrant's cosine is the
+   folded angle's cosine where *hi equals the quadrant's parity, else its sine, negated
+   in quadrants 1 and 2. */
+CUK_FN uint32_t cuk_fold_u32(uint32_t w, uint32_t at, uint32_t *q, int *hi) {
+    const uint32_t f = w & 0x3FFFFFFFu;
+    *q = w >> 30;
+    *hi = f > at;
+    return *hi ? (1u << 30) - f : f;
+}
+
 /* cos(2 pi w / 2^32) for a 32-bit w: the quadrant from the top two bits, then the
    angle folded exactly (integer arithmetic on the low 30 bits). The fold is at 2^27 of
    the quadrant's 2^30 (pi/16, not pi/4 as first meant), so x lies in [0, 7 pi / 16];
    the series above are long enough there (truncation below 1e-16) and are kept as
    they are, since the f64 stream is fixed by them. */
 CUK_FN double cuk_cos2pi_u32(uint32_t w) {
-    const uint32_t q = w >> 30, f = w & 0x3FFFFFFFu;
-    const int hi = f > (1u << 27); /* past 2^27: fold */
-    const uint32_t h = hi ? (1u << 30) - f : f;
+    uint32_t q;
+    int hi;
+    const uint32_t h = cuk_fold_u32(w, 1u << 27, &q, &hi);
     const double x = CUK_DMUL((double)h, 1.4629180792671596e-09); /* 2 pi / 2^32 */
     /* q even wants cos(2 pi f), odd sin(2 pi f); folding swaps sin and cos */
     const double r = ((q & 1) == 0) != (hi != 0) ? cuk_cos_q(x) : cuk_sin_q(x);
@@ -228,9 +240,9 @@ CUK_FN float cuk_m2log_u32_f(uint64_t k) {
 /* cos(2 pi w / 2^32) in float: the quadrant and the fold as cuk_cos2pi_u32, then x =
    h * 2 pi / 2^32 in [0, pi/4] (h <= 2^29 rounded to a float, to nearest). */
 CUK_FN float cuk_cos2pi_u32_f(uint32_t w) {
-    const uint32_t q = w >> 30, f = w & 0x3FFFFFFFu;
-    const int hi = f > (1u << 29); /* past pi/4 in the quadrant (2^30 a quadrant): fold */
-    const uint32_t h = hi ? (1u << 30) - f : f;
+    uint32_t q;
+    int hi;
+    const uint32_t h = cuk_fold_u32(w, 1u << 29, &q, &hi); /* past pi/4 in the quadrant: fold */
     const float x = CUK_FMUL((float)h, 1.46291812e-09f); /* 2 pi / 2^32 */
     const float z = CUK_FMUL(x, x);
     /* cos x = 1 + z P(z), sin x = x + x z Q(z): one evaluation, A + (A z) p with A = 1
