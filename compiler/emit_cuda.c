@@ -2376,6 +2376,13 @@ static bool row_divisor(const Kernel *k, const Val *r) {
     return false;
 }
 
+/* Reduction j and j - 1 as an online pair (kernel_row_online), unless CUK_ROW_ONLINE=0
+   (A/B runs, docs/gpu.md). */
+static bool row_pair(const Kernel *k, int j) {
+    const char *e = getenv("CUK_ROW_ONLINE");
+    return !(e && !strcmp(e, "0")) && kernel_row_online(k, j);
+}
+
 /* The in-row value of reduction j, broadcast from shared memory (and its reciprocal). */
 static void row_red_value(KE *ke, Val *r, int j, const char *src) {
     const char *T = ctype(r->dt);
@@ -2413,10 +2420,18 @@ static void emit_row_long_vec(KE *ke, const char **types, int V) {
         Val **tg = j < k->nreds ? &k->reds[j]->args[0] : k->outs;
         int ntg = j < k->nreds ? 1 : nmo;
         if (j < k->nreds) declare_accs_one(ke, types[j], j, 2);
+        /* an online pair (row_online): the max's pass is the sum's; the thread's
+           (max, sum) runs over the chunks, rescaled when a chunk raises the max */
+        if (row_pair(k, j + 1)) continue;
+        bool psum = row_pair(k, j);
+        Val *mx = psum ? k->reds[j - 1] : NULL, *pt[2];
+        const char *T = psum ? ctype(mx->dt) : NULL;
+        if (psum) pt[0] = mx->args[0], pt[1] = k->reds[j]->args[0], tg = pt, ntg = 2;
         reset_scope(ke);
         for (int q = 0; q < j && q < k->nreds; q++) ke->done[k->reds[q]->id] = true;
         Leaves L = leaves_new(ke);
         collect_leaves(ke, tg, ntg, &L);
+        if (psum) tg = &k->reds[j]->args[0], ntg = 1;
         bputs(b, "        {\n");
         declare_leaf_regs(ke, &L, V, U, 3);
         bputs(b, "        long long q = threadIdx.x;\n");
@@ -2427,6 +2442,25 @@ static void emit_row_long_vec(KE *ke, const char **types, int V) {
             bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", u);
             load_leaf_regs(ke, &L, V, "[u_]", arena_printf(ke->e->a, "rb + (q + u_ * (long long)blockDim.x) * %d", V), 4);
             bputs(b, "            }\n");
+            if (psum) {
+                bprintf(b, "            %s cm_ = (%s)(%s);\n", T, T, fold_identity(mx));
+                bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", u);
+                bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
+                bprintf(b, "                    const long long i = (rb + (q + u_ * (long long)blockDim.x) * %d) | e_, c = i - rb;\n", V);
+                bputs(b, "                    (void)i; (void)c;\n");
+                ke->leaf_sel = "[u_].x[e_]";
+                ke->flatc = true;
+                reset_scope(ke);
+                for (int q = 0; q < j - 1; q++) ke->done[k->reds[q]->id] = true;
+                emit_eval_at(ke, &mx->args[0], 1, 5, false);
+                char x[128];
+                ref(ke, mx->args[0], x, sizeof x);
+                bprintf(b, "                    cm_ = op%d(cm_, (%s)(%s));\n                }\n            }\n", j - 1, T, x);
+                bprintf(b, "            {\n                cuk_ms<%s> t_; t_.m = acc%d; t_.s = acc%d;\n"
+                           "                cuk_ms_rescale<%s, %s>(t_, cm_);\n                acc%d = t_.m; acc%d = t_.s;\n"
+                           "            }\n            const %s v%d = acc%d;\n",
+                        T, j - 1, j, T, types[j - 1], j - 1, j, T, mx->id, j - 1);
+            }
             bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", u);
             if (j == k->nreds)
                 for (int o = 0; o < nmo; o++) bprintf(b, "                cuk_vec<%s, %d> S%d;\n", ctype(k->outs[o]->dt), V, o);
@@ -2456,7 +2490,16 @@ static void emit_row_long_vec(KE *ke, const char **types, int V) {
             bputs(b, "            }\n        }\n");
         }
         bputs(b, "        }\n");
-        if (j < k->nreds) {
+        if (j < k->nreds && psum) {
+            bprintf(b, "        cuk_ms<%s> ms_; ms_.m = acc%d; ms_.s = acc%d; int hms_ = 1;\n", T, j - 1, j);
+            bprintf(b, "        cuk_block_reduce(ms_, hms_, cuk_ms_op<%s, %s>());\n", T, types[j - 1]);
+            bprintf(b, "        if (threadIdx.x == 0) {\n            acc%d = ms_.m; acc%d = ms_.s;\n", j - 1, j);
+            finish_value(ke, mx, j - 1, arena_printf(ke->e->a, "sh%d", j - 1), 3);
+            finish_value(ke, k->reds[j], j, arena_printf(ke->e->a, "sh%d", j), 3);
+            bputs(b, "        }\n        __syncthreads();\n");
+            row_red_value(ke, mx, j - 1, "sh");
+            row_red_value(ke, k->reds[j], j, "sh");
+        } else if (j < k->nreds) {
             Val *r = k->reds[j];
             bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
             bputs(b, "        if (threadIdx.x == 0) {\n");
@@ -2612,7 +2655,15 @@ static void emit_row_entry(KE *ke, const char **types, int e) {
             ke->flatc = fast;
             for (int j = 0; j < k->nreds; j++) {
                 Val *r = k->reds[j];
+                /* an online pair (row_online): the max stays the thread's own until the
+                   sum is folded against it; then one exchange of the pair */
+                bool pmax = row_pair(k, j + 1), psum = row_pair(k, j);
                 declare_accs_one(ke, types[j], j, 2);
+                /* against the warp's max (every row here has a warp or more): the warp
+                   folds its sums at one max, rescaling only across warps */
+                if (psum)
+                    bprintf(b, "        acc%d = cuk_warp_all(acc%d, op%d);\n        { const %s v%d = acc%d;\n", j - 1, j - 1,
+                            j - 1, ctype(r->dt), k->reds[j - 1]->id, j - 1);
                 ROW_OPEN((void)0);
                 reset_scope(ke);
                 for (int q = 0; q < j; q++) ke->done[k->reds[q]->id] = true;
@@ -2620,12 +2671,21 @@ static void emit_row_entry(KE *ke, const char **types, int e) {
                 emit_eval_at(ke, &in, 1, 4, !fast);
                 fold_expr(ke, r, j, "(c0 + e_)", 4);
                 bputs(b, "            }}\n        }\n");
-                /* every thread gets the row's value: one barrier per reduction */
-                if (cl) bprintf(b, "        cuk_cluster_allreduce(acc%d, has%d, op%d, par_);\n", j, j, j);
+                if (pmax) continue;
+                /* every thread gets the row's value: one barrier per reduction (per pair) */
+                if (psum && cl)
+                    bprintf(b, "        }\n        cuk_ms_cluster_allreduce<%s, %s>(acc%d, acc%d, par_);\n", ctype(r->dt),
+                            types[j - 1], j - 1, j);
+                else if (psum)
+                    bprintf(b, "        }\n        cuk_ms_group_allreduce<%s, %s>(acc%d, acc%d, par_, %s);\n", ctype(r->dt),
+                            types[j - 1], j - 1, j, TT);
+                else if (cl) bprintf(b, "        cuk_cluster_allreduce(acc%d, has%d, op%d, par_);\n", j, j, j);
                 else bprintf(b, "        cuk_group_allreduce(acc%d, has%d, op%d, par_, %s);\n", j, j, j, TT);
-                bprintf(b, "        %s rv%d;\n", ctype(r->dt), j);
-                finish_value(ke, r, j, arena_printf(ke->e->a, "rv%d", j), 2);
-                row_red_value(ke, r, j, "rv");
+                for (int q = psum ? j - 1 : j; q <= j; q++) {
+                    bprintf(b, "        %s rv%d;\n", ctype(k->reds[q]->dt), q);
+                    finish_value(ke, k->reds[q], q, arena_printf(ke->e->a, "rv%d", q), 2);
+                    row_red_value(ke, k->reds[q], q, "rv");
+                }
             }
             char rr[128];
             if (k->row_out) {

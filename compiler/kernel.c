@@ -365,6 +365,33 @@ int kernel_short_row_threads(const Kernel *k, int64_t len) {
     return t;
 }
 
+/* The online pair (softmax, logsumexp): reduction j sums exp(e - m), where m, reduction
+   j - 1, is the max of the same e over the row (the same value or the same input).
+   Then the two are computed in one pass as a (max, sum) pair (kernels/reduce.cuh
+   cuk_ms): each thread sums exp(e - a max of its own: its warp's, or on `_lg` its
+   running max), and the pairs combine by rescaling,
+   one exchange a row instead of two (and on `_lg`, one read of the row instead of
+   two). The sum differs from the two-pass one in rounding only (the exp of a
+   difference against the product of two), with the same results for infinities and
+   NaNs. Returns whether j is such a sum (kernel.h). */
+bool kernel_row_online(const Kernel *k, int j) {
+    if (j < 1 || j >= k->nreds) return false;
+    const Val *s = k->reds[j], *m = k->reds[j - 1];
+    if (s->red != RED_SUM || m->red != RED_MAX || red_init(s) || red_init(m) || red_segs(s) || red_segs(m)) return false;
+    if (!dtype_info[s->dt].is_float || s->dt != m->dt) return false;
+    Val *x = s->args[0];
+    if (x->op != OP_EXP || x->dt != s->dt) return false;
+    Val *d = x->args[0];
+    if (d->op != OP_SUB || d->dt != s->dt || d->args[1] != m) return false;
+    return d->args[0] == m->args[0] || kernel_canon(k, d->args[0]) == kernel_canon(k, m->args[0]);
+}
+
+int kernel_row_passes(const Kernel *k, bool online) {
+    int n = k->row_out ? 0 : 1;
+    for (int j = 0; j < k->nreds; j++) n += !(online && kernel_row_online(k, j + 1));
+    return n;
+}
+
 int kernel_row_cluster(const Kernel *k, int64_t len) {
     if (kernel_row_entry(k, len) != KE_LG || k->row_out) return 0;
     int64_t per = (int64_t)ROW_CLUSTER_BLOCK * k->items, c = (len + per - 1) / per;
@@ -380,7 +407,7 @@ RowLaunch kernel_row_launch(const Kernel *k, int64_t len, int64_t rows, const Ro
     int c = d->clusters ? kernel_row_cluster(k, len) : 0;
     if (c) {
         l = (RowLaunch){KE_CL, row_grid(rows) * (unsigned)c, ROW_CLUSTER_BLOCK, (unsigned)c};
-    } else if (l.entry == KE_LG && d->l2_bytes > 0) {
+    } else if (l.entry == KE_LG && d->l2_bytes > 0 && kernel_row_passes(k, !d->two_pass) > 1) {
         int nd;
         widest_leaf(k, &nd); /* how many inputs a row reads */
         int64_t row_bytes = len * kernel_widest_elem(k) * (nd ? nd : 1), cap = d->l2_bytes / 2 / row_bytes;

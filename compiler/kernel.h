@@ -278,6 +278,7 @@ typedef struct RowDevice {
     int sm_count;
     bool clusters;
     int short_block;
+    bool two_pass; /* CUK_ROW_ONLINE=0: no online pairs (kernel_row_passes) */
 } RowDevice;
 /* How a row kernel runs `rows` rows of len: the entry, grid, block and cluster size (0:
    none).
@@ -293,7 +294,9 @@ typedef struct RowDevice {
      against 60% in clusters of 4 x 512 threads on an H100. Blocks of 256 rather than
      the row kernels' 512, so that each SM has 4 of them, at different phases.
    - KE_LG (the rest): read once per phase, so at most as many rows at a time as half
-     the L2 holds (the SMs at least), the later phases reading them from the L2. */
+     the L2 holds (the SMs at least), the later phases reading them from the L2; a row
+     for every block when one pass reads it (kernel_row_passes: logsumexp's online
+     pair). */
 #define ROW_SHORT_BLOCK 128
 #define ROW_CLUSTER_MAX 8
 #define ROW_CLUSTER_BLOCK 256
@@ -306,6 +309,13 @@ RowLaunch kernel_row_launch(const Kernel *k, int64_t len, int64_t rows, const Ro
    whatever the device). */
 int kernel_short_row_threads(const Kernel *k, int64_t len);
 int kernel_row_cluster(const Kernel *k, int64_t len);
+/* Whether reduction j of row kernel k sums exp(e - m) against the max m of the same e,
+   reduction j - 1: the two then fold as one (max, sum) pair, in one pass (emit_cuda.c,
+   unless CUK_ROW_ONLINE=0 when the kernel is emitted, for A/B runs). */
+bool kernel_row_online(const Kernel *k, int j);
+/* How many times the KE_LG entry reads each row: a pass a reduction (an online pair
+   counts once unless !online), and one for the outputs over the rows. */
+int kernel_row_passes(const Kernel *k, bool online);
 /* How many entry points the emitted code of k has (its own and the suffixed ones). */
 int kernel_entry_count(const Kernel *k);
 bool row_value_reshape(const Kernel *k, const Val *v);

@@ -220,6 +220,112 @@ template <class T, class Op> CUK_FN void cuk_cluster_allreduce(T &v, int &has, O
     has = __shfl_sync(CUK_FULL_MASK, h, 0);
 }
 
+/* A row's max and sum of exp(x - max) in one pass (softmax, logsumexp: the row
+   kernels' online pair, compiler/kernel.c kernel_row_online): m is the max of the
+   elements seen, s the sum of exp(x - m) over them. Two pairs combine by rescaling each
+   sum to the larger max. A part whose max is -inf while the whole's is not adds 0
+   whatever its sum (its elements were all -inf: exp(-inf - m) is 0 in the two-pass
+   form, while the part computed exp(-inf - -inf), NaN); equal maxima keep the sum as it
+   is (scale 1), so a row of -inf gives NaN and a row with +inf or NaN gives NaN, as two
+   passes do. Max is the row's max combine functor (so NaNs go as in the max
+   reduction). */
+template <class T> struct cuk_ms {
+    T m, s;
+};
+#define CUK_MS_FIELDS(F) F(m) F(s)
+CUK_SHFL_STRUCT(cuk_ms, CUK_MS_FIELDS)
+CUK_FN float cuk_exp(float x) { return expf(x); }
+CUK_FN double cuk_exp(double x) { return exp(x); }
+CUK_FN float cuk_ninf(float) { return __int_as_float(0xff800000); }
+CUK_FN double cuk_ninf(double) { return __longlong_as_double(0xfff0000000000000LL); }
+/* a's sum rescaled to max m (m = max(a.m, ...)) */
+template <class T> CUK_FN T cuk_ms_part(cuk_ms<T> a, T m) {
+    if (a.m == m) return a.s;
+    if (a.m == cuk_ninf(m)) return (T)0;
+    return a.s * cuk_exp(a.m - m);
+}
+/* The pair combine for the block reductions of the `_lg` entry: one of the two parts
+   holds the max and keeps its sum; only the other is rescaled (one exp). */
+template <class T, class Max> struct cuk_ms_op {
+    __device__ __forceinline__ cuk_ms<T> operator()(cuk_ms<T> a, cuk_ms<T> b) const {
+        cuk_ms<T> r;
+        r.m = Max()(a.m, b.m);
+        const bool ah = a.m == r.m;
+        cuk_ms<T> lo;
+        lo.m = ah ? b.m : a.m;
+        lo.s = ah ? b.s : a.s;
+        const T t = cuk_ms_part(lo, r.m);
+        r.s = ah ? a.s + t : t + b.s;
+        return r;
+    }
+};
+/* A running pair over a chunk whose max is cm: the sum rescaled to the new max (the
+   chunk's terms are then added at it) */
+template <class T, class Max> CUK_FN void cuk_ms_rescale(cuk_ms<T> &a, T cm) {
+    T m = Max()(a.m, cm);
+    a.s = cuk_ms_part(a, m);
+    a.m = m;
+}
+/* Every lane of the warp ends with op over the warp's 32 values (a butterfly: for exact,
+   commutative ops such as max, where the order cannot show). */
+template <class T, class Op> CUK_FN T cuk_warp_all(T v, Op op) {
+    for (int d = 16; d > 0; d >>= 1) v = op(v, __shfl_xor_sync(CUK_FULL_MASK, v, d));
+    return v;
+}
+/* The warp's sum in every lane, the same bits in each (a butterfly: the two lanes of a
+   step add the same two values, in either order, which IEEE addition makes equal) */
+template <class T> CUK_FN T cuk_warp_sum_all(T s) {
+    for (int d = 16; d > 0; d >>= 1) s += __shfl_xor_sync(CUK_FULL_MASK, s, d);
+    return s;
+}
+/* The pairs of the lanes with h folded into one, in every lane: the max over the
+   lanes, each sum rescaled to it (one exp a lane, all at once), then summed. */
+template <class T, class Max> CUK_FN void cuk_ms_lanes(T &m, T &s, bool h) {
+    cuk_ms<T> a;
+    a.m = h ? m : cuk_ninf(m);
+    a.s = s;
+    m = cuk_warp_all(a.m, Max());
+    s = cuk_warp_sum_all(h ? cuk_ms_part(a, m) : (T)0);
+}
+/* cuk_group_allreduce for a pair whose m is already the same across each warp (the
+   emitted code folds against cuk_warp_all's max): the warp sums its s as they are, and
+   only the warps' pairs are rescaled. Same contract as cuk_group_allreduce. */
+template <class T, class Max> CUK_FN void cuk_ms_group_allreduce(T &m, T &s, int &par, int G) {
+    __shared__ T s_m[2][32], s_s[2][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = G >> 5, w0 = warp & ~(nw - 1);
+    s = cuk_warp_sum_all(s);
+    if (lane == 0) {
+        s_m[par][warp] = m;
+        s_s[par][warp] = s;
+    }
+    __syncthreads();
+    const bool h = lane < nw;
+    if (h) {
+        m = s_m[par][w0 + lane];
+        s = s_s[par][w0 + lane];
+    }
+    cuk_ms_lanes<T, Max>(m, s, h);
+    par ^= 1;
+}
+/* cuk_cluster_allreduce for such a pair: the blocks' pairs folded as the warps' are. */
+template <class T, class Max> CUK_FN void cuk_ms_cluster_allreduce(T &m, T &s, int &par) {
+    __shared__ T c_m[2], c_s[2];
+    const int q = par;
+    cuk_ms_group_allreduce<T, Max>(m, s, par, (int)blockDim.x);
+    if (threadIdx.x == 0) {
+        c_m[q] = m;
+        c_s[q] = s;
+    }
+    cuk_cluster_sync();
+    const unsigned lane = threadIdx.x & 31;
+    const bool h = lane < cuk_cluster_size();
+    if (h) {
+        m = *cuk_cluster_map(&c_m[q], lane);
+        s = *cuk_cluster_map(&c_s[q], lane);
+    }
+    cuk_ms_lanes<T, Max>(m, s, h);
+}
+
 /* The block that finishes last (by an atomic ticket) folds every block's partial, in
    block order, so results are the same bits on every run with the same grid. */
 CUK_FN bool cuk_last_block(unsigned int *ticket) {

@@ -447,7 +447,7 @@ static cuk_function *opt_entry(Frame *f, const Kernel *k, KState *ks, int e) {
 
 /* The device facts row launches need (kernel_row_launch), found on the first one, with
    the switches for A/B runs (docs/gpu.md): CUK_ROW_L2CAP=0, CUK_ROW_CLUSTER=0,
-   CUK_ROW_SHORT_BLOCK. */
+   CUK_ROW_SHORT_BLOCK, CUK_ROW_ONLINE=0 (which the emitter also reads). */
 static const RowDevice *row_device(GpuSession *s) {
     if (!s->row_dev_known) {
         cuk_device_props pr;
@@ -459,6 +459,7 @@ static const RowDevice *row_device(GpuSession *s) {
         if (e && !strcmp(e, "0")) d.l2_bytes = 0;
         if ((e = getenv("CUK_ROW_CLUSTER")) && !strcmp(e, "0")) d.clusters = false;
         if ((e = getenv("CUK_ROW_SHORT_BLOCK"))) d.short_block = atoi(e);
+        if ((e = getenv("CUK_ROW_ONLINE")) && !strcmp(e, "0")) d.two_pass = true;
         s->row_dev = d;
         s->row_dev_known = true;
     }

@@ -410,11 +410,18 @@ static void test_row_launch(void) {
         else CHECK(l.entry == KE_CL && l.grid == 56 && l.block == ROW_CLUSTER_BLOCK && l.cluster == 8);
         dv.clusters = false;
         CHECK(kernel_row_launch(k, 65536, 7, &dv).entry == KE_LG);
-        /* long rows in L2-sized waves: 4 rows of 256 KiB in half of 2 MiB, the SMs at least */
+        /* long rows in L2-sized waves: 4 rows of 256 KiB in half of 2 MiB, the SMs at least;
+           logsumexp's one pass (an online pair) a row for every block */
+        bool lse = !strcmp(pl->fn->name, "lse");
+        CHECK(kernel_row_online(k, 1) == lse && !kernel_row_online(k, 0) && !kernel_row_online(k, 2));
+        CHECK(kernel_row_passes(k, true) == (lse ? 1 : 3) && kernel_row_passes(k, false) == (lse ? 2 : 3));
         dv.l2_bytes = 2 << 20, dv.sm_count = 2;
-        CHECK(kernel_row_launch(k, 65536, 100, &dv).grid == 4);
+        CHECK(kernel_row_launch(k, 65536, 100, &dv).grid == (lse ? 100 : 4));
         dv.sm_count = 132;
-        CHECK(kernel_row_launch(k, 65536, 100, &dv).grid == 100 && kernel_row_launch(k, 65536, 200, &dv).grid == 132);
+        CHECK(kernel_row_launch(k, 65536, 100, &dv).grid == 100);
+        CHECK(kernel_row_launch(k, 65536, 200, &dv).grid == (lse ? 200 : 132));
+        dv.two_pass = true;
+        CHECK(kernel_row_launch(k, 65536, 200, &dv).grid == 132);
     }
     arena_free(&a);
 }
