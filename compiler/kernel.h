@@ -289,9 +289,10 @@ typedef struct RowDevice {
      stores) overlap on an SM, and a grid that gives every group of T threads a row.
    - KE_CL (longer than a block holds, at most ROW_CLUSTER_MAX blocks of
      ROW_CLUSTER_BLOCK, on a device with clusters, for kernels writing values over the
-     rows): a row to a cluster. Kernels writing one value a row keep KE_LG: its second
-     read hits the L2, and logsumexp over 4096 x 65536 ran at 72% of copy that way
-     against 60% in clusters of 4 x 512 threads on an H100. Blocks of 256 rather than
+     rows): a row to a cluster. Kernels writing one value a row keep KE_LG: logsumexp
+     over 4096 x 65536 ran at 72% of copy there with two passes (the second from the
+     L2) against 60% in clusters of 4 x 512 threads on an H100, and at 93-97% with its
+     online pair's one pass. Blocks of 256 rather than
      the row kernels' 512, so that each SM has 4 of them, at different phases.
    - KE_LG (the rest): read once per phase, so at most as many rows at a time as half
      the L2 holds (the SMs at least), the later phases reading them from the L2; a row
