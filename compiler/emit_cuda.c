@@ -2383,6 +2383,12 @@ static bool row_pair(const Kernel *k, int j) {
     return !(e && !strcmp(e, "0")) && kernel_row_online(k, j);
 }
 
+/* kernel_row_centred's centre a, unless CUK_ROW_ONLINE=0 */
+static Val *row_centred(const Kernel *k, int j) {
+    const char *e = getenv("CUK_ROW_ONLINE");
+    return e && !strcmp(e, "0") ? NULL : kernel_row_centred(k, j);
+}
+
 /* The in-row value of reduction j, broadcast from shared memory (and its reciprocal). */
 static void row_red_value(KE *ke, Val *r, int j, const char *src) {
     const char *T = ctype(r->dt);
@@ -2658,20 +2664,57 @@ static void emit_row_entry(KE *ke, const char **types, int e) {
                 /* an online pair (row_online): the max stays the thread's own until the
                    sum is folded against it; then one exchange of the pair */
                 bool pmax = row_pair(k, j + 1), psum = row_pair(k, j);
+                /* the centred pair on the short-row and cluster entries only: on a row to a
+                   block (layer norm over 16384 x 16384, H100) its means' divisions cost
+                   more than the barrier it saves (0.727 -> 0.752 ms), while 65536 x 4096
+                   went 0.776 -> 0.733 ms and 4096 x 65536 0.852 -> 0.836 ms */
+                Val *cmean = e != KE_MAIN ? row_centred(k, j + 1) : NULL, *csq = e != KE_MAIN ? row_centred(k, j) : NULL;
+                const char *T = ctype(r->dt);
                 declare_accs_one(ke, types[j], j, 2);
                 /* against the warp's max (every row here has a warp or more): the warp
                    folds its sums at one max, rescaling only across warps */
                 if (psum)
                     bprintf(b, "        acc%d = cuk_warp_all(acc%d, op%d);\n        { const %s v%d = acc%d;\n", j - 1, j - 1,
-                            j - 1, ctype(r->dt), k->reds[j - 1]->id, j - 1);
+                            j - 1, T, k->reds[j - 1]->id, j - 1);
+                /* a centred pair's squares about the warp's mean (row_centred) */
+                if (csq) bprintf(b, "        { const %s v%d = cw%d_;\n", T, csq->id, j - 1);
+                if (cmean) bprintf(b, "        int cnt%d_ = 0;\n", j);
                 ROW_OPEN((void)0);
                 reset_scope(ke);
                 for (int q = 0; q < j; q++) ke->done[k->reds[q]->id] = true;
+                if (csq) ke->done[csq->id] = true;
                 Val *in = r->args[0];
                 emit_eval_at(ke, &in, 1, 4, !fast);
                 fold_expr(ke, r, j, "(c0 + e_)", 4);
+                if (cmean) bprintf(b, "                cnt%d_ += 1;\n", j);
                 bputs(b, "            }}\n        }\n");
-                if (pmax) continue;
+                if (cmean)
+                    bprintf(b, "        int nw%d_ = cuk_warp_isum_all(cnt%d_);\n        %s sw%d_ = cuk_warp_sum_all(acc%d);\n"
+                               "        const %s cw%d_ = cuk_cs_mean(nw%d_, sw%d_);\n",
+                            j, j, T, j, j, T, j, j, j);
+                if (pmax || cmean) continue;
+                if (csq) {
+                    /* the row's (count, sum, squares about its mean), then the squares
+                       about the program's centre a: + n (mean - a)^2 */
+                    bprintf(b, "        }\n        cuk_cs_%s_allreduce<%s>(nw%d_, sw%d_, acc%d, par_%s%s);\n", cl ? "cluster" : "group",
+                            T, j - 1, j - 1, j, cl ? "" : ", ", cl ? "" : TT);
+                    bprintf(b, "        acc%d = sw%d_;\n        %s rv%d;\n", j - 1, j - 1, T, j - 1);
+                    finish_value(ke, k->reds[j - 1], j - 1, arena_printf(ke->e->a, "rv%d", j - 1), 2);
+                    row_red_value(ke, k->reds[j - 1], j - 1, "rv");
+                    bputs(b, "        {\n");
+                    reset_scope(ke);
+                    for (int q = 0; q < j; q++) ke->done[k->reds[q]->id] = true;
+                    emit_eval_at(ke, &csq, 1, 3, false);
+                    char a[128];
+                    ref(ke, csq, a, sizeof a);
+                    bprintf(b, "            const %s d_ = cuk_cs_mean(nw%d_, sw%d_) - (%s);\n"
+                               "            acc%d += (%s)nw%d_ * d_ * d_;\n        }\n",
+                            T, j - 1, j - 1, a, j, T, j - 1);
+                    bprintf(b, "        %s rv%d;\n", T, j);
+                    finish_value(ke, r, j, arena_printf(ke->e->a, "rv%d", j), 2);
+                    row_red_value(ke, r, j, "rv");
+                    continue;
+                }
                 /* every thread gets the row's value: one barrier per reduction (per pair) */
                 if (psum && cl)
                     bprintf(b, "        }\n        cuk_ms_cluster_allreduce<%s, %s>(acc%d, acc%d, par_);\n", ctype(r->dt),

@@ -386,6 +386,36 @@ bool kernel_row_online(const Kernel *k, int j) {
     return d->args[0] == m->args[0] || kernel_canon(k, d->args[0]) == kernel_canon(k, m->args[0]);
 }
 
+/* v takes one value a row: the reduction r, scalars, and elementwise ops over them */
+static bool row_uniform(const Val *v, const Val *r, int depth) {
+    if (v == r || v->rank == 0 || v->op == OP_CONST) return true;
+    if (!op_is_ew(v->op) || depth > 16) return false;
+    for (int i = 0; i < v->nargs; i++)
+        if (v->args[i] && !row_uniform(v->args[i], r, depth + 1)) return false;
+    return true;
+}
+
+/* The centred pair (layer norm): reduction j sums (e - a)^2, where a is any one value a
+   row computed from reduction j - 1, the sum of the same e (a = sum / len: the mean).
+   Then the two are exchanged as one: each warp centres its squares at its own mean,
+   and the parts' (count, sum, squares) combine by Chan's rule,
+   q = sum_i (q_i + n_i (mean_i - mean)^2), then q + n (mean - a)^2 for a; one exchange
+   a row instead of two (emit_cuda.c; the register entries only). Returns a (NULL when j
+   is not such a sum). */
+Val *kernel_row_centred(const Kernel *k, int j) {
+    if (j < 1 || j >= k->nreds) return NULL;
+    const Val *s = k->reds[j], *m = k->reds[j - 1];
+    if (s->red != RED_SUM || m->red != RED_SUM || red_init(s) || red_init(m) || red_segs(s) || red_segs(m)) return NULL;
+    if (!dtype_info[s->dt].is_float || s->dt != m->dt) return NULL;
+    Val *x = s->args[0];
+    if (x->op != OP_MUL || x->dt != s->dt || x->args[0] != x->args[1]) return NULL;
+    Val *d = x->args[0];
+    if (d->op != OP_SUB || d->dt != s->dt || d->args[1]->dt != s->dt || !row_uniform(d->args[1], m, 0)) return NULL;
+    if (d->args[1] == m) return NULL; /* (e - sum)^2: not a centring worth the pair */
+    if (d->args[0] != m->args[0] && kernel_canon(k, d->args[0]) != kernel_canon(k, m->args[0])) return NULL;
+    return d->args[1];
+}
+
 int kernel_row_passes(const Kernel *k, bool online) {
     int n = k->row_out ? 0 : 1;
     for (int j = 0; j < k->nreds; j++) n += !(online && kernel_row_online(k, j + 1));

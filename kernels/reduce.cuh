@@ -326,6 +326,71 @@ template <class T, class Max> CUK_FN void cuk_ms_cluster_allreduce(T &m, T &s, i
     cuk_ms_lanes<T, Max>(m, s, h);
 }
 
+/* The centred pair (layer norm's mean and variance; compiler/kernel.c
+   kernel_row_centred): a part of a row is (n, s, q), its count, its sum and the sum of
+   its squares about its own mean s / n. Parts combine by Chan's rule: the whole's q is
+   the sum of the parts' q and n_i (mean_i - mean)^2. The emitted code gives each warp
+   its (n, s) (cuk_warp_isum_all, cuk_warp_sum_all: every lane the same) and folds q
+   about the warp's mean; these exchange the parts. */
+CUK_FN int cuk_warp_isum_all(int n) {
+    for (int d = 16; d > 0; d >>= 1) n += __shfl_xor_sync(CUK_FULL_MASK, n, d);
+    return n;
+}
+template <class T> CUK_FN T cuk_cs_mean(int n, T s) { return n ? s / (T)n : (T)0; }
+/* The parts of the lanes with h (lanes without: none) into one, in every lane. */
+template <class T> CUK_FN void cuk_cs_lanes(int &n, T &s, T &q, bool h) {
+    const int ni = h ? n : 0;
+    const T si = h ? s : (T)0, qi = h ? q : (T)0, mi = cuk_cs_mean(ni, si);
+    n = cuk_warp_isum_all(ni);
+    s = cuk_warp_sum_all(si);
+    const T d = mi - cuk_cs_mean(n, s);
+    q = cuk_warp_sum_all(ni ? qi + (T)ni * d * d : (T)0);
+}
+/* A group of G threads (cuk_group_allreduce's contract): (n, s) the warp's already in
+   every lane, q each thread's squares about the warp's mean. Every thread ends with the
+   group's (n, s, q). */
+template <class T> CUK_FN void cuk_cs_group_allreduce(int &n, T &s, T &q, int &par, int G) {
+    __shared__ int s_n[2][32];
+    __shared__ T s_s[2][32], s_q[2][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = G >> 5, w0 = warp & ~(nw - 1);
+    q = cuk_warp_sum_all(q);
+    if (lane == 0) {
+        s_n[par][warp] = n;
+        s_s[par][warp] = s;
+        s_q[par][warp] = q;
+    }
+    __syncthreads();
+    const bool h = lane < nw;
+    if (h) {
+        n = s_n[par][w0 + lane];
+        s = s_s[par][w0 + lane];
+        q = s_q[par][w0 + lane];
+    }
+    cuk_cs_lanes(n, s, q, h);
+    par ^= 1;
+}
+/* The same over a thread-block cluster: the blocks' parts folded as the warps' are. */
+template <class T> CUK_FN void cuk_cs_cluster_allreduce(int &n, T &s, T &q, int &par) {
+    __shared__ int c_n[2];
+    __shared__ T c_s[2], c_q[2];
+    const int p = par;
+    cuk_cs_group_allreduce(n, s, q, par, (int)blockDim.x);
+    if (threadIdx.x == 0) {
+        c_n[p] = n;
+        c_s[p] = s;
+        c_q[p] = q;
+    }
+    cuk_cluster_sync();
+    const unsigned lane = threadIdx.x & 31;
+    const bool h = lane < cuk_cluster_size();
+    if (h) {
+        n = *cuk_cluster_map(&c_n[p], lane);
+        s = *cuk_cluster_map(&c_s[p], lane);
+        q = *cuk_cluster_map(&c_q[p], lane);
+    }
+    cuk_cs_lanes(n, s, q, h);
+}
+
 /* The block that finishes last (by an atomic ticket) folds every block's partial, in
    block order, so results are the same bits on every run with the same grid. */
 CUK_FN bool cuk_last_block(unsigned int *ticket) {

@@ -414,6 +414,10 @@ static void test_row_launch(void) {
            logsumexp's one pass (an online pair) a row for every block */
         bool lse = !strcmp(pl->fn->name, "lse");
         CHECK(kernel_row_online(k, 1) == lse && !kernel_row_online(k, 0) && !kernel_row_online(k, 2));
+        /* layer norm's variance about the mean: a centred pair, whose centre is the mean */
+        Val *a = kernel_row_centred(k, 1);
+        CHECK(lse ? !a : a && a->op == OP_DIV && a->args[0] == k->reds[0]);
+        CHECK(!kernel_row_centred(k, 0) && !kernel_row_centred(k, 2));
         CHECK(kernel_row_passes(k, true) == (lse ? 1 : 3) && kernel_row_passes(k, false) == (lse ? 2 : 3));
         dv.l2_bytes = 2 << 20, dv.sm_count = 2;
         CHECK(kernel_row_launch(k, 65536, 100, &dv).grid == (lse ? 100 : 4));
