@@ -400,8 +400,8 @@ static bool row_uniform(const Val *v, const Val *r, int depth) {
    Then the two are exchanged as one: each warp centres its squares at its own mean,
    and the parts' (count, sum, squares) combine by Chan's rule,
    q = sum_i (q_i + n_i (mean_i - mean)^2), then q + n (mean - a)^2 for a; one exchange
-   a row instead of two (emit_cuda.c; the register entries only). Returns a (NULL when j
-   is not such a sum). */
+   a row instead of two (emit_cuda.c; the short-row and cluster entries). Returns a
+   (NULL when j is not such a sum). */
 Val *kernel_row_centred(const Kernel *k, int j) {
     if (j < 1 || j >= k->nreds) return NULL;
     const Val *s = k->reds[j], *m = k->reds[j - 1];

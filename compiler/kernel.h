@@ -316,8 +316,8 @@ int kernel_row_cluster(const Kernel *k, int64_t len);
 bool kernel_row_online(const Kernel *k, int j);
 /* Whether reduction j of row kernel k sums (e - a)^2 for a value a a row computed from
    reduction j - 1, the sum of the same e (layer norm's variance): returns a, and the two
-   are exchanged as one (count, sum, centred squares) in the register entries
-   (emit_cuda.c; CUK_ROW_ONLINE=0 turns it off too). NULL if not. */
+   are exchanged as one (count, sum, centred squares) in the short-row and cluster
+   entries (emit_cuda.c; CUK_ROW_ONLINE=0 turns it off too). NULL if not. */
 Val *kernel_row_centred(const Kernel *k, int j);
 /* How many times the KE_LG entry reads each row: a pass a reduction (an online pair
    counts once unless !online), and one for the outputs over the rows. */
