@@ -287,43 +287,55 @@ template <class T, class Max> CUK_FN void cuk_ms_lanes(T &m, T &s, bool h) {
     m = cuk_warp_all(a.m, Max());
     s = cuk_warp_sum_all(h ? cuk_ms_part(a, m) : (T)0);
 }
-/* cuk_group_allreduce for a pair whose m is already the same across each warp (the
-   emitted code folds against cuk_warp_all's max): the warp sums its s as they are, and
-   only the warps' pairs are rescaled. Same contract as cuk_group_allreduce. */
-template <class T, class Max> CUK_FN void cuk_ms_group_allreduce(T &m, T &s, int &par, int G) {
-    __shared__ T s_m[2][32], s_s[2][32];
+/* The exchange of a row's parts (the pairs below): the group of G threads (a power of
+   two, 32 to blockDim.x) publishes each warp's part (the same in all its lanes), one
+   barrier, lane r of every warp of the group reads warp r's, and fold(part, h) folds
+   the parts of the lanes with h into every lane. The buffers alternate with par as in
+   cuk_group_allreduce, whose contract this has. */
+template <class P, class Fold> CUK_FN void cuk_parts_group(P &v, int &par, int G, Fold fold) {
+    __shared__ P s_v[2][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = G >> 5, w0 = warp & ~(nw - 1);
-    s = cuk_warp_sum_all(s);
-    if (lane == 0) {
-        s_m[par][warp] = m;
-        s_s[par][warp] = s;
-    }
+    if (lane == 0) s_v[par][warp] = v;
     __syncthreads();
     const bool h = lane < nw;
-    if (h) {
-        m = s_m[par][w0 + lane];
-        s = s_s[par][w0 + lane];
-    }
-    cuk_ms_lanes<T, Max>(m, s, h);
+    if (h) v = s_v[par][w0 + lane];
+    fold(v, h);
     par ^= 1;
 }
-/* cuk_cluster_allreduce for such a pair: the blocks' pairs folded as the warps' are. */
-template <class T, class Max> CUK_FN void cuk_ms_cluster_allreduce(T &m, T &s, int &par) {
-    __shared__ T c_m[2], c_s[2];
+/* The same over a thread-block cluster: the block's part, then the blocks' parts read
+   through distributed shared memory and folded as the warps' are (cuk_cluster_allreduce's
+   contract). */
+template <class P, class Fold> CUK_FN void cuk_parts_cluster(P &v, int &par, Fold fold) {
+    __shared__ P c_v[2];
     const int q = par;
-    cuk_ms_group_allreduce<T, Max>(m, s, par, (int)blockDim.x);
-    if (threadIdx.x == 0) {
-        c_m[q] = m;
-        c_s[q] = s;
-    }
+    cuk_parts_group(v, par, (int)blockDim.x, fold);
+    if (threadIdx.x == 0) c_v[q] = v;
     cuk_cluster_sync();
     const unsigned lane = threadIdx.x & 31;
     const bool h = lane < cuk_cluster_size();
-    if (h) {
-        m = *cuk_cluster_map(&c_m[q], lane);
-        s = *cuk_cluster_map(&c_s[q], lane);
-    }
-    cuk_ms_lanes<T, Max>(m, s, h);
+    if (h) v = *cuk_cluster_map(&c_v[q], lane);
+    fold(v, h);
+}
+template <class T, class Max> struct cuk_ms_fold {
+    __device__ __forceinline__ void operator()(cuk_ms<T> &a, bool h) const { cuk_ms_lanes<T, Max>(a.m, a.s, h); }
+};
+/* cuk_group_allreduce for a pair whose m is already the same across each warp (the
+   emitted code folds against cuk_warp_all's max): the warp sums its s as they are, and
+   only the warps' pairs are rescaled. */
+template <class T, class Max> CUK_FN void cuk_ms_group_allreduce(T &m, T &s, int &par, int G) {
+    cuk_ms<T> a;
+    a.m = m;
+    a.s = cuk_warp_sum_all(s);
+    cuk_parts_group(a, par, G, cuk_ms_fold<T, Max>());
+    m = a.m, s = a.s;
+}
+/* cuk_cluster_allreduce for such a pair: the blocks' pairs folded as the warps' are. */
+template <class T, class Max> CUK_FN void cuk_ms_cluster_allreduce(T &m, T &s, int &par) {
+    cuk_ms<T> a;
+    a.m = m;
+    a.s = cuk_warp_sum_all(s);
+    cuk_parts_cluster(a, par, cuk_ms_fold<T, Max>());
+    m = a.m, s = a.s;
 }
 
 /* The centred pair (layer norm's mean and variance; compiler/kernel.c
@@ -337,58 +349,35 @@ CUK_FN int cuk_warp_isum_all(int n) {
     return n;
 }
 template <class T> CUK_FN T cuk_cs_mean(int n, T s) { return n ? s / (T)n : (T)0; }
+/* A part of a row: count, sum, squares about its mean. */
+template <class T> struct cuk_cs {
+    int n;
+    T s, q;
+};
 /* The parts of the lanes with h (lanes without: none) into one, in every lane. */
-template <class T> CUK_FN void cuk_cs_lanes(int &n, T &s, T &q, bool h) {
-    const int ni = h ? n : 0;
-    const T si = h ? s : (T)0, qi = h ? q : (T)0, mi = cuk_cs_mean(ni, si);
-    n = cuk_warp_isum_all(ni);
-    s = cuk_warp_sum_all(si);
-    const T d = mi - cuk_cs_mean(n, s);
-    q = cuk_warp_sum_all(ni ? qi + (T)ni * d * d : (T)0);
-}
+template <class T> struct cuk_cs_fold {
+    __device__ __forceinline__ void operator()(cuk_cs<T> &a, bool h) const {
+        const int ni = h ? a.n : 0;
+        const T si = h ? a.s : (T)0, qi = h ? a.q : (T)0, mi = cuk_cs_mean(ni, si);
+        a.n = cuk_warp_isum_all(ni);
+        a.s = cuk_warp_sum_all(si);
+        const T d = mi - cuk_cs_mean(a.n, a.s);
+        a.q = cuk_warp_sum_all(ni ? qi + (T)ni * d * d : (T)0);
+    }
+};
 /* A group of G threads (cuk_group_allreduce's contract): (n, s) the warp's already in
    every lane, q each thread's squares about the warp's mean. Every thread ends with the
    group's (n, s, q). */
 template <class T> CUK_FN void cuk_cs_group_allreduce(int &n, T &s, T &q, int &par, int G) {
-    __shared__ int s_n[2][32];
-    __shared__ T s_s[2][32], s_q[2][32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = G >> 5, w0 = warp & ~(nw - 1);
-    q = cuk_warp_sum_all(q);
-    if (lane == 0) {
-        s_n[par][warp] = n;
-        s_s[par][warp] = s;
-        s_q[par][warp] = q;
-    }
-    __syncthreads();
-    const bool h = lane < nw;
-    if (h) {
-        n = s_n[par][w0 + lane];
-        s = s_s[par][w0 + lane];
-        q = s_q[par][w0 + lane];
-    }
-    cuk_cs_lanes(n, s, q, h);
-    par ^= 1;
+    cuk_cs<T> a = {n, s, cuk_warp_sum_all(q)};
+    cuk_parts_group(a, par, G, cuk_cs_fold<T>());
+    n = a.n, s = a.s, q = a.q;
 }
 /* The same over a thread-block cluster: the blocks' parts folded as the warps' are. */
 template <class T> CUK_FN void cuk_cs_cluster_allreduce(int &n, T &s, T &q, int &par) {
-    __shared__ int c_n[2];
-    __shared__ T c_s[2], c_q[2];
-    const int p = par;
-    cuk_cs_group_allreduce(n, s, q, par, (int)blockDim.x);
-    if (threadIdx.x == 0) {
-        c_n[p] = n;
-        c_s[p] = s;
-        c_q[p] = q;
-    }
-    cuk_cluster_sync();
-    const unsigned lane = threadIdx.x & 31;
-    const bool h = lane < cuk_cluster_size();
-    if (h) {
-        n = *cuk_cluster_map(&c_n[p], lane);
-        s = *cuk_cluster_map(&c_s[p], lane);
-        q = *cuk_cluster_map(&c_q[p], lane);
-    }
-    cuk_cs_lanes(n, s, q, h);
+    cuk_cs<T> a = {n, s, cuk_warp_sum_all(q)};
+    cuk_parts_cluster(a, par, cuk_cs_fold<T>());
+    n = a.n, s = a.s, q = a.q;
 }
 
 /* The block that finishes last (by an atomic ticket) folds every block's partial, in
