@@ -120,7 +120,15 @@ run_lit() { # run_lit STAGE BUILD_DIR: lit on tests/lit with BUILD_DIR/bin/cukc
 run_lit "lit" "$BUILD" release
 # abort_on_error turns every sanitizer report (leaks included) into SIGABRT, so that a
 # `not %cukc ...` test cannot pass by accident when the sanitizer exits nonzero.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+# intercept_tls_get_addr=0 wherever LSan runs: clang-14's LSan tracks the dynamic TLS of
+# dlopen'd libraries (NVRTC's) through __tls_get_addr and, with Debian 12's glibc, now and
+# then records a bogus range ("DTLS 3 at 0x000000000d42-0x002000001e44"); its
+# stop-the-world tracer then faults reading it ("Tracer caught signal 11 ...
+# LeakSanitizer has encountered a fatal error"), which failed emit-ptx runs in the lit
+# and random-program stages on 2026-11-27, the same way each time for a given
+# command line. Static TLS and every stack and global are still scanned.
+LSAN_SAFE=intercept_tls_get_addr=0
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:$LSAN_SAFE \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
     run_lit "lit (ASan+UBSan)" "$ASAN_BUILD" asan
 
@@ -282,7 +290,7 @@ run_counted() { # run_counted STAGE LOG CMD...: a script that ends with "N passe
 # drive failure paths whose "leaks nothing" only the sanitizers can show.
 banner "unit tests (ctest, ASan+UBSan, $ASAN_BUILD)"
 if [ -f "$ASAN_BUILD/CTestTestfile.cmake" ]; then
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:$LSAN_SAFE UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
         ctest --test-dir "$ASAN_BUILD" --output-on-failure --timeout 600 -j"$(nproc)" 2>&1 | tee "$LOGS/ctest-asan.log"
     record_ctest "unit (ASan+UBSan)" "$LOGS/ctest-asan.log"
 else

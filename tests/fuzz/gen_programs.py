@@ -464,7 +464,7 @@ def crash_check(path, env, stats):
 
 
 os.makedirs(os.path.join(OUT, "gen-bad"), exist_ok=True)
-env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1",
+env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:intercept_tls_get_addr=0",
            UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1", CUK_QUIET="1")
 env.setdefault("CUK_CACHE_DIR", os.path.join(OUT, "gen-cache"))
 path = os.path.join(OUT, "gen-%d.cuk" % SEED)

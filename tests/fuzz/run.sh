@@ -49,7 +49,7 @@ mkdir -p "$OUT/crashes"
 
 # The sanitizers: leaks are bugs; a huge malloc returns NULL (the code under test must
 # cope) instead of aborting.
-export ASAN_OPTIONS=${FUZZ_ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0}
+export ASAN_OPTIONS=${FUZZ_ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:intercept_tls_get_addr=0}
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export CUK_CACHE_DIR="$OUT/cache"
 
