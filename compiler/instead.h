@@ -56,16 +56,13 @@
     X("logical_and", "NumPy", USE, "a && b")                                                     \
     X("logical_or", "NumPy", USE, "a || b")                                                      \
     X("logical_not", "NumPy", USE, "!a")                                                         \
-    X("sort", "NumPy", PLANNED, "sort(x)")                                                       \
-    X("argsort", "NumPy", PLANNED, "argsort(x)")                                                 \
     X("unique", "NumPy", PLANNED, "unique(x) (sorted)")                                          \
     X("index_add", "PyTorch", USE, "reduce_by_index(dest, add, idx, vals)")                      \
     X("scatter_add", "PyTorch", USE, "reduce_by_index(dest, add, idx, vals)")                    \
     X("scatter_reduce", "PyTorch", USE, "reduce_by_index(dest, f, idx, vals) (f: add, mul, min, max or a lambda)") \
     X("histc", "PyTorch", USE, "histogram(x, nbins, lo, hi)")                                    \
     X("put", "NumPy", USE, "scatter(dest, idx, vals)")                                           \
-    X("searchsorted", "NumPy", PLANNED, "searchsorted(a, v)")                               \
-    X("digitize", "NumPy", PLANNED, "searchsorted(a, v)")                                   \
+    X("digitize", "NumPy", USE, "searchsorted(bins, x, right=true) (increasing bins)")           \
     X("flatnonzero", "NumPy", USE, "nonzero(mask) (i64 flat indices)")                       \
     X("extract", "NumPy", USE, "x[mask] or filter(f, x)")                                    \
     X("compress", "NumPy", USE, "x[mask] or filter(f, x)")                                   \

@@ -182,6 +182,13 @@ typedef enum {
                                              LAMBDA with v->lam); v->exclusive: deterministic=true*/\
     X(LOAD, "load", OK_LEAF, 0u, 0)       /* v->path: a .npy file of type v->dt, rank v->rank */ \
     X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */\
+    X(SORT, "sort", OK_LEAF, 1u, 0)       /* args: x; sorted along v->axis, stable, NaN last;   \
+                                             v->exclusive: descending (exec/sort.h) */          \
+    X(ARGSORT, "argsort", OK_LEAF, 1u, 0) /* as sort: the i64 positions along the axis that     \
+                                             sort it */                                          \
+    X(SEARCHSORTED, "searchsorted", OK_LEAF, 3u, 0) /* args: a (1-D, sorted, NaN last), v: i64 \
+                                             of v's shape, the first i with a[i] >= v           \
+                                             (v->exclusive: a[i] > v, right=true) */            \
     X(COMPACT, "compact", OK_COMPACT, 3u, 0) /* args: x, mask (bool, x's shape): x's elements   \
                                              where mask is true, row-major, 1-D (x[mask], filter) */ \
     X(HBIN, "hbin", OK_EW, VA_ALL, 6)   /* args: x (f32 or f64), n (i64), lo, step (f64),    \

@@ -80,7 +80,7 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
         if (v->args[i]) fprintf(out, " %%%d", v->args[i]->id);
         else fprintf(out, " _");
     }
-    if (v->op == OP_DIM || v->op == OP_CONCAT || v->op == OP_STACK ||
+    if (v->op == OP_DIM || v->op == OP_CONCAT || v->op == OP_STACK || v->op == OP_SORT || v->op == OP_ARGSORT ||
         ((v->op == OP_REDUCE || v->op == OP_SCAN || v->op == OP_ROLL) && v->axis != AXIS_ALL && !red_segs(v)))
         fprintf(out, " axis=%d", v->axis);
     if (red_segs(v)) fprintf(out, " segments=%%%d", red_segs(v)->id);
@@ -88,6 +88,8 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
     if (v->op == OP_SCAN && v->exclusive) fprintf(out, " exclusive");
     if (v->op == OP_HIST && v->exclusive) fprintf(out, " deterministic");
     if (v->op == OP_MATMUL && v->exclusive) fprintf(out, " tf32");
+    if ((v->op == OP_SORT || v->op == OP_ARGSORT) && v->exclusive) fprintf(out, " descending");
+    if (v->op == OP_SEARCHSORTED && v->exclusive) fprintf(out, " right");
     if (v->lam) fprintf(out, " lambda=%%%d", v->lam->id);
     if (v->op == OP_TRANSPOSE) {
         fprintf(out, " perm=");

@@ -250,7 +250,7 @@ typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT
     X("len", B_STRUCT) X("reverse", B_STRUCT) X("concat", B_STRUCT) X("reshape", B_STRUCT)      \
     X("transpose", B_STRUCT) X("dot", B_STRUCT) X("pad", B_STRUCT) X("roll", B_STRUCT)          \
     X("stack", B_STRUCT) X("filter", B_STRUCT) X("nonzero", B_STRUCT)                           \
-    X("partition", B_STRUCT)                                                                    \
+    X("partition", B_STRUCT) X("sort", B_STRUCT) X("argsort", B_STRUCT) X("searchsorted", B_STRUCT) \
     X("scatter", B_HIST) X("reduce_by_index", B_HIST) X("bincount", B_HIST) X("histogram", B_HIST) \
     X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)
 
@@ -1320,6 +1320,52 @@ static Ex builtin_stack(Ctx *c, Node *call, CallArgs *ca) {
 
 static Ex map_apply(Ctx *c, Node *call, Node *f, Ex *args, int n, const char *who);
 
+/* ---- sorting (DESIGN.md part 2): computed by the executor (exec/sort.h), not fused --- */
+
+/* sort(x, axis=k, descending=b) and argsort(x, ...): along axis k (the last by default),
+   stable, NaN last whichever the direction. */
+static Ex builtin_sort(Ctx *c, Node *call, CallArgs *ca, bool arg) {
+    const char *g = arg ? "argsort" : "sort";
+    Node *an = named_get(ca, "axis"), *dn = named_get(ca, "descending");
+    if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, g)) return ex_bad();
+    Ex x = concrete(c, arg_ex(c, ca, 0));
+    if (!x.ok) return x;
+    int rank = x.v->rank;
+    if (rank == 0) {
+        diag_error(c->d, ca->pos[0]->loc, "%s() needs an array, not a scalar; make it one with reshape(x, 1)", g);
+        return ex_bad();
+    }
+    int axis = rank - 1;
+    bool desc = false;
+    if (!axis_of(c, an, rank, &axis, g, "array") || (dn && !const_bool(c, dn, &desc, "descending="))) return ex_bad();
+    Val *v = mk1(c, arg ? OP_ARGSORT : OP_SORT, arg ? DT_I64 : x.v->dt, rank, x.v, call->loc);
+    v->axis = axis;
+    v->exclusive = desc;
+    return ex_val(v);
+}
+
+/* searchsorted(a, v, right=b): a sorted 1-D a (ascending, NaN last, as sort gives it),
+   values v of any shape, in a common element type; i64 of v's shape. */
+static Ex builtin_searchsorted(Ctx *c, Node *call, CallArgs *ca) {
+    Node *rn = named_get(ca, "right");
+    bool right = false;
+    if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "searchsorted")) return ex_bad();
+    if (rn && !const_bool(c, rn, &right, "right=")) return ex_bad();
+    Ex xs[2] = {lower_expr(c, ca->pos[0]), lower_expr(c, ca->pos[1])};
+    if (!xs[0].ok || !xs[1].ok || !unify(c, xs, 2, ca->pos, call->loc, "searchsorted")) return ex_bad();
+    for (int i = 0; i < 2; i++)
+        if (!(xs[i] = concrete(c, xs[i])).ok) return ex_bad();
+    if (xs[0].v->rank != 1) {
+        diag_error(c->d, ca->pos[0]->loc,
+                   "searchsorted() looks values up in a sorted 1-D array, not %s; pass sort(a) or one row of it",
+                   tname(c->a, xs[0].v->dt, xs[0].v->rank));
+        return ex_bad();
+    }
+    Val *v = mk2(c, OP_SEARCHSORTED, DT_I64, xs[1].v->rank, xs[0].v, xs[1].v, call->loc);
+    v->exclusive = right;
+    return ex_val(v);
+}
+
 /* ---- filters: x[mask], filter, nonzero ------------------------------------------------
    All three are OP_COMPACT(x, mask): x's elements where mask (bool, x's shape) is true,
    in row-major order, as a 1-D array whose size is known only at run time. */
@@ -1569,6 +1615,8 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     if (strcmp(g, "filter") == 0) return builtin_filter(c, call, ca);
     if (strcmp(g, "nonzero") == 0) return builtin_nonzero(c, call, ca);
     if (strcmp(g, "partition") == 0) return builtin_partition(c, call, ca);
+    if (strcmp(g, "sort") == 0 || strcmp(g, "argsort") == 0) return builtin_sort(c, call, ca, g[0] == 'a');
+    if (strcmp(g, "searchsorted") == 0) return builtin_searchsorted(c, call, ca);
     die("unknown structural builtin %s", g);
 }
 
@@ -2142,7 +2190,10 @@ static Size array_size_of(Ctx *c, const Val *v, int axis, int depth) {
         if (v->keepdims) return axis == v->axis ? one : array_size(c, x, axis, depth + 1);
         return array_size(c, x, axis < v->axis ? axis : axis + 1, depth + 1);
     case OP_SCAN: return x->rank == v->rank ? array_size(c, x, axis, depth + 1) : unknown;
-    case OP_REVERSE: return array_size(c, x, axis, depth + 1);
+    case OP_REVERSE:
+    case OP_SORT:
+    case OP_ARGSORT: return array_size(c, x, axis, depth + 1);
+    case OP_SEARCHSORTED: return array_size(c, v->args[1], axis, depth + 1);
     case OP_TRANSPOSE: return array_size(c, x, v->perm[axis], depth + 1);
     case OP_RESHAPE: {
         /* A size given as a constant or another array's size (never -1). */

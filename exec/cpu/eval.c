@@ -14,6 +14,7 @@
 #include "kernels/philox.h"
 #pragma GCC diagnostic pop
 #include "exec/run.h"
+#include "exec/sort.h"
 
 /* The per-op loops below are plain `for` loops over restrict pointers; GCC only
    vectorises them (with a scalar epilogue) from -O3's cost model. */
@@ -2357,6 +2358,57 @@ out:
     return r;
 }
 
+/* sort and argsort along v->axis (exec/sort.h): rows along the last axis are sorted in
+   place; another axis's lines are copied out, sorted and copied back. */
+static Arr *eval_sort(Frame *f, const Val *v) {
+    Arr *x = eval(f, v->args[0]);
+    if (!x) return NULL;
+    Arr *r = new_arr(f, v->loc, v->dt, x->rank, x->shape);
+    bool ok = r != NULL, arg = v->op == OP_ARGSORT, desc = v->exclusive;
+    const int64_t len = x->shape[v->axis];
+    int64_t inner = 1;
+    for (int i = v->axis + 1; i < x->rank; i++) inner *= x->shape[i];
+    const int64_t lines = len ? x->size / len : 0;
+    const size_t es = (size_t)esize(x->dt);
+    if (ok && inner == 1) {
+        ok = host_sort_rows(x->dt, x->data, lines, len, desc, arg ? NULL : r->data, arg ? (int64_t *)r->data : NULL);
+    } else if (ok && lines) {
+        char *in = malloc((size_t)len * es), *out = malloc((size_t)len * (arg ? 8 : es));
+        ok = in && out;
+        for (int64_t l = 0; ok && l < lines; l++) {
+            const int64_t base = (l / inner) * len * inner + l % inner; /* element 0 of line l */
+            for (int64_t i = 0; i < len; i++)
+                memcpy(in + (size_t)i * es, (const char *)x->data + (size_t)(base + i * inner) * es, es);
+            ok = host_sort_rows(x->dt, in, 1, len, desc, arg ? NULL : out, arg ? (int64_t *)out : NULL);
+            const size_t os = arg ? 8 : es;
+            for (int64_t i = 0; ok && i < len; i++)
+                memcpy((char *)r->data + (size_t)(base + i * inner) * os, out + (size_t)i * os, os);
+        }
+        free(in);
+        free(out);
+    }
+    if (r && !ok) {
+        rt_error(f->c->err, v->loc, "%s(): out of memory for its scratch", arg ? "argsort" : "sort");
+        arr_release(r);
+        r = NULL;
+    }
+    arr_release(x);
+    return r;
+}
+
+static Arr *eval_searchsorted(Frame *f, const Val *v) {
+    Arr *a = eval(f, v->args[0]), *x = a ? eval(f, v->args[1]) : NULL;
+    Arr *r = x ? new_arr(f, v->loc, DT_I64, x->rank, x->shape) : NULL;
+    if (r && !host_searchsorted(a->dt, a->data, a->size, x->data, x->size, v->exclusive, (int64_t *)r->data)) {
+        rt_error(f->c->err, v->loc, "searchsorted(): out of memory for its scratch");
+        arr_release(r);
+        r = NULL;
+    }
+    if (a) arr_release(a);
+    if (x) arr_release(x);
+    return r;
+}
+
 static Arr *eval_reverse(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]);
     if (!x) return NULL;
@@ -2663,6 +2715,9 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_SLICE: return eval_slice(f, v);
     case OP_GATHER: return eval_gather(f, v);
     case OP_COMPACT: return eval_compact(f, v);
+    case OP_SORT:
+    case OP_ARGSORT: return eval_sort(f, v);
+    case OP_SEARCHSORTED: return eval_searchsorted(f, v);
     case OP_REVERSE: return eval_reverse(f, v);
     case OP_CONCAT: return eval_concat(f, v);
     case OP_PAD: return eval_pad(f, v);

@@ -1,0 +1,92 @@
+"""sort, argsort and searchsorted (DESIGN.md part 2, "Sorting") on the CPU backend
+against NumPy's stable sort: every dtype, NaN (last, in either direction), -0.0 (equal to
+0.0, kept in its place), duplicates, all-equal, sorted and reverse-sorted input, rows and
+other axes, sizes 0, 1, 48/49 (the insertion sort's edge) and 2^20 + 7. The GPU backend
+does not sort yet (issue 14's radix sort is its next step): these run with device="cpu"."""
+import numpy as np
+import pytest
+
+import cukpath  # noqa: F401
+import cuk
+
+TYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "u32": np.uint32,
+         "u64": np.uint64, "bool": np.bool_}
+SRC = "".join("""
+fn s_{t}(x: {t}[r, c]) -> {t}[r, c] = sort(x);
+fn a_{t}(x: {t}[r, c]) -> i64[r, c] = argsort(x);
+fn sd_{t}(x: {t}[r, c]) -> {t}[r, c] = sort(x, descending=true);
+fn ad_{t}(x: {t}[r, c]) -> i64[r, c] = argsort(x, descending=true);
+fn a0_{t}(x: {t}[r, c]) -> i64[r, c] = argsort(x, axis=0);
+fn ss_{t}(a: {t}[n], v: {t}[k]) -> i64[k] = searchsorted(a, v);
+fn ssr_{t}(a: {t}[n], v: {t}[k]) -> i64[k] = searchsorted(a, v, right=true);
+""".format(t=t) for t in TYPES)
+
+
+@pytest.fixture(scope="module")
+def m():
+    return cuk.compile(SRC, device="cpu")
+
+
+def ref_argsort(x, desc):
+    """NumPy's stable argsort along the last axis; descending: the stable order of an
+    order-reversing key (~x for integers and bools, -x for floats), NaN last."""
+    if not desc:
+        return np.argsort(x, axis=-1, kind="stable")
+    if x.dtype.kind == "f":
+        nan = np.isnan(x)
+        return np.lexsort((np.where(nan, 0, -x), nan), axis=-1)
+    return np.argsort(~x, axis=-1, kind="stable")
+
+
+def data(t, r, c, seed):
+    rng = np.random.default_rng(seed)
+    dt = TYPES[t]
+    if t == "bool":
+        return rng.random((r, c)) < 0.5
+    if t in ("f32", "f64"):
+        x = (rng.integers(-20, 20, (r, c)) * 0.5).astype(dt)
+        x[rng.random((r, c)) < 0.1] = np.nan
+        x[rng.random((r, c)) < 0.1] = -0.0
+        x[rng.random((r, c)) < 0.05] = np.inf
+        x[rng.random((r, c)) < 0.05] = -np.inf
+        return x
+    info = np.iinfo(dt)
+    x = rng.integers(-50 if info.min < 0 else 0, 50, (r, c)).astype(dt)
+    x.flat[:min(x.size, 3)] = [info.min, info.max, 0][:min(x.size, 3)]
+    return x
+
+
+@pytest.mark.parametrize("t", list(TYPES))
+@pytest.mark.parametrize("shape", [(1, 0), (1, 1), (3, 48), (2, 49), (5, 1000), (1, (1 << 20) + 7)])
+def test_sort_argsort(m, t, shape):
+    x = data(t, *shape, seed=shape[1])
+    for desc, sf, af in ((False, "s_", "a_"), (True, "sd_", "ad_")):
+        want = ref_argsort(x, desc)
+        got = getattr(m, af + t)(x)
+        np.testing.assert_array_equal(got, want, err_msg="%s desc=%s" % (t, desc))
+        vals = getattr(m, sf + t)(x)
+        exp = np.take_along_axis(x, want, axis=-1)
+        # the same bits: -0.0 stays -0.0 in its place, NaN stays NaN
+        np.testing.assert_array_equal(vals.view(np.uint8), exp.view(np.uint8))
+
+
+@pytest.mark.parametrize("t", ["f32", "i64", "u32", "bool"])
+def test_other_axis_and_edges(m, t):
+    x = data(t, 300, 7, seed=9)
+    np.testing.assert_array_equal(getattr(m, "a0_" + t)(x), np.argsort(x, axis=0, kind="stable"))
+    same = np.repeat(data(t, 1, 1, seed=1), 100, axis=1)
+    np.testing.assert_array_equal(getattr(m, "a_" + t)(same), np.arange(100)[None])
+    srt = np.sort(data(t, 1, 200, seed=2), axis=-1, kind="stable")
+    np.testing.assert_array_equal(getattr(m, "a_" + t)(srt), ref_argsort(srt, False))
+    np.testing.assert_array_equal(getattr(m, "a_" + t)(srt[:, ::-1].copy()), ref_argsort(srt[:, ::-1], False))
+
+
+@pytest.mark.parametrize("t", ["f32", "f64", "i32", "i64", "u64"])
+def test_searchsorted(m, t):
+    a = np.sort(data(t, 1, 1001, seed=4)[0], kind="stable")
+    v = data(t, 1, 500, seed=5)[0]
+    if t in ("f32", "f64"):
+        v[:4] = [np.nan, -0.0, 0.0, np.inf]
+    np.testing.assert_array_equal(getattr(m, "ss_" + t)(a, v), np.searchsorted(a, v))
+    np.testing.assert_array_equal(getattr(m, "ssr_" + t)(a, v), np.searchsorted(a, v, side="right"))
+    np.testing.assert_array_equal(getattr(m, "ss_" + t)(a[:0], v), np.zeros(v.size, np.int64))
