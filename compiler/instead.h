@@ -56,7 +56,6 @@
     X("logical_and", "NumPy", USE, "a && b")                                                     \
     X("logical_or", "NumPy", USE, "a || b")                                                      \
     X("logical_not", "NumPy", USE, "!a")                                                         \
-    X("unique", "NumPy", PLANNED, "unique(x) (sorted)")                                          \
     X("index_add", "PyTorch", USE, "reduce_by_index(dest, add, idx, vals)")                      \
     X("scatter_add", "PyTorch", USE, "reduce_by_index(dest, add, idx, vals)")                    \
     X("scatter_reduce", "PyTorch", USE, "reduce_by_index(dest, f, idx, vals) (f: add, mul, min, max or a lambda)") \

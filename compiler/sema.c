@@ -251,6 +251,7 @@ typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT
     X("transpose", B_STRUCT) X("dot", B_STRUCT) X("pad", B_STRUCT) X("roll", B_STRUCT)          \
     X("stack", B_STRUCT) X("filter", B_STRUCT) X("nonzero", B_STRUCT)                           \
     X("partition", B_STRUCT) X("sort", B_STRUCT) X("argsort", B_STRUCT) X("searchsorted", B_STRUCT) \
+    X("sort_by_key", B_STRUCT) X("unique", B_STRUCT)                                            \
     X("scatter", B_HIST) X("reduce_by_index", B_HIST) X("bincount", B_HIST) X("histogram", B_HIST) \
     X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)
 
@@ -1322,6 +1323,8 @@ static Ex map_apply(Ctx *c, Node *call, Node *f, Ex *args, int n, const char *wh
 
 /* ---- sorting (DESIGN.md part 2): computed by the executor (exec/sort.h), not fused --- */
 
+static Ex make_compact(Ctx *c, Val *x, Val *mask, Loc loc, Loc mloc);
+
 /* sort(x, axis=k, descending=b) and argsort(x, ...): along axis k (the last by default),
    stable, NaN last whichever the direction. */
 static Ex builtin_sort(Ctx *c, Node *call, CallArgs *ca, bool arg) {
@@ -1364,6 +1367,64 @@ static Ex builtin_searchsorted(Ctx *c, Node *call, CallArgs *ca) {
     Val *v = mk2(c, OP_SEARCHSORTED, DT_I64, xs[1].v->rank, xs[0].v, xs[1].v, call->loc);
     v->exclusive = right;
     return ex_val(v);
+}
+
+/* sort_by_key(k, v, descending=b): the keys sorted as sort(k) sorts them and the values
+   moved with them, two results: one argsort of the keys and two gathers by it. 1-D keys
+   and values, one value a key (checked when it runs). */
+static Ex builtin_sort_by_key(Ctx *c, Node *call, CallArgs *ca) {
+    Node *dn = named_get(ca, "descending");
+    bool desc = false;
+    if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "sort_by_key")) return ex_bad();
+    if (dn && !const_bool(c, dn, &desc, "descending=")) return ex_bad();
+    Ex kv[2];
+    for (int i = 0; i < 2; i++) {
+        if (!(kv[i] = concrete(c, arg_ex(c, ca, i))).ok) return ex_bad();
+        if (kv[i].v->rank != 1) {
+            diag_error(c->d, ca->pos[i]->loc, "sort_by_key() takes 1-D keys and values, not %s",
+                       tname(c->a, kv[i].v->dt, kv[i].v->rank));
+            return ex_bad();
+        }
+    }
+    Loc loc = call->loc;
+    Val *k = kv[0].v, *p = mk1(c, OP_ARGSORT, DT_I64, 1, k, loc);
+    p->axis = 0;
+    p->exclusive = desc;
+    Val *v = mk(c, OP_CHECKDIM, kv[1].v->dt, 1, 3, loc);
+    v->args[0] = kv[1].v, v->args[1] = count_of(c, kv[1].v, 0, loc), v->args[2] = count_of(c, k, 0, loc);
+    v->msg = "sort_by_key(): %lld values for %lld keys; give each key one value";
+    Ex *parts = NEWN(c->a, Ex, 2);
+    parts[0] = ex_val(mk2(c, OP_GATHER, k->dt, 1, k, p, loc));
+    parts[1] = ex_val(mk2(c, OP_GATHER, v->dt, 1, v, p, loc));
+    return (Ex){.ok = true, .ntup = 2, .tup = parts};
+}
+
+/* unique(x): x's distinct values (all its elements), sorted, NaNs as one (np.unique):
+   the sorted values that differ from the one before, a compaction. */
+static Ex builtin_unique(Ctx *c, Node *call, CallArgs *ca) {
+    if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, "unique")) return ex_bad();
+    Ex x = concrete(c, arg_ex(c, ca, 0));
+    if (!x.ok) return x;
+    if (x.v->rank == 0) {
+        diag_error(c->d, ca->pos[0]->loc, "unique() needs an array, not a scalar; make it one with reshape(x, 1)");
+        return ex_bad();
+    }
+    Loc loc = call->loc;
+    DType dt = x.v->dt;
+    Val *flat = x.v;
+    if (flat->rank > 1) flat = mk2(c, OP_RESHAPE, dt, 1, flat, mk_i64(c, -1, loc), loc);
+    Val *s = mk1(c, OP_SORT, dt, 1, flat, loc);
+    s->axis = 0;
+    Val *io = mk1(c, OP_IOTA, DT_I64, 1, count_of(c, s, 0, loc), loc);
+    Val *before = mk2(c, OP_MAXIMUM, DT_I64, 1, mk2(c, OP_SUB, DT_I64, 1, io, mk_i64(c, 1, loc), loc), mk_i64(c, 0, loc), loc);
+    Val *prev = mk2(c, OP_GATHER, dt, 1, s, before, loc);
+    Val *diff = mk2(c, OP_NE, DT_BOOL, 1, s, prev, loc);
+    if (is_float(dt)) {
+        Val *nans = mk2(c, OP_LAND, DT_BOOL, 1, mk1(c, OP_ISNAN, DT_BOOL, 1, s, loc), mk1(c, OP_ISNAN, DT_BOOL, 1, prev, loc), loc);
+        diff = mk2(c, OP_LAND, DT_BOOL, 1, diff, mk1(c, OP_NOT, DT_BOOL, 1, nans, loc), loc);
+    }
+    Val *keep = mk2(c, OP_LOR, DT_BOOL, 1, mk2(c, OP_EQ, DT_BOOL, 1, io, mk_i64(c, 0, loc), loc), diff, loc);
+    return make_compact(c, s, keep, loc, loc);
 }
 
 /* ---- filters: x[mask], filter, nonzero ------------------------------------------------
@@ -1617,6 +1678,8 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     if (strcmp(g, "partition") == 0) return builtin_partition(c, call, ca);
     if (strcmp(g, "sort") == 0 || strcmp(g, "argsort") == 0) return builtin_sort(c, call, ca, g[0] == 'a');
     if (strcmp(g, "searchsorted") == 0) return builtin_searchsorted(c, call, ca);
+    if (strcmp(g, "sort_by_key") == 0) return builtin_sort_by_key(c, call, ca);
+    if (strcmp(g, "unique") == 0) return builtin_unique(c, call, ca);
     die("unknown structural builtin %s", g);
 }
 

@@ -90,3 +90,42 @@ def test_searchsorted(m, t):
     np.testing.assert_array_equal(getattr(m, "ss_" + t)(a, v), np.searchsorted(a, v))
     np.testing.assert_array_equal(getattr(m, "ssr_" + t)(a, v), np.searchsorted(a, v, side="right"))
     np.testing.assert_array_equal(getattr(m, "ss_" + t)(a[:0], v), np.zeros(v.size, np.int64))
+
+
+SRC2 = """
+fn sbk(k: f64[n], v: i64[n]) -> (f64[n], i64[n]) = sort_by_key(k, v);
+fn sbkd(k: i32[n], v: f32[n]) -> (i32[n], f32[n]) = sort_by_key(k, v, descending=true);
+fn uf(x: f32[n, m]) -> f32[?] = unique(x);
+fn ui(x: i64[n]) -> i64[?] = unique(x);
+fn ub(x: bool[n]) -> bool[?] = unique(x);
+"""
+
+
+@pytest.fixture(scope="module")
+def m2():
+    return cuk.compile(SRC2, device="cpu")
+
+
+@pytest.mark.parametrize("n", [0, 1, 47, 1000, (1 << 20) + 7])
+def test_sort_by_key_unique(m2, n):
+    rng = np.random.default_rng(n)
+    k = rng.integers(-5, 5, n).astype(np.float64)
+    k[rng.random(n) < 0.1] = np.nan
+    v = np.arange(n, dtype=np.int64)
+    ks, vs = m2.sbk(k, v)
+    p = np.argsort(k, kind="stable")
+    np.testing.assert_array_equal(ks, k[p])
+    np.testing.assert_array_equal(vs, v[p])
+    ki = rng.integers(-50, 50, n).astype(np.int32)
+    vf = rng.random(n).astype(np.float32)
+    kd, vd = m2.sbkd(ki, vf)
+    p = np.argsort(~ki, kind="stable")
+    np.testing.assert_array_equal(kd, ki[p])
+    np.testing.assert_array_equal(vd, vf[p])
+    x = rng.integers(-20, 20, (3, n)).astype(np.float32) * 0.5
+    x[rng.random((3, n)) < 0.1] = np.nan
+    np.testing.assert_array_equal(m2.uf(x), np.unique(x))  # NaNs as one (equal_nan)
+    xi = rng.integers(-2**62, 2**62, n) // (1 << 55)
+    np.testing.assert_array_equal(m2.ui(xi), np.unique(xi))
+    xb = rng.random(n) < 0.5
+    np.testing.assert_array_equal(m2.ub(xb), np.unique(xb))
