@@ -1207,18 +1207,24 @@ static Ex lower_dot(Ctx *c, Ex *xs, Node **nodes, Loc loc, const char *what) {
     return ex_bad();
 }
 
+/* Argument 0 of fname() as an array: a scalar is an error that says how to make one. */
+static Ex array_arg0(Ctx *c, CallArgs *ca, const char *fname) {
+    Ex x = concrete(c, arg_ex(c, ca, 0));
+    if (x.ok && x.v->rank == 0) {
+        diag_error(c->d, ca->pos[0]->loc, "%s() needs an array, not a scalar; make it one with reshape(x, 1)", fname);
+        return ex_bad();
+    }
+    return x;
+}
+
 /* pad(x, w [, value=v]): w elements of v (0 by default) on both sides of every axis,
    as np.pad(x, w, constant_values=v). Args: x, w (i64), v (a scalar of x's type). */
 static Ex builtin_pad(Ctx *c, Node *call, CallArgs *ca) {
     Loc loc = call->loc;
     Node *vn = named_get(ca, "value");
     if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "pad")) return ex_bad();
-    Ex x = concrete(c, arg_ex(c, ca, 0));
+    Ex x = array_arg0(c, ca, "pad");
     if (!x.ok) return x;
-    if (x.v->rank == 0) {
-        diag_error(c->d, ca->pos[0]->loc, "pad() needs an array, not a scalar; make it one with reshape(x, 1)");
-        return ex_bad();
-    }
     int64_t wc;
     Node *wn = ca->pos[1];
     if ((wn->kind == N_INT || (wn->kind == N_UNARY && wn->op == AOP_NEG && wn->a->kind == N_INT)) &&
@@ -1255,13 +1261,9 @@ static Ex builtin_pad(Ctx *c, Node *call, CallArgs *ca) {
 static Ex builtin_roll(Ctx *c, Node *call, CallArgs *ca) {
     Node *an = named_get(ca, "axis");
     if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "roll")) return ex_bad();
-    Ex x = concrete(c, arg_ex(c, ca, 0));
+    Ex x = array_arg0(c, ca, "roll");
     if (!x.ok) return x;
     int rank = x.v->rank;
-    if (rank == 0) {
-        diag_error(c->d, ca->pos[0]->loc, "roll() needs an array, not a scalar; make it one with reshape(x, 1)");
-        return ex_bad();
-    }
     int axis = AXIS_ALL;
     if (!axis_of(c, an, rank, &axis, "roll", "array")) return ex_bad();
     Val *s = as_i64(c, arg_ex(c, ca, 1), ca->pos[1]->loc, "roll()'s shift");
@@ -1331,13 +1333,9 @@ static Ex builtin_sort(Ctx *c, Node *call, CallArgs *ca, bool arg) {
     const char *g = arg ? "argsort" : "sort";
     Node *an = named_get(ca, "axis"), *dn = named_get(ca, "descending");
     if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, g)) return ex_bad();
-    Ex x = concrete(c, arg_ex(c, ca, 0));
+    Ex x = array_arg0(c, ca, g);
     if (!x.ok) return x;
     int rank = x.v->rank;
-    if (rank == 0) {
-        diag_error(c->d, ca->pos[0]->loc, "%s() needs an array, not a scalar; make it one with reshape(x, 1)", g);
-        return ex_bad();
-    }
     int axis = rank - 1;
     bool desc = false;
     if (!axis_of(c, an, rank, &axis, g, "array") || (dn && !const_bool(c, dn, &desc, "descending="))) return ex_bad();
@@ -1403,12 +1401,8 @@ static Ex builtin_sort_by_key(Ctx *c, Node *call, CallArgs *ca) {
    the sorted values that differ from the one before, a compaction. */
 static Ex builtin_unique(Ctx *c, Node *call, CallArgs *ca) {
     if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, "unique")) return ex_bad();
-    Ex x = concrete(c, arg_ex(c, ca, 0));
+    Ex x = array_arg0(c, ca, "unique");
     if (!x.ok) return x;
-    if (x.v->rank == 0) {
-        diag_error(c->d, ca->pos[0]->loc, "unique() needs an array, not a scalar; make it one with reshape(x, 1)");
-        return ex_bad();
-    }
     Loc loc = call->loc;
     DType dt = x.v->dt;
     Val *flat = x.v;
