@@ -2376,24 +2376,28 @@ static bool row_divisor(const Kernel *k, const Val *r) {
     return false;
 }
 
-/* Reduction j and j - 1 as an online pair (kernel_row_online), unless CUK_ROW_ONLINE=0
-   (A/B runs, docs/gpu.md). */
-static bool row_pair(const Kernel *k, int j) {
+/* The row pairs (kernel_row_online, kernel_row_centred), unless CUK_ROW_ONLINE=0 (A/B
+   runs, docs/gpu.md) */
+static bool row_pairs_on(void) {
     const char *e = getenv("CUK_ROW_ONLINE");
-    return !(e && !strcmp(e, "0")) && kernel_row_online(k, j);
+    return !(e && !strcmp(e, "0"));
 }
-
-/* kernel_row_centred's centre a, unless CUK_ROW_ONLINE=0 */
-static Val *row_centred(const Kernel *k, int j) {
-    const char *e = getenv("CUK_ROW_ONLINE");
-    return e && !strcmp(e, "0") ? NULL : kernel_row_centred(k, j);
-}
+static bool row_pair(const Kernel *k, int j) { return row_pairs_on() && kernel_row_online(k, j); }
+static Val *row_centred(const Kernel *k, int j) { return row_pairs_on() ? kernel_row_centred(k, j) : NULL; }
 
 /* The in-row value of reduction j, broadcast from shared memory (and its reciprocal). */
 static void row_red_value(KE *ke, Val *r, int j, const char *src) {
     const char *T = ctype(r->dt);
     bprintf(ke->b, "        const %s v%d = %s%d;\n", T, r->id, src, j);
     if (row_divisor(ke->k, r)) bprintf(ke->b, "        const %s rcp%d = (%s)1 / v%d;\n", T, r->id, T, r->id);
+}
+
+/* Every thread's value of reduction j from its accumulator (after the exchange). */
+static void row_own_value(KE *ke, int j) {
+    Val *r = ke->k->reds[j];
+    bprintf(ke->b, "        %s rv%d;\n", ctype(r->dt), j);
+    finish_value(ke, r, j, arena_printf(ke->e->a, "rv%d", j), 2);
+    row_red_value(ke, r, j, "rv");
 }
 
 /* A per-row kernel's outputs (Kernel.row_out), from the row's reductions (every thread
@@ -2496,22 +2500,20 @@ static void emit_row_long_vec(KE *ke, const char **types, int V) {
             bputs(b, "            }\n        }\n");
         }
         bputs(b, "        }\n");
-        if (j < k->nreds && psum) {
-            bprintf(b, "        cuk_ms<%s> ms_; ms_.m = acc%d; ms_.s = acc%d; int hms_ = 1;\n", T, j - 1, j);
-            bprintf(b, "        cuk_block_reduce(ms_, hms_, cuk_ms_op<%s, %s>());\n", T, types[j - 1]);
-            bprintf(b, "        if (threadIdx.x == 0) {\n            acc%d = ms_.m; acc%d = ms_.s;\n", j - 1, j);
-            finish_value(ke, mx, j - 1, arena_printf(ke->e->a, "sh%d", j - 1), 3);
-            finish_value(ke, k->reds[j], j, arena_printf(ke->e->a, "sh%d", j), 3);
+        if (j < k->nreds) {
+            /* thread 0 gets the row's value (the pair's two), then every thread */
+            int q0 = psum ? j - 1 : j;
+            if (psum) {
+                bprintf(b, "        cuk_ms<%s> ms_; ms_.m = acc%d; ms_.s = acc%d; int hms_ = 1;\n", T, j - 1, j);
+                bprintf(b, "        cuk_block_reduce(ms_, hms_, cuk_ms_op<%s, %s>());\n", T, types[j - 1]);
+                bprintf(b, "        if (threadIdx.x == 0) {\n            acc%d = ms_.m; acc%d = ms_.s;\n", j - 1, j);
+            } else {
+                bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
+                bputs(b, "        if (threadIdx.x == 0) {\n");
+            }
+            for (int q = q0; q <= j; q++) finish_value(ke, k->reds[q], q, arena_printf(ke->e->a, "sh%d", q), 3);
             bputs(b, "        }\n        __syncthreads();\n");
-            row_red_value(ke, mx, j - 1, "sh");
-            row_red_value(ke, k->reds[j], j, "sh");
-        } else if (j < k->nreds) {
-            Val *r = k->reds[j];
-            bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
-            bputs(b, "        if (threadIdx.x == 0) {\n");
-            finish_value(ke, r, j, arena_printf(ke->e->a, "sh%d", j), 3);
-            bputs(b, "        }\n        __syncthreads();\n");
-            row_red_value(ke, r, j, "sh");
+            for (int q = q0; q <= j; q++) row_red_value(ke, k->reds[q], q, "sh");
         }
     }
     if (k->row_out) emit_row_outputs(ke, "row", "threadIdx.x == 0", 2);
@@ -2698,9 +2700,8 @@ static void emit_row_entry(KE *ke, const char **types, int e) {
                        about the program's centre a: + n (mean - a)^2 */
                     bprintf(b, "        }\n        cuk_cs_%s_allreduce<%s>(nw%d_, sw%d_, acc%d, par_%s%s);\n", cl ? "cluster" : "group",
                             T, j - 1, j - 1, j, cl ? "" : ", ", cl ? "" : TT);
-                    bprintf(b, "        acc%d = sw%d_;\n        %s rv%d;\n", j - 1, j - 1, T, j - 1);
-                    finish_value(ke, k->reds[j - 1], j - 1, arena_printf(ke->e->a, "rv%d", j - 1), 2);
-                    row_red_value(ke, k->reds[j - 1], j - 1, "rv");
+                    bprintf(b, "        acc%d = sw%d_;\n", j - 1, j - 1);
+                    row_own_value(ke, j - 1);
                     bputs(b, "        {\n");
                     reset_scope(ke);
                     for (int q = 0; q < j; q++) ke->done[k->reds[q]->id] = true;
@@ -2710,9 +2711,7 @@ static void emit_row_entry(KE *ke, const char **types, int e) {
                     bprintf(b, "            const %s d_ = cuk_cs_mean(nw%d_, sw%d_) - (%s);\n"
                                "            acc%d += (%s)nw%d_ * d_ * d_;\n        }\n",
                             T, j - 1, j - 1, a, j, T, j - 1);
-                    bprintf(b, "        %s rv%d;\n", T, j);
-                    finish_value(ke, r, j, arena_printf(ke->e->a, "rv%d", j), 2);
-                    row_red_value(ke, r, j, "rv");
+                    row_own_value(ke, j);
                     continue;
                 }
                 /* every thread gets the row's value: one barrier per reduction (per pair) */
@@ -2724,11 +2723,7 @@ static void emit_row_entry(KE *ke, const char **types, int e) {
                             types[j - 1], j - 1, j, TT);
                 else if (cl) bprintf(b, "        cuk_cluster_allreduce(acc%d, has%d, op%d, par_);\n", j, j, j);
                 else bprintf(b, "        cuk_group_allreduce(acc%d, has%d, op%d, par_, %s);\n", j, j, j, TT);
-                for (int q = psum ? j - 1 : j; q <= j; q++) {
-                    bprintf(b, "        %s rv%d;\n", ctype(k->reds[q]->dt), q);
-                    finish_value(ke, k->reds[q], q, arena_printf(ke->e->a, "rv%d", q), 2);
-                    row_red_value(ke, k->reds[q], q, "rv");
-                }
+                for (int q = psum ? j - 1 : j; q <= j; q++) row_own_value(ke, q);
             }
             char rr[128];
             if (k->row_out) {

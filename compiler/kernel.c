@@ -374,16 +374,24 @@ int kernel_short_row_threads(const Kernel *k, int64_t len) {
    two). The sum differs from the two-pass one in rounding only (the exp of a
    difference against the product of two), with the same results for infinities and
    NaNs. Returns whether j is such a sum (kernel.h). */
-bool kernel_row_online(const Kernel *k, int j) {
-    if (j < 1 || j >= k->nreds) return false;
+/* The term of a row pair: d when reduction j sums outer(d) (exp(d), or d * d) and d is
+   e - x with e the input of reduction j - 1 (whose combine is `first`), both float
+   reductions of one type without init or segments; NULL if not. */
+static Val *pair_term(const Kernel *k, int j, RedOp first, OpKind outer) {
+    if (j < 1 || j >= k->nreds) return NULL;
     const Val *s = k->reds[j], *m = k->reds[j - 1];
-    if (s->red != RED_SUM || m->red != RED_MAX || red_init(s) || red_init(m) || red_segs(s) || red_segs(m)) return false;
-    if (!dtype_info[s->dt].is_float || s->dt != m->dt) return false;
+    if (s->red != RED_SUM || m->red != first || red_init(s) || red_init(m) || red_segs(s) || red_segs(m)) return NULL;
+    if (!dtype_info[s->dt].is_float || s->dt != m->dt) return NULL;
     Val *x = s->args[0];
-    if (x->op != OP_EXP || x->dt != s->dt) return false;
+    if (x->op != outer || x->dt != s->dt || (outer == OP_MUL && x->args[0] != x->args[1])) return NULL;
     Val *d = x->args[0];
-    if (d->op != OP_SUB || d->dt != s->dt || d->args[1] != m) return false;
-    return d->args[0] == m->args[0] || kernel_canon(k, d->args[0]) == kernel_canon(k, m->args[0]);
+    if (d->op != OP_SUB || d->dt != s->dt || d->args[1]->dt != s->dt) return NULL;
+    return d->args[0] == m->args[0] || kernel_canon(k, d->args[0]) == kernel_canon(k, m->args[0]) ? d : NULL;
+}
+
+bool kernel_row_online(const Kernel *k, int j) {
+    const Val *d = pair_term(k, j, RED_MAX, OP_EXP);
+    return d && d->args[1] == k->reds[j - 1];
 }
 
 /* v takes one value a row: the reduction r, scalars, and elementwise ops over them */
@@ -403,17 +411,10 @@ static bool row_uniform(const Val *v, const Val *r, int depth) {
    a row instead of two (emit_cuda.c; the short-row and cluster entries). Returns a
    (NULL when j is not such a sum). */
 Val *kernel_row_centred(const Kernel *k, int j) {
-    if (j < 1 || j >= k->nreds) return NULL;
-    const Val *s = k->reds[j], *m = k->reds[j - 1];
-    if (s->red != RED_SUM || m->red != RED_SUM || red_init(s) || red_init(m) || red_segs(s) || red_segs(m)) return NULL;
-    if (!dtype_info[s->dt].is_float || s->dt != m->dt) return NULL;
-    Val *x = s->args[0];
-    if (x->op != OP_MUL || x->dt != s->dt || x->args[0] != x->args[1]) return NULL;
-    Val *d = x->args[0];
-    if (d->op != OP_SUB || d->dt != s->dt || d->args[1]->dt != s->dt || !row_uniform(d->args[1], m, 0)) return NULL;
-    if (d->args[1] == m) return NULL; /* (e - sum)^2: not a centring worth the pair */
-    if (d->args[0] != m->args[0] && kernel_canon(k, d->args[0]) != kernel_canon(k, m->args[0])) return NULL;
-    return d->args[1];
+    const Val *d = pair_term(k, j, RED_SUM, OP_MUL);
+    if (!d) return NULL;
+    /* (e - sum)^2 itself is no centring worth the pair */
+    return d->args[1] != k->reds[j - 1] && row_uniform(d->args[1], k->reds[j - 1], 0) ? d->args[1] : NULL;
 }
 
 int kernel_row_passes(const Kernel *k, bool online) {
