@@ -2691,7 +2691,7 @@ static void emit_row_entry(KE *ke, const char **types, int e) {
                 if (cmean) bprintf(b, "                cnt%d_ += 1;\n", j);
                 bputs(b, "            }}\n        }\n");
                 if (cmean)
-                    bprintf(b, "        int nw%d_ = cuk_warp_isum_all(cnt%d_);\n        %s sw%d_ = cuk_warp_sum_all(acc%d);\n"
+                    bprintf(b, "        int nw%d_ = cuk_warp_sum_all(cnt%d_);\n        %s sw%d_ = cuk_warp_sum_all(acc%d);\n"
                                "        const %s cw%d_ = cuk_cs_mean(nw%d_, sw%d_);\n",
                             j, j, T, j, j, T, j, j, j);
                 if (pmax || cmean) continue;

@@ -272,21 +272,13 @@ template <class T, class Op> CUK_FN T cuk_warp_all(T v, Op op) {
     for (int d = 16; d > 0; d >>= 1) v = op(v, __shfl_xor_sync(CUK_FULL_MASK, v, d));
     return v;
 }
-/* The warp's sum in every lane, the same bits in each (a butterfly: the two lanes of a
-   step add the same two values, in either order, which IEEE addition makes equal) */
-template <class T> CUK_FN T cuk_warp_sum_all(T s) {
-    for (int d = 16; d > 0; d >>= 1) s += __shfl_xor_sync(CUK_FULL_MASK, s, d);
-    return s;
-}
-/* The pairs of the lanes with h folded into one, in every lane: the max over the
-   lanes, each sum rescaled to it (one exp a lane, all at once), then summed. */
-template <class T, class Max> CUK_FN void cuk_ms_lanes(T &m, T &s, bool h) {
-    cuk_ms<T> a;
-    a.m = h ? m : cuk_ninf(m);
-    a.s = s;
-    m = cuk_warp_all(a.m, Max());
-    s = cuk_warp_sum_all(h ? cuk_ms_part(a, m) : (T)0);
-}
+/* The warp's sum in every lane, the same bits in each (the butterfly's two lanes of a
+   step add the same two values, in either order, which IEEE addition makes equal; for
+   integers too) */
+struct cuk_add {
+    template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+template <class T> CUK_FN T cuk_warp_sum_all(T s) { return cuk_warp_all(s, cuk_add()); }
 /* The exchange of a row's parts (the pairs below): the group of G threads (a power of
    two, 32 to blockDim.x) publishes each warp's part (the same in all its lanes), one
    barrier, lane r of every warp of the group reads warp r's, and fold(part, h) folds
@@ -316,8 +308,15 @@ template <class P, class Fold> CUK_FN void cuk_parts_cluster(P &v, int &par, Fol
     if (h) v = *cuk_cluster_map(&c_v[q], lane);
     fold(v, h);
 }
+/* The pairs of the lanes with h folded into one, in every lane: the max over the
+   lanes, each sum rescaled to it (one exp a lane, all at once), then summed. */
 template <class T, class Max> struct cuk_ms_fold {
-    __device__ __forceinline__ void operator()(cuk_ms<T> &a, bool h) const { cuk_ms_lanes<T, Max>(a.m, a.s, h); }
+    __device__ __forceinline__ void operator()(cuk_ms<T> &a, bool h) const {
+        if (!h) a.m = cuk_ninf(a.m);
+        const T m = cuk_warp_all(a.m, Max());
+        a.s = cuk_warp_sum_all(h ? cuk_ms_part(a, m) : (T)0);
+        a.m = m;
+    }
 };
 /* cuk_group_allreduce for a pair whose m is already the same across each warp (the
    emitted code folds against cuk_warp_all's max): the warp sums its s as they are, and
@@ -342,12 +341,8 @@ template <class T, class Max> CUK_FN void cuk_ms_cluster_allreduce(T &m, T &s, i
    kernel_row_centred): a part of a row is (n, s, q), its count, its sum and the sum of
    its squares about its own mean s / n. Parts combine by Chan's rule: the whole's q is
    the sum of the parts' q and n_i (mean_i - mean)^2. The emitted code gives each warp
-   its (n, s) (cuk_warp_isum_all, cuk_warp_sum_all: every lane the same) and folds q
-   about the warp's mean; these exchange the parts. */
-CUK_FN int cuk_warp_isum_all(int n) {
-    for (int d = 16; d > 0; d >>= 1) n += __shfl_xor_sync(CUK_FULL_MASK, n, d);
-    return n;
-}
+   its (n, s) (cuk_warp_sum_all: every lane the same) and folds q about the warp's
+   mean; these exchange the parts. */
 template <class T> CUK_FN T cuk_cs_mean(int n, T s) { return n ? s / (T)n : (T)0; }
 /* A part of a row: count, sum, squares about its mean. */
 template <class T> struct cuk_cs {
@@ -359,7 +354,7 @@ template <class T> struct cuk_cs_fold {
     __device__ __forceinline__ void operator()(cuk_cs<T> &a, bool h) const {
         const int ni = h ? a.n : 0;
         const T si = h ? a.s : (T)0, qi = h ? a.q : (T)0, mi = cuk_cs_mean(ni, si);
-        a.n = cuk_warp_isum_all(ni);
+        a.n = cuk_warp_sum_all(ni);
         a.s = cuk_warp_sum_all(si);
         const T d = mi - cuk_cs_mean(a.n, a.s);
         a.q = cuk_warp_sum_all(ni ? qi + (T)ni * d * d : (T)0);
