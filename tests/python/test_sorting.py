@@ -74,6 +74,9 @@ def test_sort_argsort(m, t, shape):
 def test_other_axis_and_edges(m, t):
     x = data(t, 300, 7, seed=9)
     np.testing.assert_array_equal(getattr(m, "a0_" + t)(x), np.argsort(x, axis=0, kind="stable"))
+    for shape in ((0, 7), (7, 0)):
+        e = np.zeros(shape, TYPES[t])
+        np.testing.assert_array_equal(getattr(m, "a0_" + t)(e), np.argsort(e, axis=0, kind="stable"))
     same = np.repeat(data(t, 1, 1, seed=1), 100, axis=1)
     np.testing.assert_array_equal(getattr(m, "a_" + t)(same), np.arange(100)[None])
     srt = np.sort(data(t, 1, 200, seed=2), axis=-1, kind="stable")
