@@ -1339,9 +1339,22 @@ static Ex builtin_sort(Ctx *c, Node *call, CallArgs *ca, bool arg) {
     int axis = rank - 1;
     bool desc = false;
     if (!axis_of(c, an, rank, &axis, g, "array") || (dn && !const_bool(c, dn, &desc, "descending="))) return ex_bad();
-    Val *v = mk1(c, arg ? OP_ARGSORT : OP_SORT, arg ? DT_I64 : x.v->dt, rank, x.v, call->loc);
-    v->axis = axis;
+    /* the executors sort along the last axis: another axis is swapped there and back */
+    Val *in = x.v;
+    int perm[MAXRANK] = {0};
+    for (int i = 0; i < rank; i++) perm[i] = i;
+    perm[axis] = rank - 1, perm[rank - 1] = axis;
+    if (axis != rank - 1) {
+        in = mk1(c, OP_TRANSPOSE, in->dt, rank, in, call->loc);
+        memcpy(in->perm, perm, sizeof perm);
+    }
+    Val *v = mk1(c, arg ? OP_ARGSORT : OP_SORT, arg ? DT_I64 : x.v->dt, rank, in, call->loc);
+    v->axis = rank - 1;
     v->exclusive = desc;
+    if (axis != rank - 1) {
+        v = mk1(c, OP_TRANSPOSE, v->dt, rank, v, call->loc);
+        memcpy(v->perm, perm, sizeof perm);
+    }
     return ex_val(v);
 }
 

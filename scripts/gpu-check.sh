@@ -10,7 +10,7 @@
 # (tests/gpu/test_programs.py and test_sizes.py) · programs / sizes (one of the two) ·
 # sanitize (compute-sanitizer memcheck on a few programs) · sanitize-all (on every
 # example and lit run program) · bench (bench_call, bench_runtime) · python
-# (tests/gpu/python) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
+# (tests/gpu/python, tests/python/test_sorting.py) · sortbench (bench/sort_bench.py) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
 # · p2bench (bench/part2_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py) · plbench (bench/pycuda_layout_bench.py)
 # · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
 # racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
@@ -85,7 +85,13 @@ s_runtime() {
 
 # The Python package on the GPU (tests/gpu/python), with the carried extension.
 s_python() {
-  PYTHONPATH=$C/build/python:$REPO/python "$PY" -m pytest -q -p no:cacheprovider tests/gpu/python
+  PYTHONPATH=$C/build/python:$REPO/python "$PY" -m pytest -q -p no:cacheprovider tests/gpu/python \
+    tests/python/test_sorting.py
+}
+
+# Sorting against CuPy (CUB) and PyTorch (bench/sort_bench.py; SORT_ARGS: --only a,b, --logn).
+s_sortbench() {
+  CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/sort_bench.py ${SORT_ARGS:-}
 }
 
 # Call overhead from Python against a bare launch loop, CuPy and PyTorch.
@@ -150,7 +156,8 @@ SAN_SUBSET=(examples/saxpy.cuk examples/softmax.cuk examples/prefix_sums.cuk exa
             tests/lit/run/scatter_hist.cuk tests/lit/run/pad_roll_stack.cuk examples/compaction.cuk tests/lit/run/slice_fixed.cuk
             tests/lit/run/shapes_forms.cuk tests/lit/fusion/index_ew_chain.cuk tests/lit/fusion/index_rows_cols.cuk
             tests/lit/run/elem_loops_lambda.cuk tests/lit/run/matmul_epilogue.cuk tests/lit/run/rows_cluster.cuk
-            tests/lit/run/transpose_perm.cuk tests/lit/run/rows_online.cuk tests/lit/run/rows_centred.cuk)
+            tests/lit/run/transpose_perm.cuk tests/lit/run/rows_online.cuk tests/lit/run/rows_centred.cuk
+            tests/lit/run/sort.cuk tests/lit/run/sort_unique.cuk)
 
 s_sanitize() {
   [[ -n $SAN ]] || { echo "ERROR: compute-sanitizer not found"; return 1; }
@@ -275,7 +282,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_shbench s_mmbench s_plbench s_startup
+export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_sortbench s_shbench s_mmbench s_plbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -293,6 +300,7 @@ for s in "${stages[@]}"; do
     pybench) stage pybench s_pybench ;;
     kbench) stage kbench s_kbench ;;
     startup) stage startup s_startup ;;
+    sortbench) stage sortbench s_sortbench ;;
     p2bench) stage p2bench s_p2bench ;;
     shbench) stage shbench s_shbench ;;
     mmbench) stage mmbench s_mmbench ;;

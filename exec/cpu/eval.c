@@ -2358,36 +2358,16 @@ out:
     return r;
 }
 
-/* sort and argsort along v->axis (exec/sort.h): rows along the last axis are sorted in
-   place; another axis's lines are copied out, sorted and copied back. */
+/* sort and argsort along the last axis (exec/sort.h; sema moves another axis there and
+   back): each row is sorted on its own. */
 static Arr *eval_sort(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]);
     if (!x) return NULL;
+    ASSERT(v->axis == x->rank - 1);
     Arr *r = new_arr(f, v->loc, v->dt, x->rank, x->shape);
-    bool ok = r != NULL, arg = v->op == OP_ARGSORT, desc = v->exclusive;
-    const int64_t len = x->shape[v->axis];
-    int64_t inner = 1;
-    for (int i = v->axis + 1; i < x->rank; i++) inner *= x->shape[i];
-    const int64_t lines = len ? x->size / len : 0;
-    const size_t es = (size_t)esize(x->dt);
-    if (ok && inner == 1) {
-        ok = host_sort_rows(x->dt, x->data, lines, len, desc, arg ? NULL : r->data, arg ? (int64_t *)r->data : NULL);
-    } else if (ok && lines) {
-        char *in = malloc((size_t)len * es), *out = malloc((size_t)len * (arg ? 8 : es));
-        ok = in && out;
-        for (int64_t l = 0; ok && l < lines; l++) {
-            const int64_t base = (l / inner) * len * inner + l % inner; /* element 0 of line l */
-            for (int64_t i = 0; i < len; i++)
-                memcpy(in + (size_t)i * es, (const char *)x->data + (size_t)(base + i * inner) * es, es);
-            ok = host_sort_rows(x->dt, in, 1, len, desc, arg ? NULL : out, arg ? (int64_t *)out : NULL);
-            const size_t os = arg ? 8 : es;
-            for (int64_t i = 0; ok && i < len; i++)
-                memcpy((char *)r->data + (size_t)(base + i * inner) * os, out + (size_t)i * os, os);
-        }
-        free(in);
-        free(out);
-    }
-    if (r && !ok) {
+    const bool arg = v->op == OP_ARGSORT;
+    const int64_t len = x->shape[v->axis], rows = len ? x->size / len : 0;
+    if (r && !host_sort_rows(x->dt, x->data, rows, len, v->exclusive, arg ? NULL : r->data, arg ? (int64_t *)r->data : NULL)) {
         rt_error(f->c->err, v->loc, "%s(): out of memory for its scratch", arg ? "argsort" : "sort");
         arr_release(r);
         r = NULL;

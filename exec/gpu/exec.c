@@ -16,6 +16,7 @@
 #pragma GCC diagnostic pop
 #include "compiler/bundle.h"
 #include "compiler/pipeline.h"
+#include "exec/gpu/sort.h"
 #include "exec/run.h"
 #include "runtime/cuk.h"
 
@@ -1157,6 +1158,64 @@ static __attribute__((noinline)) bool eval_elem(Frame *f, Val *v, Value *r) {
     return ok;
 }
 
+/* sort and argsort along the last axis (sema moves another axis there and back) and
+   searchsorted: exec/gpu/sort.h. */
+static __attribute__((noinline)) bool eval_sort(Frame *f, Val *v, Value *r) {
+    Value x;
+    if (!eval(f, v->args[0], &x)) return false;
+    ASSERT(x.rank >= 1 && v->axis == x.rank - 1);
+    memcpy(r->shape, x.shape, sizeof r->shape);
+    const int64_t len = x.shape[x.rank - 1], n = nelem(&x);
+    char why[1024];
+    bool ok = dalloc(f->s, r, v->loc);
+    if (ok && !gpu_sort_rows(x.dt, x.buf->p, len ? n / len : 0, len, v->exclusive, v->op == OP_ARGSORT, r->buf->p, why,
+                             sizeof why)) {
+        rt_error(f->s->err, v->loc, "%s(): %s", op_name[v->op], why);
+        vrelease(f->s, r);
+        ok = false;
+    }
+    vrelease(f->s, &x);
+    return ok;
+}
+
+static __attribute__((noinline)) bool eval_searchsorted(Frame *f, Val *v, Value *r) {
+    Value a, x;
+    if (!eval(f, v->args[0], &a)) return false;
+    if (!eval(f, v->args[1], &x)) return vrelease(f->s, &a), false;
+    char why[1024];
+    bool ok = true;
+    if (x.rank == 0) { /* a host scalar: one value looked up */
+        r->rank = 0;
+        cuk_devptr dv = 0, dout = 0;
+        ok = cuk_mem_alloc(&dv, 8) == CUK_OK && cuk_mem_alloc(&dout, 8) == CUK_OK;
+        if (!ok) gpu_fail(f->s, v->loc, "device allocation failed");
+        int64_t got = 0;
+        Arr *one = ok ? arr_scalar(x.dt, x.s) : NULL;
+        if (ok && !one) ok = gpu_fail(f->s, v->loc, "out of host memory");
+        if (ok && cuk_memcpy_htod(dv, one->data, (size_t)dtype_info[x.dt].size) != CUK_OK)
+            ok = gpu_fail(f->s, v->loc, "copy to the device failed");
+        if (one) arr_release(one);
+        if (ok && !(ok = gpu_searchsorted(a.dt, a.buf->p, a.shape[0], dv, 1, v->exclusive, dout, why, sizeof why)))
+            rt_error(f->s->err, v->loc, "searchsorted(): %s", why);
+        if (ok && cuk_memcpy_dtoh(&got, dout, 8) != CUK_OK) ok = gpu_fail(f->s, v->loc, "copy from the device failed");
+        if (dv) cuk_mem_free(dv);
+        if (dout) cuk_mem_free(dout);
+        r->s.i = got;
+    } else {
+        memcpy(r->shape, x.shape, sizeof r->shape);
+        ok = dalloc(f->s, r, v->loc);
+        if (ok && !gpu_searchsorted(a.dt, a.buf->p, a.shape[0], x.buf->p, nelem(&x), v->exclusive, r->buf->p, why,
+                                    sizeof why)) {
+            rt_error(f->s->err, v->loc, "searchsorted(): %s", why);
+            vrelease(f->s, r);
+            ok = false;
+        }
+    }
+    vrelease(f->s, &a);
+    vrelease(f->s, &x);
+    return ok;
+}
+
 static __attribute__((noinline)) bool eval_dim(Frame *f, Val *v, Value *r) {
     Value x;
     if (!shape_of(f, v->args[0], &x)) return false;
@@ -1211,6 +1270,9 @@ static bool eval(Frame *f, Val *v, Value *out) {
         break;
     case OP_SLICE:
     case OP_GATHER: ok = eval_elem(f, v, &r); break;
+    case OP_SORT:
+    case OP_ARGSORT: ok = eval_sort(f, v, &r); break;
+    case OP_SEARCHSORTED: ok = eval_searchsorted(f, v, &r); break;
     default:
         if ((ok = op_is_ew(v->op) && v->rank == 0)) ok = eval_scalar_ew(f, v, &r);
         else rt_error(f->s->err, v->loc, "the GPU backend cannot evaluate '%s' here yet; use --device cpu", op_name[v->op]);

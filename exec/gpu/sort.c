@@ -1,0 +1,275 @@
+/* Sorting on the GPU (sort.h): the host side of kernels/sort.cuh. Rows of at most a tile
+   go one block per row; longer rows take the onesweep passes, one row after another,
+   split into portions of fewer than 2^30 keys (the look-back's counts are 30 bits). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/gpu/sort.h"
+#include "lang/embedded.h"
+
+enum { SORT_THREADS = 256 };
+
+static int key_bytes(DType dt) { return dtype_info[dt].size > 4 ? 8 : 4; }
+/* keys per thread: a tile's keys, positions and counts fit the 48 KiB of static shared memory */
+static int sort_items(DType dt) { return key_bytes(dt) == 8 ? 8 : 16; }
+static int64_t sort_tile(DType dt) { return (int64_t)SORT_THREADS * sort_items(dt); }
+static int sort_passes(DType dt) { return dt == DT_BOOL ? 1 : key_bytes(dt); }
+
+char *gpu_sort_source(DType dt) {
+    const char *body = embedded_find("sort.cuh");
+    if (!body) return NULL;
+    int kind = dt == DT_BOOL ? 3 : dtype_info[dt].is_float ? 2 : dtype_info[dt].is_signed ? 1 : 0;
+    const char *key = key_bytes(dt) == 8 ? "unsigned long long" : "unsigned int";
+    const char *ctype = dt == DT_BOOL ? "unsigned char" : dt == DT_I32 ? "int" : dt == DT_I64 ? "long long"
+                        : dt == DT_U32 ? "unsigned int" : dt == DT_U64 ? "unsigned long long"
+                        : dt == DT_F32 ? "float" : "double";
+    size_t n = strlen(body) + 256;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n,
+                 "/* cuk's sort kernels for %s (exec/gpu/sort.c) */\n#define CUK_SORT_T %s\n#define CUK_SORT_K %s\n"
+                 "#define CUK_SORT_KIND %d\n#define CUK_SORT_ITEMS %d\n%s",
+                 dtype_info[dt].name, ctype, key, kind, sort_items(dt), body);
+    return s;
+}
+
+static bool fail(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail(char *why, size_t whylen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* The sort module's kernels for one element type, looked up by name. */
+typedef struct SortMod {
+    DType dt;
+    cuk_module *m;
+    char *why;
+    size_t whylen;
+} SortMod;
+
+static bool mod_open(SortMod *sm, DType dt, char *why, size_t whylen) {
+    *sm = (SortMod){.dt = dt, .why = why, .whylen = whylen};
+    char *src = gpu_sort_source(dt);
+    if (!src) return fail(why, whylen, "out of host memory for the sort kernels' source");
+    char name[64];
+    snprintf(name, sizeof name, "cuk_sort_%s.cu", dtype_info[dt].name);
+    cuk_compile_opts o = {.program_name = name};
+    cuk_status st = cuk_module_compile(&sm->m, src, &o);
+    free(src);
+    if (st != CUK_OK)
+        return fail(why, whylen,
+                    "compiling the GPU sort kernels failed: %s (the GPU's sort compiles them with NVRTC on first "
+                    "use; without NVRTC, sort with --device cpu)",
+                    cuk_last_error());
+    return true;
+}
+
+static bool launch(SortMod *sm, const char *fn, int64_t grid_x, unsigned grid_y, unsigned block, void **args) {
+    cuk_function *f;
+    if (cuk_module_function(sm->m, fn, &f) != CUK_OK)
+        return fail(sm->why, sm->whylen, "the GPU sort kernel %s is missing: %s", fn, cuk_last_error());
+    cuk_dim3 g = {(unsigned)(grid_x < 1 ? 1 : grid_x), grid_y ? grid_y : 1, 1}, b = {block, 1, 1};
+    if (cuk_launch(f, g, b, 0, NULL, args) != CUK_OK)
+        return fail(sm->why, sm->whylen, "launching the GPU sort kernel %s failed: %s", fn, cuk_last_error());
+    return true;
+}
+
+/* Device scratch freed at the end of a sort (the pool orders its reuse on the stream). */
+typedef struct Scratch {
+    cuk_devptr p[8];
+    int n;
+} Scratch;
+
+static bool scratch(Scratch *sc, SortMod *sm, size_t bytes, cuk_devptr *out) {
+    if (bytes == 0) bytes = 8;
+    if (cuk_mem_alloc(out, bytes) != CUK_OK)
+        return fail(sm->why, sm->whylen, "out of device memory for the sort's scratch (%zu bytes): %s", bytes,
+                    cuk_last_error());
+    sc->p[sc->n++] = *out;
+    return true;
+}
+
+static void scratch_free(Scratch *sc) {
+    for (int i = 0; i < sc->n; i++) cuk_mem_free(sc->p[i]);
+    sc->n = 0;
+}
+
+static unsigned rows_grid(int64_t rows) { return (unsigned)(rows < 65535 ? rows : 65535); }
+
+/* Rows of at most a tile: whole rows per block (kernels/sort.cuh, sort_rows_body). */
+static bool sort_short(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out) {
+    DType dt = sm->dt;
+    const char *fn = arg ? "sort_rows_p" : dtype_info[dt].is_float ? "sort_rows_b" : "sort_rows_k";
+    int64_t per = sort_tile(dt) / len;
+    if (per > 256) per = 256;
+    const int64_t groups = (rows + per - 1) / per;
+    int d = desc;
+    void *args[] = {&x, &len, &rows, &out, &d};
+    return launch(sm, fn, groups < (1 << 20) ? groups : (1 << 20), 1, SORT_THREADS, args);
+}
+
+/* Fewer than 2^30 keys per portion, whole tiles. */
+static int64_t portion_keys(DType dt) { return ((1LL << 30) - 1) / sort_tile(dt) * sort_tile(dt); }
+
+/* Keys at least this many: the host reads back which passes move nothing and skips them
+   (a synchronising copy of a few words, cheap beside such a sort). */
+enum { SKIP_MIN_KEYS = 1 << 18 };
+
+/* One onesweep pass over every row: rows of at most a portion in one launch, a longer
+   row one portion per launch. Pointers at the first row's start; *_es the bytes of an
+   element of each (kin: the element's when first, else the key's; kout: the element's
+   when last; pout: 8 when last, else 4; pin: 4). */
+typedef struct Pass {
+    const char *fn;
+    cuk_devptr kin, pin, kout, pout, bins, chain, lb;
+    int kin_es, kout_es, pout_es;
+    int64_t rows, len;
+    int shift, desc;
+} Pass;
+
+static bool pass_launch(SortMod *sm, const Pass *ps, cuk_devptr kin, cuk_devptr pin, cuk_devptr kout, cuk_devptr pout,
+                        int64_t n, int64_t base, int64_t rows, cuk_devptr bins, cuk_devptr bins_out) {
+    const int64_t tile = sort_tile(sm->dt), tpr = (n + tile - 1) / tile, tiles = rows * tpr;
+    int64_t bstride = (int64_t)sort_passes(sm->dt) * 256;
+    cuk_devptr lb = ps->lb, ticket = ps->lb + (cuk_devptr)(tiles * 256 * 4);
+    int shift = ps->shift, d = ps->desc;
+    if (cuk_memset_d8(lb, 0, ((size_t)tiles * 256 + 1) * 4, NULL) != CUK_OK)
+        return fail(sm->why, sm->whylen, "clearing the sort's tile states failed: %s", cuk_last_error());
+    int64_t tp = tpr;
+    void *a[] = {&kin, &pin, &kout, &pout, &n, &base, &shift, &d, &bins, &bins_out, &lb, &ticket, &tp, &bstride};
+    return launch(sm, ps->fn, tiles, 1, SORT_THREADS, a);
+}
+
+static bool run_pass(SortMod *sm, const Pass *ps) {
+    const int64_t portion = portion_keys(sm->dt);
+    if (ps->len <= portion)
+        return pass_launch(sm, ps, ps->kin, ps->pin, ps->kout, ps->pout, ps->len, 0, ps->rows, ps->bins, 0);
+    const int64_t nport = (ps->len + portion - 1) / portion, bstride = (int64_t)sort_passes(sm->dt) * 256 * 8;
+    for (int64_t r = 0; r < ps->rows; r++) {
+        const int64_t at = r * ps->len;
+        for (int64_t q = 0; q < nport; q++) {
+            const int64_t q0 = q * portion, qn = ps->len - q0 < portion ? ps->len - q0 : portion;
+            /* a portion reads from its own start and writes anywhere in its row */
+            cuk_devptr kin = ps->kin + (cuk_devptr)((at + q0) * ps->kin_es);
+            cuk_devptr pin = ps->pin ? ps->pin + (cuk_devptr)((at + q0) * 4) : 0;
+            cuk_devptr kout = ps->kout ? ps->kout + (cuk_devptr)(at * ps->kout_es) : 0;
+            cuk_devptr pout = ps->pout ? ps->pout + (cuk_devptr)(at * ps->pout_es) : 0;
+            cuk_devptr bin = q == 0 ? ps->bins + (cuk_devptr)(r * bstride) : ps->chain + (cuk_devptr)((q - 1) * 256 * 8);
+            cuk_devptr bout = q + 1 < nport ? ps->chain + (cuk_devptr)(q * 256 * 8) : 0;
+            if (!pass_launch(sm, ps, kin, pin, kout, pout, qn, q0, 1, bin, bout)) return false;
+        }
+    }
+    return true;
+}
+
+static bool sort_long(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out) {
+    DType dt = sm->dt;
+    const int passes = sort_passes(dt), kb = key_bytes(dt), eb = dtype_info[dt].size;
+    const int64_t tile = sort_tile(dt), portion = portion_keys(dt), n = rows * len;
+    const bool big = len > portion;
+    const int64_t nport = (len + portion - 1) / portion;
+    /* tile states: every row's tiles at once, or one portion's */
+    const int64_t tiles = big ? (portion + tile - 1) / tile : rows * ((len + tile - 1) / tile);
+    Scratch sc = {0};
+    cuk_devptr hist, bins, chain = 0, lb, kbuf[2] = {0, 0}, pbuf[2] = {0, 0};
+    const size_t hbytes = (size_t)rows * (size_t)passes * 256 * 8;
+    /* after the counts: the odd elements' count and each pass's rows of one digit */
+    bool ok = scratch(&sc, sm, hbytes + 8 * 9, &hist) && scratch(&sc, sm, hbytes, &bins) &&
+              (!big || scratch(&sc, sm, (size_t)nport * 256 * 8, &chain)) &&
+              scratch(&sc, sm, ((size_t)tiles * 256 + 1) * 4, &lb);
+    cuk_devptr odd = hist + hbytes, same = odd + 8;
+    if (ok && cuk_memset_d8(hist, 0, hbytes + 8 * 9, NULL) != CUK_OK)
+        ok = fail(sm->why, sm->whylen, "clearing the sort's counts failed: %s", cuk_last_error());
+    int d = desc;
+    if (ok) {
+        int64_t gx = (len + tile - 1) / tile;
+        void *a[] = {&x, &len, &rows, &d, &hist, &odd};
+        ok = launch(sm, "sort_hist", gx < 1024 ? gx : 1024, rows_grid(rows), SORT_THREADS, a);
+    }
+    if (ok) {
+        void *a[] = {&hist, &rows, &len, &bins, &same};
+        ok = launch(sm, "sort_bins", passes, rows_grid(rows), SORT_THREADS, a);
+    }
+    /* which passes to run: all, or (enough keys to pay for reading it back) those that
+       move something, at least one */
+    int run[8], nrun = 0;
+    unsigned long long back[9] = {0};
+    const bool fl = dtype_info[dt].is_float && !arg;
+    if (ok && (fl || n >= SKIP_MIN_KEYS) && cuk_memcpy_dtoh(back, odd, sizeof back) != CUK_OK)
+        ok = fail(sm->why, sm->whylen, "reading the sort's counts failed: %s", cuk_last_error());
+    for (int p = 0; p < passes; p++)
+        if (n < SKIP_MIN_KEYS || back[1 + p] < (unsigned long long)rows) run[nrun++] = p;
+    if (nrun == 0) run[nrun++] = 0;
+    if (ok && fl && back[0]) {
+        /* -0.0 or a NaN other than the canonical one: the keys alone would not give them
+           back, so the positions are sorted and the elements gathered by them */
+        cuk_devptr idx;
+        ok = scratch(&sc, sm, (size_t)n * 8, &idx) && sort_long(sm, x, rows, len, desc, true, idx);
+        if (ok) {
+            void *a[] = {&x, &idx, &len, (void *)&n, &out};
+            int64_t g = (n + 255) / 256;
+            ok = launch(sm, "sort_gather", g < 65536 ? g : 65536, 1, 256, a);
+        }
+        scratch_free(&sc);
+        return ok;
+    }
+    /* the passes' keys and positions go back and forth between two buffers */
+    const int nbuf = nrun >= 3 ? 2 : nrun - 1;
+    for (int i = 0; ok && i < nbuf; i++) {
+        ok = scratch(&sc, sm, (size_t)n * (size_t)kb, &kbuf[i]);
+        if (ok && arg) ok = scratch(&sc, sm, (size_t)n * 4, &pbuf[i]);
+    }
+    for (int i = 0; ok && i < nrun; i++) {
+        const bool first = i == 0, last = i == nrun - 1;
+        char fn[32];
+        snprintf(fn, sizeof fn, "sort_pass_%s%s%s", arg ? "p" : "", first ? "f" : "", last ? "l" : first ? "" : "m");
+        Pass ps = {.fn = fn,
+                   .kin = first ? x : kbuf[(i - 1) & 1],
+                   .pin = first ? 0 : pbuf[(i - 1) & 1],
+                   .kout = last ? (arg ? 0 : out) : kbuf[i & 1],
+                   .pout = last ? (arg ? out : 0) : pbuf[i & 1],
+                   .bins = bins + (cuk_devptr)(run[i] * 256 * 8),
+                   .chain = chain,
+                   .lb = lb,
+                   .kin_es = first ? eb : kb,
+                   .kout_es = last ? eb : kb,
+                   .pout_es = last ? 8 : 4,
+                   .rows = rows,
+                   .len = len,
+                   .shift = 8 * run[i],
+                   .desc = desc};
+        ok = run_pass(sm, &ps);
+    }
+    scratch_free(&sc);
+    return ok;
+}
+
+bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out, char *why,
+                   size_t whylen) {
+    if (rows <= 0 || len <= 0) return true;
+    if (arg && len > (int64_t)UINT32_MAX)
+        return fail(why, whylen,
+                    "argsort() on the GPU sorts rows of at most 2^32 - 1 elements, not %lld; use --device cpu",
+                    (long long)len);
+    SortMod sm;
+    if (!mod_open(&sm, dt, why, whylen)) return false;
+    if (len <= sort_tile(dt)) return sort_short(&sm, x, rows, len, desc, arg, out);
+    return sort_long(&sm, x, rows, len, desc, arg, out);
+}
+
+bool gpu_searchsorted(DType dt, cuk_devptr a, int64_t m, cuk_devptr v, int64_t n, bool right, cuk_devptr out,
+                      char *why, size_t whylen) {
+    if (n <= 0) return true;
+    SortMod sm;
+    if (!mod_open(&sm, dt, why, whylen)) return false;
+    int r = right;
+    void *args[] = {&a, &m, &v, &n, &r, &out};
+    /* each block loads the samples once: a few blocks per SM's worth, grid-striding */
+    int64_t g = (n + 255) / 256;
+    return launch(&sm, "sort_search", g < 1024 ? g : 1024, 1, 256, args);
+}

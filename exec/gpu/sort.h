@@ -1,0 +1,29 @@
+/* Sorting on the GPU: sort, argsort and searchsorted of device arrays (kernels/sort.cuh,
+   compiled through NVRTC on first use, one module per element type). Every launch goes
+   on the default stream, as the executor's kernels do. */
+#ifndef CUK_EXEC_GPU_SORT_H
+#define CUK_EXEC_GPU_SORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler/ir.h"
+#include "runtime/cuk.h"
+
+/* Sorts `rows` rows of len elements of type dt at x (row-major, contiguous) into out:
+   the elements (sort) or, when arg, their i64 positions in the row (argsort); stable,
+   NaN last, -0.0 equal to 0.0, as exec/sort.h on the host. False with why set (what
+   failed and what to do) on failure. */
+bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out, char *why,
+                   size_t whylen);
+
+/* out[k] (i64) = the first place in the m sorted a (ascending, NaN last) whose element
+   is at least v[k] (right: greater), for the n values v. */
+bool gpu_searchsorted(DType dt, cuk_devptr a, int64_t m, cuk_devptr v, int64_t n, bool right, cuk_devptr out,
+                      char *why, size_t whylen);
+
+/* The sort module's CUDA C for dt (malloc'ed; NULL without memory): what CI compiles. */
+char *gpu_sort_source(DType dt);
+
+#endif

@@ -1,0 +1,482 @@
+/* Sorting on the GPU (exec/gpu/sort.c drives these; DESIGN.md part 2, "Sorting"): stable
+   least-significant-digit radix sorts of 8-bit digits, with the same keys as the CPU
+   backend (exec/sort.c): the element mapped to an unsigned integer whose order is the
+   wanted one, -0.0 as 0.0, every NaN the largest key (last in either direction).
+
+   One module per element type: the module's source defines CUK_SORT_T (the element's
+   C type), CUK_SORT_K (its key: 32 or 64 bits), CUK_SORT_KIND (0 unsigned, 1 signed,
+   2 float, 3 bool) and CUK_SORT_ITEMS (keys per thread), then includes this file.
+
+   Rows longer than a tile: onesweep (Adinets and Merrill, 2022). One kernel counts the
+   digits of every pass at once (sort_hist), one turns the counts into each digit's
+   first position (sort_bins), then one kernel per pass: each block takes the next tile
+   (an atomic ticket, so tiles before it are running or done), ranks its keys by digit
+   in shared memory, publishes its per-digit counts and learns the counts of the tiles
+   before it by a decoupled look-back, then writes its keys at their final places of
+   the pass. A pass reads and writes the keys once.
+
+   Rows of at most a tile: one block per row sorts it in shared memory (sort_rows_*),
+   every pass without leaving the block. */
+
+#define CUK_SORT_THREADS 256 /* one thread per digit value */
+#ifndef CUK_SORT_LBW
+#define CUK_SORT_LBW 8 /* tile states the look-back reads at once */
+#endif
+#ifndef CUK_SORT_MINB
+#define CUK_SORT_MINB 3 /* __launch_bounds__'s blocks per SM for the passes */
+#endif
+#define CUK_SORT_WARPS (CUK_SORT_THREADS / 32)
+#define CUK_SORT_TILE (CUK_SORT_THREADS * CUK_SORT_ITEMS)
+#define CUK_SORT_FULL 0xffffffffu
+
+typedef CUK_SORT_T sort_t;
+typedef CUK_SORT_K key_t_;
+typedef unsigned int su32;
+typedef unsigned long long su64;
+typedef long long si64;
+
+#define CUK_KEY_BITS (8 * (int)sizeof(key_t_))
+#define CUK_KEY_TOP ((key_t_)1 << (CUK_KEY_BITS - 1))
+#define CUK_KEY_MAX ((key_t_)~(key_t_)0)
+/* passes of 8 bits: a bool's key is 0 or 1 (one pass) */
+#define CUK_SORT_PASSES (CUK_SORT_KIND == 3 ? 1 : (int)sizeof(key_t_))
+
+__device__ __forceinline__ key_t_ sort_bits(sort_t x) {
+#if CUK_SORT_KIND == 2
+    if (sizeof(sort_t) == 4) return (key_t_)__float_as_uint((float)x);
+    return (key_t_)__double_as_longlong((double)x);
+#else
+    return (key_t_)x;
+#endif
+}
+
+__device__ __forceinline__ sort_t sort_from_bits(key_t_ k) {
+#if CUK_SORT_KIND == 2
+    if (sizeof(sort_t) == 4) return (sort_t)__uint_as_float((su32)k);
+    return (sort_t)__longlong_as_double((si64)k);
+#else
+    return (sort_t)k;
+#endif
+}
+
+/* The key of x: ascending order of keys is the wanted order. */
+__device__ __forceinline__ key_t_ sort_enc(sort_t x, int desc) {
+    key_t_ k;
+#if CUK_SORT_KIND == 2
+    if (x != x) return CUK_KEY_MAX;
+    if (x == (sort_t)0) x = (sort_t)0; /* -0.0 sorts as 0.0 */
+    const key_t_ u = sort_bits(x);
+    k = (u & CUK_KEY_TOP) ? (key_t_)~u : (key_t_)(u | CUK_KEY_TOP);
+#elif CUK_SORT_KIND == 1
+    k = (key_t_)x ^ CUK_KEY_TOP;
+#elif CUK_SORT_KIND == 3
+    k = x != 0;
+#else
+    k = (key_t_)x;
+#endif
+    return desc ? (key_t_)~k : k;
+}
+
+/* The element of key k: exact for integers and bools; a float's NaN comes back as the
+   canonical NaN and -0.0 as 0.0 (sort_odd counts the elements for which that differs:
+   the host then sorts positions and gathers). */
+__device__ __forceinline__ sort_t sort_dec(key_t_ k, int desc) {
+#if CUK_SORT_KIND == 2
+    if (k == CUK_KEY_MAX) return sort_from_bits(sizeof(sort_t) == 4 ? (key_t_)0x7fc00000u : (key_t_)0x7ff8000000000000ull);
+    if (desc) k = ~k;
+    return sort_from_bits((k & CUK_KEY_TOP) ? (key_t_)(k & ~CUK_KEY_TOP) : (key_t_)~k);
+#else
+    if (desc) k = ~k;
+#if CUK_SORT_KIND == 1
+    return (sort_t)(k ^ CUK_KEY_TOP);
+#elif CUK_SORT_KIND == 3
+    return (sort_t)(k & 1);
+#else
+    return (sort_t)k;
+#endif
+#endif
+}
+
+/* An element whose value sort_dec(sort_enc(x)) does not give back bit for bit. */
+__device__ __forceinline__ bool sort_odd(sort_t x) {
+#if CUK_SORT_KIND == 2
+    const key_t_ u = sort_bits(x);
+    if (x != x) return u != (sizeof(sort_t) == 4 ? (key_t_)0x7fc00000u : (key_t_)0x7ff8000000000000ull);
+    return u == CUK_KEY_TOP; /* -0.0 */
+#else
+    (void)x;
+    return false;
+#endif
+}
+
+__device__ __forceinline__ int sort_digit(key_t_ k, int shift) { return (int)((k >> shift) & 255u); }
+
+/* ---- ranking a block's keys by one digit ---------------------------------------------- */
+
+/* The lanes of `among` whose digit d (8 bits) equals this lane's: eight ballots, which
+   issue faster than __match_any_sync. */
+__device__ __forceinline__ su32 sort_match(int d, su32 among) {
+    su32 m = among;
+#pragma unroll
+    for (int b = 0; b < 8; b++) {
+        const su32 set = __ballot_sync(CUK_SORT_FULL, (d >> b) & 1);
+        m &= ((d >> b) & 1) ? set : ~set;
+    }
+    return m;
+}
+
+struct SortRank {
+    su32 cnt[CUK_SORT_WARPS][256]; /* per warp and digit: count, then the warp's offset */
+    su32 wsum[CUK_SORT_WARPS];
+};
+
+/* The block's items (warp-striped: item j of lane l of warp w is tile element
+   (w * ITEMS + j) * 32 + l; elements at or past tn are absent), item j of digit
+   digit(j) (0..255), get their positions pos in the tile ordered by digit, stably.
+   Thread t returns the count of digit t and sets *first to the tile's first position
+   of digit t. */
+template <class Digit>
+__device__ __forceinline__ su32 sort_rank(const Digit &digit, int tn, SortRank &sm, su32 (&pos)[CUK_SORT_ITEMS],
+                                          su32 *first) {
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    for (int i = 0; i < CUK_SORT_WARPS; i++) sm.cnt[i][tid] = 0;
+    __syncthreads();
+    const su32 lt = (1u << lane) - 1u;
+    /* the lanes of a warp with the same digit: the highest adds their number to the
+       warp's count of that digit (a shared atomic, so the items' updates pipeline) and
+       every lane learns the count before them from it */
+    su32 peers[CUK_SORT_ITEMS], old[CUK_SORT_ITEMS];
+#pragma unroll
+    for (int j = 0; j < CUK_SORT_ITEMS; j++) {
+        const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
+        const bool ok = li < tn;
+        const int d = digit(j);
+        peers[j] = sort_match(d, __ballot_sync(CUK_SORT_FULL, ok));
+        old[j] = 0;
+        if (ok && lane == 31 - __clz(peers[j])) old[j] = atomicAdd(&sm.cnt[w][d], (su32)__popc(peers[j]));
+    }
+#pragma unroll
+    for (int j = 0; j < CUK_SORT_ITEMS; j++)
+        pos[j] = __shfl_sync(CUK_SORT_FULL, old[j], 31 - __clz(peers[j])) + __popc(peers[j] & lt);
+    __syncthreads();
+    /* thread t: digit t's offsets per warp and its count in the tile */
+    su32 run = 0;
+    for (int i = 0; i < CUK_SORT_WARPS; i++) {
+        const su32 c = sm.cnt[i][tid];
+        sm.cnt[i][tid] = run;
+        run += c;
+    }
+    /* exclusive scan of the digits' counts over the block */
+    su32 incl = run;
+    for (int o = 1; o < 32; o <<= 1) {
+        const su32 y = __shfl_up_sync(CUK_SORT_FULL, incl, o);
+        if (lane >= o) incl += y;
+    }
+    if (lane == 31) sm.wsum[w] = incl;
+    __syncthreads();
+    su32 before = 0;
+    for (int i = 0; i < w; i++) before += sm.wsum[i];
+    *first = before + incl - run;
+    for (int i = 0; i < CUK_SORT_WARPS; i++) sm.cnt[i][tid] += *first;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < CUK_SORT_ITEMS; j++) {
+        const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
+        if (li < tn) pos[j] += sm.cnt[w][digit(j)];
+    }
+    return run;
+}
+
+/* ---- counting the digits of every pass ------------------------------------------------ */
+
+/* Rows of len elements at x (blockIdx.y strides the rows): hist[row][pass][digit] gets
+   the counts, *odd the number of elements sort_dec does not give back (floats). */
+extern "C" __global__ void __launch_bounds__(256) sort_hist(const sort_t *__restrict__ x, si64 len, si64 rows,
+                                                           int desc, su64 *__restrict__ hist, su64 *odd) {
+    __shared__ su32 h[CUK_SORT_PASSES][256];
+    const int tid = threadIdx.x;
+    for (si64 row = blockIdx.y; row < rows; row += gridDim.y) {
+        for (int p = 0; p < CUK_SORT_PASSES; p++) h[p][tid] = 0;
+        __syncthreads();
+        su32 nodd = 0;
+        const sort_t *xr = x + row * len;
+        for (si64 i = (si64)blockIdx.x * 256 + tid; i < len; i += (si64)gridDim.x * 256) {
+            const sort_t e = xr[i];
+            const key_t_ k = sort_enc(e, desc);
+            nodd += sort_odd(e);
+#pragma unroll
+            for (int p = 0; p < CUK_SORT_PASSES; p++) atomicAdd(&h[p][sort_digit(k, 8 * p)], 1u);
+        }
+        __syncthreads();
+        for (int p = 0; p < CUK_SORT_PASSES; p++)
+            if (h[p][tid]) atomicAdd(&hist[(row * CUK_SORT_PASSES + p) * 256 + tid], (su64)h[p][tid]);
+        for (int o = 16; o > 0; o >>= 1) nodd += __shfl_xor_sync(CUK_SORT_FULL, nodd, o);
+        if ((tid & 31) == 0 && nodd) atomicAdd(odd, (su64)nodd);
+        __syncthreads();
+    }
+}
+
+/* bins[row][pass][d] = the number of keys of the row whose digit of the pass is below d
+   (blockIdx.x the pass, blockIdx.y strides the rows); same[pass] counts the rows whose
+   len keys all have one digit in the pass (a pass that moves nothing). */
+extern "C" __global__ void __launch_bounds__(256) sort_bins(const su64 *__restrict__ hist, si64 rows, si64 len,
+                                                           su64 *__restrict__ bins, su64 *same) {
+    __shared__ su64 wsum[8];
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    for (si64 row = blockIdx.y; row < rows; row += gridDim.y) {
+        const si64 at = (row * CUK_SORT_PASSES + blockIdx.x) * 256 + tid;
+        const su64 v = hist[at];
+        if (v == (su64)len) atomicAdd(&same[blockIdx.x], 1ull);
+        su64 incl = v;
+        for (int o = 1; o < 32; o <<= 1) {
+            const su64 y = __shfl_up_sync(CUK_SORT_FULL, incl, o);
+            if (lane >= o) incl += y;
+        }
+        if (lane == 31) wsum[w] = incl;
+        __syncthreads();
+        su64 before = 0;
+        for (int i = 0; i < w; i++) before += wsum[i];
+        bins[at] = before + incl - v;
+        __syncthreads();
+    }
+}
+
+/* ---- one onesweep pass ------------------------------------------------------------------ */
+
+/* A tile's state per digit: the flag (0 none, 1 the tile's count, 2 the count of it and
+   every tile before) in the top two bits, the count below; a portion holds fewer than
+   2^30 keys (the host splits longer rows). */
+#define CUK_LB_AGG 0x40000000u
+#define CUK_LB_INC 0x80000000u
+#define CUK_LB_COUNT 0x3fffffffu
+
+/* FIRST: reads the elements (and makes positions as payload when PAY); else the keys
+   of the pass before. LAST: writes the elements (or, with PAY, only the positions, as
+   i64); else keys (and u32 positions). Rows of n keys, one after another (in, pin,
+   out and pout at the first row's start), tpr tiles each: tile g of the launch is tile
+   g % tpr of row g / tpr. A row longer than a portion goes one portion per launch
+   (one row of n keys that starts at element `base` of its row; out and pout at the
+   row's start). bins_in (bins_stride apart per row): each digit's first place in the
+   row for this portion; the portion's last tile sets bins_out to the places after it
+   (NULL for a row's last portion). */
+template <int FIRST, int LAST, int PAY>
+__device__ __forceinline__ void sort_pass_body(const void *__restrict__ in, const su32 *__restrict__ pin,
+                                               void *__restrict__ out, void *__restrict__ pout, si64 n, si64 base,
+                                               int shift, int desc, const su64 *__restrict__ bins_in,
+                                               su64 *__restrict__ bins_out, su32 *lookback, su32 *ticket, si64 tpr,
+                                               si64 bins_stride) {
+    __shared__ SortRank sm;
+    __shared__ key_t_ skeys[CUK_SORT_TILE];
+    __shared__ su32 spay[PAY ? CUK_SORT_TILE : 1];
+    __shared__ si64 gbase[256];
+    __shared__ su32 stile;
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    if (tid == 0) stile = atomicAdd(ticket, 1u);
+    __syncthreads();
+    const si64 row = stile / tpr, tile = stile % tpr;
+    const si64 t0 = tile * CUK_SORT_TILE;
+    if (row) {
+        const si64 at = row * n;
+        in = (const char *)in + at * (FIRST ? sizeof(sort_t) : sizeof(key_t_));
+        if (!FIRST && PAY) pin += at;
+        if (LAST) out = (char *)out + at * sizeof(sort_t), pout = (si64 *)pout + at;
+        else out = (key_t_ *)out + at, pout = (su32 *)pout + at;
+        bins_in += row * bins_stride;
+        lookback += row * tpr * 256;
+    }
+    const int tn = (int)min((si64)CUK_SORT_TILE, n - t0);
+    key_t_ k[CUK_SORT_ITEMS];
+    su32 p[PAY ? CUK_SORT_ITEMS : 1];
+#pragma unroll
+    for (int j = 0; j < CUK_SORT_ITEMS; j++) {
+        const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
+        if (li < tn) {
+            if (FIRST) k[j] = sort_enc(((const sort_t *)in)[t0 + li], desc);
+            else k[j] = ((const key_t_ *)in)[t0 + li];
+            if (PAY) p[PAY ? j : 0] = FIRST ? (su32)(base + t0 + li) : pin[t0 + li];
+        }
+    }
+    su32 pos[CUK_SORT_ITEMS], first;
+    const su32 count = sort_rank([&](int j) { return sort_digit(k[j], shift); }, tn, sm, pos, &first);
+    /* publish this tile's count of digit tid at once, so later tiles can go on */
+    volatile su32 *mine = (volatile su32 *)lookback + tile * 256 + tid;
+    *mine = (tile == 0 ? CUK_LB_INC : CUK_LB_AGG) | count;
+#pragma unroll
+    for (int j = 0; j < CUK_SORT_ITEMS; j++) {
+        const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
+        if (li < tn) {
+            skeys[pos[j]] = k[j];
+            if (PAY) spay[pos[j]] = p[PAY ? j : 0];
+        }
+    }
+    /* the keys of digit tid in the tiles before this one: their states are read
+       CUK_SORT_LBW at a time (independent loads in flight together), summed newest
+       first up to the nearest inclusive count; a state not yet published is read again */
+    su32 before = 0;
+    const volatile su32 *col = (const volatile su32 *)lookback + tid;
+    for (si64 t = tile - 1; t >= 0; t -= CUK_SORT_LBW) {
+        su32 v[CUK_SORT_LBW];
+#pragma unroll
+        for (int i = 0; i < CUK_SORT_LBW; i++) v[i] = t - i >= 0 ? col[(t - i) * 256] : CUK_LB_INC;
+        bool done = false;
+#pragma unroll
+        for (int i = 0; i < CUK_SORT_LBW; i++) {
+            if (done) break;
+            while ((v[i] & (CUK_LB_AGG | CUK_LB_INC)) == 0) v[i] = col[(t - i) * 256];
+            before += v[i] & CUK_LB_COUNT;
+            done = (v[i] & CUK_LB_INC) != 0;
+        }
+        if (done) break;
+    }
+    if (tile > 0) *mine = CUK_LB_INC | (before + count);
+    const su64 b0 = bins_in[tid];
+    gbase[tid] = (si64)(b0 + before) - (si64)first;
+    if (bins_out && t0 + tn == n) bins_out[tid] = b0 + before + count;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < CUK_SORT_ITEMS; j++) {
+        const int i = j * CUK_SORT_THREADS + tid;
+        if (i < tn) {
+            const key_t_ key = skeys[i];
+            const si64 at = gbase[sort_digit(key, shift)] + i;
+            if (LAST) {
+                if (PAY) ((si64 *)pout)[at] = (si64)spay[i];
+                else ((sort_t *)out)[at] = sort_dec(key, desc);
+            } else {
+                ((key_t_ *)out)[at] = key;
+                if (PAY) ((su32 *)pout)[at] = spay[i];
+            }
+        }
+    }
+}
+
+#define CUK_SORT_PASS(NAME, FIRST, LAST, PAY)                                                                      \
+    extern "C" __global__ void __launch_bounds__(CUK_SORT_THREADS, CUK_SORT_MINB)                                  \
+        NAME(const void *in, const su32 *pin, void *out, void *pout, si64 n, si64 base, int shift, int desc,       \
+             const su64 *bins_in, su64 *bins_out, su32 *lookback, su32 *ticket, si64 tpr, si64 bins_stride) {     \
+        sort_pass_body<FIRST, LAST, PAY>(in, pin, out, pout, n, base, shift, desc, bins_in, bins_out, lookback,   \
+                                         ticket, tpr, bins_stride);                                                \
+    }
+/* keys only (sort of integers, and of floats without odd elements) */
+CUK_SORT_PASS(sort_pass_f, 1, 0, 0)
+CUK_SORT_PASS(sort_pass_m, 0, 0, 0)
+CUK_SORT_PASS(sort_pass_l, 0, 1, 0)
+CUK_SORT_PASS(sort_pass_fl, 1, 1, 0)
+/* keys and positions (argsort) */
+CUK_SORT_PASS(sort_pass_pf, 1, 0, 1)
+CUK_SORT_PASS(sort_pass_pm, 0, 0, 1)
+CUK_SORT_PASS(sort_pass_pl, 0, 1, 1)
+CUK_SORT_PASS(sort_pass_pfl, 1, 1, 1)
+
+/* ---- rows of at most a tile: whole rows per block ------------------------------------------ */
+
+/* A block sorts R = min(256, TILE / len) whole rows at a time (they lie one after
+   another): every pass of the key in shared memory, then, with several rows, one more
+   by the row within the tile (the most significant digit, so each row's elements end up
+   in its own place). Each item carries its position in the tile: MODE 0 writes the
+   decoded key (integers), 1 the element found at that position (floats: bit for bit),
+   2 the position in its row (argsort, i64). */
+template <int MODE>
+__device__ __forceinline__ void sort_rows_body(const sort_t *__restrict__ x, si64 len, si64 rows, void *__restrict__ out,
+                                               int desc) {
+    __shared__ SortRank sm;
+    __shared__ key_t_ skeys[CUK_SORT_TILE];
+    __shared__ su32 spay[CUK_SORT_TILE];
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const si64 per = min((si64)256, (si64)CUK_SORT_TILE / len); /* rows per tile */
+    const int ilen = (int)len;
+    for (si64 r0 = (si64)blockIdx.x * per; r0 < rows; r0 += (si64)gridDim.x * per) {
+        const int nr = (int)min(per, rows - r0), tn = nr * ilen;
+        const sort_t *xr = x + r0 * len;
+        key_t_ k[CUK_SORT_ITEMS];
+        su32 p[CUK_SORT_ITEMS];
+#pragma unroll
+        for (int j = 0; j < CUK_SORT_ITEMS; j++) {
+            const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
+            p[j] = (su32)li;
+            if (li < tn) k[j] = sort_enc(xr[li], desc);
+        }
+        const int npass = CUK_SORT_PASSES + (nr > 1);
+        for (int pass = 0; pass < npass; pass++) {
+            su32 pos[CUK_SORT_ITEMS], first;
+            if (pass < CUK_SORT_PASSES) sort_rank([&](int j) { return sort_digit(k[j], 8 * pass); }, tn, sm, pos, &first);
+            else sort_rank([&](int j) { return (int)(p[j] / (su32)ilen); }, tn, sm, pos, &first);
+#pragma unroll
+            for (int j = 0; j < CUK_SORT_ITEMS; j++) {
+                const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
+                if (li < tn) {
+                    skeys[pos[j]] = k[j];
+                    spay[pos[j]] = p[j];
+                }
+            }
+            __syncthreads();
+            if (pass + 1 < npass) {
+#pragma unroll
+                for (int j = 0; j < CUK_SORT_ITEMS; j++) {
+                    const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
+                    if (li < tn) k[j] = skeys[li], p[j] = spay[li];
+                }
+            }
+        }
+        for (int i = tid; i < tn; i += CUK_SORT_THREADS) {
+            const si64 at = r0 * len + i;
+            if (MODE == 2) ((si64 *)out)[at] = (si64)(spay[i] % (su32)ilen);
+            else if (MODE == 1) ((sort_t *)out)[at] = xr[spay[i]];
+            else ((sort_t *)out)[at] = sort_dec(skeys[i], desc);
+        }
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(CUK_SORT_THREADS) sort_rows_k(const sort_t *x, si64 len, si64 rows, void *out, int desc) {
+    sort_rows_body<0>(x, len, rows, out, desc);
+}
+extern "C" __global__ void __launch_bounds__(CUK_SORT_THREADS) sort_rows_b(const sort_t *x, si64 len, si64 rows, void *out, int desc) {
+    sort_rows_body<1>(x, len, rows, out, desc);
+}
+extern "C" __global__ void __launch_bounds__(CUK_SORT_THREADS) sort_rows_p(const sort_t *x, si64 len, si64 rows, void *out, int desc) {
+    sort_rows_body<2>(x, len, rows, out, desc);
+}
+
+/* ---- the rest ------------------------------------------------------------------------------- */
+
+/* out[i] = x[row's start + idx[i]]: a float sort with odd elements, from its argsort. */
+extern "C" __global__ void sort_gather(const sort_t *__restrict__ x, const si64 *__restrict__ idx, si64 len, si64 n,
+                                       sort_t *__restrict__ out) {
+    for (si64 i = (si64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (si64)gridDim.x * blockDim.x)
+        out[i] = x[i - i % len + idx[i]];
+}
+
+/* For each of the n values v: the first place in the m sorted a where a's key is at
+   least v's (right: greater), as exec/sort.c's host_searchsorted. Each block first
+   keeps the keys of CUK_SEARCH_SAMPLES evenly spaced elements of a in shared memory
+   (sample j is a[j * step]); a value's search narrows to one step among them there and
+   ends in global memory within it: fewer scattered loads from a, which are what costs. */
+#define CUK_SEARCH_SAMPLES (16384 / (int)sizeof(key_t_))
+extern "C" __global__ void __launch_bounds__(256) sort_search(const sort_t *__restrict__ a, si64 m,
+                                                             const sort_t *__restrict__ v, si64 n, int right,
+                                                             si64 *__restrict__ out) {
+    __shared__ key_t_ samp[CUK_SEARCH_SAMPLES];
+    const si64 step = (m + CUK_SEARCH_SAMPLES - 1) / CUK_SEARCH_SAMPLES;
+    const int ns = step ? (int)((m + step - 1) / step) : 0; /* samples: positions 0, step, ... below m */
+    for (int j = threadIdx.x; j < ns; j += blockDim.x) samp[j] = sort_enc(a[j * step], 0);
+    __syncthreads();
+    for (si64 i = (si64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (si64)gridDim.x * blockDim.x) {
+        const key_t_ kv = sort_enc(v[i], 0);
+        /* c = the samples before the answer */
+        int lo_s = 0, hi_s = ns;
+        while (lo_s < hi_s) {
+            const int mid = (lo_s + hi_s) >> 1;
+            if (right ? samp[mid] <= kv : samp[mid] < kv) lo_s = mid + 1;
+            else hi_s = mid;
+        }
+        si64 lo = lo_s ? (si64)(lo_s - 1) * step + 1 : 0, hi = lo_s ? min((si64)lo_s * step, m) : 0;
+        while (lo < hi) {
+            const si64 mid = lo + ((hi - lo) >> 1);
+            const key_t_ ka = sort_enc(a[mid], 0);
+            if (right ? ka <= kv : ka < kv) lo = mid + 1;
+            else hi = mid;
+        }
+        out[i] = lo;
+    }
+}
