@@ -22,6 +22,9 @@
 #ifndef CUK_SORT_LBW
 #define CUK_SORT_LBW 8 /* tile states the look-back reads at once */
 #endif
+#ifndef CUK_SORT_NATIVE
+#define CUK_SORT_NATIVE 3 /* every this many items ranked with __match_any_sync (0: none) */
+#endif
 #ifndef CUK_SORT_MINB
 #define CUK_SORT_MINB 3 /* __launch_bounds__'s blocks per SM for the passes */
 #endif
@@ -146,12 +149,15 @@ __device__ __forceinline__ su32 sort_rank(const Digit &digit, int tn, SortRank &
        warp's count of that digit (a shared atomic, so the items' updates pipeline) and
        every lane learns the count before them from it */
     su32 peers[CUK_SORT_ITEMS], old[CUK_SORT_ITEMS];
+    const bool full = tn == CUK_SORT_TILE;
 #pragma unroll
     for (int j = 0; j < CUK_SORT_ITEMS; j++) {
         const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
         const bool ok = li < tn;
         const int d = digit(j);
-        peers[j] = sort_match(d, __ballot_sync(CUK_SORT_FULL, ok));
+        /* ballots load the ALU pipe, __match_any_sync the MIO pipe: a mix of the two */
+        if (CUK_SORT_NATIVE && j % CUK_SORT_NATIVE == 0) peers[j] = __match_any_sync(CUK_SORT_FULL, ok ? d : 256 + lane);
+        else peers[j] = sort_match(d, full ? CUK_SORT_FULL : __ballot_sync(CUK_SORT_FULL, ok));
         old[j] = 0;
         if (ok && lane == 31 - __clz(peers[j])) old[j] = atomicAdd(&sm.cnt[w][d], (su32)__popc(peers[j]));
     }

@@ -608,6 +608,13 @@ class GPUArray:
     def dot(self, other):
         return dot(self, other)
 
+    def sort(self, axis=-1, kind=None):
+        """Sorts in place along axis (cupy.ndarray.sort)."""
+        self._assign(sort(self, axis, kind))
+
+    def argsort(self, axis=-1, kind=None):
+        return argsort(self, axis, kind)
+
     def conj(self):
         return self
 
@@ -765,6 +772,69 @@ def transpose(a, axes=None):
 
 def take(a, indices, out=None, stream=None):
     return to_gpu(np.take(a.get(), indices.get() if isinstance(indices, GPUArray) else indices))
+
+
+# ---- sorting (the language's sort, argsort, searchsorted and unique; CuPy's names) ----
+
+_AxisError = getattr(np, "exceptions", np).AxisError  # NumPy 2 moved it
+
+
+def _sort_fn(a, fn, axis, kind):
+    """sort or argsort of a along axis (None: of a flattened), stable whatever kind
+    says (NumPy's kinds name algorithms; every one of them gives the stable order here)."""
+    if kind not in (None, "stable", "quicksort", "mergesort", "heapsort"):
+        raise ValueError(f"{fn}(): unknown kind {kind!r}")
+    if axis is None:
+        a = a.ravel()
+        axis = 0
+    n = a.ndim
+    if not -n <= axis < n:
+        raise _AxisError(f"{fn}(): axis {axis} is out of bounds for an array of {n} dimensions"
+                         + (" (a 0-d array has no axis to sort along; sort a 1-D array)" if n == 0 else ""))
+    axis %= n
+    t = _ty(a.dtype)
+    dims = ", ".join(f"d{k}" for k in range(n))
+    rt = "i64" if fn == "argsort" else t
+    src = f"fn k(x: {t}[{dims}]) -> {rt}[{dims}] = {fn}(x, axis={axis});\n"
+    return GPUArray._wrap(_module(src)(a._storage()))
+
+
+def sort(a, axis=-1, kind=None):
+    """A sorted copy of a along axis (cupy.sort): stable, NaN last, on the device."""
+    return _sort_fn(a, "sort", axis, kind)
+
+
+def argsort(a, axis=-1, kind=None):
+    """The int64 positions that sort a along axis (cupy.argsort), stable."""
+    return _sort_fn(a, "argsort", axis, kind)
+
+
+def searchsorted(a, v, side="left"):
+    """Where each value of v goes in the sorted 1-D a (cupy.searchsorted): the first
+    position whose element is at least v (side="right": greater), int64."""
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted(): side must be 'left' or 'right', not {side!r}")
+    if a.ndim != 1:
+        raise ValueError(f"searchsorted(): a must be 1-D, not {a.ndim}-D")
+    v = v if isinstance(v, GPUArray) else to_gpu(np.asarray(v, dtype=a.dtype))
+    t = _ty(a.dtype)
+    if v.dtype != a.dtype:
+        v = v.astype(a.dtype)
+    dims = ", ".join(f"e{k}" for k in range(v.ndim))
+    vt = f"{t}[{dims}]" if v.ndim else t
+    rt = f"i64[{dims}]" if v.ndim else "i64"
+    right = "true" if side == "right" else "false"
+    src = f"fn k(a: {t}[n], v: {vt}) -> {rt} = searchsorted(a, v, right={right});\n"
+    out = _module(src)(a._storage(), v._storage() if v.ndim else v.get()[()])
+    return GPUArray._wrap(out) if v.ndim else to_gpu(np.asarray(out, dtype=np.int64))
+
+
+def unique(a):
+    """a's distinct values, sorted, 1-D (cupy.unique without its options; NaNs as one)."""
+    t = _ty(a.dtype)
+    dims = ", ".join(f"d{k}" for k in range(a.ndim))
+    src = f"fn k(x: {t}[{dims}]) -> {t}[?] = unique(x);\n"
+    return GPUArray._wrap(_module(src)(a._storage()))
 
 
 def is_lazy(a):

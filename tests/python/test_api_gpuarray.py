@@ -202,3 +202,35 @@ def test_gpuarray_into_compiled_function():
         assert m.f(x.get()) == 14
     else:
         assert float(np.asarray(m.f(x.gpudata).get())) == 14
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.int64, np.uint32, np.bool_])
+def test_sort_argsort_like_cupy(dt):
+    rng = np.random.default_rng(3)
+    x = (rng.integers(-20, 20, (5, 700)) * 0.5).astype(dt)
+    if x.dtype.kind == "f":
+        x[rng.random(x.shape) < 0.1] = np.nan
+    g = ga.to_gpu(x)
+    for axis in (-1, 0, None):
+        np.testing.assert_array_equal(ga.sort(g, axis=axis).get(), np.sort(x, axis=axis, kind="stable"))
+        np.testing.assert_array_equal(ga.argsort(g, axis=axis).get(), np.argsort(x, axis=axis, kind="stable"))
+    np.testing.assert_array_equal(g.argsort().get(), np.argsort(x, kind="stable"))
+    g.sort(axis=0)  # in place, as cupy.ndarray.sort
+    np.testing.assert_array_equal(g.get(), np.sort(x, axis=0))
+    np.testing.assert_array_equal(ga.unique(ga.to_gpu(x)).get(), np.unique(x))
+    with pytest.raises(np.AxisError if hasattr(np, "AxisError") else ValueError):
+        ga.sort(g, axis=2)
+    with pytest.raises(ValueError, match="unknown kind"):
+        ga.sort(g, kind="bogo")
+
+
+def test_searchsorted_like_cupy():
+    a = np.sort(np.random.default_rng(4).standard_normal(10000).astype(np.float32))
+    v = np.random.default_rng(5).standard_normal((30, 40)).astype(np.float32)
+    ag, vg = ga.to_gpu(a), ga.to_gpu(v)
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(ga.searchsorted(ag, vg, side=side).get(), np.searchsorted(a, v, side=side))
+    assert int(ga.searchsorted(ag, a[77]).get()) == 77
+    np.testing.assert_array_equal(ga.searchsorted(ag, v[0].astype(np.float64)).get(), np.searchsorted(a, v[0]))
+    with pytest.raises(ValueError, match="side"):
+        ga.searchsorted(ag, vg, side="middle")

@@ -101,10 +101,11 @@ def test_doc_example(path, line, code, tmp_path):
 
 
 def python_sessions(path):
-    """(line number, code) of every ```python block with >>> prompts."""
+    """(line number, code) of every ```python block with >>> prompts (indented too, in a
+    list item)."""
     text = open(os.path.join(ROOT, path)).read()
     return [(text[:m.start()].count("\n") + 1, m.group(1))
-            for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M) if ">>>" in m.group(1)]
+            for m in re.finditer(r"^ *```python\n(.*?)^ *```", text, re.S | re.M) if ">>>" in m.group(1)]
 
 
 PY_CASES = python_sessions("docs/python.md")
