@@ -16,7 +16,6 @@ usage: part2_bench.py [--logn 28] [--iters 20] [--no-compile] [--only a,b]
        part2_bench.py --check-cpu     (no GPU: the programs on the CPU backend at small
                                        sizes against NumPy; what CI can run)
 """
-import argparse
 import os
 import sys
 
@@ -25,7 +24,7 @@ import numpy as np
 import cuk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import import_peers, print_gbs_table, time_case, torch_compiled, torch_median_ms  # noqa: E402  (bench/timing.py)
+from timing import import_peers, job_args, print_gbs_table, time_case, torch_compiled, torch_median_ms  # noqa: E402  (bench/timing.py)
 
 SRC = """
 fn hist256(x: f32[n]) -> i64[256] = histogram(x, 256, 0.0, 1.0);
@@ -90,13 +89,7 @@ def check_cpu():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--logn", type=int, default=28)
-    ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--only", default="")
-    ap.add_argument("--check-cpu", action="store_true")
-    a = ap.parse_args()
+    a = job_args(20, no_compile=True)
     if a.check_cpu:
         return check_cpu()
     only = set(a.only.split(",")) if a.only else set(CASES)

@@ -3,12 +3,12 @@
 users write them, called through the Python API on PyTorch tensors, against CuPy (CUB's
 radix sort) and PyTorch in the same run. CUDA events, median of --iters runs after 3
 warm-ups (bench/timing.py); each cuk result is compared with the peer's before it is
-timed. GKey/s = keys (queries for searchsorted) / time.
+timed. GKey/s = keys (queries for searchsorted) / time (top_k: 4 bytes a key read,
+so GB/s = 4 x GKey/s).
 
 usage: sort_bench.py [--logn 28] [--iters 10] [--only a,b]
        sort_bench.py --check-cpu   (no GPU: the programs on the CPU backend against NumPy)
 """
-import argparse
 import os
 import sys
 
@@ -17,7 +17,7 @@ import numpy as np
 import cuk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import import_peers, torch_median_ms  # noqa: E402  (bench/timing.py)
+from timing import import_peers, job_args, time_case, torch_median_ms  # noqa: E402  (bench/timing.py)
 
 SRC = """
 fn sort_f32(x: f32[n]) -> f32[n] = sort(x);
@@ -31,10 +31,11 @@ fn sbk(k: i32[n], v: f32[n]) -> (i32[n], f32[n]) = sort_by_key(k, v);
 fn uniq(x: i64[n]) -> i64[?] = unique(x);
 fn ss(a: f32[m], v: f32[n]) -> i64[n] = searchsorted(a, v);
 fn rows_f32(x: f32[r, c]) -> f32[r, c] = sort(x);
+fn topk(x: f32[n], k: i64) -> (f32[k], i64[k]) = top_k(x, k);
 """
 
 CASES = ["sort_f32", "sort_i32", "sort_u64", "sort_f64", "sortd_f32", "argsort_f32", "argsort_i32", "sbk",
-         "rows_1024", "rows_100", "rows_65536", "unique", "searchsorted"]
+         "rows_1024", "rows_100", "rows_65536", "unique", "searchsorted", "topk100"]
 
 
 def check_cpu():
@@ -49,16 +50,14 @@ def check_cpu():
     np.testing.assert_array_equal(m.uniq(i), np.unique(i))
     a = np.sort(x[:1000])
     np.testing.assert_array_equal(m.ss(a, x), np.searchsorted(a, x))
+    v, ix = m.topk(x, 10)
+    np.testing.assert_array_equal(ix, np.argsort(-x, kind="stable")[:10])
+    np.testing.assert_array_equal(v, x[ix])
     print("sort_bench --check-cpu: every program matches NumPy")
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--logn", type=int, default=28)
-    ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--only", default="")
-    ap.add_argument("--check-cpu", action="store_true")
-    a = ap.parse_args()
+    a = job_args(10)
     if a.check_cpu:
         return check_cpu()
     only = set(a.only.split(",")) if a.only else set(CASES)
@@ -71,21 +70,9 @@ def main():
     rows = []
 
     def case(name, keys, cuk_fn, peers, check):
-        if name not in only:
-            return
-        try:
-            check()
-        except Exception as e:  # noqa: BLE001
-            print("%s: cuk's result differs: %s" % (name, str(e)[:300]))
-            rows.append((name, "cuk (WRONG)", float("nan"), keys))
-            return
-        rows.append((name, "cuk", torch_median_ms(cuk_fn, a.iters), keys))
-        for pname, pfn in peers:
-            try:
-                rows.append((name, pname, torch_median_ms(pfn, a.iters), keys))
-            except Exception as e:  # noqa: BLE001
-                print("%s / %s failed: %s" % (name, pname, str(e).splitlines()[0][:200]))
-        sys.stdout.flush()
+        if name in only:
+            time_case(rows, lambda fn: torch_median_ms(fn, a.iters), name, keys, cuk_fn, peers, check)
+            sys.stdout.flush()
 
     def peers_sort(t, stable=True):
         p = [("torch.sort", lambda: torch.sort(t, stable=stable))]
@@ -122,6 +109,12 @@ def main():
         eq(ks, s)
         eq(vs, v)
     case("sbk", n, lambda: m.sbk(i, f), [("torch.sort + gather", sbk_torch)], chk_sbk)
+    def chk_topk():
+        v, ix = m.topk(f, 100)
+        tv, ti = torch.topk(f, 100)
+        eq(v, tv)
+        eq(ix, ti)
+    case("topk100", n, lambda: m.topk(f, 100), [("torch.topk", lambda: torch.topk(f, 100))], chk_topk)
     del f, i
     h = n // 2
     u = torch.randint(0, 2**63 - 1, (h,), device=dev, generator=g, dtype=torch.int64)

@@ -1,5 +1,6 @@
 """The GPU benchmarks' timing rule (docs/performance.md): 3 warm-up calls, then CUDA
 events around each of iters calls on PyTorch's current stream, the median in ms."""
+import argparse
 import statistics
 
 
@@ -75,3 +76,17 @@ def torch_compiled(fn, on):
     except Exception as e:  # noqa: BLE001
         print("torch.compile failed:", e)
         return None
+
+
+def job_args(iters, no_compile=False):
+    """The part-2 style benchmarks' options: --logn, --iters, --only a,b, --check-cpu (the
+    programs on the CPU backend against NumPy, no GPU), and --no-compile where a peer
+    is torch.compile."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--logn", type=int, default=28)
+    ap.add_argument("--iters", type=int, default=iters)
+    if no_compile:
+        ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--check-cpu", action="store_true")
+    return ap.parse_args()

@@ -65,7 +65,7 @@
     X("flatnonzero", "NumPy", USE, "nonzero(mask) (i64 flat indices)")                       \
     X("extract", "NumPy", USE, "x[mask] or filter(f, x)")                                    \
     X("compress", "NumPy", USE, "x[mask] or filter(f, x)")                                   \
-    X("top_k", "CuPy/PyTorch", PLANNED, "top_k(x, k)")                                           \
+    X("topk", "PyTorch", USE, "let (values, positions) = top_k(x, k);")                          \
     X("hist", "Futhark", USE, "histogram(x, nbins, lo, hi) or reduce_by_index(dest, f, idx, vals)")               \
     X("rotate", "Futhark", USE, "roll(x, shift, axis=k)")                                        \
     X("replicate", "Futhark", USE, "full(v, n) (the value comes first)")                         \

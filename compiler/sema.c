@@ -251,7 +251,7 @@ typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT
     X("transpose", B_STRUCT) X("dot", B_STRUCT) X("pad", B_STRUCT) X("roll", B_STRUCT)          \
     X("stack", B_STRUCT) X("filter", B_STRUCT) X("nonzero", B_STRUCT)                           \
     X("partition", B_STRUCT) X("sort", B_STRUCT) X("argsort", B_STRUCT) X("searchsorted", B_STRUCT) \
-    X("sort_by_key", B_STRUCT) X("unique", B_STRUCT)                                            \
+    X("sort_by_key", B_STRUCT) X("unique", B_STRUCT) X("top_k", B_STRUCT)                      \
     X("scatter", B_HIST) X("reduce_by_index", B_HIST) X("bincount", B_HIST) X("histogram", B_HIST) \
     X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)
 
@@ -1410,6 +1410,57 @@ static Ex builtin_sort_by_key(Ctx *c, Node *call, CallArgs *ca) {
     return (Ex){.ok = true, .ntup = 2, .tup = parts};
 }
 
+/* A checked i64 scalar: v after checking args a == b at run time, msg naming the two. */
+static Val *checked(Ctx *c, Val *v, Val *a, Val *b, const char *msg, Loc loc) {
+    Val *r = mk(c, OP_CHECKDIM, DT_I64, 0, 3, loc);
+    r->args[0] = v, r->args[1] = a, r->args[2] = b;
+    r->msg = msg;
+    return r;
+}
+
+/* top_k(x, k): along the last axis, the k largest elements in sort(x, descending=true)'s
+   order (equal ones by position, NaN after every number) and their i64 positions, two
+   results of x's shape with k last: each row's argsort, its first k columns, a gather. */
+static Ex builtin_top_k(Ctx *c, Node *call, CallArgs *ca) {
+    if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "top_k")) return ex_bad();
+    Ex x = array_arg0(c, ca, "top_k");
+    if (!x.ok) return x;
+    Val *k = as_i64(c, arg_ex(c, ca, 1), ca->pos[1]->loc, "top_k()'s k");
+    if (!k) return ex_bad();
+    Loc loc = call->loc;
+    Val *xv = x.v;
+    const int r = xv->rank;
+    const DType dt = xv->dt;
+    Val *len = count_of(c, xv, r - 1, loc), *rows = mk_i64(c, 1, loc), *zero = mk_i64(c, 0, loc);
+    for (int i = 0; i < r - 1; i++) rows = mk2(c, OP_MUL, DT_I64, 0, rows, count_of(c, xv, i, loc), loc);
+    k = checked(c, k, mk2(c, OP_MAXIMUM, DT_I64, 0, k, zero, loc), k, "top_k(): k must be at least %lld, not %lld", loc);
+    k = checked(c, k, mk2(c, OP_MINIMUM, DT_I64, 0, k, len, loc), k,
+                "top_k(): the rows have %lld elements, fewer than k = %lld; ask for at most that many", loc);
+    /* x as [rows, len]; the positions of each row's k largest; their flat positions */
+    Val *x2 = mk(c, OP_RESHAPE, dt, 2, 3, loc);
+    x2->args[0] = xv, x2->args[1] = rows, x2->args[2] = len;
+    Val *p = mk1(c, OP_ARGSORT, DT_I64, 2, x2, loc);
+    p->axis = 1;
+    p->exclusive = true;
+    Val *idx = mk(c, OP_SLICE, DT_I64, 2, 7, loc);
+    idx->args[0] = p, idx->args[5] = k;
+    Val *io = mk(c, OP_RESHAPE, DT_I64, 2, 3, loc);
+    io->args[0] = mk1(c, OP_IOTA, DT_I64, 1, rows, loc), io->args[1] = rows, io->args[2] = mk_i64(c, 1, loc);
+    Val *flat = mk2(c, OP_ADD, DT_I64, 2, mk2(c, OP_MUL, DT_I64, 2, io, len, loc), idx, loc);
+    Val *xf = mk2(c, OP_RESHAPE, dt, 1, x2, mk2(c, OP_MUL, DT_I64, 0, rows, len, loc), loc);
+    Val *parts[2] = {mk2(c, OP_GATHER, dt, 2, xf, flat, loc), idx};
+    Ex *out = NEWN(c->a, Ex, 2);
+    for (int i = 0; i < 2; i++) {
+        /* back to x's leading axes, k last */
+        Val *b = mk(c, OP_RESHAPE, parts[i]->dt, r, 1 + r, loc);
+        b->args[0] = parts[i];
+        for (int j = 0; j < r - 1; j++) b->args[1 + j] = count_of(c, xv, j, loc);
+        b->args[r] = k;
+        out[i] = ex_val(b);
+    }
+    return (Ex){.ok = true, .ntup = 2, .tup = out};
+}
+
 /* unique(x): x's distinct values (all its elements), sorted, NaNs as one (np.unique):
    the sorted values that differ from the one before, a compaction. */
 static Ex builtin_unique(Ctx *c, Node *call, CallArgs *ca) {
@@ -1687,6 +1738,7 @@ static Ex builtin_struct(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     if (strcmp(g, "searchsorted") == 0) return builtin_searchsorted(c, call, ca);
     if (strcmp(g, "sort_by_key") == 0) return builtin_sort_by_key(c, call, ca);
     if (strcmp(g, "unique") == 0) return builtin_unique(c, call, ca);
+    if (strcmp(g, "top_k") == 0) return builtin_top_k(c, call, ca);
     die("unknown structural builtin %s", g);
 }
 

@@ -261,7 +261,7 @@ def _alloc(shape, dtype, zero=False, allocator=None):
 
 
 def _upload(ary, allocator=None):
-    ary = np.ascontiguousarray(ary)
+    ary = np.asarray(ary, order="C")  # (np.ascontiguousarray would make a 0-d array 1-D)
     dt = _canon(ary.dtype)
     if backend() == "cpu":
         return ary.copy()
@@ -816,17 +816,19 @@ def searchsorted(a, v, side="left"):
         raise ValueError(f"searchsorted(): side must be 'left' or 'right', not {side!r}")
     if a.ndim != 1:
         raise ValueError(f"searchsorted(): a must be 1-D, not {a.ndim}-D")
-    v = v if isinstance(v, GPUArray) else to_gpu(np.asarray(v, dtype=a.dtype))
     t = _ty(a.dtype)
+    right = "true" if side == "right" else "false"
+    if np.ndim(v) == 0:
+        # one value: a host scalar in, a 0-d array out (as CuPy gives)
+        one = np.asarray(v.get() if isinstance(v, GPUArray) else v).astype(a.dtype)[()]
+        src = f"fn k(a: {t}[n], v: {t}) -> i64 = searchsorted(a, v, right={right});\n"
+        return to_gpu(np.asarray(_module(src)(a._storage(), one), dtype=np.int64))
+    v = v if isinstance(v, GPUArray) else to_gpu(np.asarray(v, dtype=a.dtype))
     if v.dtype != a.dtype:
         v = v.astype(a.dtype)
     dims = ", ".join(f"e{k}" for k in range(v.ndim))
-    vt = f"{t}[{dims}]" if v.ndim else t
-    rt = f"i64[{dims}]" if v.ndim else "i64"
-    right = "true" if side == "right" else "false"
-    src = f"fn k(a: {t}[n], v: {vt}) -> {rt} = searchsorted(a, v, right={right});\n"
-    out = _module(src)(a._storage(), v._storage() if v.ndim else v.get()[()])
-    return GPUArray._wrap(out) if v.ndim else to_gpu(np.asarray(out, dtype=np.int64))
+    src = f"fn k(a: {t}[n], v: {t}[{dims}]) -> i64[{dims}] = searchsorted(a, v, right={right});\n"
+    return GPUArray._wrap(_module(src)(a._storage(), v._storage()))
 
 
 def unique(a):

@@ -231,6 +231,8 @@ def test_searchsorted_like_cupy():
     for side in ("left", "right"):
         np.testing.assert_array_equal(ga.searchsorted(ag, vg, side=side).get(), np.searchsorted(a, v, side=side))
     assert int(ga.searchsorted(ag, a[77]).get()) == 77
+    assert int(ga.searchsorted(ag, ga.to_gpu(np.float32(a[77])), side="right").get()) == 78
+    assert ga.searchsorted(ag, 0.25).shape == ()
     np.testing.assert_array_equal(ga.searchsorted(ag, v[0].astype(np.float64)).get(), np.searchsorted(a, v[0]))
     with pytest.raises(ValueError, match="side"):
         ga.searchsorted(ag, vg, side="middle")

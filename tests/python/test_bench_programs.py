@@ -1,16 +1,19 @@
-"""The benchmark programs compute what they claim: bench/part2_bench.py's check_cpu
-runs each issue-12 job on the CPU backend against NumPy (the GPU run compares them with
-PyTorch before timing them)."""
+"""The benchmark programs compute what they claim: bench/part2_bench.py's and
+bench/sort_bench.py's check_cpu run each job on the CPU backend against NumPy (the GPU
+runs compare them with PyTorch before timing them)."""
 import importlib.util
 import os
+
+import pytest
 
 import cukpath  # noqa: F401
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_part2_bench_programs_match_numpy(capsys):
-    spec = importlib.util.spec_from_file_location("part2_bench", os.path.join(ROOT, "bench", "part2_bench.py"))
+@pytest.mark.parametrize("name", ["part2_bench", "sort_bench"])
+def test_bench_programs_match_numpy(capsys, name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "bench", name + ".py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     mod.check_cpu()

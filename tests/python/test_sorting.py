@@ -1,4 +1,4 @@
-"""sort, argsort and searchsorted (DESIGN.md part 2, "Sorting") on the CPU backend
+"""sort, argsort, searchsorted and top_k (DESIGN.md part 2, "Sorting") on the CPU backend
 against NumPy's stable sort: every dtype, NaN (last, in either direction), -0.0 (equal to
 0.0, kept in its place), duplicates, all-equal, sorted and reverse-sorted input, rows and
 other axes, sizes 0, 1, 48/49 (the insertion sort's edge) and 2^20 + 7, on the CPU backend
@@ -22,6 +22,7 @@ fn a0_{t}(x: {t}[r, c]) -> i64[r, c] = argsort(x, axis=0);
 fn ss_{t}(a: {t}[n], v: {t}[k]) -> i64[k] = searchsorted(a, v);
 fn ssr_{t}(a: {t}[n], v: {t}[k]) -> i64[k] = searchsorted(a, v, right=true);
 fn ss1_{t}(a: {t}[n], v: {t}) -> i64 = searchsorted(a, v);
+fn tk_{t}(x: {t}[r, c], k: i64) -> ({t}[r, k], i64[r, k]) = top_k(x, k);
 """.format(t=t) for t in TYPES)
 
 
@@ -111,6 +112,23 @@ def test_passes_that_move_nothing(m, t):
             want = ref_argsort(y, desc)
             np.testing.assert_array_equal(getattr(m, af + t)(y), want)
             np.testing.assert_array_equal(getattr(m, sf + t)(y), np.take_along_axis(y, want, axis=-1))
+
+
+@pytest.mark.parametrize("t", list(TYPES))
+@pytest.mark.parametrize("shape", [(3, 1), (4, 100), (2, 4097), (1, 70001)])
+def test_top_k(m, t, shape):
+    """top_k: each row's k largest in the descending sort's order (ties by position,
+    NaN last) and their positions; k = 0, 1, a few, the whole row; k past the row is an
+    error that says so."""
+    x = data(t, *shape, seed=shape[1] + 11)
+    want = ref_argsort(x, True)
+    c = shape[1]
+    for k in sorted({0, 1, min(c, 5), c // 2, c}):
+        v, i = getattr(m, "tk_" + t)(x, k)
+        np.testing.assert_array_equal(i, want[:, :k])
+        np.testing.assert_array_equal(v.view(np.uint8), np.take_along_axis(x, want[:, :k], axis=-1).view(np.uint8))
+    with pytest.raises(cuk.Error, match="fewer than k"):
+        getattr(m, "tk_" + t)(x, c + 1)
 
 
 @pytest.mark.parametrize("t", ["f32", "f64", "i32", "i64", "u64"])
