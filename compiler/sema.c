@@ -108,6 +108,8 @@ typedef struct Ctx {
     int slot_cache_n;
     int depth;          /* lower_expr nesting, inlined bodies included (NEST_LIMIT) */
     bool deep_reported; /* the nesting error was reported (once per function) */
+    const char **unbound; /* names of the function whose let failed with an error: */
+    int nunbound, capunbound; /* their uses give no "unknown name" besides */
     int *height;        /* by value id in fn: the value's IR depth, 0 until known */
     int nheight;
     struct SizeMemo *szmemo; /* array_size's answers during one question */
@@ -3068,6 +3070,8 @@ static Ex lower_ident(Ctx *c, Node *n) {
         return e;
     }
     if (!s) {
+        for (int i = 0; i < c->nunbound; i++)
+            if (strcmp(c->unbound[i], n->name) == 0) return ex_bad();
         const char *sg = suggest_name(c, n->name, false);
         if (sg) diag_error(c->d, n->loc, "unknown name '%s'; did you mean '%s'?", n->name, sg);
         else if (find_decl(c, n->name)) diag_error(c->d, n->loc, "'%s' is a function; call it with %s(...)", n->name, n->name);
@@ -3391,43 +3395,62 @@ static bool check_decl_type(Ctx *c, Node *type, Ex *v, const char *name) {
 
 static void bind_value(Ctx *c, const char *name, Loc loc, Val *val, bool mut, Node *rest);
 
+/* A let whose value had an error (reported there, or earlier): its name is remembered,
+   so the statements after it do not each add "unknown name" to the error that matters. */
+static void unbound_add(Ctx *c, const char *name) {
+    if (c->nunbound == c->capunbound) {
+        int cap = c->capunbound ? 2 * c->capunbound : 8;
+        const char **u = NEWN(c->a, const char *, cap);
+        if (c->nunbound) memcpy(u, c->unbound, sizeof *u * (size_t)c->nunbound);
+        c->unbound = u, c->capunbound = cap;
+    }
+    c->unbound[c->nunbound++] = name;
+}
+
+static bool lower_let_checked(Ctx *c, Node *s, Node *rest);
+
 static void lower_let(Ctx *c, Node *s, Node *rest) {
+    if (!lower_let_checked(c, s, rest)) unbound_add(c, s->name);
+}
+
+static bool lower_let_checked(Ctx *c, Node *s, Node *rest) {
     bool mut = s->kind == N_VAR;
     Ex v;
     if (s->a->kind == N_CALL && strcmp(s->a->name, "load") == 0 && !find_decl(c, "load")) {
         if (!s->type) {
             diag_error(c->d, s->loc, "load() needs the type of '%s', e.g. let %s: f32[n] = load(\"x.npy\");", s->name, s->name);
-            return;
+            return false;
         }
         Node *arg = s->a->args;
         if (!arg || arg->next || arg->kind != N_STR) {
             diag_error(c->d, s->a->loc, "load() takes one file name in quotes");
-            return;
+            return false;
         }
         DType dt;
         int rk;
         type_dims(s->type, &rk);
         if (!dtype_from_name(s->type->name, &dt)) {
             diag_error(c->d, s->type->loc, "unknown type '%s'", s->type->name);
-            return;
+            return false;
         }
         Val *lv = mk(c, OP_LOAD, dt, rk, 0, s->a->loc);
         lv->path = arg->sval;
         v = ex_val(lv);
     } else {
         v = lower_expr(c, s->a);
-        if (!v.ok) return;
-        if (s->type && !check_decl_type(c, s->type, &v, s->name)) return;
+        if (!v.ok) return false;
+        if (s->type && !check_decl_type(c, s->type, &v, s->name)) return false;
     }
     v = concrete(c, v);
-    if (!v.ok) return;
+    if (!v.ok) return false;
     if (v.v->dt == DT_VOID) {
         diag_error(c->d, s->a->loc, "this call returns nothing, so it cannot initialise '%s'", s->name);
-        return;
+        return false;
     }
     Val *val = v.v;
-    if (s->type && !bind_size_vars(c, s->type, val, s->loc, &val)) return;
+    if (s->type && !bind_size_vars(c, s->type, val, s->loc, &val)) return false;
     bind_value(c, s->name, s->loc, val, mut, rest);
+    return true;
 }
 
 /* The statements of rest that use name, looking through the lets that will most
@@ -3802,7 +3825,10 @@ static void lower_stmt(Ctx *c, Node *s) {
     switch (s->kind) {
     case N_LET:
     case N_VAR: lower_let(c, s, s->next); return;
-    case N_LETTUPLE: lower_let_tuple(c, s, s->next, false); return;
+    case N_LETTUPLE:
+        if (!lower_let_tuple(c, s, s->next, false))
+            for (Node *x = s->args; x; x = x->next) unbound_add(c, x->name);
+        return;
     case N_ASSIGN: {
         Sym *sy = sym_find(c, s->name);
         if (!sy) {
@@ -4015,6 +4041,8 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
     Ctx saved = *c;
     c->fn = f;
     c->scope = NULL;
+    c->nunbound = c->capunbound = 0;
+    c->unbound = NULL;
     c->slot_cache = NULL;
     c->slot_cache_n = 0;
     scope_push(c, true);
