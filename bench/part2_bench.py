@@ -24,7 +24,7 @@ import numpy as np
 import cuk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import import_peers, job_args, print_gbs_table, time_case, torch_compiled, torch_median_ms  # noqa: E402  (bench/timing.py)
+from timing import job_args, job_setup, print_gbs_table, time_case, torch_compiled, torch_median_ms  # noqa: E402  (bench/timing.py)
 
 SRC = """
 fn hist256(x: f32[n]) -> i64[256] = histogram(x, 256, 0.0, 1.0);
@@ -92,13 +92,7 @@ def main():
     a = job_args(20, no_compile=True)
     if a.check_cpu:
         return check_cpu()
-    only = set(a.only.split(",")) if a.only else set(CASES)
-
-    torch, cp = import_peers()
-    m = cuk.compile(SRC, device="gpu", name="part2_bench.py")
-    dev = torch.device("cuda")
-    n = 1 << a.logn
-    g = torch.Generator(device=dev).manual_seed(1)
+    only, torch, cp, m, dev, n, g = job_setup(a, SRC, "part2_bench.py", CASES)
     x = torch.rand(n, device=dev, generator=g)
     print("n = 2^%d" % a.logn)
 

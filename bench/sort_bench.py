@@ -17,7 +17,7 @@ import numpy as np
 import cuk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import import_peers, job_args, time_case, torch_median_ms  # noqa: E402  (bench/timing.py)
+from timing import job_args, job_setup, time_case, torch_median_ms  # noqa: E402  (bench/timing.py)
 
 SRC = """
 fn sort_f32(x: f32[n]) -> f32[n] = sort(x);
@@ -60,12 +60,7 @@ def main():
     a = job_args(10)
     if a.check_cpu:
         return check_cpu()
-    only = set(a.only.split(",")) if a.only else set(CASES)
-    torch, cp = import_peers()
-    m = cuk.compile(SRC, device="gpu", name="sort_bench.py")
-    dev = torch.device("cuda")
-    n = 1 << a.logn
-    g = torch.Generator(device=dev).manual_seed(1)
+    only, torch, cp, m, dev, n, g = job_setup(a, SRC, "sort_bench.py", CASES)
     print("n = 2^%d" % a.logn)
     rows = []
 

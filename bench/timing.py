@@ -90,3 +90,16 @@ def job_args(iters, no_compile=False):
     ap.add_argument("--only", default="")
     ap.add_argument("--check-cpu", action="store_true")
     return ap.parse_args()
+
+
+def job_setup(a, src, name, cases):
+    """What such a benchmark starts from (a from job_args): the cases to run, the peers
+    (torch, cupy or None), src compiled for the GPU, the device, n = 2^logn and a seeded
+    torch generator."""
+    import cuk
+    only = set(a.only.split(",")) if a.only else set(cases)
+    torch, cp = import_peers()
+    m = cuk.compile(src, device="gpu", name=name)
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(1)
+    return only, torch, cp, m, dev, 1 << a.logn, g
