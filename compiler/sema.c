@@ -147,6 +147,15 @@ static Val *mk2(Ctx *c, OpKind op, DType dt, int rank, Val *a0, Val *a1, Loc loc
     return v;
 }
 
+/* v, after checking at run time that the i64 scalars a and b are equal; else the
+   error msg (two %lld: a's value, then b's). */
+static Val *mk_check(Ctx *c, Val *v, Val *a, Val *b, const char *msg, Loc loc) {
+    Val *r = mk(c, OP_CHECKDIM, v->dt, v->rank, 3, loc);
+    r->args[0] = v, r->args[1] = a, r->args[2] = b;
+    r->msg = msg;
+    return r;
+}
+
 static const char *tname(Arena *a, DType dt, int rank) {
     const char *n = dt == DT_VOID ? "void" : dtype_info[dt].name;
     if (rank == 0) return n;
@@ -1403,21 +1412,12 @@ static Ex builtin_sort_by_key(Ctx *c, Node *call, CallArgs *ca) {
     Val *k = kv[0].v, *p = mk1(c, OP_ARGSORT, DT_I64, 1, k, loc);
     p->axis = 0;
     p->exclusive = desc;
-    Val *v = mk(c, OP_CHECKDIM, kv[1].v->dt, 1, 3, loc);
-    v->args[0] = kv[1].v, v->args[1] = count_of(c, kv[1].v, 0, loc), v->args[2] = count_of(c, k, 0, loc);
-    v->msg = "sort_by_key(): %lld values for %lld keys; give each key one value";
+    Val *v = mk_check(c, kv[1].v, count_of(c, kv[1].v, 0, loc), count_of(c, k, 0, loc),
+                      "sort_by_key(): %lld values for %lld keys; give each key one value", loc);
     Ex *parts = NEWN(c->a, Ex, 2);
     parts[0] = ex_val(mk2(c, OP_GATHER, k->dt, 1, k, p, loc));
     parts[1] = ex_val(mk2(c, OP_GATHER, v->dt, 1, v, p, loc));
     return (Ex){.ok = true, .ntup = 2, .tup = parts};
-}
-
-/* A checked i64 scalar: v after checking args a == b at run time, msg naming the two. */
-static Val *checked(Ctx *c, Val *v, Val *a, Val *b, const char *msg, Loc loc) {
-    Val *r = mk(c, OP_CHECKDIM, DT_I64, 0, 3, loc);
-    r->args[0] = v, r->args[1] = a, r->args[2] = b;
-    r->msg = msg;
-    return r;
 }
 
 /* top_k(x, k): along the last axis, the k largest elements in sort(x, descending=true)'s
@@ -1435,8 +1435,8 @@ static Ex builtin_top_k(Ctx *c, Node *call, CallArgs *ca) {
     const DType dt = xv->dt;
     Val *len = count_of(c, xv, r - 1, loc), *rows = mk_i64(c, 1, loc), *zero = mk_i64(c, 0, loc);
     for (int i = 0; i < r - 1; i++) rows = mk2(c, OP_MUL, DT_I64, 0, rows, count_of(c, xv, i, loc), loc);
-    k = checked(c, k, mk2(c, OP_MAXIMUM, DT_I64, 0, k, zero, loc), k, "top_k(): k must be at least %lld, not %lld", loc);
-    k = checked(c, k, mk2(c, OP_MINIMUM, DT_I64, 0, k, len, loc), k,
+    k = mk_check(c, k, mk2(c, OP_MAXIMUM, DT_I64, 0, k, zero, loc), k, "top_k(): k must be at least %lld, not %lld", loc);
+    k = mk_check(c, k, mk2(c, OP_MINIMUM, DT_I64, 0, k, len, loc), k,
                 "top_k(): the rows have %lld elements, fewer than k = %lld; ask for at most that many", loc);
     /* x as [rows, len]; the positions of each row's k largest; their flat positions */
     Val *x2 = mk(c, OP_RESHAPE, dt, 2, 3, loc);
@@ -2569,15 +2569,13 @@ static Val *check_result(Ctx *c, Node *decl, Node *type, Val *r, Val **dims, Loc
         }
         Val *dim = mk1(c, OP_DIM, DT_I64, 0, r, loc);
         dim->axis = ax;
-        Val *cv = mk(c, OP_CHECKDIM, r->dt, r->rank, 3, loc);
-        cv->args[0] = out, cv->args[1] = dim, cv->args[2] = dims[ax];
-        if (d->kind == N_INT)
-            cv->msg = arena_printf(c->a, "%s(): the result has size %%lld on axis %d, but its declared size is %%lld",
-                                   decl->name, ax);
-        else
-            cv->msg = arena_printf(c->a, "%s(): the result has size %%lld on axis %d, but its declared size '%s' is %%lld",
-                                   decl->name, ax, size_text(c->a, d));
-        out = cv;
+        const char *msg =
+            d->kind == N_INT
+                ? arena_printf(c->a, "%s(): the result has size %%lld on axis %d, but its declared size is %%lld",
+                               decl->name, ax)
+                : arena_printf(c->a, "%s(): the result has size %%lld on axis %d, but its declared size '%s' is %%lld",
+                               decl->name, ax, size_text(c->a, d));
+        out = mk_check(c, out, dim, dims[ax], msg, loc);
     }
     return out;
 }
@@ -2637,10 +2635,7 @@ static Ex inline_result(Ctx *c, Node *decl, Node *t, Ex r, TypeVars *tv, bool ma
     if (!r.ok) return r;
     r.v = check_result(c, decl, t, r.v, dims, retloc, false);
     for (int k = 0; k < nchecks; k++) {
-        Val *cv = mk(c, OP_CHECKDIM, r.v->dt, r.v->rank, 3, call->loc);
-        cv->args[0] = r.v, cv->args[1] = checks[k].a, cv->args[2] = checks[k].b;
-        cv->msg = checks[k].msg;
-        r.v = cv;
+        r.v = mk_check(c, r.v, checks[k].a, checks[k].b, checks[k].msg, call->loc);
     }
     return r;
 }
@@ -3363,10 +3358,7 @@ static bool bind_size_vars(Ctx *c, Node *type, Val *x, Loc loc, Val **out) {
                 continue;
             }
         }
-        Val *cv = mk(c, OP_CHECKDIM, x->dt, x->rank, 3, loc);
-        cv->args[0] = x, cv->args[1] = dim, cv->args[2] = other;
-        cv->msg = what;
-        x = cv;
+        x = mk_check(c, x, dim, other, what, loc);
     }
     *out = x;
     return true;
@@ -3671,13 +3663,10 @@ static Val *update_mask(Ctx *c, Node *s, Val *x, Val *mask, Val *e) {
         for (int w = 0; w < 2; w++) {
             Val **p = w ? &e : &mask;
             if (w && !e->rank) continue;
-            Val *cv = mk(c, OP_CHECKDIM, (*p)->dt, (*p)->rank, 3, loc);
-            cv->args[0] = *p;
-            cv->args[1] = dim_of(c, *p, k, loc);
-            cv->args[2] = dim_of(c, x, k, loc);
-            cv->msg = arena_printf(c->a, "%s of '%s[mask] = ...' has size %%lld along axis %d but '%s' has size %%lld",
-                                   w ? "the value" : "the mask", s->name, k, s->name);
-            *p = cv;
+            *p = mk_check(c, *p, dim_of(c, *p, k, loc), dim_of(c, x, k, loc),
+                          arena_printf(c->a, "%s of '%s[mask] = ...' has size %%lld along axis %d but '%s' has size %%lld",
+                                       w ? "the value" : "the mask", s->name, k, s->name),
+                          loc);
         }
     }
     return ew(c, OP_SELECT, x->dt, mask, e, x, loc);
@@ -3701,12 +3690,8 @@ static Val *update_scatter(Ctx *c, Node *s, Val *x, Val *idx, Val *e) {
     Val *n = dim_of(c, x, 0, loc);
     Val *ni = ew(c, OP_SELECT, DT_I64, ew(c, OP_LT, DT_BOOL, i, zero, NULL, loc), ew(c, OP_ADD, DT_I64, i, n, NULL, loc), i, loc);
     if (e->rank == 1) {
-        Val *cv = mk(c, OP_CHECKDIM, e->dt, 1, 3, loc);
-        cv->args[0] = e;
-        cv->args[1] = dim_of(c, e, 0, loc);
-        cv->args[2] = dim_of(c, idx, 0, loc);
-        cv->msg = arena_printf(c->a, "'%s[idx] = vals' got %%lld values for %%lld indices", s->name);
-        e = cv;
+        e = mk_check(c, e, dim_of(c, e, 0, loc), dim_of(c, idx, 0, loc),
+                     arena_printf(c->a, "'%s[idx] = vals' got %%lld values for %%lld indices", s->name), loc);
     }
     Val *t = mk(c, OP_CONST, DT_BOOL, 0, 0, loc);
     t->c.i = 1;
