@@ -365,15 +365,6 @@ int kernel_short_row_threads(const Kernel *k, int64_t len) {
     return t;
 }
 
-/* The online pair (softmax, logsumexp): reduction j sums exp(e - m), where m, reduction
-   j - 1, is the max of the same e over the row (the same value or the same input).
-   Then the two are computed in one pass as a (max, sum) pair (kernels/reduce.cuh
-   cuk_ms): each thread sums exp(e - a max of its own: its warp's, or on `_lg` its
-   running max), and the pairs combine by rescaling,
-   one exchange a row instead of two (and on `_lg`, one read of the row instead of
-   two). The sum differs from the two-pass one in rounding only (the exp of a
-   difference against the product of two), with the same results for infinities and
-   NaNs. Returns whether j is such a sum (kernel.h). */
 /* The term of a row pair: d when reduction j sums outer(d) (exp(d), or d * d) and d is
    e - x with e the input of reduction j - 1 (whose combine is `first`), both float
    reductions of one type without init or segments; NULL if not. */
@@ -389,6 +380,15 @@ static Val *pair_term(const Kernel *k, int j, RedOp first, OpKind outer) {
     return d->args[0] == m->args[0] || kernel_canon(k, d->args[0]) == kernel_canon(k, m->args[0]) ? d : NULL;
 }
 
+/* The online pair (softmax, logsumexp): reduction j sums exp(e - m), where m, reduction
+   j - 1, is the max of the same e over the row (the same value or the same input).
+   Then the two are computed in one pass as a (max, sum) pair (kernels/reduce.cuh
+   cuk_ms): each thread sums exp(e - a max of its own: its warp's, or on `_lg` its
+   running max), and the pairs combine by rescaling,
+   one exchange a row instead of two (and on `_lg`, one read of the row instead of
+   two). The sum differs from the two-pass one in rounding only (the exp of a
+   difference against the product of two), with the same results for infinities and
+   NaNs. Returns whether j is such a sum (kernel.h). */
 bool kernel_row_online(const Kernel *k, int j) {
     const Val *d = pair_term(k, j, RED_MAX, OP_EXP);
     return d && d->args[1] == k->reds[j - 1];
