@@ -1386,8 +1386,18 @@ static Ex builtin_searchsorted(Ctx *c, Node *call, CallArgs *ca) {
                    tname(c->a, xs[0].v->dt, xs[0].v->rank));
         return ex_bad();
     }
-    Val *v = mk2(c, OP_SEARCHSORTED, DT_I64, xs[1].v->rank, xs[0].v, xs[1].v, call->loc);
+    /* one value: looked up as an array of one, its element taken (the executors see
+       arrays of values only) */
+    Val *vals = xs[1].v;
+    if (vals->rank == 0) vals = mk2(c, OP_RESHAPE, vals->dt, 1, vals, mk_i64(c, 1, call->loc), call->loc);
+    Val *v = mk2(c, OP_SEARCHSORTED, DT_I64, vals->rank, xs[0].v, vals, call->loc);
     v->exclusive = right;
+    if (xs[1].v->rank == 0) {
+        Val *e = mk(c, OP_SLICE, DT_I64, 0, 4, call->loc);
+        e->args[0] = v, e->args[1] = mk_i64(c, 0, call->loc);
+        e->slmode[0] = SL_INDEX;
+        v = e;
+    }
     return ex_val(v);
 }
 

@@ -1182,34 +1182,15 @@ static __attribute__((noinline)) bool eval_searchsorted(Frame *f, Val *v, Value 
     Value a, x;
     if (!eval(f, v->args[0], &a)) return false;
     if (!eval(f, v->args[1], &x)) return vrelease(f->s, &a), false;
+    ASSERT(x.rank >= 1); /* sema looks one value up as an array of one */
     char why[1024];
-    bool ok = true;
-    if (x.rank == 0) { /* a host scalar: one value looked up */
-        r->rank = 0;
-        cuk_devptr dv = 0, dout = 0;
-        ok = cuk_mem_alloc(&dv, 8) == CUK_OK && cuk_mem_alloc(&dout, 8) == CUK_OK;
-        if (!ok) gpu_fail(f->s, v->loc, "device allocation failed");
-        int64_t got = 0;
-        Arr *one = ok ? arr_scalar(x.dt, x.s) : NULL;
-        if (ok && !one) ok = gpu_fail(f->s, v->loc, "out of host memory");
-        if (ok && cuk_memcpy_htod(dv, one->data, (size_t)dtype_info[x.dt].size) != CUK_OK)
-            ok = gpu_fail(f->s, v->loc, "copy to the device failed");
-        if (one) arr_release(one);
-        if (ok && !(ok = gpu_searchsorted(a.dt, a.buf->p, a.shape[0], dv, 1, v->exclusive, dout, why, sizeof why)))
-            rt_error(f->s->err, v->loc, "searchsorted(): %s", why);
-        if (ok && cuk_memcpy_dtoh(&got, dout, 8) != CUK_OK) ok = gpu_fail(f->s, v->loc, "copy from the device failed");
-        if (dv) cuk_mem_free(dv);
-        if (dout) cuk_mem_free(dout);
-        r->s.i = got;
-    } else {
-        memcpy(r->shape, x.shape, sizeof r->shape);
-        ok = dalloc(f->s, r, v->loc);
-        if (ok && !gpu_searchsorted(a.dt, a.buf->p, a.shape[0], x.buf->p, nelem(&x), v->exclusive, r->buf->p, why,
-                                    sizeof why)) {
-            rt_error(f->s->err, v->loc, "searchsorted(): %s", why);
-            vrelease(f->s, r);
-            ok = false;
-        }
+    memcpy(r->shape, x.shape, sizeof r->shape);
+    bool ok = dalloc(f->s, r, v->loc);
+    if (ok && !gpu_searchsorted(a.dt, a.buf->p, a.shape[0], x.buf->p, nelem(&x), v->exclusive, r->buf->p, why,
+                                sizeof why)) {
+        rt_error(f->s->err, v->loc, "searchsorted(): %s", why);
+        vrelease(f->s, r);
+        ok = false;
     }
     vrelease(f->s, &a);
     vrelease(f->s, &x);
