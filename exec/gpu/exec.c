@@ -111,6 +111,7 @@ struct GpuSession {
     int nfs;
     FnState *fs;
     cuk_module **mods;   /* per plan, compiled on first use */
+    cuk_module *sort_mods[DT_COUNT]; /* per element type, the sort kernels' (exec/gpu/sort.h) */
     const Bundle *bundle; /* when set, modules are loaded from its images, not compiled */
     pthread_mutex_t lock; /* one call at a time */
     DBuf *free_bufs;
@@ -1168,8 +1169,8 @@ static __attribute__((noinline)) bool eval_sort(Frame *f, Val *v, Value *r) {
     const int64_t len = x.shape[x.rank - 1], n = nelem(&x);
     char why[1024];
     bool ok = dalloc(f->s, r, v->loc);
-    if (ok && !gpu_sort_rows(x.dt, x.buf->p, len ? n / len : 0, len, v->exclusive, v->op == OP_ARGSORT, r->buf->p, why,
-                             sizeof why)) {
+    if (ok && !gpu_sort_rows(x.dt, x.buf->p, len ? n / len : 0, len, v->exclusive, v->op == OP_ARGSORT, r->buf->p,
+                             &f->s->sort_mods[x.dt], why, sizeof why)) {
         rt_error(f->s->err, v->loc, "%s(): %s", op_name[v->op], why);
         vrelease(f->s, r);
         ok = false;
@@ -1186,8 +1187,8 @@ static __attribute__((noinline)) bool eval_searchsorted(Frame *f, Val *v, Value 
     char why[1024];
     memcpy(r->shape, x.shape, sizeof r->shape);
     bool ok = dalloc(f->s, r, v->loc);
-    if (ok && !gpu_searchsorted(a.dt, a.buf->p, a.shape[0], x.buf->p, nelem(&x), v->exclusive, r->buf->p, why,
-                                sizeof why)) {
+    if (ok && !gpu_searchsorted(a.dt, a.buf->p, a.shape[0], x.buf->p, nelem(&x), v->exclusive, r->buf->p,
+                                &f->s->sort_mods[a.dt], why, sizeof why)) {
         rt_error(f->s->err, v->loc, "searchsorted(): %s", why);
         vrelease(f->s, r);
         ok = false;

@@ -52,8 +52,10 @@ typedef struct SortMod {
     size_t whylen;
 } SortMod;
 
-static bool mod_open(SortMod *sm, DType dt, char *why, size_t whylen) {
-    *sm = (SortMod){.dt = dt, .why = why, .whylen = whylen};
+/* The module of dt's kernels: *slot, else compiled (through the kernel cache) into it. */
+static bool mod_open(SortMod *sm, DType dt, cuk_module **slot, char *why, size_t whylen) {
+    *sm = (SortMod){.dt = dt, .m = *slot, .why = why, .whylen = whylen};
+    if (sm->m) return true;
     char *src = gpu_sort_source(dt);
     if (!src) return fail(why, whylen, "out of host memory for the sort kernels' source");
     char name[64];
@@ -66,6 +68,7 @@ static bool mod_open(SortMod *sm, DType dt, char *why, size_t whylen) {
                     "compiling the GPU sort kernels failed: %s (the GPU's sort compiles them with NVRTC on first "
                     "use; without NVRTC, sort with --device cpu)",
                     cuk_last_error());
+    *slot = sm->m;
     return true;
 }
 
@@ -249,24 +252,24 @@ static bool sort_long(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool
     return ok;
 }
 
-bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out, char *why,
-                   size_t whylen) {
+bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out,
+                   cuk_module **mod, char *why, size_t whylen) {
     if (rows <= 0 || len <= 0) return true;
     if (arg && len > (int64_t)UINT32_MAX)
         return fail(why, whylen,
                     "argsort() on the GPU sorts rows of at most 2^32 - 1 elements, not %lld; use --device cpu",
                     (long long)len);
     SortMod sm;
-    if (!mod_open(&sm, dt, why, whylen)) return false;
+    if (!mod_open(&sm, dt, mod, why, whylen)) return false;
     if (len <= sort_tile(dt)) return sort_short(&sm, x, rows, len, desc, arg, out);
     return sort_long(&sm, x, rows, len, desc, arg, out);
 }
 
 bool gpu_searchsorted(DType dt, cuk_devptr a, int64_t m, cuk_devptr v, int64_t n, bool right, cuk_devptr out,
-                      char *why, size_t whylen) {
+                      cuk_module **mod, char *why, size_t whylen) {
     if (n <= 0) return true;
     SortMod sm;
-    if (!mod_open(&sm, dt, why, whylen)) return false;
+    if (!mod_open(&sm, dt, mod, why, whylen)) return false;
     int r = right;
     void *args[] = {&a, &m, &v, &n, &r, &out};
     /* each block loads the samples once: a few blocks per SM's worth, grid-striding */

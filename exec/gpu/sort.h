@@ -13,15 +13,17 @@
 
 /* Sorts `rows` rows of len elements of type dt at x (row-major, contiguous) into out:
    the elements (sort) or, when arg, their i64 positions in the row (argsort); stable,
-   NaN last, -0.0 equal to 0.0, as exec/sort.h on the host. False with why set (what
-   failed and what to do) on failure. */
-bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out, char *why,
-                   size_t whylen);
+   NaN last, -0.0 equal to 0.0, as exec/sort.h on the host. *mod is the caller's slot
+   for dt's module (NULL: compiled on this first use and kept there, so later calls
+   neither build nor hash the source). False with why set (what failed and what to do)
+   on failure. */
+bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out,
+                   cuk_module **mod, char *why, size_t whylen);
 
 /* out[k] (i64) = the first place in the m sorted a (ascending, NaN last) whose element
-   is at least v[k] (right: greater), for the n values v. */
+   is at least v[k] (right: greater), for the n values v; mod as for gpu_sort_rows. */
 bool gpu_searchsorted(DType dt, cuk_devptr a, int64_t m, cuk_devptr v, int64_t n, bool right, cuk_devptr out,
-                      char *why, size_t whylen);
+                      cuk_module **mod, char *why, size_t whylen);
 
 /* The sort module's CUDA C for dt (malloc'ed; NULL without memory): what CI compiles. */
 char *gpu_sort_source(DType dt);
