@@ -32,10 +32,12 @@ fn uniq(x: i64[n]) -> i64[?] = unique(x);
 fn ss(a: f32[m], v: f32[n]) -> i64[n] = searchsorted(a, v);
 fn rows_f32(x: f32[r, c]) -> f32[r, c] = sort(x);
 fn topk(x: f32[n], k: i64) -> (f32[k], i64[k]) = top_k(x, k);
+fn topk2(x: f32[r, c], k: i64) -> (f32[r, k], i64[r, k]) = top_k(x, k);
 """
 
 CASES = ["sort_f32", "sort_i32", "sort_u64", "sort_f64", "sortd_f32", "argsort_f32", "argsort_i32", "sbk",
-         "rows_1024", "rows_100", "rows_65536", "unique", "searchsorted", "topk100"]
+         "rows_1024", "rows_100", "rows_65536", "unique", "searchsorted", "topk100", "topk1024",
+         "topk_rows"]
 
 
 def check_cpu():
@@ -104,12 +106,18 @@ def main():
         eq(ks, s)
         eq(vs, v)
     case("sbk", n, lambda: m.sbk(i, f), [("torch.sort + gather", sbk_torch)], chk_sbk)
-    def chk_topk():
-        v, ix = m.topk(f, 100)
-        tv, ti = torch.topk(f, 100)
+    def chk_topk_k(x, k, fn):
+        v, ix = fn(x, k)
+        tv, ti = torch.topk(x, k)
         eq(v, tv)
         eq(ix, ti)
-    case("topk100", n, lambda: m.topk(f, 100), [("torch.topk", lambda: torch.topk(f, 100))], chk_topk)
+    case("topk100", n, lambda: m.topk(f, 100), [("torch.topk", lambda: torch.topk(f, 100))],
+         lambda: chk_topk_k(f, 100, m.topk))
+    case("topk1024", n, lambda: m.topk(f, 1024), [("torch.topk", lambda: torch.topk(f, 1024))],
+         lambda: chk_topk_k(f, 1024, m.topk))
+    fr = f.view(-1, 1 << 16)
+    case("topk_rows", n, lambda: m.topk2(fr, 10), [("torch.topk", lambda: torch.topk(fr, 10))],
+         lambda: chk_topk_k(fr, 10, m.topk2))
     del f, i
     h = n // 2
     u = torch.randint(0, 2**63 - 1, (h,), device=dev, generator=g, dtype=torch.int64)

@@ -186,6 +186,9 @@ typedef enum {
                                              v->exclusive: descending (exec/sort.h) */          \
     X(ARGSORT, "argsort", OK_LEAF, 1u, 0) /* as sort: the i64 positions along the axis that     \
                                              sort it */                                          \
+    X(TOPK, "topk", OK_LEAF, 1u, 0)       /* args: x, k (i64 scalar): i64 of x's shape with k  \
+                                             last, each row's first k positions of               \
+                                             argsort(descending=true), found by selection */     \
     X(SEARCHSORTED, "searchsorted", OK_LEAF, 3u, 0) /* args: a (1-D, sorted, NaN last), v: i64 \
                                              of v's shape, the first i with a[i] >= v           \
                                              (v->exclusive: a[i] > v, right=true) */            \

@@ -1432,7 +1432,8 @@ static Ex builtin_sort_by_key(Ctx *c, Node *call, CallArgs *ca) {
 
 /* top_k(x, k): along the last axis, the k largest elements in sort(x, descending=true)'s
    order (equal ones by position, NaN after every number) and their i64 positions, two
-   results of x's shape with k last: each row's argsort, its first k columns, a gather. */
+   results of x's shape with k last: each row's k positions found by selection (OP_TOPK,
+   not a whole sort), a gather. */
 static Ex builtin_top_k(Ctx *c, Node *call, CallArgs *ca) {
     if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "top_k")) return ex_bad();
     Ex x = array_arg0(c, ca, "top_k");
@@ -1448,28 +1449,26 @@ static Ex builtin_top_k(Ctx *c, Node *call, CallArgs *ca) {
     k = mk_check(c, k, mk2(c, OP_MAXIMUM, DT_I64, 0, k, zero, loc), k, "top_k(): k must be at least %lld, not %lld", loc);
     k = mk_check(c, k, mk2(c, OP_MINIMUM, DT_I64, 0, k, len, loc), k,
                 "top_k(): the rows have %lld elements, fewer than k = %lld; ask for at most that many", loc);
-    /* x as [rows, len]; the positions of each row's k largest; their flat positions */
-    Val *x2 = mk(c, OP_RESHAPE, dt, 2, 3, loc);
-    x2->args[0] = xv, x2->args[1] = rows, x2->args[2] = len;
-    Val *p = mk1(c, OP_ARGSORT, DT_I64, 2, x2, loc);
-    p->axis = 1;
-    p->exclusive = true;
-    Val *idx = mk(c, OP_SLICE, DT_I64, 2, 7, loc);
-    idx->args[0] = p, idx->args[5] = k;
-    Val *io = mk(c, OP_RESHAPE, DT_I64, 2, 3, loc);
-    io->args[0] = mk1(c, OP_IOTA, DT_I64, 1, rows, loc), io->args[1] = rows, io->args[2] = mk_i64(c, 1, loc);
-    Val *flat = mk2(c, OP_ADD, DT_I64, 2, mk2(c, OP_MUL, DT_I64, 2, io, len, loc), idx, loc);
-    Val *xf = mk2(c, OP_RESHAPE, dt, 1, x2, mk2(c, OP_MUL, DT_I64, 0, rows, len, loc), loc);
-    Val *parts[2] = {mk2(c, OP_GATHER, dt, 2, xf, flat, loc), idx};
-    Ex *out = NEWN(c->a, Ex, 2);
-    for (int i = 0; i < 2; i++) {
-        /* back to x's leading axes, k last */
-        Val *b = mk(c, OP_RESHAPE, parts[i]->dt, r, 1 + r, loc);
-        b->args[0] = parts[i];
-        for (int j = 0; j < r - 1; j++) b->args[1 + j] = count_of(c, xv, j, loc);
-        b->args[r] = k;
-        out[i] = ex_val(b);
+    /* the positions of each row's k largest (x's shape, k last: x itself is what the
+       executors read, not a copy of it as [rows, len]); the elements there: of a
+       vector, a gather by them; else by their flat positions, row * len + position,
+       back to x's leading axes */
+    Val *idx = mk2(c, OP_TOPK, DT_I64, r, xv, k, loc);
+    Val *vals;
+    if (r == 1) vals = mk2(c, OP_GATHER, dt, 1, xv, idx, loc);
+    else {
+        Val *nk = mk2(c, OP_MUL, DT_I64, 0, rows, k, loc);
+        Val *row = mk2(c, OP_DIV, DT_I64, 1, mk1(c, OP_IOTA, DT_I64, 1, nk, loc), k, loc);
+        Val *flat = mk2(c, OP_ADD, DT_I64, 1, mk2(c, OP_MUL, DT_I64, 1, row, len, loc),
+                        mk2(c, OP_RESHAPE, DT_I64, 1, idx, nk, loc), loc);
+        Val *xf = mk2(c, OP_RESHAPE, dt, 1, xv, mk2(c, OP_MUL, DT_I64, 0, rows, len, loc), loc);
+        vals = mk(c, OP_RESHAPE, dt, r, 1 + r, loc);
+        vals->args[0] = mk2(c, OP_GATHER, dt, 1, xf, flat, loc);
+        for (int j = 0; j < r - 1; j++) vals->args[1 + j] = count_of(c, xv, j, loc);
+        vals->args[r] = k;
     }
+    Ex *out = NEWN(c->a, Ex, 2);
+    out[0] = ex_val(vals), out[1] = ex_val(idx);
     return (Ex){.ok = true, .ntup = 2, .tup = out};
 }
 
@@ -2328,6 +2327,7 @@ static Size array_size_of(Ctx *c, const Val *v, int axis, int depth) {
     case OP_SORT:
     case OP_ARGSORT: return array_size(c, x, axis, depth + 1);
     case OP_SEARCHSORTED: return array_size(c, v->args[1], axis, depth + 1);
+    case OP_TOPK: return axis < v->rank - 1 ? array_size(c, x, axis, depth + 1) : scalar_size(c, v->args[1], depth + 1);
     case OP_TRANSPOSE: return array_size(c, x, v->perm[axis], depth + 1);
     case OP_RESHAPE: {
         /* A size given as a constant or another array's size (never -1). */

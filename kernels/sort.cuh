@@ -486,3 +486,379 @@ extern "C" __global__ void __launch_bounds__(256) sort_search(const sort_t *__re
         out[i] = lo;
     }
 }
+
+/* ---- top_k: selection, not a sort ------------------------------------------------------ */
+
+/* The k smallest entries of a row by (key, position), the key sort_enc(x, descending):
+   argsort(descending=true)'s first k, ties by position, as the CPU backend's. Entries
+   are distinct, ties or not, so a sample of them tells how many of the row lie below
+   any one: topk_sample draws entries at random and takes as the threshold the one
+   below which about 2k + 8 row / samples entries should lie, enough to hold the k
+   smallest but for bad luck (then the host sorts that row); topk_filter keeps every
+   entry at most the threshold, one read of the row; on the kept ones the same again,
+   until at most CUK_TOPK_M remain for one block (topk_final) to select the k smallest
+   of and sort those. The counts (cnt, per row) say which rows failed: fewer than k
+   kept, or more than the buffer's cap. */
+#define CUK_TOPK_M (16384 / (int)sizeof(key_t_)) /* a block's entries: keys and positions in 32 or 24 KB */
+#define CUK_TOPK_THREADS 512 /* at least 256: one thread per digit value in topk_select */
+
+__device__ __forceinline__ bool topk_le(key_t_ ka, su32 ia, key_t_ kb, su32 ib) {
+    return ka < kb || (ka == kb && ia <= ib);
+}
+
+struct TopkSel {
+    su32 h[256];
+    su32 wsum[8];
+    key_t_ pk;
+    su32 pi, r, one;
+};
+
+/* The entry of rank r (from 0) among the n in sk/si, into ss.pk/ss.pi: a radix select
+   in shared memory, 8 bits of (key, position) a pass, from the top, until one entry
+   has the digits chosen. */
+__device__ void topk_select(const key_t_ *sk, const su32 *si, int n, su32 r, TopkSel &ss) {
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    if (tid == 0) ss.pk = 0, ss.pi = 0, ss.r = r, ss.one = 0;
+    const int kp = CUK_KEY_BITS / 8;
+    for (int p = 0; p < kp + 4; p++) {
+        const bool kd = p < kp;
+        const int sh = kd ? CUK_KEY_BITS - 8 * (p + 1) : 32 - 8 * (p - kp + 1);
+        for (int j = tid; j < 256; j += blockDim.x) ss.h[j] = 0;
+        __syncthreads();
+        const key_t_ pk = ss.pk;
+        const su32 pi = ss.pi, rr = ss.r;
+        for (int j = tid; j < n; j += blockDim.x) {
+            const key_t_ k = sk[j];
+            const su32 i = si[j];
+            /* the entries that share the digits chosen so far */
+            const bool m = kd ? (p == 0 || (k >> (sh + 8)) == (pk >> (sh + 8)))
+                              : (k == pk && (p == kp || (i >> (sh + 8)) == (pi >> (sh + 8))));
+            if (m) atomicAdd(&ss.h[kd ? (int)((k >> sh) & 255u) : (int)((i >> sh) & 255u)], 1u);
+        }
+        __syncthreads();
+        su32 c = 0, incl = 0;
+        if (tid < 256) {
+            c = incl = ss.h[tid];
+            for (int o = 1; o < 32; o <<= 1) {
+                const su32 y = __shfl_up_sync(CUK_SORT_FULL, incl, o);
+                if (lane >= o) incl += y;
+            }
+            if (lane == 31) ss.wsum[w] = incl;
+        }
+        __syncthreads();
+        if (tid < 256) {
+            su32 before = 0;
+            for (int q = 0; q < w; q++) before += ss.wsum[q];
+            const su32 excl = before + incl - c;
+            if (excl <= rr && rr < excl + c) {
+                if (kd) ss.pk = pk | ((key_t_)tid << sh);
+                else ss.pi = pi | ((su32)tid << sh);
+                ss.r = rr - excl;
+                ss.one = c == 1;
+            }
+        }
+        __syncthreads();
+        if (ss.one) {
+            /* one entry has the digits chosen so far: it is the one */
+            const key_t_ qk = ss.pk;
+            const su32 qi = ss.pi;
+            __syncthreads();
+            for (int j = tid; j < n; j += blockDim.x) {
+                const key_t_ k = sk[j];
+                const su32 i = si[j];
+                if (kd ? (k >> sh) == (qk >> sh) : (k == qk && (i >> sh) == (qi >> sh))) ss.pk = k, ss.pi = i;
+            }
+            __syncthreads();
+            break;
+        }
+    }
+}
+
+/* Sorts the n entries (a power of two) of sk/si by (key, position): a bitonic network
+   in shared memory. */
+__device__ void topk_block_sort(key_t_ *sk, su32 *si, int n) {
+    for (int size = 2; size <= n; size <<= 1)
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            __syncthreads();
+            for (int t = threadIdx.x; t < (n >> 1); t += blockDim.x) {
+                const int i = 2 * stride * (t / stride) + t % stride, j = i + stride;
+                const bool up = (i & size) == 0;
+                const key_t_ ki = sk[i], kj = sk[j];
+                const su32 ii = si[i], ij = si[j];
+                if (topk_le(kj, ij, ki, ii) == up && (ki != kj || ii != ij)) {
+                    sk[i] = kj, sk[j] = ki;
+                    si[i] = ij, si[j] = ii;
+                }
+            }
+        }
+    __syncthreads();
+}
+
+/* bad rows: the filter before kept fewer than k entries or more than cap */
+__device__ __forceinline__ bool topk_bad(si64 n, si64 k, si64 cap) { return n < k || n > cap; }
+
+__device__ __forceinline__ su64 topk_mix(su64 z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* One block per row (blockIdx.x strides the rows): thr_k/thr_i[row] = the threshold of
+   the next filter, (KEY_MAX, ~0) to keep all. The row's entries: x's (from x; n = len;
+   ns samples, at most CUK_TOPK_M) or the n = cnt[row] of the buffer bk/bi (cap per
+   row; CUK_TOPK_M samples). */
+extern "C" __global__ void __launch_bounds__(CUK_TOPK_THREADS) topk_sample(const sort_t *__restrict__ x, si64 len,
+                                                              const key_t_ *__restrict__ bk, const su32 *__restrict__ bi,
+                                                              const si64 *__restrict__ cnt, si64 cap, si64 rows, si64 k,
+                                                              int round, int ns, key_t_ *__restrict__ thr_k,
+                                                              su32 *__restrict__ thr_i) {
+    __shared__ key_t_ sk[CUK_TOPK_M];
+    __shared__ su32 si[CUK_TOPK_M];
+    __shared__ TopkSel ss;
+    const int s = x ? ns : CUK_TOPK_M;
+    for (si64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        const si64 n = x ? len : cnt[row];
+        /* the sample below which 2 lambda + 8 are expected, lambda those of the k smallest */
+        const double lambda = (double)k * s / (double)n;
+        const double want = ceil(2.0 * lambda + 8.0);
+        if ((!x && (topk_bad(n, k, cap) || n <= CUK_TOPK_M)) || want > s) {
+            if (threadIdx.x == 0) thr_k[row] = CUK_KEY_MAX, thr_i[row] = ~0u;
+            continue;
+        }
+        for (int j = threadIdx.x; j < s; j += blockDim.x) {
+            const su64 h = topk_mix(((su64)row * 64 + (su64)round) * CUK_TOPK_M + (su64)j);
+            const si64 p = (si64)__umul64hi(h, (su64)n);
+            if (x) sk[j] = sort_enc(x[row * len + p], 1), si[j] = (su32)p;
+            else sk[j] = bk[row * cap + p], si[j] = bi[row * cap + p];
+        }
+        __syncthreads();
+        topk_select(sk, si, s, (su32)want - 1, ss);
+        if (threadIdx.x == 0) thr_k[row] = ss.pk, thr_i[row] = ss.pi;
+        __syncthreads();
+    }
+}
+
+#define CUK_TOPK_ITEMS 8 /* entries a thread tests a step (scalar loads) */
+#define CUK_TOPK_VB (sizeof(sort_t) == 1 ? 8 : 16) /* bytes of a vector load */
+#define CUK_TOPK_VE (CUK_TOPK_VB / (int)sizeof(sort_t)) /* elements in it */
+#define CUK_TOPK_VL 4 /* vector loads a thread makes a step */
+typedef struct __align__(16) { su32 w[4]; } topk_v16;
+typedef struct __align__(8) { su32 w[2]; } topk_v8;
+template <bool B, class T, class F> struct topk_pick { typedef T type; };
+template <class T, class F> struct topk_pick<false, T, F> { typedef F type; };
+typedef topk_pick<sizeof(sort_t) == 1, topk_v8, topk_v16>::type topk_vec;
+
+/* A warp's kept entries wait in shared memory and go out CUK_TOPK_SW at a time: one
+   atomic on the row's count per that many, not one per step that keeps any (the steps
+   of every warp of the grid would queue on that one address). */
+#define CUK_TOPK_SW 256
+struct TopkStage {
+    key_t_ k[8][CUK_TOPK_SW];
+    su32 i[8][CUK_TOPK_SW];
+};
+
+/* The warp's sc staged entries to the row's next places of ok/oi (cap per row). */
+__device__ __forceinline__ void topk_flush(TopkStage &st, su32 &sc, si64 row, si64 cap, key_t_ *__restrict__ ok,
+                                           su32 *__restrict__ oi, si64 *__restrict__ ocnt) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if (sc == 0) return;
+    si64 base = 0;
+    if (lane == 0) base = (si64)atomicAdd((su64 *)&ocnt[row], (su64)sc);
+    base = __shfl_sync(CUK_SORT_FULL, base, 0);
+    for (su32 j = lane; j < sc; j += 32)
+        if (base + j < cap) ok[row * cap + base + j] = st.k[w][j], oi[row * cap + base + j] = st.i[w][j];
+    __syncwarp();
+    sc = 0;
+}
+
+/* The kept entries of a warp's threads (bit e of hits: the thread's entry e, got by
+   entry(e) as key and position) staged (sc: the warp's count there), flushed when full. */
+template <int E, class Entry>
+__device__ __forceinline__ void topk_keep(su32 hits, const Entry &entry, TopkStage &st, su32 &sc, si64 row, si64 cap,
+                                          key_t_ *__restrict__ ok, su32 *__restrict__ oi, si64 *__restrict__ ocnt) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const su32 c = __popc(hits);
+    su32 incl = c;
+    for (int o = 1; o < 32; o <<= 1) {
+        const su32 y = __shfl_up_sync(CUK_SORT_FULL, incl, o);
+        if (lane >= o) incl += y;
+    }
+    const su32 tot = __shfl_sync(CUK_SORT_FULL, incl, 31);
+    if (sc + tot > CUK_TOPK_SW) topk_flush(st, sc, row, cap, ok, oi, ocnt);
+    if (tot > CUK_TOPK_SW) {
+        /* more than the stage holds (a threshold that keeps most): straight out */
+        si64 base = 0;
+        if (lane == 31) base = (si64)atomicAdd((su64 *)&ocnt[row], (su64)incl);
+        base = __shfl_sync(CUK_SORT_FULL, base, 31) + (incl - c);
+#pragma unroll
+        for (int e = 0; e < E; e++)
+            if ((hits >> e) & 1u) {
+                if (base < cap) {
+                    key_t_ k;
+                    su32 i;
+                    entry(e, k, i);
+                    ok[row * cap + base] = k, oi[row * cap + base] = i;
+                }
+                base++;
+            }
+        return;
+    }
+    su32 at = sc + incl - c;
+#pragma unroll
+    for (int e = 0; e < E; e++)
+        if ((hits >> e) & 1u) {
+            entry(e, st.k[w][at], st.i[w][at]);
+            at++;
+        }
+    __syncwarp();
+    sc += tot;
+}
+
+/* Keeps the entries of each row at most its threshold: into ok/oi (cap per row, in no
+   particular order), ocnt[row] their number (counted past cap: the host sees the
+   overflow). grid.y strides the rows; the entries as for topk_sample (FROM_X: x's,
+   by vector loads where the row is aligned for them). A bad row, or one with few
+   enough entries for topk_final, keeps its count and nothing else. */
+template <int FROM_X>
+__device__ __forceinline__ void topk_filter_body(const sort_t *__restrict__ x, si64 len, const key_t_ *__restrict__ bk,
+                                                 const su32 *__restrict__ bi, const si64 *__restrict__ cnt, si64 cap,
+                                                 si64 rows, si64 k, const key_t_ *__restrict__ thr_k,
+                                                 const su32 *__restrict__ thr_i, key_t_ *__restrict__ ok,
+                                                 su32 *__restrict__ oi, si64 *__restrict__ ocnt) {
+    __shared__ TopkStage st;
+    su32 sc = 0; /* the warp's staged entries */
+    for (si64 row = blockIdx.y; row < rows; row += gridDim.y) {
+        const si64 n = FROM_X ? len : cnt[row];
+        if (!FROM_X && (topk_bad(n, k, cap) || n <= CUK_TOPK_M)) {
+            /* bad, or done: its entries stay in the buffer before (topk_final finds them) */
+            if (blockIdx.x == 0 && threadIdx.x == 0) ocnt[row] = n;
+            continue;
+        }
+        const key_t_ tk = thr_k[row];
+        const su32 ti = thr_i[row];
+        const sort_t *xr = x + row * len;
+        const key_t_ *kr = bk + row * cap;
+        const su32 *ir = bi + row * cap;
+        si64 done = 0; /* entries before it are the vector loads' */
+        if (FROM_X && ((unsigned long long)xr % CUK_TOPK_VB) == 0) {
+            const topk_vec *vx = (const topk_vec *)xr;
+            const si64 nv = n / CUK_TOPK_VE, step = (si64)gridDim.x * (256 * CUK_TOPK_VL);
+            for (si64 b = (si64)blockIdx.x * (256 * CUK_TOPK_VL); b < nv; b += step) {
+                topk_vec v[CUK_TOPK_VL];
+                /* every load first, then the tests: a thread's loads overlap */
+#pragma unroll
+                for (int l = 0; l < CUK_TOPK_VL; l++) {
+                    const si64 at = b + l * 256 + threadIdx.x;
+                    if (at < nv) v[l] = vx[at];
+                }
+                su32 hits = 0;
+#pragma unroll
+                for (int l = 0; l < CUK_TOPK_VL; l++) {
+                    const si64 at = b + l * 256 + threadIdx.x;
+#pragma unroll
+                    for (int e = 0; e < CUK_TOPK_VE; e++)
+                        if (at < nv && topk_le(sort_enc(((const sort_t *)&v[l])[e], 1), (su32)(at * CUK_TOPK_VE + e), tk, ti))
+                            hits |= 1u << (l * CUK_TOPK_VE + e);
+                }
+                if (!__any_sync(CUK_SORT_FULL, hits)) continue; /* the common case */
+                topk_keep<CUK_TOPK_VL * CUK_TOPK_VE>(hits, [&](int e, key_t_ &kk, su32 &ii) {
+                    const int l = e / CUK_TOPK_VE, q = e % CUK_TOPK_VE;
+                    kk = sort_enc(((const sort_t *)&v[l])[q], 1);
+                    ii = (su32)((b + l * 256 + threadIdx.x) * CUK_TOPK_VE + q);
+                }, st, sc, row, cap, ok, oi, ocnt);
+            }
+            done = nv * CUK_TOPK_VE;
+        }
+        /* the rest (all of it unaligned or from the buffer), a few scalar loads a thread */
+        const si64 step = (si64)gridDim.x * (256 * CUK_TOPK_ITEMS);
+        for (si64 b = done + (si64)blockIdx.x * (256 * CUK_TOPK_ITEMS); b < n; b += step) {
+            key_t_ ek[CUK_TOPK_ITEMS];
+            su32 ei[CUK_TOPK_ITEMS];
+#pragma unroll
+            for (int j = 0; j < CUK_TOPK_ITEMS; j++) {
+                const si64 i = b + j * 256 + threadIdx.x;
+                if (i < n) {
+                    if (FROM_X) ek[j] = sort_enc(xr[i], 1), ei[j] = (su32)i;
+                    else ek[j] = kr[i], ei[j] = ir[i];
+                }
+            }
+            su32 hits = 0;
+#pragma unroll
+            for (int j = 0; j < CUK_TOPK_ITEMS; j++)
+                if (b + j * 256 + threadIdx.x < n && topk_le(ek[j], ei[j], tk, ti)) hits |= 1u << j;
+            if (!__any_sync(CUK_SORT_FULL, hits)) continue;
+            topk_keep<CUK_TOPK_ITEMS>(hits, [&](int j, key_t_ &kk, su32 &ii) { kk = ek[j], ii = ei[j]; }, st, sc, row,
+                                      cap, ok, oi, ocnt);
+        }
+        topk_flush(st, sc, row, cap, ok, oi, ocnt);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) topk_filter_x(const sort_t *__restrict__ x, si64 len, si64 cap,
+                                                               si64 rows, si64 k, const key_t_ *__restrict__ thr_k,
+                                                               const su32 *__restrict__ thr_i, key_t_ *__restrict__ ok,
+                                                               su32 *__restrict__ oi, si64 *__restrict__ ocnt) {
+    topk_filter_body<1>(x, len, nullptr, nullptr, nullptr, cap, rows, k, thr_k, thr_i, ok, oi, ocnt);
+}
+extern "C" __global__ void __launch_bounds__(256) topk_filter_b(const key_t_ *__restrict__ bk, const su32 *__restrict__ bi,
+                                                               const si64 *__restrict__ cnt, si64 cap, si64 rows, si64 k,
+                                                               const key_t_ *__restrict__ thr_k,
+                                                               const su32 *__restrict__ thr_i, key_t_ *__restrict__ ok,
+                                                               su32 *__restrict__ oi, si64 *__restrict__ ocnt) {
+    topk_filter_body<0>(nullptr, 0, bk, bi, cnt, cap, rows, k, thr_k, thr_i, ok, oi, ocnt);
+}
+
+/* One block per row (blockIdx.x strides them): the row's kept entries, at most
+   CUK_TOPK_M (those of the first of the rounds whose count, cnt[round][row], is that
+   few: in buffer round % 2, bk0/bi0 or bk1/bi1), the k smallest (at most a quarter of
+   CUK_TOPK_M) selected, sorted; out[row][j] = the position of the j-th. Rows with
+   more, or bad ones, are left to the host. */
+extern "C" __global__ void __launch_bounds__(CUK_TOPK_THREADS) topk_final(const key_t_ *__restrict__ bk0,
+                                                                         const su32 *__restrict__ bi0,
+                                                                         const key_t_ *__restrict__ bk1,
+                                                                         const su32 *__restrict__ bi1,
+                                                                         const si64 *__restrict__ cnt, int rounds,
+                                                                         si64 cap, si64 rows, si64 k,
+                                                                         si64 *__restrict__ out) {
+    __shared__ key_t_ sk[CUK_TOPK_M], ck[CUK_TOPK_M / 4];
+    __shared__ su32 si[CUK_TOPK_M], ci[CUK_TOPK_M / 4];
+    __shared__ TopkSel ss;
+    __shared__ su32 nk;
+    for (si64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        si64 n = 0;
+        int r = 0;
+        for (; r < rounds; r++) {
+            n = cnt[r * rows + row];
+            if (topk_bad(n, k, cap) || n <= CUK_TOPK_M) break;
+        }
+        if (r == rounds || topk_bad(n, k, cap)) continue;
+        const key_t_ *bk = r & 1 ? bk1 : bk0;
+        const su32 *bi = r & 1 ? bi1 : bi0;
+        for (int j = threadIdx.x; j < n; j += blockDim.x) sk[j] = bk[row * cap + j], si[j] = bi[row * cap + j];
+        if (threadIdx.x == 0) nk = 0;
+        __syncthreads();
+        topk_select(sk, si, (int)n, (su32)k - 1, ss);
+        /* the k entries at most the k-th, in any order, then sorted */
+        int p2 = 1;
+        while (p2 < k) p2 <<= 1;
+        for (int j = threadIdx.x; j < n; j += blockDim.x)
+            if (topk_le(sk[j], si[j], ss.pk, ss.pi)) {
+                const su32 at = atomicAdd(&nk, 1u);
+                ck[at] = sk[j], ci[at] = si[j];
+            }
+        for (int j = (int)k + threadIdx.x; j < p2; j += blockDim.x)
+            ck[j] = CUK_KEY_MAX, ci[j] = ~0u; /* after every entry: positions are below 2^32 - 1 */
+        __syncthreads();
+        topk_block_sort(ck, ci, p2);
+        for (int j = threadIdx.x; j < k; j += blockDim.x) out[row * k + j] = (si64)ci[j];
+        __syncthreads();
+    }
+}
+
+/* out[row][j] = idx[row][j], j < k: a row's first k positions of its whole argsort. */
+extern "C" __global__ void topk_take(const si64 *__restrict__ idx, si64 len, si64 rows, si64 k, si64 *__restrict__ out) {
+    const si64 n = rows * k;
+    for (si64 i = (si64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (si64)gridDim.x * blockDim.x)
+        out[i] = idx[i / k * len + i % k];
+}

@@ -2376,6 +2376,35 @@ static Arr *eval_sort(Frame *f, const Val *v) {
     return r;
 }
 
+/* top_k's positions: each row of x (along the last axis) argsorted, descending, its
+   first k kept. */
+static Arr *eval_topk(Frame *f, const Val *v) {
+    int64_t k = 0;
+    Arr *x = get_i64(f, v->args[1], &k) ? eval(f, v->args[0]) : NULL;
+    if (!x) return NULL;
+    const int64_t len = x->shape[x->rank - 1], rows = len ? x->size / len : 0;
+    ASSERT(x->rank >= 1 && k >= 0 && k <= len);
+    int64_t shape[MAXRANK];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
+    shape[x->rank - 1] = k;
+    Arr *r = new_arr(f, v->loc, DT_I64, x->rank, shape);
+    int64_t *tmp = r && k ? malloc((size_t)len * sizeof *tmp) : NULL;
+    bool ok = r && (!k || tmp);
+    const size_t esz = (size_t)esize(x->dt);
+    for (int64_t i = 0; ok && k && i < rows; i++) {
+        ok = host_sort_rows(x->dt, (const char *)x->data + (size_t)(i * len) * esz, 1, len, true, NULL, tmp);
+        if (ok) memcpy((int64_t *)r->data + i * k, tmp, (size_t)k * sizeof *tmp);
+    }
+    if (r && !ok) {
+        rt_error(f->c->err, v->loc, "top_k(): out of memory for its scratch");
+        arr_release(r);
+        r = NULL;
+    }
+    free(tmp);
+    arr_release(x);
+    return r;
+}
+
 static Arr *eval_searchsorted(Frame *f, const Val *v) {
     Arr *a = eval(f, v->args[0]), *x = a ? eval(f, v->args[1]) : NULL;
     Arr *r = x ? new_arr(f, v->loc, DT_I64, x->rank, x->shape) : NULL;
@@ -2698,6 +2727,7 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_SORT:
     case OP_ARGSORT: return eval_sort(f, v);
     case OP_SEARCHSORTED: return eval_searchsorted(f, v);
+    case OP_TOPK: return eval_topk(f, v);
     case OP_REVERSE: return eval_reverse(f, v);
     case OP_CONCAT: return eval_concat(f, v);
     case OP_PAD: return eval_pad(f, v);

@@ -1179,6 +1179,26 @@ static __attribute__((noinline)) bool eval_sort(Frame *f, Val *v, Value *r) {
     return ok;
 }
 
+static __attribute__((noinline)) bool eval_topk(Frame *f, Val *v, Value *r) {
+    Value x, k;
+    if (!eval(f, v->args[1], &k)) return false;
+    if (!eval(f, v->args[0], &x)) return false;
+    const int64_t len = x.shape[x.rank - 1], n = nelem(&x);
+    ASSERT(x.rank >= 1 && k.s.i >= 0 && k.s.i <= len);
+    memcpy(r->shape, x.shape, sizeof r->shape);
+    r->shape[x.rank - 1] = k.s.i;
+    char why[1024];
+    bool ok = dalloc(f->s, r, v->loc);
+    if (ok && !gpu_topk_rows(x.dt, x.buf->p, len ? n / len : 0, len, k.s.i, r->buf->p, &f->s->sort_mods[x.dt], why,
+                             sizeof why)) {
+        rt_error(f->s->err, v->loc, "top_k(): %s", why);
+        vrelease(f->s, r);
+        ok = false;
+    }
+    vrelease(f->s, &x);
+    return ok;
+}
+
 static __attribute__((noinline)) bool eval_searchsorted(Frame *f, Val *v, Value *r) {
     Value a, x;
     if (!eval(f, v->args[0], &a)) return false;
@@ -1255,6 +1275,7 @@ static bool eval(Frame *f, Val *v, Value *out) {
     case OP_SORT:
     case OP_ARGSORT: ok = eval_sort(f, v, &r); break;
     case OP_SEARCHSORTED: ok = eval_searchsorted(f, v, &r); break;
+    case OP_TOPK: ok = eval_topk(f, v, &r); break;
     default:
         if ((ok = op_is_ew(v->op) && v->rank == 0)) ok = eval_scalar_ew(f, v, &r);
         else rt_error(f->s->err, v->loc, "the GPU backend cannot evaluate '%s' here yet; use --device cpu", op_name[v->op]);

@@ -276,3 +276,95 @@ bool gpu_searchsorted(DType dt, cuk_devptr a, int64_t m, cuk_devptr v, int64_t n
     int64_t g = (n + 255) / 256;
     return launch(&sm, "sort_search", g < 1024 ? g : 1024, 1, 256, args);
 }
+
+/* ---- top_k ---------------------------------------------------------------------------- */
+
+/* top_k by selection (kernels/sort.cuh, topk_*): the entries one block sorts, and the
+   rounds of sampling and filtering before it (the first over x), after which the host
+   sorts a row that still has more. */
+static int topk_m(DType dt) { return 16384 / key_bytes(dt); }
+enum { TOPK_ROUNDS = 3, TOPK_THREADS = 512 /* kernels/sort.cuh, CUK_TOPK_THREADS */ };
+
+/* The whole sort's way: each row argsorted (descending), its first k positions kept. */
+static bool topk_by_sort(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, int64_t k, cuk_devptr out) {
+    Scratch sc = {0};
+    cuk_devptr idx;
+    bool ok = scratch(&sc, sm, (size_t)(rows * len) * 8, &idx) &&
+              (len <= sort_tile(sm->dt) ? sort_short : sort_long)(sm, x, rows, len, true, true, idx);
+    if (ok) {
+        void *a[] = {&idx, &len, &rows, &k, &out};
+        const int64_t g = (rows * k + 255) / 256;
+        ok = launch(sm, "topk_take", g < 65536 ? g : 65536, 1, 256, a);
+    }
+    scratch_free(&sc);
+    return ok;
+}
+
+bool gpu_topk_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, int64_t k, cuk_devptr out, cuk_module **mod,
+                   char *why, size_t whylen) {
+    if (rows <= 0 || k <= 0) return true;
+    if (len > (int64_t)UINT32_MAX - 1)
+        return fail(why, whylen, "top_k() on the GPU takes rows of at most 2^32 - 2 elements, not %lld; use --device cpu",
+                    (long long)len);
+    SortMod sm;
+    if (!mod_open(&sm, dt, mod, why, whylen)) return false;
+    const int m = topk_m(dt), kb = key_bytes(dt), eb = dtype_info[dt].size;
+    /* the first sample: a 128th of the row, 256 to m entries (a power of two; each a
+       scattered load) */
+    int ns = 256;
+    while (ns < m && (int64_t)ns * 2 * 128 <= len) ns *= 2;
+    /* the first filter keeps about 2k + 8 len / ns entries of a row: room for four
+       times that (more is the bad luck the host's sort of the row answers) */
+    int64_t cap = 4 * (2 * k + 8 * (len / ns + 1) + 8) + 256;
+    if (cap > len) cap = len;
+    const size_t ebytes = (size_t)kb + 4, need = (size_t)rows * (size_t)cap * ebytes * 2;
+    /* selection where k is small beside the row and its buffers beside the input */
+    if (len <= sort_tile(dt) || k > m / 4 || 16 * k > len || need > (size_t)(rows * len) * (size_t)eb / 2 + (64u << 20))
+        return topk_by_sort(&sm, x, rows, len, k, out);
+    Scratch sc = {0};
+    cuk_devptr bk[2], bi[2], cnt, thk, thi, none = 0;
+    int64_t *h = malloc((size_t)rows * sizeof *h);
+    bool ok = h != NULL;
+    if (!ok) fail(why, whylen, "out of host memory for top_k's counts");
+    for (int i = 0; ok && i < 2; i++)
+        ok = scratch(&sc, &sm, (size_t)(rows * cap) * (size_t)kb, &bk[i]) &&
+             scratch(&sc, &sm, (size_t)(rows * cap) * 4, &bi[i]);
+    ok = ok && scratch(&sc, &sm, (size_t)rows * 8 * TOPK_ROUNDS, &cnt) &&
+         scratch(&sc, &sm, (size_t)rows * (size_t)kb, &thk) && scratch(&sc, &sm, (size_t)rows * 4, &thi);
+    if (ok && cuk_memset_d8(cnt, 0, (size_t)rows * 8 * TOPK_ROUNDS, NULL) != CUK_OK)
+        ok = fail(why, whylen, "clearing top_k's counts failed: %s", cuk_last_error());
+    /* every round launched without reading anything back: a round whose rows need no
+       more filtering copies them (a few kernels that find little to do) */
+    const unsigned gy = rows_grid(rows);
+    const int64_t per_block = 256 * 8, rgrid = rows < 65536 ? rows : 65536;
+    for (int round = 0; ok && round < TOPK_ROUNDS; round++) {
+        /* round 0 filters x, each later one the entries the one before kept */
+        const int cur = round & 1;
+        cuk_devptr xs = round ? none : x, kin = round ? bk[cur ^ 1] : none, iin = round ? bi[cur ^ 1] : none;
+        cuk_devptr cin = round ? cnt + (cuk_devptr)((round - 1) * rows * 8) : none, cout = cnt + (cuk_devptr)(round * rows * 8);
+        int r = round;
+        void *sa[] = {&xs, &len, &kin, &iin, &cin, &cap, &rows, &k, &r, &ns, &thk, &thi};
+        ok = launch(&sm, "topk_sample", rgrid, 1, TOPK_THREADS, sa);
+        int64_t gx = ((round ? cap : len) + per_block - 1) / per_block, most = 4096 / gy;
+        if (gx > most) gx = most > 0 ? most : 1;
+        void *fx[] = {&x, &len, &cap, &rows, &k, &thk, &thi, &bk[cur], &bi[cur], &cout};
+        void *fb[] = {&kin, &iin, &cin, &cap, &rows, &k, &thk, &thi, &bk[cur], &bi[cur], &cout};
+        ok = ok && launch(&sm, round ? "topk_filter_b" : "topk_filter_x", gx, gy, 256, round ? fb : fx);
+    }
+    /* a row's count carries on past the round that left few enough entries */
+    cuk_devptr clast = cnt + (cuk_devptr)((TOPK_ROUNDS - 1) * rows * 8);
+    if (ok) {
+        int nr = TOPK_ROUNDS;
+        void *a[] = {&bk[0], &bi[0], &bk[1], &bi[1], &cnt, &nr, &cap, &rows, &k, &out};
+        ok = launch(&sm, "topk_final", rgrid, 1, TOPK_THREADS, a);
+    }
+    if (ok && cuk_memcpy_dtoh(h, clast, (size_t)rows * 8) != CUK_OK)
+        ok = fail(why, whylen, "reading top_k's counts failed: %s", cuk_last_error());
+    /* the rows selection failed for (bad luck): sorted */
+    for (int64_t i = 0; ok && i < rows; i++)
+        if (h[i] < k || h[i] > cap || h[i] > m)
+            ok = topk_by_sort(&sm, x + (cuk_devptr)(i * len * eb), 1, len, k, out + (cuk_devptr)(i * k * 8));
+    free(h);
+    scratch_free(&sc);
+    return ok;
+}

@@ -20,6 +20,13 @@
 bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out,
                    cuk_module **mod, char *why, size_t whylen);
 
+/* top_k's positions: out (i64, rows x k) gets each row's first k positions of its
+   argsort(descending=true) (ties by position, NaN last), found by selection where k is
+   small beside the row (kernels/sort.cuh, topk_*), else by sorting the rows; mod as for
+   gpu_sort_rows. */
+bool gpu_topk_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, int64_t k, cuk_devptr out, cuk_module **mod,
+                   char *why, size_t whylen);
+
 /* out[k] (i64) = the first place in the m sorted a (ascending, NaN last) whose element
    is at least v[k] (right: greater), for the n values v; mod as for gpu_sort_rows. */
 bool gpu_searchsorted(DType dt, cuk_devptr a, int64_t m, cuk_devptr v, int64_t n, bool right, cuk_devptr out,

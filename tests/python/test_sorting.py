@@ -131,6 +131,26 @@ def test_top_k(m, t, shape):
         getattr(m, "tk_" + t)(x, c + 1)
 
 
+@pytest.mark.parametrize("t", list(TYPES))
+@pytest.mark.parametrize("shape", [(1, (1 << 20) + 7), (4, 100003)])
+def test_top_k_selection(m, t, shape):
+    """top_k of rows long beside k, which the GPU selects (samples, filters, one block
+    sorting what is left) rather than sorts: heavy ties (the k-th value shared by many
+    elements, all elements equal), sorted and reverse-sorted rows, NaN and -0.0; k up
+    to the most one block sorts (1024 keys of 4 bytes, 512 of 8) and one past it."""
+    x = data(t, *shape, seed=shape[0])
+    if shape[0] > 1:
+        x[1] = x[1, 0]
+        x[2] = np.sort(x[2])
+        x[3] = x[2, ::-1]
+    want = ref_argsort(x, True)
+    big = 512 if x.dtype.itemsize == 8 else 1024
+    for k in (1, 100, big, big + 1):
+        v, i = getattr(m, "tk_" + t)(x, k)
+        np.testing.assert_array_equal(i, want[:, :k])
+        np.testing.assert_array_equal(v.view(np.uint8), np.take_along_axis(x, want[:, :k], axis=-1).view(np.uint8))
+
+
 @pytest.mark.parametrize("t", ["f32", "f64", "i32", "i64", "u64"])
 def test_searchsorted(m, t):
     a = np.sort(data(t, 1, 1001, seed=4)[0], kind="stable")

@@ -16,7 +16,8 @@ int main(void) {
     static const char *const kernels[] = {"sort_hist",   "sort_bins",   "sort_pass_f",   "sort_pass_m",
                                           "sort_pass_l", "sort_pass_fl", "sort_pass_pf", "sort_pass_pm",
                                           "sort_pass_pl", "sort_pass_pfl", "sort_rows_k", "sort_rows_b",
-                                          "sort_rows_p", "sort_gather", "sort_search"};
+                                          "sort_rows_p", "sort_gather", "sort_search", "topk_sample",
+                                          "topk_filter_x", "topk_filter_b", "topk_final", "topk_take"};
     for (int dt = 0; dt < DT_COUNT; dt++) {
         char *src = gpu_sort_source((DType)dt);
         if (!src) {
