@@ -10,7 +10,7 @@
    two's order, -0.0 as 0.0, every NaN the largest key (last, and in input order among
    themselves, the sort being stable); signed integers: the sign bit flipped. Descending
    inverts the key, NaN staying last. */
-static uint64_t sort_key(DType dt, const void *x, int64_t i, bool desc) {
+static inline __attribute__((always_inline)) uint64_t sort_key(DType dt, const void *x, int64_t i, bool desc) {
     uint64_t k, top;
     bool nan = false;
     switch (dt) {
@@ -40,6 +40,27 @@ static uint64_t sort_key(DType dt, const void *x, int64_t i, bool desc) {
     }
     if (desc) k = ~k & top;
     return nan ? top : k;
+}
+
+/* kk[i] = the key of element i, i < n: one loop per type, sort_key's switch resolved
+   outside it. */
+static void fill_keys(DType dt, const void *x, int64_t n, bool desc, uint64_t *kk) {
+    switch (dt) {
+#define FILL(D)                                                                                     \
+    case D:                                                                                         \
+        for (int64_t i = 0; i < n; i++) kk[i] = sort_key(D, x, i, desc);                           \
+        break;
+        FILL(DT_BOOL)
+        FILL(DT_I32)
+        FILL(DT_U32)
+        FILL(DT_I64)
+        FILL(DT_U64)
+        FILL(DT_F32)
+#undef FILL
+    default:
+        for (int64_t i = 0; i < n; i++) kk[i] = sort_key(DT_F64, x, i, desc);
+        break;
+    }
 }
 
 /* An integer's or bool's bits from its key (sort_key is one-to-one for them). */
@@ -171,4 +192,75 @@ bool host_searchsorted(DType dt, const void *a, int64_t m, const void *v, int64_
     }
     free(ka);
     return true;
+}
+
+/* top_k's positions by selection: the row's keys (descending) computed once into kk;
+   T, the k-th smallest, found digit by digit from the top (the first digit counted over
+   them all, then only the keys that share the digits chosen so far kept in buf and
+   counted); then, in position order, the keys below T and the first of those equal to
+   it, k in all, sorted stably (ties by position). A few passes over the keys, not
+   their sort. */
+static bool topk_select_row(DType dt, const char *xr, int64_t len, int64_t k, uint64_t *kk, uint64_t **buf,
+                            size_t *bufcap, uint64_t *ck, uint64_t *cp, uint64_t *k2, uint64_t *p2, int64_t *out) {
+    const int bits = 8 * key_bytes(dt);
+    uint64_t prefix = 0;
+    int64_t need = k, m = len; /* need: the rank (from 1) of T among the keys kept */
+    for (int sh = bits - 8; sh >= 0; sh -= 8) {
+        int64_t h[256] = {0};
+        if (sh == bits - 8) {
+            fill_keys(dt, xr, len, true, kk);
+            for (int64_t i = 0; i < len; i++) h[(kk[i] >> sh) & 255]++;
+        } else
+            for (int64_t j = 0; j < m; j++) h[((*buf)[j] >> sh) & 255]++;
+        int d = 0;
+        int64_t cum = 0;
+        for (; d < 255 && cum + h[d] < need; d++) cum += h[d];
+        need -= cum;
+        prefix |= (uint64_t)d << sh;
+        if (sh == 0) break;
+        /* keep the keys with this digit too */
+        const uint64_t *from = sh == bits - 8 ? kk : *buf;
+        if (sh == bits - 8 && (size_t)h[d] > *bufcap) {
+            uint64_t *nb = realloc(*buf, sizeof(uint64_t) * (size_t)h[d]);
+            if (!nb) return false;
+            *buf = nb, *bufcap = (size_t)h[d];
+        }
+        int64_t j = 0;
+        for (int64_t t = 0; t < m; t++)
+            if ((from[t] >> sh) == (prefix >> sh)) (*buf)[j++] = from[t];
+        m = j;
+    }
+    /* prefix is T; the k - need keys below it come with the first need equal to it */
+    int64_t c = 0, eq = need;
+    for (int64_t i = 0; i < len && c < k; i++)
+        if (kk[i] < prefix || (kk[i] == prefix && eq-- > 0)) ck[c] = kk[i], cp[c] = (uint64_t)i, c++;
+    radix_k8p8(ck, cp, k2, p2, c);
+    for (int64_t j = 0; j < c; j++) out[j] = (int64_t)cp[j];
+    return true;
+}
+
+bool host_topk_rows(DType dt, const void *x, int64_t rows, int64_t len, int64_t k, int64_t *idx) {
+    if (rows <= 0 || k <= 0) return true;
+    const size_t es = (size_t)dtype_info[dt].size;
+    bool ok = true;
+    if (len < 256 || k * 4 > len) {
+        /* a large share of the row: its argsort, the first k kept */
+        int64_t *tmp = malloc(sizeof(int64_t) * (size_t)len);
+        if (!tmp) return false;
+        for (int64_t r = 0; ok && r < rows; r++) {
+            ok = host_sort_rows(dt, (const char *)x + (size_t)(r * len) * es, 1, len, true, NULL, tmp);
+            if (ok) memcpy(idx + r * k, tmp, sizeof(int64_t) * (size_t)k);
+        }
+        free(tmp);
+        return ok;
+    }
+    uint64_t *buf = NULL, *s = malloc(sizeof(uint64_t) * (4 * (size_t)k + (size_t)len));
+    size_t bufcap = 0;
+    if (!s) return false;
+    for (int64_t r = 0; ok && r < rows; r++)
+        ok = topk_select_row(dt, (const char *)x + (size_t)(r * len) * es, len, k, s + 4 * k, &buf, &bufcap, s, s + k,
+                             s + 2 * k, s + 3 * k, idx + r * k);
+    free(buf);
+    free(s);
+    return ok;
 }

@@ -16,6 +16,11 @@
    fails). */
 bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool descending, void *vals, int64_t *idx);
 
+/* top_k's positions: idx (rows x k) gets each row's first k positions of its
+   descending argsort (ties by position, NaN last), by selection where k is small
+   beside the row (a few passes over it, not its sort). False when memory runs out. */
+bool host_topk_rows(DType dt, const void *x, int64_t rows, int64_t len, int64_t k, int64_t *idx);
+
 /* For each of the n values v of type dt, the first position in the m sorted values a
    (ascending, NaN last) where a[i] >= v (right: a[i] > v), as out[k]. Returns false
    when memory runs out. */

@@ -2376,8 +2376,8 @@ static Arr *eval_sort(Frame *f, const Val *v) {
     return r;
 }
 
-/* top_k's positions: each row of x (along the last axis) argsorted, descending, its
-   first k kept. */
+/* top_k's positions along the last axis (exec/sort.h: a selection where k is small
+   beside the row, else each row's argsort). */
 static Arr *eval_topk(Frame *f, const Val *v) {
     int64_t k = 0;
     Arr *x = get_i64(f, v->args[1], &k) ? eval(f, v->args[0]) : NULL;
@@ -2388,19 +2388,11 @@ static Arr *eval_topk(Frame *f, const Val *v) {
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
     shape[x->rank - 1] = k;
     Arr *r = new_arr(f, v->loc, DT_I64, x->rank, shape);
-    int64_t *tmp = r && k ? malloc((size_t)len * sizeof *tmp) : NULL;
-    bool ok = r && (!k || tmp);
-    const size_t esz = (size_t)esize(x->dt);
-    for (int64_t i = 0; ok && k && i < rows; i++) {
-        ok = host_sort_rows(x->dt, (const char *)x->data + (size_t)(i * len) * esz, 1, len, true, NULL, tmp);
-        if (ok) memcpy((int64_t *)r->data + i * k, tmp, (size_t)k * sizeof *tmp);
-    }
-    if (r && !ok) {
+    if (r && !host_topk_rows(x->dt, x->data, rows, len, k, (int64_t *)r->data)) {
         rt_error(f->c->err, v->loc, "top_k(): out of memory for its scratch");
         arr_release(r);
         r = NULL;
     }
-    free(tmp);
     arr_release(x);
     return r;
 }
