@@ -115,15 +115,16 @@ def test_passes_that_move_nothing(m, t):
 
 
 @pytest.mark.parametrize("t", list(TYPES))
-@pytest.mark.parametrize("shape", [(3, 1), (4, 100), (2, 4097), (1, 70001)])
+@pytest.mark.parametrize("shape", [(3, 1), (4, 100), (3, 256), (2, 4097), (1, 70001)])
 def test_top_k(m, t, shape):
     """top_k: each row's k largest in the descending sort's order (ties by position,
-    NaN last) and their positions; k = 0, 1, a few, the whole row; k past the row is an
-    error that says so."""
+    NaN last) and their positions; k = 0, 1, a few, a quarter of the row (the CPU's
+    selection up to there, from rows of 256), half and the whole row; k past the row is
+    an error that says so."""
     x = data(t, *shape, seed=shape[1] + 11)
     want = ref_argsort(x, True)
     c = shape[1]
-    for k in sorted({0, 1, min(c, 5), c // 2, c}):
+    for k in sorted({0, 1, min(c, 5), c // 4, c // 4 + 1, c // 2, c}):
         v, i = getattr(m, "tk_" + t)(x, k)
         np.testing.assert_array_equal(i, want[:, :k])
         np.testing.assert_array_equal(v.view(np.uint8), np.take_along_axis(x, want[:, :k], axis=-1).view(np.uint8))
