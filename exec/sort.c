@@ -179,7 +179,7 @@ bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool des
 bool host_searchsorted(DType dt, const void *a, int64_t m, const void *v, int64_t n, bool right, int64_t *out) {
     uint64_t *ka = malloc(sizeof(uint64_t) * (size_t)(m > 0 ? m : 1));
     if (!ka) return false;
-    for (int64_t i = 0; i < m; i++) ka[i] = sort_key(dt, a, i, false);
+    fill_keys(dt, a, m, false, ka);
     for (int64_t j = 0; j < n; j++) {
         uint64_t kv = sort_key(dt, v, j, false);
         int64_t lo = 0, hi = m; /* the answer is in [lo, hi] */

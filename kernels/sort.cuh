@@ -114,6 +114,17 @@ __device__ __forceinline__ bool sort_odd(sort_t x) {
 
 __device__ __forceinline__ int sort_digit(key_t_ k, int shift) { return (int)((k >> shift) & 255u); }
 
+/* The sum of v over this lane and the lanes below it in the warp. */
+template <class T>
+__device__ __forceinline__ T sort_warp_incl(T v) {
+    const int lane = threadIdx.x & 31;
+    for (int o = 1; o < 32; o <<= 1) {
+        const T y = __shfl_up_sync(CUK_SORT_FULL, v, o);
+        if (lane >= o) v += y;
+    }
+    return v;
+}
+
 /* ---- ranking a block's keys by one digit ---------------------------------------------- */
 
 /* The lanes of `among` whose digit d (8 bits) equals this lane's: eight ballots, which
@@ -173,11 +184,7 @@ __device__ __forceinline__ su32 sort_rank(const Digit &digit, int tn, SortRank &
         run += c;
     }
     /* exclusive scan of the digits' counts over the block */
-    su32 incl = run;
-    for (int o = 1; o < 32; o <<= 1) {
-        const su32 y = __shfl_up_sync(CUK_SORT_FULL, incl, o);
-        if (lane >= o) incl += y;
-    }
+    const su32 incl = sort_warp_incl(run);
     if (lane == 31) sm.wsum[w] = incl;
     __syncthreads();
     su32 before = 0;
@@ -233,11 +240,7 @@ extern "C" __global__ void __launch_bounds__(256) sort_bins(const su64 *__restri
         const si64 at = (row * CUK_SORT_PASSES + blockIdx.x) * 256 + tid;
         const su64 v = hist[at];
         if (v == (su64)len) atomicAdd(&same[blockIdx.x], 1ull);
-        su64 incl = v;
-        for (int o = 1; o < 32; o <<= 1) {
-            const su64 y = __shfl_up_sync(CUK_SORT_FULL, incl, o);
-            if (lane >= o) incl += y;
-        }
+        const su64 incl = sort_warp_incl(v);
         if (lane == 31) wsum[w] = incl;
         __syncthreads();
         su64 before = 0;
@@ -538,11 +541,8 @@ __device__ void topk_select(const key_t_ *sk, const su32 *si, int n, su32 r, Top
         __syncthreads();
         su32 c = 0, incl = 0;
         if (tid < 256) {
-            c = incl = ss.h[tid];
-            for (int o = 1; o < 32; o <<= 1) {
-                const su32 y = __shfl_up_sync(CUK_SORT_FULL, incl, o);
-                if (lane >= o) incl += y;
-            }
+            c = ss.h[tid];
+            incl = sort_warp_incl(c);
             if (lane == 31) ss.wsum[w] = incl;
         }
         __syncthreads();
@@ -678,12 +678,7 @@ template <int E, class Entry>
 __device__ __forceinline__ void topk_keep(su32 hits, const Entry &entry, TopkStage &st, su32 &sc, si64 row, si64 cap,
                                           key_t_ *__restrict__ ok, su32 *__restrict__ oi, si64 *__restrict__ ocnt) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const su32 c = __popc(hits);
-    su32 incl = c;
-    for (int o = 1; o < 32; o <<= 1) {
-        const su32 y = __shfl_up_sync(CUK_SORT_FULL, incl, o);
-        if (lane >= o) incl += y;
-    }
+    const su32 c = __popc(hits), incl = sort_warp_incl(c);
     const su32 tot = __shfl_sync(CUK_SORT_FULL, incl, 31);
     if (sc + tot > CUK_TOPK_SW) topk_flush(st, sc, row, cap, ok, oi, ocnt);
     if (tot > CUK_TOPK_SW) {

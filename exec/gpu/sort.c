@@ -252,6 +252,11 @@ static bool sort_long(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool
     return ok;
 }
 
+/* Rows of at most a tile whole in a block, longer ones by the onesweep passes. */
+static bool sort_rows(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out) {
+    return (len <= sort_tile(sm->dt) ? sort_short : sort_long)(sm, x, rows, len, desc, arg, out);
+}
+
 bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out,
                    cuk_module **mod, char *why, size_t whylen) {
     if (rows <= 0 || len <= 0) return true;
@@ -260,9 +265,7 @@ bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc,
                     "argsort() on the GPU sorts rows of at most 2^32 - 1 elements, not %lld; use --device cpu",
                     (long long)len);
     SortMod sm;
-    if (!mod_open(&sm, dt, mod, why, whylen)) return false;
-    if (len <= sort_tile(dt)) return sort_short(&sm, x, rows, len, desc, arg, out);
-    return sort_long(&sm, x, rows, len, desc, arg, out);
+    return mod_open(&sm, dt, mod, why, whylen) && sort_rows(&sm, x, rows, len, desc, arg, out);
 }
 
 bool gpu_searchsorted(DType dt, cuk_devptr a, int64_t m, cuk_devptr v, int64_t n, bool right, cuk_devptr out,
@@ -289,8 +292,7 @@ enum { TOPK_ROUNDS = 3, TOPK_THREADS = 512 /* kernels/sort.cuh, CUK_TOPK_THREADS
 static bool topk_by_sort(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, int64_t k, cuk_devptr out) {
     Scratch sc = {0};
     cuk_devptr idx;
-    bool ok = scratch(&sc, sm, (size_t)(rows * len) * 8, &idx) &&
-              (len <= sort_tile(sm->dt) ? sort_short : sort_long)(sm, x, rows, len, true, true, idx);
+    bool ok = scratch(&sc, sm, (size_t)(rows * len) * 8, &idx) && sort_rows(sm, x, rows, len, true, true, idx);
     if (ok) {
         void *a[] = {&idx, &len, &rows, &k, &out};
         const int64_t g = (rows * k + 255) / 256;
@@ -333,8 +335,8 @@ bool gpu_topk_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, int64_t k,
          scratch(&sc, &sm, (size_t)rows * (size_t)kb, &thk) && scratch(&sc, &sm, (size_t)rows * 4, &thi);
     if (ok && cuk_memset_d8(cnt, 0, (size_t)rows * 8 * TOPK_ROUNDS, NULL) != CUK_OK)
         ok = fail(why, whylen, "clearing top_k's counts failed: %s", cuk_last_error());
-    /* every round launched without reading anything back: a round whose rows need no
-       more filtering copies them (a few kernels that find little to do) */
+    /* every round launched without reading anything back: a row that needs no more
+       filtering is left in its round's buffer (the later rounds' kernels skip it) */
     const unsigned gy = rows_grid(rows);
     const int64_t per_block = 256 * 8, rgrid = rows < 65536 ? rows : 65536;
     for (int round = 0; ok && round < TOPK_ROUNDS; round++) {
