@@ -36,7 +36,7 @@ fn topk2(x: f32[r, c], k: i64) -> (f32[r, k], i64[r, k]) = top_k(x, k);
 """
 
 CASES = ["sort_f32", "sort_i32", "sort_u64", "sort_f64", "sortd_f32", "argsort_f32", "argsort_i32", "sbk",
-         "rows_1024", "rows_100", "rows_65536", "unique", "searchsorted", "topk100", "topk1024",
+         "rows_1024", "rows_100", "rows_65536", "unique", "searchsorted", "searchsorted24", "topk100", "topk1024",
          "topk_rows"]
 
 
@@ -154,6 +154,13 @@ def main():
         cs, cv = cp.from_dlpack(srt), cp.from_dlpack(v)
         p.append(("cupy.searchsorted", lambda: cp.searchsorted(cs, cv)))
     case("searchsorted", q, lambda: m.ss(srt, v), p, lambda: eq(m.ss(srt, v), torch.searchsorted(srt, v)))
+    # the same queries into 2^24 sorted elements (64 MB: more than the L2 holds)
+    srt = torch.sort(torch.randn(1 << 24, device=dev, generator=g))[0]
+    p = [("torch.searchsorted", lambda: torch.searchsorted(srt, v))]
+    if cp is not None:
+        cs = cp.from_dlpack(srt)
+        p.append(("cupy.searchsorted", lambda: cp.searchsorted(cs, cv)))
+    case("searchsorted24", q, lambda: m.ss(srt, v), p, lambda: eq(m.ss(srt, v), torch.searchsorted(srt, v)))
 
     print("\n| case | who | ms | GKey/s |")
     print("| --- | --- | ---: | ---: |")

@@ -183,7 +183,10 @@ typedef enum {
     X(LOAD, "load", OK_LEAF, 0u, 0)       /* v->path: a .npy file of type v->dt, rank v->rank */ \
     X(CALL, "call", OK_LEAF, 0u, 0)       /* v->fn(args...) run on the host with its own frame */\
     X(SORT, "sort", OK_LEAF, 1u, 0)       /* args: x; sorted along v->axis, stable, NaN last;   \
-                                             v->exclusive: descending (exec/sort.h) */          \
+                                             v->exclusive: descending (exec/sort.h); sort_by_key's \
+                                             keys have a second, its SORTKV (computed with it) */ \
+    X(SORTKV, "sortkv", OK_LEAF, 3u, 0)   /* args: k, v (1-D, as many): v in the order sort(k)  \
+                                             puts k in (v->exclusive: descending) */             \
     X(ARGSORT, "argsort", OK_LEAF, 1u, 0) /* as sort: the i64 positions along the axis that     \
                                              sort it */                                          \
     X(TOPK, "topk", OK_LEAF, 1u, 0)       /* args: x, k (i64 scalar): i64 of x's shape with k  \

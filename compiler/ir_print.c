@@ -88,7 +88,7 @@ static __attribute__((noinline)) void print_line(Printer *p, const Val *v, int d
     if (v->op == OP_SCAN && v->exclusive) fprintf(out, " exclusive");
     if (v->op == OP_HIST && v->exclusive) fprintf(out, " deterministic");
     if (v->op == OP_MATMUL && v->exclusive) fprintf(out, " tf32");
-    if ((v->op == OP_SORT || v->op == OP_ARGSORT) && v->exclusive) fprintf(out, " descending");
+    if ((v->op == OP_SORT || v->op == OP_ARGSORT || v->op == OP_SORTKV) && v->exclusive) fprintf(out, " descending");
     if (v->op == OP_SEARCHSORTED && v->exclusive) fprintf(out, " right");
     if (v->lam) fprintf(out, " lambda=%%%d", v->lam->id);
     if (v->op == OP_TRANSPOSE) {

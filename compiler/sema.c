@@ -1402,8 +1402,9 @@ static Ex builtin_searchsorted(Ctx *c, Node *call, CallArgs *ca) {
 }
 
 /* sort_by_key(k, v, descending=b): the keys sorted as sort(k) sorts them and the values
-   moved with them, two results: one argsort of the keys and two gathers by it. 1-D keys
-   and values, one value a key (checked when it runs). */
+   moved with them, two results: the values by OP_SORTKV, the keys by an OP_SORT that
+   names it (the GPU computes the two in one sort when the keys come first). 1-D keys and
+   values, one value a key (checked when it runs). */
 static Ex builtin_sort_by_key(Ctx *c, Node *call, CallArgs *ca) {
     Node *dn = named_get(ca, "descending");
     bool desc = false;
@@ -1419,14 +1420,15 @@ static Ex builtin_sort_by_key(Ctx *c, Node *call, CallArgs *ca) {
         }
     }
     Loc loc = call->loc;
-    Val *k = kv[0].v, *p = mk1(c, OP_ARGSORT, DT_I64, 1, k, loc);
-    p->axis = 0;
-    p->exclusive = desc;
+    Val *k = kv[0].v;
     Val *v = mk_check(c, kv[1].v, count_of(c, kv[1].v, 0, loc), count_of(c, k, 0, loc),
                       "sort_by_key(): %lld values for %lld keys; give each key one value", loc);
+    Val *sv = mk2(c, OP_SORTKV, v->dt, 1, k, v, loc), *sk = mk2(c, OP_SORT, k->dt, 1, k, sv, loc);
+    sv->exclusive = sk->exclusive = desc;
+    sk->axis = 0;
     Ex *parts = NEWN(c->a, Ex, 2);
-    parts[0] = ex_val(mk2(c, OP_GATHER, k->dt, 1, k, p, loc));
-    parts[1] = ex_val(mk2(c, OP_GATHER, v->dt, 1, v, p, loc));
+    parts[0] = ex_val(sk);
+    parts[1] = ex_val(sv);
     return (Ex){.ok = true, .ntup = 2, .tup = parts};
 }
 
@@ -2325,6 +2327,7 @@ static Size array_size_of(Ctx *c, const Val *v, int axis, int depth) {
     case OP_SCAN: return x->rank == v->rank ? array_size(c, x, axis, depth + 1) : unknown;
     case OP_REVERSE:
     case OP_SORT:
+    case OP_SORTKV:
     case OP_ARGSORT: return array_size(c, x, axis, depth + 1);
     case OP_SEARCHSORTED: return array_size(c, v->args[1], axis, depth + 1);
     case OP_TOPK: return axis < v->rank - 1 ? array_size(c, x, axis, depth + 1) : scalar_size(c, v->args[1], depth + 1);

@@ -4,8 +4,9 @@
    wanted one, -0.0 as 0.0, every NaN the largest key (last in either direction).
 
    One module per element type: the module's source defines CUK_SORT_T (the element's
-   C type), CUK_SORT_K (its key: 32 or 64 bits), CUK_SORT_KIND (0 unsigned, 1 signed,
-   2 float, 3 bool) and CUK_SORT_ITEMS (keys per thread), then includes this file.
+   C type), CUK_SORT_K (its key: 32 or 64 bits), CUK_SORT_KB (the key's bytes),
+   CUK_SORT_KIND (0 unsigned, 1 signed, 2 float, 3 bool) and CUK_SORT_ITEMS (keys per
+   thread), then includes this file.
 
    Rows longer than a tile: onesweep (Adinets and Merrill, 2022). One kernel counts the
    digits of every pass at once (sort_hist), one turns the counts into each digit's
@@ -113,6 +114,10 @@ __device__ __forceinline__ bool sort_odd(sort_t x) {
 }
 
 __device__ __forceinline__ int sort_digit(key_t_ k, int shift) { return (int)((k >> shift) & 255u); }
+
+/* T when B, else F. */
+template <bool B, class T, class F> struct sort_pick { typedef T type; };
+template <class T, class F> struct sort_pick<false, T, F> { typedef F type; };
 
 /* The sum of v over this lane and the lanes below it in the warp. */
 template <class T>
@@ -259,9 +264,11 @@ extern "C" __global__ void __launch_bounds__(256) sort_bins(const su64 *__restri
 #define CUK_LB_INC 0x80000000u
 #define CUK_LB_COUNT 0x3fffffffu
 
-/* FIRST: reads the elements (and makes positions as payload when PAY); else the keys
-   of the pass before. LAST: writes the elements (or, with PAY, only the positions, as
-   i64); else keys (and u32 positions). Rows of n keys, one after another (in, pin,
+/* FIRST: reads the elements; else the keys of the pass before. LAST: writes the
+   elements; else keys. PAY, what travels with each key: 0 nothing; 1 its position (made
+   by the first pass, u32, written by the last as i64 instead of the elements: argsort);
+   2 and 3 a value of 4 or 8 bytes (sort_by_key: read by the first pass from pin, written
+   by the last to pout beside the elements). Rows of n keys, one after another (in, pin,
    out and pout at the first row's start), tpr tiles each: tile g of the launch is tile
    g % tpr of row g / tpr. A row longer than a portion goes one portion per launch
    (one row of n keys that starts at element `base` of its row; out and pout at the
@@ -269,14 +276,15 @@ extern "C" __global__ void __launch_bounds__(256) sort_bins(const su64 *__restri
    row for this portion; the portion's last tile sets bins_out to the places after it
    (NULL for a row's last portion). */
 template <int FIRST, int LAST, int PAY>
-__device__ __forceinline__ void sort_pass_body(const void *__restrict__ in, const su32 *__restrict__ pin,
+__device__ __forceinline__ void sort_pass_body(const void *__restrict__ in, const void *__restrict__ pin,
                                                void *__restrict__ out, void *__restrict__ pout, si64 n, si64 base,
                                                int shift, int desc, const su64 *__restrict__ bins_in,
                                                su64 *__restrict__ bins_out, su32 *lookback, su32 *ticket, si64 tpr,
                                                si64 bins_stride) {
+    typedef typename sort_pick<PAY == 3, su64, su32>::type pay_t;
     __shared__ SortRank sm;
     __shared__ key_t_ skeys[CUK_SORT_TILE];
-    __shared__ su32 spay[PAY ? CUK_SORT_TILE : 1];
+    __shared__ pay_t spay[PAY ? CUK_SORT_TILE : 1];
     __shared__ si64 gbase[256];
     __shared__ su32 stile;
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
@@ -287,22 +295,22 @@ __device__ __forceinline__ void sort_pass_body(const void *__restrict__ in, cons
     if (row) {
         const si64 at = row * n;
         in = (const char *)in + at * (FIRST ? sizeof(sort_t) : sizeof(key_t_));
-        if (!FIRST && PAY) pin += at;
-        if (LAST) out = (char *)out + at * sizeof(sort_t), pout = (si64 *)pout + at;
-        else out = (key_t_ *)out + at, pout = (su32 *)pout + at;
+        if (PAY > 1 || (!FIRST && PAY)) pin = (const pay_t *)pin + at;
+        if (LAST) out = (char *)out + at * sizeof(sort_t), pout = PAY == 1 ? (void *)((si64 *)pout + at) : (void *)((pay_t *)pout + at);
+        else out = (key_t_ *)out + at, pout = (pay_t *)pout + at;
         bins_in += row * bins_stride;
         lookback += row * tpr * 256;
     }
     const int tn = (int)min((si64)CUK_SORT_TILE, n - t0);
     key_t_ k[CUK_SORT_ITEMS];
-    su32 p[PAY ? CUK_SORT_ITEMS : 1];
+    pay_t p[PAY ? CUK_SORT_ITEMS : 1];
 #pragma unroll
     for (int j = 0; j < CUK_SORT_ITEMS; j++) {
         const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
         if (li < tn) {
             if (FIRST) k[j] = sort_enc(((const sort_t *)in)[t0 + li], desc);
             else k[j] = ((const key_t_ *)in)[t0 + li];
-            if (PAY) p[PAY ? j : 0] = FIRST ? (su32)(base + t0 + li) : pin[t0 + li];
+            if (PAY) p[PAY ? j : 0] = FIRST && PAY == 1 ? (pay_t)(base + t0 + li) : ((const pay_t *)pin)[t0 + li];
         }
     }
     su32 pos[CUK_SORT_ITEMS], first;
@@ -349,11 +357,12 @@ __device__ __forceinline__ void sort_pass_body(const void *__restrict__ in, cons
             const key_t_ key = skeys[i];
             const si64 at = gbase[sort_digit(key, shift)] + i;
             if (LAST) {
-                if (PAY) ((si64 *)pout)[at] = (si64)spay[i];
+                if (PAY == 1) ((si64 *)pout)[at] = (si64)spay[i];
                 else ((sort_t *)out)[at] = sort_dec(key, desc);
+                if (PAY > 1) ((pay_t *)pout)[at] = spay[i];
             } else {
                 ((key_t_ *)out)[at] = key;
-                if (PAY) ((su32 *)pout)[at] = spay[i];
+                if (PAY) ((pay_t *)pout)[at] = spay[i];
             }
         }
     }
@@ -361,7 +370,7 @@ __device__ __forceinline__ void sort_pass_body(const void *__restrict__ in, cons
 
 #define CUK_SORT_PASS(NAME, FIRST, LAST, PAY)                                                                      \
     extern "C" __global__ void __launch_bounds__(CUK_SORT_THREADS, CUK_SORT_MINB)                                  \
-        NAME(const void *in, const su32 *pin, void *out, void *pout, si64 n, si64 base, int shift, int desc,       \
+        NAME(const void *in, const void *pin, void *out, void *pout, si64 n, si64 base, int shift, int desc,       \
              const su64 *bins_in, su64 *bins_out, su32 *lookback, su32 *ticket, si64 tpr, si64 bins_stride) {     \
         sort_pass_body<FIRST, LAST, PAY>(in, pin, out, pout, n, base, shift, desc, bins_in, bins_out, lookback,   \
                                          ticket, tpr, bins_stride);                                                \
@@ -376,6 +385,17 @@ CUK_SORT_PASS(sort_pass_pf, 1, 0, 1)
 CUK_SORT_PASS(sort_pass_pm, 0, 0, 1)
 CUK_SORT_PASS(sort_pass_pl, 0, 1, 1)
 CUK_SORT_PASS(sort_pass_pfl, 1, 1, 1)
+/* keys and values of 4 bytes (sort_by_key; the middle passes are sort_pass_pm) */
+CUK_SORT_PASS(sort_pass_vf, 1, 0, 2)
+CUK_SORT_PASS(sort_pass_vl, 0, 1, 2)
+CUK_SORT_PASS(sort_pass_vfl, 1, 1, 2)
+#if CUK_SORT_KB == 8
+/* keys and values of 8 bytes (a 4-byte key's tile has no room for them) */
+CUK_SORT_PASS(sort_pass_wf, 1, 0, 3)
+CUK_SORT_PASS(sort_pass_wm, 0, 0, 3)
+CUK_SORT_PASS(sort_pass_wl, 0, 1, 3)
+CUK_SORT_PASS(sort_pass_wfl, 1, 1, 3)
+#endif
 
 /* ---- rows of at most a tile: whole rows per block ------------------------------------------ */
 
@@ -456,37 +476,152 @@ extern "C" __global__ void sort_gather(const sort_t *__restrict__ x, const si64 
         out[i] = x[i - i % len + idx[i]];
 }
 
-/* For each of the n values v: the first place in the m sorted a where a's key is at
-   least v's (right: greater), as exec/sort.c's host_searchsorted. Each block first
-   keeps the keys of CUK_SEARCH_SAMPLES evenly spaced elements of a in shared memory
-   (sample j is a[j * step]); a value's search narrows to one step among them there and
-   ends in global memory within it: fewer scattered loads from a, which are what costs. */
-#define CUK_SEARCH_SAMPLES (16384 / (int)sizeof(key_t_))
-extern "C" __global__ void __launch_bounds__(256) sort_search(const sort_t *__restrict__ a, si64 m,
+/* out[i] = v[idx[i]] for values of vb bytes (1, 2, 4 or 8): sort_by_key's values by
+   the keys' argsort where they do not travel through the passes. */
+extern "C" __global__ void sort_take(const void *__restrict__ v, const si64 *__restrict__ idx, si64 n, int vb,
+                                     void *__restrict__ out) {
+    for (si64 i = (si64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (si64)gridDim.x * blockDim.x) {
+        const si64 j = idx[i];
+        if (vb == 8) ((su64 *)out)[i] = ((const su64 *)v)[j];
+        else if (vb == 4) ((su32 *)out)[i] = ((const su32 *)v)[j];
+        else if (vb == 2) ((unsigned short *)out)[i] = ((const unsigned short *)v)[j];
+        else ((unsigned char *)out)[i] = ((const unsigned char *)v)[j];
+    }
+}
+
+/* searchsorted: for each of the n values v, the first place in the m sorted a whose key
+   is at least v's (right: greater), as exec/sort.c's host_searchsorted. What costs is
+   the scattered loads from a (each a 32-byte sector for one key), so the search takes
+   one sector a level: level 0 is a, in sectors of G elements; level l >= 1 (built by
+   search_build when the values are many beside a) has the key of every G * KB^(l-1)-th
+   element, in sectors of KB keys. Each block keeps every r-th entry of the level
+   `top` (the samples: at most CUK_SEARCH_CAP) in shared memory as an implicit binary
+   tree (Eytzinger's order: node i's children at 2i and 2i + 1, so a level's nodes lie
+   together and a warp's loads spread over the banks); the count of samples below v
+   picks r entries of level top, whose count picks a sector of the level below, down to
+   a's. Without levels (few values, `bin`), the samples are every stride-th element of
+   a and a binary search in a ends it. */
+#define CUK_SEARCH_CAP (32768 / (int)sizeof(key_t_)) /* samples: a tree of 2^h - 1 and sample 0 */
+#define CUK_SEARCH_G (32 / (int)sizeof(sort_t))      /* elements of a in a sector */
+#define CUK_SEARCH_KB (32 / (int)sizeof(key_t_))     /* keys of a level in a sector */
+#define CUK_SEARCH_MAXL 24
+struct SearchPlan {
+    key_t_ *lev[CUK_SEARCH_MAXL]; /* level l's keys (l = 1..top), each padded to whole sectors */
+    si64 size[CUK_SEARCH_MAXL];   /* entries of level l (size[0] = m) */
+    si64 stride;                  /* elements of a from one sample to the next */
+    si64 ns;                      /* samples (0: a is empty) */
+    int top, r, h, bin;
+};
+
+__device__ __forceinline__ bool search_below(key_t_ k, key_t_ v, int right) { return right ? k <= v : k < v; }
+
+/* The levels 1..top, each entry from a (one read of a sector of a per entry of level 1). */
+extern "C" __global__ void __launch_bounds__(256) search_build(const sort_t *__restrict__ a, SearchPlan p) {
+    for (si64 i = (si64)blockIdx.x * blockDim.x + threadIdx.x; i < p.size[1]; i += (si64)gridDim.x * blockDim.x) {
+        const key_t_ k = sort_enc(a[i * CUK_SEARCH_G], 0);
+        si64 j = i;
+        p.lev[1][i] = k;
+        for (int l = 2; l <= p.top && j % CUK_SEARCH_KB == 0; l++) {
+            j /= CUK_SEARCH_KB;
+            p.lev[l][j] = k;
+        }
+    }
+}
+
+/* The entries [at, at + n) of level l >= 1 (within one sector) whose key is below v. */
+__device__ __forceinline__ si64 search_count_keys(const key_t_ *__restrict__ lev, si64 size, si64 at, si64 n, key_t_ v,
+                                                  int right) {
+    const si64 sb = at & ~(si64)(CUK_SEARCH_KB - 1);
+    union {
+        uint4 q[2];
+        key_t_ k[CUK_SEARCH_KB];
+    } u;
+    u.q[0] = __ldg((const uint4 *)(lev + sb));
+    u.q[1] = __ldg((const uint4 *)(lev + sb) + 1);
+    si64 c = 0;
+#pragma unroll
+    for (int j = 0; j < CUK_SEARCH_KB; j++) {
+        const si64 e = sb + j;
+        c += e >= at && e < at + n && e < size && search_below(u.k[j], v, right);
+    }
+    return c;
+}
+
+/* The elements [at, at + n) of a (within one sector, n <= G) whose key is below v. */
+__device__ __forceinline__ si64 search_count_elems(const sort_t *__restrict__ a, si64 m, si64 at, si64 n, key_t_ v,
+                                                   int right) {
+    const si64 sb = at & ~(si64)(CUK_SEARCH_G - 1);
+    si64 c = 0;
+    if (((size_t)a & 31) == 0 && sb + CUK_SEARCH_G <= m) {
+        union {
+            uint4 q[2];
+            sort_t e[CUK_SEARCH_G];
+        } u;
+        u.q[0] = __ldg((const uint4 *)(a + sb));
+        u.q[1] = __ldg((const uint4 *)(a + sb) + 1);
+#pragma unroll
+        for (int j = 0; j < CUK_SEARCH_G; j++) {
+            const si64 e = sb + j;
+            c += e >= at && e < at + n && search_below(sort_enc(u.e[j], 0), v, right);
+        }
+    } else {
+        for (si64 e = at; e < at + n && e < m; e++) c += search_below(sort_enc(a[e], 0), v, right);
+    }
+    return c;
+}
+
+extern "C" __global__ void __launch_bounds__(512) sort_search(const sort_t *__restrict__ a, si64 m,
                                                              const sort_t *__restrict__ v, si64 n, int right,
-                                                             si64 *__restrict__ out) {
-    __shared__ key_t_ samp[CUK_SEARCH_SAMPLES];
-    const si64 step = (m + CUK_SEARCH_SAMPLES - 1) / CUK_SEARCH_SAMPLES;
-    const int ns = step ? (int)((m + step - 1) / step) : 0; /* samples: positions 0, step, ... below m */
-    for (int j = threadIdx.x; j < ns; j += blockDim.x) samp[j] = sort_enc(a[j * step], 0);
+                                                             si64 *__restrict__ out, SearchPlan p) {
+    /* tree[0]: sample 0; tree[1 .. 2^h - 1]: samples 1.. in Eytzinger's order, padded
+       with the largest key (never below a value that is not itself the largest) */
+    __shared__ key_t_ tree[CUK_SEARCH_CAP];
+    const int nt = 1 << p.h;
+    for (int t = threadIdx.x; t < nt; t += blockDim.x) {
+        si64 j = 0; /* the sample at node t */
+        if (t) {
+            const int d = 31 - __clz(t);
+            j = ((si64)(2 * (t - (1 << d)) + 1) << (p.h - 1 - d));
+        }
+        tree[t] = j >= p.ns ? CUK_KEY_MAX : p.top ? p.lev[p.top][j * p.r] : sort_enc(a[j * p.stride], 0);
+    }
     __syncthreads();
     for (si64 i = (si64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (si64)gridDim.x * blockDim.x) {
         const key_t_ kv = sort_enc(v[i], 0);
-        /* c = the samples before the answer */
-        int lo_s = 0, hi_s = ns;
-        while (lo_s < hi_s) {
-            const int mid = (lo_s + hi_s) >> 1;
-            if (right ? samp[mid] <= kv : samp[mid] < kv) lo_s = mid + 1;
-            else hi_s = mid;
+        if (p.ns == 0) {
+            out[i] = 0;
+            continue;
         }
-        si64 lo = lo_s ? (si64)(lo_s - 1) * step + 1 : 0, hi = lo_s ? min((si64)lo_s * step, m) : 0;
-        while (lo < hi) {
-            const si64 mid = lo + ((hi - lo) >> 1);
-            const key_t_ ka = sort_enc(a[mid], 0);
-            if (right ? ka <= kv : ka < kv) lo = mid + 1;
-            else hi = mid;
+        /* c = the samples below kv */
+        int t = 1;
+        for (int d = 0; d < p.h; d++) t = 2 * t + search_below(tree[t], kv, right);
+        si64 c = min((si64)(t - nt), p.ns - 1);
+        c = c ? c + 1 : (si64)search_below(tree[0], kv, right);
+        if (c == 0) {
+            out[i] = 0;
+            continue;
         }
-        out[i] = lo;
+        si64 at, cnt;
+        if (p.bin) {
+            /* a[(c - 1) * stride] is below kv, a[c * stride] is not (or past m) */
+            si64 lo = (c - 1) * p.stride + 1, hi = min(c * p.stride, m);
+            while (lo < hi) {
+                const si64 mid = lo + ((hi - lo) >> 1);
+                if (search_below(sort_enc(a[mid], 0), kv, right)) lo = mid + 1;
+                else hi = mid;
+            }
+            out[i] = lo;
+            continue;
+        }
+        /* the r entries of level top from sample c - 1 on, then a sector a level */
+        at = (c - 1) * p.r;
+        si64 nh = p.r;
+        for (int l = p.top; l >= 1; l--) {
+            cnt = search_count_keys(p.lev[l], p.size[l], at, nh, kv, right);
+            nh = l == 1 ? CUK_SEARCH_G : CUK_SEARCH_KB;
+            at = (at + max(cnt, (si64)1) - 1) * nh; /* at least 1 but where a is not sorted */
+        }
+        out[i] = at + search_count_elems(a, m, at, nh, kv, right);
     }
 }
 
@@ -645,9 +780,7 @@ extern "C" __global__ void __launch_bounds__(CUK_TOPK_THREADS) topk_sample(const
 #define CUK_TOPK_VL 4 /* vector loads a thread makes a step */
 typedef struct __align__(16) { su32 w[4]; } topk_v16;
 typedef struct __align__(8) { su32 w[2]; } topk_v8;
-template <bool B, class T, class F> struct topk_pick { typedef T type; };
-template <class T, class F> struct topk_pick<false, T, F> { typedef F type; };
-typedef topk_pick<sizeof(sort_t) == 1, topk_v8, topk_v16>::type topk_vec;
+typedef sort_pick<sizeof(sort_t) == 1, topk_v8, topk_v16>::type topk_vec;
 
 /* A warp's kept entries wait in shared memory and go out CUK_TOPK_SW at a time: one
    atomic on the row's count per that many, not one per step that keeps any (the steps

@@ -157,7 +157,8 @@ SAN_SUBSET=(examples/saxpy.cuk examples/softmax.cuk examples/prefix_sums.cuk exa
             tests/lit/run/shapes_forms.cuk tests/lit/fusion/index_ew_chain.cuk tests/lit/fusion/index_rows_cols.cuk
             tests/lit/run/top_k.cuk tests/lit/run/top_k_select.cuk tests/lit/run/elem_loops_lambda.cuk tests/lit/run/matmul_epilogue.cuk tests/lit/run/rows_cluster.cuk
             tests/lit/run/transpose_perm.cuk tests/lit/run/rows_online.cuk tests/lit/run/rows_centred.cuk
-            tests/lit/run/sort.cuk tests/lit/run/sort_unique.cuk tests/lit/run/sort_long.cuk)
+            tests/lit/run/sort.cuk tests/lit/run/sort_unique.cuk tests/lit/run/sort_long.cuk
+            tests/lit/run/searchsorted_plans.cuk)
 
 s_sanitize() {
   [[ -n $SAN ]] || { echo "ERROR: compute-sanitizer not found"; return 1; }

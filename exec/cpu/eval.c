@@ -2359,7 +2359,8 @@ out:
 }
 
 /* sort and argsort along the last axis (exec/sort.h; sema moves another axis there and
-   back): each row is sorted on its own. */
+   back): each row is sorted on its own. sort_by_key's keys (a second operand, their
+   SORTKV) are sorted on their own here. */
 static Arr *eval_sort(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]);
     if (!x) return NULL;
@@ -2372,6 +2373,31 @@ static Arr *eval_sort(Frame *f, const Val *v) {
         arr_release(r);
         r = NULL;
     }
+    arr_release(x);
+    return r;
+}
+
+/* sort_by_key's values: gathered by the keys' argsort. */
+static Arr *eval_sortkv(Frame *f, const Val *v) {
+    Arr *k = eval(f, v->args[0]);
+    if (!k) return NULL;
+    Arr *x = eval(f, v->args[1]);
+    if (!x) return arr_release(k), NULL;
+    ASSERT(k->rank == 1 && x->rank == 1 && k->size == x->size);
+    Arr *r = new_arr(f, v->loc, v->dt, 1, x->shape);
+    int64_t *idx = r ? malloc(sizeof(int64_t) * (size_t)(k->size ? k->size : 1)) : NULL;
+    if (r && (!idx || !host_sort_rows(k->dt, k->data, 1, k->size, v->exclusive, NULL, idx))) {
+        rt_error(f->c->err, v->loc, "sort_by_key(): out of memory for its scratch");
+        arr_release(r);
+        r = NULL;
+    }
+    if (r) {
+        const size_t es = (size_t)dtype_info[v->dt].size;
+        for (int64_t i = 0; i < x->size; i++)
+            memcpy((char *)r->data + (size_t)i * es, (const char *)x->data + (size_t)idx[i] * es, es);
+    }
+    free(idx);
+    arr_release(k);
     arr_release(x);
     return r;
 }
@@ -2718,6 +2744,7 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_COMPACT: return eval_compact(f, v);
     case OP_SORT:
     case OP_ARGSORT: return eval_sort(f, v);
+    case OP_SORTKV: return eval_sortkv(f, v);
     case OP_SEARCHSORTED: return eval_searchsorted(f, v);
     case OP_TOPK: return eval_topk(f, v);
     case OP_REVERSE: return eval_reverse(f, v);

@@ -1159,9 +1159,45 @@ static __attribute__((noinline)) bool eval_elem(Frame *f, Val *v, Value *r) {
     return ok;
 }
 
+/* sort_by_key (OP_SORTKV, its values; the keys, when wanted, an OP_SORT naming it): one
+   sort of keys and values. *keys gets the sorted keys (a reference the caller releases)
+   or, when keys is NULL, they go to scratch. */
+static bool sort_kv(Frame *f, Val *sv, Value *vals, Value *keys) {
+    Value k, x, kscratch = {0};
+    if (!eval(f, sv->args[0], &k)) return false;
+    if (!eval(f, sv->args[1], &x)) return vrelease(f->s, &k), false;
+    ASSERT(k.rank == 1 && x.rank == 1 && k.shape[0] == x.shape[0]);
+    Value *ko = keys ? keys : &kscratch;
+    *vals = (Value){.dt = sv->dt, .rank = 1, .set = true, .shape = {x.shape[0]}};
+    *ko = (Value){.dt = k.dt, .rank = 1, .set = true, .shape = {k.shape[0]}};
+    char why[1024];
+    bool ok = dalloc(f->s, vals, sv->loc);
+    if (ok && !(ok = dalloc(f->s, ko, sv->loc))) vrelease(f->s, vals);
+    if (ok && !gpu_sort_kv(k.dt, k.buf->p, k.shape[0], sv->exclusive, x.dt, x.buf->p, ko->buf->p, vals->buf->p,
+                           &f->s->sort_mods[k.dt], why, sizeof why)) {
+        rt_error(f->s->err, sv->loc, "sort_by_key(): %s", why);
+        vrelease(f->s, vals);
+        vrelease(f->s, ko);
+        ok = false;
+    }
+    if (ok && !keys) vrelease(f->s, &kscratch);
+    vrelease(f->s, &k);
+    vrelease(f->s, &x);
+    return ok;
+}
+
 /* sort and argsort along the last axis (sema moves another axis there and back) and
-   searchsorted: exec/gpu/sort.h. */
+   searchsorted: exec/gpu/sort.h. sort_by_key's keys, when their values are not yet
+   computed, come with them from one sort (the values memoised). */
 static __attribute__((noinline)) bool eval_sort(Frame *f, Val *v, Value *r) {
+    if (v->op == OP_SORTKV) return sort_kv(f, v, r, NULL);
+    if (v->op == OP_SORT && v->nargs > 1 && !f->memo[v->args[1]->id].set) {
+        Value vals;
+        if (!sort_kv(f, v->args[1], &vals, r)) return false;
+        touch(f, v->args[1]->id);
+        f->memo[v->args[1]->id] = vals;
+        return true;
+    }
     Value x;
     if (!eval(f, v->args[0], &x)) return false;
     ASSERT(x.rank >= 1 && v->axis == x.rank - 1);
@@ -1273,7 +1309,8 @@ static bool eval(Frame *f, Val *v, Value *out) {
     case OP_SLICE:
     case OP_GATHER: ok = eval_elem(f, v, &r); break;
     case OP_SORT:
-    case OP_ARGSORT: ok = eval_sort(f, v, &r); break;
+    case OP_ARGSORT:
+    case OP_SORTKV: ok = eval_sort(f, v, &r); break;
     case OP_SEARCHSORTED: ok = eval_searchsorted(f, v, &r); break;
     case OP_TOPK: ok = eval_topk(f, v, &r); break;
     default:

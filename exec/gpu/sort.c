@@ -30,8 +30,8 @@ char *gpu_sort_source(DType dt) {
     if (s)
         snprintf(s, n,
                  "/* cuk's sort kernels for %s (exec/gpu/sort.c) */\n#define CUK_SORT_T %s\n#define CUK_SORT_K %s\n"
-                 "#define CUK_SORT_KIND %d\n#define CUK_SORT_ITEMS %d\n%s",
-                 dtype_info[dt].name, ctype, key, kind, sort_items(dt), body);
+                 "#define CUK_SORT_KB %d\n#define CUK_SORT_KIND %d\n#define CUK_SORT_ITEMS %d\n%s",
+                 dtype_info[dt].name, ctype, key, key_bytes(dt), kind, sort_items(dt), body);
     return s;
 }
 
@@ -126,11 +126,11 @@ enum { SKIP_MIN_KEYS = 1 << 18 };
 /* One onesweep pass over every row: rows of at most a portion in one launch, a longer
    row one portion per launch. Pointers at the first row's start; *_es the bytes of an
    element of each (kin: the element's when first, else the key's; kout: the element's
-   when last; pout: 8 when last, else 4; pin: 4). */
+   when last; pout and pin: the payload's, or 8 for the positions when last). */
 typedef struct Pass {
     const char *fn;
     cuk_devptr kin, pin, kout, pout, bins, chain, lb;
-    int kin_es, kout_es, pout_es;
+    int kin_es, kout_es, pin_es, pout_es;
     int64_t rows, len;
     int shift, desc;
 } Pass;
@@ -159,7 +159,7 @@ static bool run_pass(SortMod *sm, const Pass *ps) {
             const int64_t q0 = q * portion, qn = ps->len - q0 < portion ? ps->len - q0 : portion;
             /* a portion reads from its own start and writes anywhere in its row */
             cuk_devptr kin = ps->kin + (cuk_devptr)((at + q0) * ps->kin_es);
-            cuk_devptr pin = ps->pin ? ps->pin + (cuk_devptr)((at + q0) * 4) : 0;
+            cuk_devptr pin = ps->pin ? ps->pin + (cuk_devptr)((at + q0) * ps->pin_es) : 0;
             cuk_devptr kout = ps->kout ? ps->kout + (cuk_devptr)(at * ps->kout_es) : 0;
             cuk_devptr pout = ps->pout ? ps->pout + (cuk_devptr)(at * ps->pout_es) : 0;
             cuk_devptr bin = q == 0 ? ps->bins + (cuk_devptr)(r * bstride) : ps->chain + (cuk_devptr)((q - 1) * 256 * 8);
@@ -170,7 +170,43 @@ static bool run_pass(SortMod *sm, const Pass *ps) {
     return true;
 }
 
-static bool sort_long(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out) {
+static bool sort_rows(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out);
+
+/* Values that travel with the keys (sort_by_key): vb bytes each at v, sorted into vout. */
+typedef struct KV {
+    cuk_devptr v, vout;
+    int vb;
+} KV;
+
+/* The rows' elements (and kv's values) by each row's argsort: gathered, not carried. */
+static bool by_positions(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool desc, cuk_devptr out, const KV *kv) {
+    if (len > (int64_t)UINT32_MAX)
+        return fail(sm->why, sm->whylen,
+                    "sorting rows of %lld floats with -0.0 or NaN payloads (kept bit for bit through their positions) "
+                    "takes at most 2^32 - 1 a row on the GPU; use --device cpu",
+                    (long long)len);
+    Scratch sc = {0};
+    cuk_devptr idx;
+    int64_t n = rows * len, g = (n + 255) / 256;
+    bool ok = scratch(&sc, sm, (size_t)n * 8, &idx) && sort_rows(sm, x, rows, len, desc, true, idx);
+    if (ok) {
+        void *a[] = {&x, &idx, &len, &n, &out};
+        ok = launch(sm, "sort_gather", g < 65536 ? g : 65536, 1, 256, a);
+    }
+    if (ok && kv) {
+        cuk_devptr v = kv->v, vout = kv->vout;
+        int vb = kv->vb;
+        void *a[] = {&v, &idx, &n, &vb, &vout};
+        ok = launch(sm, "sort_take", g < 65536 ? g : 65536, 1, 256, a);
+    }
+    scratch_free(&sc);
+    return ok;
+}
+
+/* The onesweep passes over rows longer than a tile: the elements sorted into out, or
+   (arg) their positions, or (kv) the elements and the values with them. */
+static bool sort_long(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out,
+                      const KV *kv) {
     DType dt = sm->dt;
     const int passes = sort_passes(dt), kb = key_bytes(dt), eb = dtype_info[dt].size;
     const int64_t tile = sort_tile(dt), portion = portion_keys(dt), n = rows * len;
@@ -211,37 +247,35 @@ static bool sort_long(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool
     if (ok && fl && back[0]) {
         /* -0.0 or a NaN other than the canonical one: the keys alone would not give them
            back, so the positions are sorted and the elements gathered by them */
-        cuk_devptr idx;
-        ok = scratch(&sc, sm, (size_t)n * 8, &idx) && sort_long(sm, x, rows, len, desc, true, idx);
-        if (ok) {
-            void *a[] = {&x, &idx, &len, (void *)&n, &out};
-            int64_t g = (n + 255) / 256;
-            ok = launch(sm, "sort_gather", g < 65536 ? g : 65536, 1, 256, a);
-        }
         scratch_free(&sc);
-        return ok;
+        return by_positions(sm, x, rows, len, desc, out, kv);
     }
     /* the passes' keys and positions go back and forth between two buffers */
     const int nbuf = nrun >= 3 ? 2 : nrun - 1;
     for (int i = 0; ok && i < nbuf; i++) {
         ok = scratch(&sc, sm, (size_t)n * (size_t)kb, &kbuf[i]);
-        if (ok && arg) ok = scratch(&sc, sm, (size_t)n * 4, &pbuf[i]);
+        if (ok && (arg || kv)) ok = scratch(&sc, sm, (size_t)n * (size_t)(kv ? kv->vb : 4), &pbuf[i]);
     }
     for (int i = 0; ok && i < nrun; i++) {
         const bool first = i == 0, last = i == nrun - 1;
+        /* the payload's kernels: p positions, v values of 4 bytes (moved as positions
+           are in the middle passes), w of 8 */
+        const char *pay = arg ? "p" : !kv ? "" : kv->vb == 8 ? "w" : first || last ? "v" : "p";
         char fn[32];
-        snprintf(fn, sizeof fn, "sort_pass_%s%s%s", arg ? "p" : "", first ? "f" : "", last ? "l" : first ? "" : "m");
+        snprintf(fn, sizeof fn, "sort_pass_%s%s%s", pay, first ? "f" : "", last ? "l" : first ? "" : "m");
+        const int pb = kv ? kv->vb : 4;
         Pass ps = {.fn = fn,
                    .kin = first ? x : kbuf[(i - 1) & 1],
-                   .pin = first ? 0 : pbuf[(i - 1) & 1],
+                   .pin = first ? (kv ? kv->v : 0) : pbuf[(i - 1) & 1],
                    .kout = last ? (arg ? 0 : out) : kbuf[i & 1],
-                   .pout = last ? (arg ? out : 0) : pbuf[i & 1],
+                   .pout = last ? (arg ? out : kv ? kv->vout : 0) : pbuf[i & 1],
                    .bins = bins + (cuk_devptr)(run[i] * 256 * 8),
                    .chain = chain,
                    .lb = lb,
                    .kin_es = first ? eb : kb,
                    .kout_es = last ? eb : kb,
-                   .pout_es = last ? 8 : 4,
+                   .pin_es = pb,
+                   .pout_es = last && arg ? 8 : pb,
                    .rows = rows,
                    .len = len,
                    .shift = 8 * run[i],
@@ -254,7 +288,21 @@ static bool sort_long(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool
 
 /* Rows of at most a tile whole in a block, longer ones by the onesweep passes. */
 static bool sort_rows(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out) {
-    return (len <= sort_tile(sm->dt) ? sort_short : sort_long)(sm, x, rows, len, desc, arg, out);
+    return len <= sort_tile(sm->dt) ? sort_short(sm, x, rows, len, desc, arg, out)
+                                     : sort_long(sm, x, rows, len, desc, arg, out, NULL);
+}
+
+bool gpu_sort_kv(DType kdt, cuk_devptr k, int64_t n, bool desc, DType vdt, cuk_devptr v, cuk_devptr kout,
+                 cuk_devptr vout, cuk_module **mod, char *why, size_t whylen) {
+    if (n <= 0) return true;
+    SortMod sm;
+    if (!mod_open(&sm, kdt, mod, why, whylen)) return false;
+    const KV kv = {.v = v, .vout = vout, .vb = dtype_info[vdt].size};
+    /* values travel through the passes where the tile has room for them; else (and for
+       a row of one tile) they are gathered by the keys' argsort */
+    if (n > sort_tile(kdt) && (kv.vb == 4 || (kv.vb == 8 && key_bytes(kdt) == 8)))
+        return sort_long(&sm, k, 1, n, desc, false, kout, &kv);
+    return by_positions(&sm, k, 1, n, desc, kout, &kv);
 }
 
 bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out,
@@ -268,16 +316,73 @@ bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc,
     return mod_open(&sm, dt, mod, why, whylen) && sort_rows(&sm, x, rows, len, desc, arg, out);
 }
 
+/* searchsorted's plan (kernels/sort.cuh, SearchPlan: the same layout). */
+enum { SEARCH_MAXL = 24, SEARCH_THREADS = 512 };
+typedef struct SearchPlan {
+    cuk_devptr lev[SEARCH_MAXL];
+    int64_t size[SEARCH_MAXL];
+    int64_t stride, ns;
+    int top, r, h, bin;
+} SearchPlan;
+
+/* The samples a block keeps (at most cap) and the levels under them: the lowest level
+   whose every r-th entry (r a power of two within a sector) fits; levels above a only
+   where the values are many enough to pay for building them, else a binary search in a
+   below evenly spaced samples. */
+static SearchPlan search_plan(DType dt, int64_t m, int64_t n) {
+    const int64_t g = 32 / dtype_info[dt].size, kb = 32 / key_bytes(dt), cap = 32768 / key_bytes(dt);
+    SearchPlan p = {.size = {m}};
+    if (m == 0) return p;
+    const bool build = m / g <= 8 * n;
+    int64_t stride = 1, f = g;
+    for (int l = 0; l < SEARCH_MAXL && (l == 0 || build); l++) {
+        if (l) stride *= f, f = kb, p.size[l] = (m + stride - 1) / stride;
+        for (int64_t r = 1; r <= f; r *= 2)
+            if ((p.size[l] + r - 1) / r <= cap) {
+                p.top = l, p.r = (int)r, p.stride = stride * r, p.ns = (p.size[l] + r - 1) / r;
+                goto found;
+            }
+    }
+    p.bin = 1, p.top = 0, p.stride = (m + cap - 1) / cap, p.ns = (m + p.stride - 1) / p.stride;
+found:
+    while (((int64_t)1 << p.h) < p.ns) p.h++;
+    return p;
+}
+
 bool gpu_searchsorted(DType dt, cuk_devptr a, int64_t m, cuk_devptr v, int64_t n, bool right, cuk_devptr out,
                       cuk_module **mod, char *why, size_t whylen) {
     if (n <= 0) return true;
     SortMod sm;
     if (!mod_open(&sm, dt, mod, why, whylen)) return false;
+    SearchPlan p = search_plan(dt, m, n);
+    Scratch sc = {0};
+    bool ok = true;
+    if (p.top >= 1) {
+        const int64_t kb = 32 / key_bytes(dt);
+        size_t bytes = 0;
+        for (int l = 1; l <= p.top; l++) bytes += (size_t)((p.size[l] + kb - 1) / kb * kb) * (size_t)key_bytes(dt);
+        cuk_devptr base = 0;
+        ok = scratch(&sc, &sm, bytes, &base);
+        for (int l = 1; ok && l <= p.top; l++) {
+            p.lev[l] = base;
+            base += (cuk_devptr)((p.size[l] + kb - 1) / kb * kb) * (cuk_devptr)key_bytes(dt);
+        }
+        void *ba[] = {&a, &p};
+        const int64_t g = (p.size[1] + 255) / 256;
+        ok = ok && launch(&sm, "search_build", g < 65536 ? g : 65536, 1, 256, ba);
+    }
     int r = right;
-    void *args[] = {&a, &m, &v, &n, &r, &out};
-    /* each block loads the samples once: a few blocks per SM's worth, grid-striding */
-    int64_t g = (n + 255) / 256;
-    return launch(&sm, "sort_search", g < 1024 ? g : 1024, 1, 256, args);
+    void *args[] = {&a, &m, &v, &n, &r, &out, &p};
+    /* each block fills its samples once: as many blocks as are resident, grid-striding */
+    cuk_function *f;
+    int resident = 0;
+    if (ok && cuk_module_function(sm.m, "sort_search", &f) == CUK_OK)
+        (void)cuk_function_resident(f, SEARCH_THREADS, 0, &resident);
+    int64_t g = (n + SEARCH_THREADS - 1) / SEARCH_THREADS;
+    if (resident > 0 && g > resident) g = resident;
+    ok = ok && launch(&sm, "sort_search", g < 65536 ? g : 65536, 1, SEARCH_THREADS, args);
+    scratch_free(&sc);
+    return ok;
 }
 
 /* ---- top_k ---------------------------------------------------------------------------- */

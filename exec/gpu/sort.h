@@ -20,6 +20,12 @@
 bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc, bool arg, cuk_devptr out,
                    cuk_module **mod, char *why, size_t whylen);
 
+/* sort_by_key: the n keys k (of type kdt) sorted into kout as gpu_sort_rows sorts one row,
+   and the n values v (of type vdt) into vout in the same order; mod as for
+   gpu_sort_rows (kdt's module). */
+bool gpu_sort_kv(DType kdt, cuk_devptr k, int64_t n, bool desc, DType vdt, cuk_devptr v, cuk_devptr kout,
+                 cuk_devptr vout, cuk_module **mod, char *why, size_t whylen);
+
 /* top_k's positions: out (i64, rows x k) gets each row's first k positions of its
    argsort(descending=true) (ties by position, NaN last), found by selection where k is
    small beside the row (kernels/sort.cuh, topk_*), else by sorting the rows; mod as for

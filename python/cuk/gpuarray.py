@@ -822,7 +822,13 @@ def searchsorted(a, v, side="left"):
         # one value: a host scalar in, a 0-d array out (as CuPy gives)
         one = np.asarray(v.get() if isinstance(v, GPUArray) else v).astype(a.dtype)[()]
         src = f"fn k(a: {t}[n], v: {t}) -> i64 = searchsorted(a, v, right={right});\n"
-        return to_gpu(np.asarray(_module(src)(a._storage(), one), dtype=np.int64))
+        r = _module(src)(a._storage(), one)
+        if hasattr(r, "__cuda_array_interface__"):
+            # a device result (the GPU's, from device arrays): viewed as 0-d; int() of a
+            # device array is its address, as PyCUDA's, not its value
+            return GPUArray._wrap(_cuk.device_wrap(r.__cuda_array_interface__["data"][0], (), "int64", r))
+        r = np.asarray(r, dtype=np.int64).reshape(())
+        return GPUArray._wrap(_cuk.to_device(r) if backend() == "gpu" else r)
     v = v if isinstance(v, GPUArray) else to_gpu(np.asarray(v, dtype=a.dtype))
     if v.dtype != a.dtype:
         v = v.astype(a.dtype)

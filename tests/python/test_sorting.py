@@ -169,6 +169,18 @@ def test_searchsorted(m, t):
     np.testing.assert_array_equal(getattr(m, "ssr_" + t)(a, v), np.searchsorted(a, v, side="right"))
 
 
+@pytest.mark.parametrize("t", ["f32", "i64", "bool"])
+@pytest.mark.parametrize("na,nv", [(3000, 10), (60000, 20000), (100003, 500), ((1 << 20) + 7, 1 << 18)])
+def test_searchsorted_plans(m, t, na, nv):
+    """The GPU's plans (exec/gpu/sort.c, search_plan): all of a in shared memory; every
+    r-th element there and a sector of a after; levels built over a (many values); a
+    binary search in a (few values)."""
+    a = np.sort(data(t, 1, na, seed=na)[0], kind="stable")
+    v = np.concatenate([data(t, 1, nv, seed=nv)[0], a[:: max(1, na // 50)], a[-2:], a[:2]])
+    np.testing.assert_array_equal(getattr(m, "ss_" + t)(a, v), np.searchsorted(a, v))
+    np.testing.assert_array_equal(getattr(m, "ssr_" + t)(a, v), np.searchsorted(a, v, side="right"))
+
+
 SRC2 = """
 fn sbk(k: f64[n], v: i64[n]) -> (f64[n], i64[n]) = sort_by_key(k, v);
 fn sbkd(k: i32[n], v: f32[n]) -> (i32[n], f32[n]) = sort_by_key(k, v, descending=true);
@@ -206,6 +218,57 @@ def test_sort_by_key_unique(m2, n):
     np.testing.assert_array_equal(m2.ui(xi), np.unique(xi))
     xb = rng.random(n) < 0.5
     np.testing.assert_array_equal(m2.ub(xb), np.unique(xb))
+
+
+SRC3 = """
+fn fd(k: f32[n], v: f64[n]) -> (f32[n], f64[n]) = sort_by_key(k, v);
+fn lf(k: i64[n], v: f32[n]) -> (i64[n], f32[n]) = sort_by_key(k, v, descending=true);
+fn ub(k: u32[n], v: bool[n]) -> (u32[n], bool[n]) = sort_by_key(k, v);
+fn fi(k: f32[n], v: i32[n]) -> (f32[n], i32[n]) = sort_by_key(k, v);
+fn keys(k: i32[n], v: f32[n]) -> i32[n] { let (a, b) = sort_by_key(k, v); return a; }
+fn vals(k: i32[n], v: f32[n]) -> f32[n] { let (a, b) = sort_by_key(k, v); return b; }
+"""
+
+
+@pytest.mark.parametrize("n", [3, 2049, 5000, (1 << 20) + 7])
+def test_sort_by_key_payloads(n):
+    """Each way the GPU moves the values (exec/gpu/sort.c, gpu_sort_kv): through the passes
+    (4 bytes with any key, 8 with 8-byte keys), gathered by the keys' argsort (8-byte
+    values with 4-byte keys, bools, rows of one tile, floats whose -0.0 or NaN bits the
+    keys alone would not give back); keys or values alone."""
+    rng = np.random.default_rng(n)
+    for dev in DEVICES:
+        g = cuk.compile(SRC3, device=dev)
+        kf = (rng.integers(-30, 30, n) * 0.25).astype(np.float32)
+        v8 = rng.random(n)
+        ks, vs = g.fd(kf, v8)
+        p = np.argsort(kf, kind="stable")
+        np.testing.assert_array_equal(ks, kf[p])
+        np.testing.assert_array_equal(vs, v8[p])
+        kl = rng.integers(-2**40, 2**40, n) // 3**20
+        v4 = rng.random(n).astype(np.float32)
+        ks, vs = g.lf(kl, v4)
+        p = np.argsort(~kl, kind="stable")
+        np.testing.assert_array_equal(ks, kl[p])
+        np.testing.assert_array_equal(vs, v4[p])
+        ku = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32) >> 20
+        vb = rng.random(n) < 0.3
+        ks, vs = g.ub(ku, vb)
+        p = np.argsort(ku, kind="stable")
+        np.testing.assert_array_equal(ks, ku[p])
+        np.testing.assert_array_equal(vs, vb[p])
+        kf[rng.random(n) < 0.1] = -0.0
+        kf[rng.random(n) < 0.05] = -np.nan
+        vi = np.arange(n, dtype=np.int32)
+        ks, vs = g.fi(kf, vi)
+        key = np.where(kf == 0, 0, kf)  # -0.0 sorts as 0.0, in its place
+        p = np.argsort(key, kind="stable")
+        np.testing.assert_array_equal(ks.view(np.uint32), kf[p].view(np.uint32))
+        np.testing.assert_array_equal(vs, vi[p])
+        ki = rng.integers(-50, 50, n).astype(np.int32)
+        p = np.argsort(ki, kind="stable")
+        np.testing.assert_array_equal(g.keys(ki, v4), ki[p])
+        np.testing.assert_array_equal(g.vals(ki, v4), v4[p])
 
 
 @pytest.mark.skipif("gpu" not in DEVICES, reason="needs a GPU")

@@ -17,7 +17,11 @@ int main(void) {
                                           "sort_pass_l", "sort_pass_fl", "sort_pass_pf", "sort_pass_pm",
                                           "sort_pass_pl", "sort_pass_pfl", "sort_rows_k", "sort_rows_b",
                                           "sort_rows_p", "sort_gather", "sort_search", "topk_sample",
-                                          "topk_filter_x", "topk_filter_b", "topk_final", "topk_take"};
+                                          "topk_filter_x", "topk_filter_b", "topk_final", "topk_take",
+                                          "search_build", "sort_take", "sort_pass_vf", "sort_pass_vl",
+                                          "sort_pass_vfl"};
+    /* 8-byte values travel through the passes of 8-byte keys only */
+    static const char *const wide[] = {"sort_pass_wf", "sort_pass_wm", "sort_pass_wl", "sort_pass_wfl"};
     for (int dt = 0; dt < DT_COUNT; dt++) {
         char *src = gpu_sort_source((DType)dt);
         if (!src) {
@@ -47,6 +51,11 @@ int main(void) {
                 failures++;
             }
         }
+        for (size_t k = 0; dtype_info[dt].size == 8 && k < sizeof wide / sizeof wide[0]; k++)
+            if (!memmem(data, size, wide[k], strlen(wide[k]) + 1)) {
+                fprintf(stderr, "test_sort_kernels: %s: kernel %s missing\n", dtype_info[dt].name, wide[k]);
+                failures++;
+            }
         cuk_image_free(im);
     }
     printf("test_sort_kernels: %d element types, %s\n", DT_COUNT, failures ? "FAILED" : "ok");
