@@ -36,7 +36,7 @@ fn topk2(x: f32[r, c], k: i64) -> (f32[r, k], i64[r, k]) = top_k(x, k);
 """
 
 CASES = ["sort_f32", "sort_i32", "sort_u64", "sort_f64", "sortd_f32", "argsort_f32", "argsort_i32", "sbk",
-         "rows_1024", "rows_100", "rows_65536", "unique", "searchsorted", "searchsorted24", "topk100", "topk1024",
+         "rows_1024", "rows_100", "rows_65536", "unique", "unique_many", "searchsorted", "searchsorted24", "topk100", "topk1024",
          "topk_rows"]
 
 
@@ -146,6 +146,13 @@ def main():
         cx = cp.from_dlpack(x)
         p.append(("cupy.unique", lambda: cp.unique(cx)))
     case("unique", q, lambda: m.uniq(x), p, lambda: eq(m.uniq(x), torch.unique(x)))
+    # nearly every value distinct: more than the hash table takes, so cuk sorts
+    x = torch.randint(0, 1 << 62, (q,), device=dev, generator=g)
+    p = [("torch.unique", lambda: torch.unique(x))]
+    if cp is not None:
+        cx = cp.from_dlpack(x)
+        p.append(("cupy.unique", lambda: cp.unique(cx)))
+    case("unique_many", q, lambda: m.uniq(x), p, lambda: eq(m.uniq(x), torch.unique(x)))
     del x
     srt = torch.sort(torch.randn(1 << 20, device=dev, generator=g))[0]
     v = torch.randn(q, device=dev, generator=g)

@@ -185,6 +185,9 @@ typedef enum {
     X(SORT, "sort", OK_LEAF, 1u, 0)       /* args: x; sorted along v->axis, stable, NaN last;   \
                                              v->exclusive: descending (exec/sort.h); sort_by_key's \
                                              keys have a second, its SORTKV (computed with it) */ \
+    X(UNIQUE, "unique", OK_LEAF, 1u, 0)   /* args: x (1-D), the sort and compaction that give  \
+                                             its distinct values (sema.c builtin_unique): the    \
+                                             GPU hashes first, that when they do not fit */      \
     X(SORTKV, "sortkv", OK_LEAF, 3u, 0)   /* args: k, v (1-D, as many): v in the order sort(k)  \
                                              puts k in (v->exclusive: descending) */             \
     X(ARGSORT, "argsort", OK_LEAF, 1u, 0) /* as sort: the i64 positions along the axis that     \

@@ -1474,8 +1474,10 @@ static Ex builtin_top_k(Ctx *c, Node *call, CallArgs *ca) {
     return (Ex){.ok = true, .ntup = 2, .tup = out};
 }
 
-/* unique(x): x's distinct values (all its elements), sorted, NaNs as one (np.unique):
-   the sorted values that differ from the one before, a compaction. */
+/* unique(x): x's distinct values (all its elements), sorted, NaNs as one and -0.0 and
+   0.0 as one (np.unique; the first of each in x's order kept): OP_UNIQUE of x and of the
+   sorted values that differ from the one before (a compaction), which the CPU takes and
+   the GPU where hashing does not fit the distinct values. */
 static Ex builtin_unique(Ctx *c, Node *call, CallArgs *ca) {
     if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, "unique")) return ex_bad();
     Ex x = array_arg0(c, ca, "unique");
@@ -1495,7 +1497,9 @@ static Ex builtin_unique(Ctx *c, Node *call, CallArgs *ca) {
         diff = mk2(c, OP_LAND, DT_BOOL, 1, diff, mk1(c, OP_NOT, DT_BOOL, 1, nans, loc), loc);
     }
     Val *keep = mk2(c, OP_LOR, DT_BOOL, 1, mk2(c, OP_EQ, DT_BOOL, 1, io, mk_i64(c, 0, loc), loc), diff, loc);
-    return make_compact(c, s, keep, loc, loc);
+    Ex sorted = make_compact(c, s, keep, loc, loc);
+    if (!sorted.ok) return sorted;
+    return ex_val(mk2(c, OP_UNIQUE, dt, 1, flat, sorted.v, loc));
 }
 
 /* ---- filters: x[mask], filter, nonzero ------------------------------------------------

@@ -625,6 +625,115 @@ extern "C" __global__ void __launch_bounds__(512) sort_search(const sort_t *__re
     }
 }
 
+/* ---- unique by hashing ------------------------------------------------------------------ */
+
+/* unique(x) where its distinct values are few: each key (sort_enc: -0.0 as 0.0, NaNs as
+   one) goes into an open-addressing table of tmask + 1 slots (empty: the largest key,
+   whose group is kept aside as the first position holding it), so x is read once and
+   only the distinct values are sorted. The first position of the key of 0.0 is kept
+   too for floats: its group's element is the first one in x (-0.0 or 0.0), as the
+   stable sort gives. More distinct keys than half the table, or a long probe, set
+   `full` and every block stops: the host then sorts. */
+struct UniqState {
+    su64 count; /* keys inserted */
+    su32 full, pad;
+    si64 pos_max;  /* the first position of the largest key (none: LLONG_MAX) */
+    si64 pos_zero; /* floats: the first position of 0.0's key */
+};
+#define CUK_UNIQ_CHUNK 8 /* elements a thread takes between looks at `full` */
+#define CUK_UNIQ_NONE 0x7fffffffffffffffll
+
+__device__ __forceinline__ su64 uniq_hash(key_t_ k) {
+    su64 h = (su64)k;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
+extern "C" __global__ void __launch_bounds__(256) uniq_insert(const sort_t *__restrict__ x, si64 n,
+                                                             key_t_ *table, si64 tmask,
+                                                             UniqState *st) {
+    __shared__ su32 s_ins;
+    __shared__ long long s_max, s_zero;
+    __shared__ int s_stop;
+    const int tid = threadIdx.x;
+    const key_t_ zero = sort_enc((sort_t)0, 0);
+    for (si64 b0 = (si64)blockIdx.x * 256 * CUK_UNIQ_CHUNK; b0 < n; b0 += (si64)gridDim.x * 256 * CUK_UNIQ_CHUNK) {
+        if (tid == 0) {
+            s_ins = 0, s_max = CUK_UNIQ_NONE, s_zero = CUK_UNIQ_NONE;
+            s_stop = *(volatile su32 *)&st->full;
+        }
+        __syncthreads();
+        if (s_stop) break;
+#pragma unroll 2
+        for (int j = 0; j < CUK_UNIQ_CHUNK; j++) {
+            const si64 i = b0 + j * 256 + tid;
+            if (i >= n) break;
+            const key_t_ k = sort_enc(x[i], 0);
+            if (k == CUK_KEY_MAX) {
+                atomicMin(&s_max, (long long)i);
+                continue;
+            }
+            if (CUK_SORT_KIND == 2 && k == zero) atomicMin(&s_zero, (long long)i);
+            si64 h = (si64)(uniq_hash(k) & (su64)tmask);
+            for (int probe = 0;; probe++) {
+                const key_t_ cur = table[h];
+                if (cur == k) break;
+                if (cur == CUK_KEY_MAX) {
+                    const key_t_ old = atomicCAS(&table[h], CUK_KEY_MAX, k);
+                    if (old == CUK_KEY_MAX) {
+                        atomicAdd(&s_ins, 1u);
+                        break;
+                    }
+                    if (old == k) break;
+                }
+                if (probe == 64) {
+                    st->full = 1;
+                    break;
+                }
+                h = (h + 1) & tmask;
+            }
+        }
+        __syncthreads();
+        if (tid == 0) {
+            if (s_ins && atomicAdd(&st->count, (su64)s_ins) + s_ins > (su64)(tmask + 1) / 2) st->full = 1;
+            if (s_max != CUK_UNIQ_NONE) atomicMin((long long *)&st->pos_max, s_max);
+            if (s_zero != CUK_UNIQ_NONE) atomicMin((long long *)&st->pos_zero, s_zero);
+        }
+        __syncthreads();
+    }
+}
+
+/* The table's keys as elements (and the largest key's group, slot tmask + 1), packed in
+   any order into out: 0.0's group and the largest key's as their first element in x. */
+extern "C" __global__ void __launch_bounds__(256) uniq_pack(const sort_t *__restrict__ x, const key_t_ *__restrict__ table,
+                                                           si64 tmask, const UniqState *st, sort_t *__restrict__ out,
+                                                           su64 *at) {
+    const int lane = threadIdx.x & 31;
+    const key_t_ zero = sort_enc((sort_t)0, 0);
+    const si64 pz = st->pos_zero, pm = st->pos_max;
+    for (si64 b = (si64)blockIdx.x * blockDim.x; b <= tmask + 1; b += (si64)gridDim.x * blockDim.x) {
+        const si64 s = b + threadIdx.x;
+        bool have = false;
+        sort_t e = (sort_t)0;
+        if (s <= tmask) {
+            const key_t_ k = table[s];
+            have = k != CUK_KEY_MAX;
+            if (have) e = CUK_SORT_KIND == 2 && k == zero && pz != CUK_UNIQ_NONE ? x[pz] : sort_dec(k, 0);
+        } else if (s == tmask + 1 && pm != CUK_UNIQ_NONE) {
+            have = true;
+            e = x[pm];
+        }
+        const su32 m = __ballot_sync(CUK_SORT_FULL, have);
+        su64 base = 0;
+        if (lane == 0 && m) base = atomicAdd(at, (su64)__popc(m));
+        base = __shfl_sync(CUK_SORT_FULL, base, 0);
+        if (have) out[base + __popc(m & ((1u << lane) - 1u))] = e;
+    }
+}
+
 /* ---- top_k: selection, not a sort ------------------------------------------------------ */
 
 /* The k smallest entries of a row by (key, position), the key sort_enc(x, descending):

@@ -2745,6 +2745,7 @@ static Arr *eval_uncached(Frame *f, const Val *v) {
     case OP_SORT:
     case OP_ARGSORT: return eval_sort(f, v);
     case OP_SORTKV: return eval_sortkv(f, v);
+    case OP_UNIQUE: return eval(f, v->args[1]); /* the sort and compaction */
     case OP_SEARCHSORTED: return eval_searchsorted(f, v);
     case OP_TOPK: return eval_topk(f, v);
     case OP_REVERSE: return eval_reverse(f, v);

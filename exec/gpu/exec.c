@@ -1215,6 +1215,36 @@ static __attribute__((noinline)) bool eval_sort(Frame *f, Val *v, Value *r) {
     return ok;
 }
 
+/* unique(x): by hashing where the distinct values fit (exec/gpu/sort.h), else its
+   second operand, the sort and compaction. */
+typedef struct UniqOut {
+    Frame *f;
+    Value *r;
+    Loc loc;
+} UniqOut;
+static cuk_devptr uniq_alloc(void *ctx, int64_t count) {
+    UniqOut *u = ctx;
+    u->r->rank = 1;
+    u->r->shape[0] = count;
+    return dalloc(u->f->s, u->r, u->loc) ? u->r->buf->p : 0;
+}
+static __attribute__((noinline)) bool eval_unique(Frame *f, Val *v, Value *r) {
+    Value x;
+    if (!eval(f, v->args[0], &x)) return false;
+    ASSERT(x.rank == 1);
+    char why[1024];
+    bool fits = false;
+    UniqOut u = {f, r, v->loc};
+    bool ok = gpu_unique(x.dt, x.buf->p, x.shape[0], uniq_alloc, &u, &fits, &f->s->sort_mods[x.dt], why, sizeof why);
+    vrelease(f->s, &x);
+    if (!ok) {
+        if (!f->s->err->set) rt_error(f->s->err, v->loc, "unique(): %s", why);
+        if (r->buf) vrelease(f->s, r);
+        return false;
+    }
+    return fits || eval(f, v->args[1], r);
+}
+
 static __attribute__((noinline)) bool eval_topk(Frame *f, Val *v, Value *r) {
     Value x, k;
     if (!eval(f, v->args[1], &k)) return false;
@@ -1313,6 +1343,7 @@ static bool eval(Frame *f, Val *v, Value *out) {
     case OP_SORTKV: ok = eval_sort(f, v, &r); break;
     case OP_SEARCHSORTED: ok = eval_searchsorted(f, v, &r); break;
     case OP_TOPK: ok = eval_topk(f, v, &r); break;
+    case OP_UNIQUE: ok = eval_unique(f, v, &r); break;
     default:
         if ((ok = op_is_ew(v->op) && v->rank == 0)) ok = eval_scalar_ew(f, v, &r);
         else rt_error(f->s->err, v->loc, "the GPU backend cannot evaluate '%s' here yet; use --device cpu", op_name[v->op]);

@@ -385,6 +385,62 @@ bool gpu_searchsorted(DType dt, cuk_devptr a, int64_t m, cuk_devptr v, int64_t n
     return ok;
 }
 
+/* ---- unique ----------------------------------------------------------------------------- */
+
+/* kernels/sort.cuh, UniqState */
+typedef struct UniqState {
+    uint64_t count;
+    uint32_t full, pad;
+    int64_t pos_max, pos_zero;
+} UniqState;
+enum { UNIQ_MIN = 1 << 14, UNIQ_TABLE_BYTES = 32 << 20 /* stays in the L2 */ };
+
+bool gpu_unique(DType dt, cuk_devptr x, int64_t n, cuk_devptr (*alloc)(void *ctx, int64_t count), void *actx,
+                bool *fits, cuk_module **mod, char *why, size_t whylen) {
+    *fits = false;
+    if (n < UNIQ_MIN) return true;
+    SortMod sm;
+    if (!mod_open(&sm, dt, mod, why, whylen)) return false;
+    const int kb = key_bytes(dt);
+    int64_t slots = 1024;
+    while (slots < 2 * n && slots * kb < UNIQ_TABLE_BYTES) slots *= 2;
+    Scratch sc = {0};
+    cuk_devptr table, st;
+    UniqState h = {.pos_max = INT64_MAX, .pos_zero = INT64_MAX};
+    bool ok = scratch(&sc, &sm, (size_t)slots * (size_t)kb, &table) && scratch(&sc, &sm, sizeof h + 8, &st);
+    if (ok && (cuk_memset_d8(table, 0xff, (size_t)slots * (size_t)kb, NULL) != CUK_OK ||
+               cuk_memcpy_htod(st, &h, sizeof h) != CUK_OK || cuk_memset_d8(st + sizeof h, 0, 8, NULL) != CUK_OK))
+        ok = fail(why, whylen, "setting up unique()'s table failed: %s", cuk_last_error());
+    int64_t tmask = slots - 1;
+    if (ok) {
+        cuk_function *f;
+        int resident = 0;
+        if (cuk_module_function(sm.m, "uniq_insert", &f) == CUK_OK) (void)cuk_function_resident(f, 256, 0, &resident);
+        int64_t g = (n + 2047) / 2048;
+        if (resident > 0 && g > 4 * resident) g = 4 * resident;
+        void *a[] = {&x, &n, &table, &tmask, &st};
+        ok = launch(&sm, "uniq_insert", g, 1, 256, a);
+    }
+    if (ok && cuk_memcpy_dtoh(&h, st, sizeof h) != CUK_OK)
+        ok = fail(why, whylen, "reading unique()'s count failed: %s", cuk_last_error());
+    if (ok && !h.full) {
+        /* the distinct values packed, then sorted into the result */
+        const int64_t count = (int64_t)h.count + (h.pos_max != INT64_MAX);
+        cuk_devptr packed, out = 0, at = st + sizeof h;
+        ok = scratch(&sc, &sm, (size_t)count * (size_t)dtype_info[dt].size, &packed);
+        if (ok) {
+            int64_t g = (slots + 1 + 255) / 256;
+            void *a[] = {&x, &table, &tmask, &st, &packed, &at};
+            ok = launch(&sm, "uniq_pack", g < 4096 ? g : 4096, 1, 256, a);
+        }
+        if (ok && !(out = alloc(actx, count))) ok = false;
+        ok = ok && sort_rows(&sm, packed, 1, count, false, false, out);
+        *fits = ok;
+    }
+    scratch_free(&sc);
+    return ok;
+}
+
 /* ---- top_k ---------------------------------------------------------------------------- */
 
 /* top_k by selection (kernels/sort.cuh, topk_*): the entries one block sorts, and the

@@ -26,6 +26,15 @@ bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc,
 bool gpu_sort_kv(DType kdt, cuk_devptr k, int64_t n, bool desc, DType vdt, cuk_devptr v, cuk_devptr kout,
                  cuk_devptr vout, cuk_module **mod, char *why, size_t whylen);
 
+/* unique(x) of the n elements x by hashing (kernels/sort.cuh, uniq_*): where the
+   distinct values fit the table (at most half of its slots, the table at most 32 MB),
+   *fits is set and the result (sorted, NaNs as one, -0.0 and 0.0 as one, each group
+   as its first element in x) is written to alloc(actx, count) (which returns 0 with its
+   error set on failure). Otherwise (or n small) *fits stays false and nothing is
+   written: the caller sorts. False with why set on failure. */
+bool gpu_unique(DType dt, cuk_devptr x, int64_t n, cuk_devptr (*alloc)(void *ctx, int64_t count), void *actx,
+                bool *fits, cuk_module **mod, char *why, size_t whylen);
+
 /* top_k's positions: out (i64, rows x k) gets each row's first k positions of its
    argsort(descending=true) (ties by position, NaN last), found by selection where k is
    small beside the row (kernels/sort.cuh, topk_*), else by sorting the rows; mod as for

@@ -271,6 +271,56 @@ def test_sort_by_key_payloads(n):
         np.testing.assert_array_equal(g.vals(ki, v4), v4[p])
 
 
+def ref_unique(x):
+    """np.unique's values, each group (-0.0 with 0.0, every NaN) as its first element in x
+    (the stable sort's first): compared bit for bit."""
+    x = x.ravel()
+    s = x[np.argsort(np.where(x == 0, 0, x), kind="stable")]
+    if s.size == 0:
+        return s
+    same = s[1:] == s[:-1]
+    if s.dtype.kind == "f":
+        same |= np.isnan(s[1:]) & np.isnan(s[:-1])
+    return s[np.concatenate([[True], ~same])]
+
+
+@pytest.mark.parametrize("n", [20000, (1 << 20) + 7])
+def test_unique_groups(n):
+    """unique() by the GPU's hash table (exec/gpu/sort.c, gpu_unique) and by the sort
+    where the distinct values are too many for it (2^22 distinct 8-byte keys): -0.0 before
+    0.0 and a NaN with its sign bit set before others (each group keeps its first), the
+    largest key (the table's empty slot: NaN, 2^63 - 1, 2^64 - 1), bools."""
+    rng = np.random.default_rng(n)
+    src = "".join("fn u_%s(x: %s[n]) -> %s[?] = unique(x);\n" % (t, t, t) for t in ("f32", "f64", "i64", "u64", "i32", "bool"))
+    for dev in DEVICES:
+        g = cuk.compile(src, device=dev)
+        for t in ("f32", "f64"):
+            x = (rng.integers(-300, 300, n) * 0.25).astype(TYPES[t])
+            x[rng.random(n) < 0.01] = np.nan
+            x[:40] = 1.0
+            x[5], x[9], x[20], x[33] = -0.0, 0.0, -np.nan, np.nan
+            want = ref_unique(x)
+            got = getattr(g, "u_" + t)(x)
+            np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+            assert np.signbit(got[got == 0][0]) and np.signbit(got[-1])
+        xi = rng.integers(-2**62, 2**62, n) // 2**50
+        xi[7] = np.iinfo(np.int64).max
+        np.testing.assert_array_equal(g.u_i64(xi), np.unique(xi))
+        xu = rng.integers(0, 2**40, n, dtype=np.uint64)
+        xu[3] = np.iinfo(np.uint64).max
+        np.testing.assert_array_equal(g.u_u64(xu), np.unique(xu))
+        x32 = rng.integers(-1000, 1000, n).astype(np.int32)
+        np.testing.assert_array_equal(g.u_i32(x32), np.unique(x32))
+        xb = np.zeros(n, bool)
+        np.testing.assert_array_equal(g.u_bool(xb), [False])
+        xb[-1] = True
+        np.testing.assert_array_equal(g.u_bool(xb), [False, True])
+        if n > 1 << 20:
+            many = rng.permutation(1 << 22).astype(np.int64) * 3
+            many = np.concatenate([many, many[:1000]])
+            np.testing.assert_array_equal(g.u_i64(many), np.arange(1 << 22, dtype=np.int64) * 3)
+
+
 @pytest.mark.skipif("gpu" not in DEVICES, reason="needs a GPU")
 @pytest.mark.parametrize("n", [(1 << 30) + 4099, (1 << 31) + 7])
 def test_gpu_portions(n):

@@ -19,7 +19,7 @@ int main(void) {
                                           "sort_rows_p", "sort_gather", "sort_search", "topk_sample",
                                           "topk_filter_x", "topk_filter_b", "topk_final", "topk_take",
                                           "search_build", "sort_take", "sort_pass_vf", "sort_pass_vl",
-                                          "sort_pass_vfl"};
+                                          "sort_pass_vfl", "uniq_insert", "uniq_pack"};
     /* 8-byte values travel through the passes of 8-byte keys only */
     static const char *const wide[] = {"sort_pass_wf", "sort_pass_wm", "sort_pass_wl", "sort_pass_wfl"};
     for (int dt = 0; dt < DT_COUNT; dt++) {
