@@ -11,10 +11,10 @@
    Rows longer than a tile: onesweep (Adinets and Merrill, 2022). One kernel counts the
    digits of every pass at once (sort_hist), one turns the counts into each digit's
    first position (sort_bins), then one kernel per pass: each block takes the next tile
-   (an atomic ticket, so tiles before it are running or done), ranks its keys by digit
-   in shared memory, publishes its per-digit counts and learns the counts of the tiles
-   before it by a decoupled look-back, then writes its keys at their final places of
-   the pass. A pass reads and writes the keys once.
+   (an atomic ticket, so tiles before it are running or done), counts its keys' digits
+   and publishes the counts, ranks its keys by digit in shared memory, learns the
+   counts of the tiles before it by a decoupled look-back, then writes its keys at their
+   final places of the pass. A pass reads and writes the keys once.
 
    Rows of at most a tile: one block per row sorts it in shared memory (sort_rows_*),
    every pass without leaving the block. */
@@ -313,11 +313,21 @@ __device__ __forceinline__ void sort_pass_body(const void *__restrict__ in, cons
             if (PAY) p[PAY ? j : 0] = FIRST && PAY == 1 ? (pay_t)(base + t0 + li) : ((const pay_t *)pin)[t0 + li];
         }
     }
-    su32 pos[CUK_SORT_ITEMS], first;
-    const su32 count = sort_rank([&](int j) { return sort_digit(k[j], shift); }, tn, sm, pos, &first);
-    /* publish this tile's count of digit tid at once, so later tiles can go on */
+    /* this tile's count of digit tid, published before the keys are ranked (CUB's early
+       counts): the look-backs of the tiles after it need only that, and ranking takes
+       a while (H200, 2^28 u32: 8.69 -> 8.11 ms a sort, argsort 10.86 -> 9.36) */
+    __shared__ su32 early[256];
+    early[tid] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < CUK_SORT_ITEMS; j++)
+        if ((w * CUK_SORT_ITEMS + j) * 32 + lane < tn) atomicAdd(&early[sort_digit(k[j], shift)], 1u);
+    __syncthreads();
+    const su32 count = early[tid];
     volatile su32 *mine = (volatile su32 *)lookback + tile * 256 + tid;
     *mine = (tile == 0 ? CUK_LB_INC : CUK_LB_AGG) | count;
+    su32 pos[CUK_SORT_ITEMS], first;
+    sort_rank([&](int j) { return sort_digit(k[j], shift); }, tn, sm, pos, &first);
 #pragma unroll
     for (int j = 0; j < CUK_SORT_ITEMS; j++) {
         const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
