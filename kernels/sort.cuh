@@ -303,14 +303,12 @@ __device__ __forceinline__ void sort_pass_body(const void *__restrict__ in, cons
     }
     const int tn = (int)min((si64)CUK_SORT_TILE, n - t0);
     key_t_ k[CUK_SORT_ITEMS];
-    pay_t p[PAY ? CUK_SORT_ITEMS : 1];
 #pragma unroll
     for (int j = 0; j < CUK_SORT_ITEMS; j++) {
         const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
         if (li < tn) {
             if (FIRST) k[j] = sort_enc(((const sort_t *)in)[t0 + li], desc);
             else k[j] = ((const key_t_ *)in)[t0 + li];
-            if (PAY) p[PAY ? j : 0] = FIRST && PAY == 1 ? (pay_t)(base + t0 + li) : ((const pay_t *)pin)[t0 + li];
         }
     }
     /* this tile's count of digit tid, published before the keys are ranked (CUB's early
@@ -328,12 +326,16 @@ __device__ __forceinline__ void sort_pass_body(const void *__restrict__ in, cons
     *mine = (tile == 0 ? CUK_LB_INC : CUK_LB_AGG) | count;
     su32 pos[CUK_SORT_ITEMS], first;
     sort_rank([&](int j) { return sort_digit(k[j], shift); }, tn, sm, pos, &first);
+    /* the payload is read only now (not held in registers through the ranking, where
+       it spilled) and lands in shared memory after the look-back, which its loads
+       overlap */
+    pay_t p[PAY ? CUK_SORT_ITEMS : 1];
 #pragma unroll
     for (int j = 0; j < CUK_SORT_ITEMS; j++) {
         const int li = (w * CUK_SORT_ITEMS + j) * 32 + lane;
         if (li < tn) {
             skeys[pos[j]] = k[j];
-            if (PAY) spay[pos[j]] = p[PAY ? j : 0];
+            if (PAY) p[PAY ? j : 0] = FIRST && PAY == 1 ? (pay_t)(base + t0 + li) : ((const pay_t *)pin)[t0 + li];
         }
     }
     /* the keys of digit tid in the tiles before this one: their states are read
@@ -356,6 +358,9 @@ __device__ __forceinline__ void sort_pass_body(const void *__restrict__ in, cons
         if (done) break;
     }
     if (tile > 0) *mine = CUK_LB_INC | (before + count);
+#pragma unroll
+    for (int j = 0; PAY && j < CUK_SORT_ITEMS; j++)
+        if ((w * CUK_SORT_ITEMS + j) * 32 + lane < tn) spay[pos[j]] = p[PAY ? j : 0];
     const su64 b0 = bins_in[tid];
     gbase[tid] = (si64)(b0 + before) - (si64)first;
     if (bins_out && t0 + tn == n) bins_out[tid] = b0 + before + count;
