@@ -543,45 +543,40 @@ extern "C" __global__ void __launch_bounds__(256) search_build(const sort_t *__r
     }
 }
 
+/* The entries [at, at + n) of p (within one aligned sector of N; BOUND: below size)
+   whose key (key(entry)) is below v: the sector in two 16-byte loads. */
+template <class T, int N, bool BOUND, class Key>
+__device__ __forceinline__ si64 search_count_sector(const T *__restrict__ p, si64 size, si64 at, si64 n, key_t_ v,
+                                                    int right, Key key) {
+    const si64 sb = at & ~(si64)(N - 1);
+    union {
+        uint4 q[2];
+        T e[N];
+    } u;
+    u.q[0] = __ldg((const uint4 *)(p + sb));
+    u.q[1] = __ldg((const uint4 *)(p + sb) + 1);
+    si64 c = 0;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const si64 e = sb + j;
+        c += e >= at && e < at + n && (!BOUND || e < size) && search_below(key(u.e[j]), v, right);
+    }
+    return c;
+}
+
 /* The entries [at, at + n) of level l >= 1 (within one sector) whose key is below v. */
 __device__ __forceinline__ si64 search_count_keys(const key_t_ *__restrict__ lev, si64 size, si64 at, si64 n, key_t_ v,
                                                   int right) {
-    const si64 sb = at & ~(si64)(CUK_SEARCH_KB - 1);
-    union {
-        uint4 q[2];
-        key_t_ k[CUK_SEARCH_KB];
-    } u;
-    u.q[0] = __ldg((const uint4 *)(lev + sb));
-    u.q[1] = __ldg((const uint4 *)(lev + sb) + 1);
-    si64 c = 0;
-#pragma unroll
-    for (int j = 0; j < CUK_SEARCH_KB; j++) {
-        const si64 e = sb + j;
-        c += e >= at && e < at + n && e < size && search_below(u.k[j], v, right);
-    }
-    return c;
+    return search_count_sector<key_t_, CUK_SEARCH_KB, true>(lev, size, at, n, v, right, [](key_t_ k) { return k; });
 }
 
 /* The elements [at, at + n) of a (within one sector, n <= G) whose key is below v. */
 __device__ __forceinline__ si64 search_count_elems(const sort_t *__restrict__ a, si64 m, si64 at, si64 n, key_t_ v,
                                                    int right) {
-    const si64 sb = at & ~(si64)(CUK_SEARCH_G - 1);
+    if (((size_t)a & 31) == 0 && (at & ~(si64)(CUK_SEARCH_G - 1)) + CUK_SEARCH_G <= m)
+        return search_count_sector<sort_t, CUK_SEARCH_G, false>(a, m, at, n, v, right, [](sort_t x) { return sort_enc(x, 0); });
     si64 c = 0;
-    if (((size_t)a & 31) == 0 && sb + CUK_SEARCH_G <= m) {
-        union {
-            uint4 q[2];
-            sort_t e[CUK_SEARCH_G];
-        } u;
-        u.q[0] = __ldg((const uint4 *)(a + sb));
-        u.q[1] = __ldg((const uint4 *)(a + sb) + 1);
-#pragma unroll
-        for (int j = 0; j < CUK_SEARCH_G; j++) {
-            const si64 e = sb + j;
-            c += e >= at && e < at + n && search_below(sort_enc(u.e[j], 0), v, right);
-        }
-    } else {
-        for (si64 e = at; e < at + n && e < m; e++) c += search_below(sort_enc(a[e], 0), v, right);
-    }
+    for (si64 e = at; e < at + n && e < m; e++) c += search_below(sort_enc(a[e], 0), v, right);
     return c;
 }
 
