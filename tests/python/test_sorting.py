@@ -326,9 +326,13 @@ def test_unique_groups(n):
 def test_gpu_portions(n):
     """Rows of more than 2^30 keys (several portions of the onesweep passes) and of more
     than 2^31: a bijection of u32 (an odd multiplier) sorted and argsorted; checked as
-    sorted, with the same sum and sum of squares (mod 2^64), and x[argsort(x)] sorted."""
+    sorted, with the same sum and sum of squares (mod 2^64), and x[argsort(x)] sorted.
+    Below 2^31 also sort_by_key (its values through the portions) and unique (too many
+    distinct keys for the hash table: the sort and compaction)."""
     g = cuk.compile("fn s(x: u32[n]) -> u32[n] = sort(x);\n"
-                    "fn a(x: u32[n]) -> i64[n] = argsort(x);\n", device="gpu")
+                    "fn a(x: u32[n]) -> i64[n] = argsort(x);\n"
+                    "fn kv(x: u32[n], v: u32[n]) -> (u32[n], u32[n]) = sort_by_key(x, v);\n"
+                    "fn u(x: u32[n]) -> u32[?] = unique(x);\n", device="gpu")
     x = (np.arange(n, dtype=np.uint64) * np.uint64(2654435761) % np.uint64(1 << 32)).astype(np.uint32)
     y = g.s(x)
     assert np.all(y[1:] > y[:-1])
@@ -340,3 +344,9 @@ def test_gpu_portions(n):
         # the argsort (a repeated position would repeat a value)
         xi = x[g.a(x)]
         assert np.all(xi[1:] > xi[:-1])
+        del xi
+        ks, vs = g.kv(x, np.arange(n, dtype=np.uint32))
+        assert np.all(ks[1:] > ks[:-1])
+        np.testing.assert_array_equal(x[vs], ks)  # distinct keys: the values are their positions
+        del vs
+        np.testing.assert_array_equal(g.u(x), ks)
