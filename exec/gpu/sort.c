@@ -497,10 +497,14 @@ bool gpu_topk_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, int64_t k,
     if (ok && cuk_memset_d8(cnt, 0, (size_t)rows * 8 * TOPK_ROUNDS, NULL) != CUK_OK)
         ok = fail(why, whylen, "clearing top_k's counts failed: %s", cuk_last_error());
     /* every round launched without reading anything back: a row that needs no more
-       filtering is left in its round's buffer (the later rounds' kernels skip it) */
+       filtering is left in its round's buffer (the later rounds' kernels skip it). The
+       first keeps about 2k + 8 len / ns entries a row: where twice that is few enough for
+       one block, the later rounds would find every row done and are not launched (their
+       launches cost 30-60 us on 4096 rows; a row that still keeps too many is sorted) */
+    const int rounds = 2 * (2 * k + 8 * (len / ns + 1)) <= m ? 1 : TOPK_ROUNDS;
     const unsigned gy = rows_grid(rows);
     const int64_t per_block = 256 * 8, rgrid = rows < 65536 ? rows : 65536;
-    for (int round = 0; ok && round < TOPK_ROUNDS; round++) {
+    for (int round = 0; ok && round < rounds; round++) {
         /* round 0 filters x, each later one the entries the one before kept */
         const int cur = round & 1;
         cuk_devptr xs = round ? none : x, kin = round ? bk[cur ^ 1] : none, iin = round ? bi[cur ^ 1] : none;
@@ -515,9 +519,9 @@ bool gpu_topk_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, int64_t k,
         ok = ok && launch(&sm, round ? "topk_filter_b" : "topk_filter_x", gx, gy, 256, round ? fb : fx);
     }
     /* a row's count carries on past the round that left few enough entries */
-    cuk_devptr clast = cnt + (cuk_devptr)((TOPK_ROUNDS - 1) * rows * 8);
+    cuk_devptr clast = cnt + (cuk_devptr)((rounds - 1) * rows * 8);
     if (ok) {
-        int nr = TOPK_ROUNDS;
+        int nr = rounds;
         void *a[] = {&bk[0], &bi[0], &bk[1], &bi[1], &cnt, &nr, &cap, &rows, &k, &out};
         ok = launch(&sm, "topk_final", rgrid, 1, TOPK_THREADS, a);
     }
