@@ -2391,26 +2391,7 @@ static Arr *eval_sortkv(Frame *f, const Val *v) {
         arr_release(r);
         r = NULL;
     }
-    if (r) {
-        /* one loop per element size: a memcpy of a size known only at run time per element
-           cost more than the gather's misses */
-        const int64_t n = x->size;
-        switch (dtype_info[v->dt].size) {
-#define GATHER(T)                                                                              \
-    for (int64_t i = 0; i < n; i++) ((T *)r->data)[i] = ((const T *)x->data)[idx[i]];         \
-    break;
-        case 1: GATHER(uint8_t)
-        case 2: GATHER(uint16_t)
-        case 4: GATHER(uint32_t)
-        case 8: GATHER(uint64_t)
-#undef GATHER
-        default: {
-            const size_t es = (size_t)dtype_info[v->dt].size;
-            for (int64_t i = 0; i < n; i++)
-                memcpy((char *)r->data + (size_t)i * es, (const char *)x->data + (size_t)idx[i] * es, es);
-        }
-        }
-    }
+    if (r) gather_elems(r->data, x->data, idx, x->size, esize(v->dt));
     free(idx);
     arr_release(k);
     arr_release(x);

@@ -316,6 +316,15 @@ bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc,
     return mod_open(&sm, dt, mod, why, whylen) && sort_rows(&sm, x, rows, len, desc, arg, out);
 }
 
+/* A grid of want blocks of fn, at most per times as many as the device holds at once
+   (its blocks then stride over the work). */
+static int64_t resident_grid(SortMod *sm, const char *fn, unsigned block, int64_t want, int per) {
+    cuk_function *f;
+    int resident = 0;
+    if (cuk_module_function(sm->m, fn, &f) == CUK_OK) (void)cuk_function_resident(f, block, 0, &resident);
+    return resident > 0 && want > (int64_t)per * resident ? (int64_t)per * resident : want;
+}
+
 /* searchsorted's plan (kernels/sort.cuh, SearchPlan: the same layout). */
 enum { SEARCH_MAXL = 24, SEARCH_THREADS = 512 };
 typedef struct SearchPlan {
@@ -374,12 +383,7 @@ bool gpu_searchsorted(DType dt, cuk_devptr a, int64_t m, cuk_devptr v, int64_t n
     int r = right;
     void *args[] = {&a, &m, &v, &n, &r, &out, &p};
     /* each block fills its samples once: as many blocks as are resident, grid-striding */
-    cuk_function *f;
-    int resident = 0;
-    if (ok && cuk_module_function(sm.m, "sort_search", &f) == CUK_OK)
-        (void)cuk_function_resident(f, SEARCH_THREADS, 0, &resident);
-    int64_t g = (n + SEARCH_THREADS - 1) / SEARCH_THREADS;
-    if (resident > 0 && g > resident) g = resident;
+    const int64_t g = resident_grid(&sm, "sort_search", SEARCH_THREADS, (n + SEARCH_THREADS - 1) / SEARCH_THREADS, 1);
     ok = ok && launch(&sm, "sort_search", g < 65536 ? g : 65536, 1, SEARCH_THREADS, args);
     scratch_free(&sc);
     return ok;
@@ -413,13 +417,8 @@ bool gpu_unique(DType dt, cuk_devptr x, int64_t n, cuk_devptr (*alloc)(void *ctx
         ok = fail(why, whylen, "setting up unique()'s table failed: %s", cuk_last_error());
     int64_t tmask = slots - 1;
     if (ok) {
-        cuk_function *f;
-        int resident = 0;
-        if (cuk_module_function(sm.m, "uniq_insert", &f) == CUK_OK) (void)cuk_function_resident(f, 256, 0, &resident);
-        int64_t g = (n + 2047) / 2048;
-        if (resident > 0 && g > 4 * resident) g = 4 * resident;
         void *a[] = {&x, &n, &table, &tmask, &st};
-        ok = launch(&sm, "uniq_insert", g, 1, 256, a);
+        ok = launch(&sm, "uniq_insert", resident_grid(&sm, "uniq_insert", 256, (n + 2047) / 2048, 4), 1, 256, a);
     }
     if (ok && cuk_memcpy_dtoh(&h, st, sizeof h) != CUK_OK)
         ok = fail(why, whylen, "reading unique()'s count failed: %s", cuk_last_error());

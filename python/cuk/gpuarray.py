@@ -698,11 +698,18 @@ def _reduce(kind, a, dtype=None):
     if not a.shape:  # a 0-d array is its own reduction
         return GPUArray._lazy(e).copy() if isinstance(e, _Node) else GPUArray._wrap(a._storage()).copy()
     out, _ = _run(e, kind)
+    return _wrap_0d(out)
+
+
+def _wrap_0d(out):
+    """A one-element result as a 0-d GPUArray: a host array moved to the device where the
+    backend is the GPU, a device result viewed as 0-d (int() of a device array is its
+    address, as PyCUDA's, not its value)."""
     if isinstance(out, np.ndarray):
         out = out.reshape(())
         if backend() == "gpu":
             out = _cuk.to_device(np.ascontiguousarray(out))
-    else:  # one element on the device, viewed as 0-d
+    else:
         out = _cuk.device_wrap(out.__cuda_array_interface__["data"][0], (), np.dtype(out.dtype).name, out)
     return GPUArray._wrap(out)
 
@@ -823,12 +830,7 @@ def searchsorted(a, v, side="left"):
         one = np.asarray(v.get() if isinstance(v, GPUArray) else v).astype(a.dtype)[()]
         src = f"fn k(a: {t}[n], v: {t}) -> i64 = searchsorted(a, v, right={right});\n"
         r = _module(src)(a._storage(), one)
-        if hasattr(r, "__cuda_array_interface__"):
-            # a device result (the GPU's, from device arrays): viewed as 0-d; int() of a
-            # device array is its address, as PyCUDA's, not its value
-            return GPUArray._wrap(_cuk.device_wrap(r.__cuda_array_interface__["data"][0], (), "int64", r))
-        r = np.asarray(r, dtype=np.int64).reshape(())
-        return GPUArray._wrap(_cuk.to_device(r) if backend() == "gpu" else r)
+        return _wrap_0d(r if hasattr(r, "__cuda_array_interface__") else np.asarray(r, dtype=np.int64))
     v = v if isinstance(v, GPUArray) else to_gpu(np.asarray(v, dtype=a.dtype))
     if v.dtype != a.dtype:
         v = v.astype(a.dtype)
