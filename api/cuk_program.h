@@ -17,7 +17,9 @@ extern "C" {
    (A status beside cuk.h's: the program API is the only one that runs programs.) */
 #define CUK_ERR_RUNTIME ((cuk_status)11)
 
-/* Element types, in the language's order (bool i32 i64 u32 u64 f32 f64). */
+/* Element types, in the language's order (bool i32 i64 u32 u64 f32 f64, then the ones
+   added later: i8 i16 u8 u16 f16 bf16). CUK_F16 and CUK_BF16 elements are the 16 bits
+   of an IEEE binary16 and of a bfloat16 (the top half of a float). */
 typedef enum cuk_dtype {
     CUK_BOOL = 0,
     CUK_I32 = 1,
@@ -26,8 +28,14 @@ typedef enum cuk_dtype {
     CUK_U64 = 4,
     CUK_F32 = 5,
     CUK_F64 = 6,
+    CUK_I8 = 7,
+    CUK_I16 = 8,
+    CUK_U8 = 9,
+    CUK_U16 = 10,
+    CUK_F16 = 11,
+    CUK_BF16 = 12,
 } cuk_dtype;
-#define CUK_DTYPE_COUNT 7
+#define CUK_DTYPE_COUNT 13
 #define CUK_MAX_RANK 8
 
 /* One element of any dtype, as the dtype stores it (a bool is one byte): what
@@ -40,6 +48,12 @@ typedef union cuk_scalar {
     uint64_t u64;
     float f32;
     double f64;
+    int8_t i8;
+    int16_t i16;
+    uint8_t u8;
+    uint16_t u16;
+    uint16_t f16;  /* the bits of the half */
+    uint16_t bf16; /* the bits of the bfloat16 */
 } cuk_scalar;
 
 /* "f32" etc., NULL for a bad value. */

@@ -474,17 +474,7 @@ static void gpuval_head(GpuVal *g, const cuk_view *a) {
 }
 
 /* A scalar's bytes in Scalar's representation: i for bool and signed, u, f for floats. */
-static void widen_scalar(cuk_dtype dt, const cuk_scalar *v, GpuVal *g) {
-    switch (dt) {
-    case CUK_BOOL: g->s.i = v->b != 0; break;
-    case CUK_I32: g->s.i = v->i32; break;
-    case CUK_I64: g->s.i = v->i64; break;
-    case CUK_U32: g->s.u = v->u32; break;
-    case CUK_U64: g->s.u = v->u64; break;
-    case CUK_F32: g->s.f = v->f32; break;
-    case CUK_F64: g->s.f = v->f64; break;
-    }
-}
+static void widen_scalar(cuk_dtype dt, const cuk_scalar *v, GpuVal *g) { g->s = scalar_load((DType)dt, v); }
 
 /* The GPU backend's session: device arrays go in as they are, host arrays are uploaded
    for the call, a scalar is passed by value. A result stays on the device (a view in
@@ -574,15 +564,7 @@ static cuk_status session_result(GpuVal r, bool on_device, cuk_view *dres, cuk_a
     if (r.rank == 0) {
         /* a scalar result comes back on the host; on the device if inputs were there */
         cuk_scalar v;
-        switch ((cuk_dtype)r.dt) {
-        case CUK_BOOL: v.b = r.s.i != 0; break;
-        case CUK_I32: v.i32 = (int32_t)r.s.i; break;
-        case CUK_I64: v.i64 = r.s.i; break;
-        case CUK_U32: v.u32 = (uint32_t)r.s.u; break;
-        case CUK_U64: v.u64 = r.s.u; break;
-        case CUK_F32: v.f32 = (float)r.s.f; break;
-        case CUK_F64: v.f64 = r.s.f; break;
-        }
+        scalar_store(r.dt, r.s, &v);
         if (!on_device) return cuk_array_from_host(hres, (cuk_dtype)r.dt, 0, NULL, &v, CUK_ON_HOST);
         cuk_devptr p;
         size_t nb = cuk_dtype_size((cuk_dtype)r.dt);

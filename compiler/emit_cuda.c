@@ -5,6 +5,11 @@
 #include <string.h>
 
 #include "../lang/embedded.h"
+/* The 16-bit floats' literals are emitted as their bits, rounded as the CPU rounds. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#include "../kernels/ops.h"
+#pragma GCC diagnostic pop
 #include "kernel.h"
 
 /* ---- a growable string -------------------------------------------------------------- */
@@ -75,6 +80,16 @@ static bool float_to_int(DType from, DType to) {
     return dtype_info[from].is_float && !dtype_info[to].is_float && to != DT_BOOL;
 }
 
+/* The expression converting x (of type from) to type to: bool is x != 0, float to
+   integer cuk_f2i, the rest a C++ conversion (the 16-bit floats' constructors round as
+   the CPU backend does, kernels/ops.h). */
+static const char *cast_text(Arena *a, DType to, DType from, const char *x) {
+    if (to == DT_BOOL && dtype_is_half(from)) return arena_printf(a, "(uint8_t)((float)(%s) != 0.0f)", x);
+    if (to == DT_BOOL) return arena_printf(a, "(uint8_t)((%s) != 0)", x);
+    if (float_to_int(from, to)) return arena_printf(a, "cuk_f2i<%s>(%s)", ctype(to), x);
+    return arena_printf(a, "(%s)(%s)", ctype(to), x);
+}
+
 /* The dtype whose column and operand types an ew op uses. */
 static DType ew_operand_dt(const Val *v) {
     if (v->op == OP_SELECT) return v->args[1]->dt;
@@ -133,6 +148,10 @@ static void literal(char *buf, size_t n, DType dt, Scalar c) {
         break;
     }
     case DT_BOOL: snprintf(buf, n, "(uint8_t)%d", c.i ? 1 : 0); break;
+    case DT_F16: snprintf(buf, n, "cuk_f16_of(0x%04x) /* %.5g */", cuk_d2h(c.f), c.f); break;
+    case DT_BF16: snprintf(buf, n, "cuk_bf16_of(0x%04x) /* %.4g */", cuk_d2bf(c.f), c.f); break;
+    case DT_U8:
+    case DT_U16:
     case DT_U32:
     case DT_U64: snprintf(buf, n, "(%s)%lluull", ctype(dt), (unsigned long long)c.u); break;
     default:
@@ -421,10 +440,7 @@ static void emit_ew_at(KE *ke, Val *v, int q, Val *x, const char *S, const char 
     }
     ind(b, d);
     if (x->op == OP_CAST) {
-        const char *T = ctype(x->dt);
-        if (x->dt == DT_BOOL) bprintf(b, "%s = (uint8_t)((%s) != 0);\n", out, names[0]);
-        else if (float_to_int(x->args[0]->dt, x->dt)) bprintf(b, "%s = cuk_f2i<%s>(%s);\n", out, T, names[0]);
-        else bprintf(b, "%s = (%s)(%s);\n", out, T, names[0]);
+        bprintf(b, "%s = %s;\n", out, cast_text(ke->e->a, x->dt, x->args[0]->dt, names[0]));
     } else {
         need_helper(ke->e, x);
         char hn[64];
@@ -752,9 +768,7 @@ static void df_val(DF *f, const Val *v, int d) {
     if (v->op == OP_CAST) {
         df_ref(v->args[0], r, sizeof r);
         ind(b, d);
-        if (v->dt == DT_BOOL) bprintf(b, "const uint8_t t%d = (uint8_t)((%s) != 0);\n", v->id, r);
-        else if (float_to_int(v->args[0]->dt, v->dt)) bprintf(b, "const %s t%d = cuk_f2i<%s>(%s);\n", T, v->id, T, r);
-        else bprintf(b, "const %s t%d = (%s)(%s);\n", T, v->id, T, r);
+        bprintf(b, "const %s t%d = %s;\n", T, v->id, cast_text(f->e->a, v->dt, v->args[0]->dt, r));
         return;
     }
     const char *callee;
@@ -916,10 +930,7 @@ static void emit_node(KE *ke, Val *v, int d) {
     case OP_CAST:
         ref(ke, v->args[0], r0, sizeof r0);
         ind(b, d);
-        if (v->dt == DT_BOOL) bprintf(b, "const uint8_t v%d = (uint8_t)((%s) != 0);\n", v->id, r0);
-        else if (float_to_int(v->args[0]->dt, v->dt))
-            bprintf(b, "const %s v%d = cuk_f2i<%s>(%s);\n", T, v->id, T, r0);
-        else bprintf(b, "const %s v%d = (%s)(%s);\n", T, v->id, T, r0);
+        bprintf(b, "const %s v%d = %s;\n", T, v->id, cast_text(ke->e->a, v->dt, v->args[0]->dt, r0));
         return;
     case OP_IOTA:
         emit_offset(ke, v, d);
@@ -1018,10 +1029,7 @@ static void emit_lam_val(E *e, Buf *b, Val *v, bool *seen, int base) {
         const Val *x = v->args[0];
         if (x->op == OP_CONST) literal(r, sizeof r, x->dt, x->c);
         else snprintf(r, sizeof r, "%s%d", x->op == OP_ARG ? "x" : "t", x->op == OP_ARG ? x->slot : x->id);
-        if (v->dt == DT_BOOL) bprintf(b, "        const uint8_t t%d = (uint8_t)((%s) != 0);\n", v->id, r);
-        else if (float_to_int(x->dt, v->dt))
-            bprintf(b, "        const %s t%d = cuk_f2i<%s>(%s);\n", ctype(v->dt), v->id, ctype(v->dt), r);
-        else bprintf(b, "        const %s t%d = (%s)(%s);\n", ctype(v->dt), v->id, ctype(v->dt), r);
+        bprintf(b, "        const %s t%d = %s;\n", ctype(v->dt), v->id, cast_text(e->a, v->dt, x->dt, r));
         return;
     }
     char hn[64];
@@ -1151,6 +1159,7 @@ static void emit_scalar_params(KE *ke) {
         const char *T = ctype(s->dt);
         if (s->dt == DT_F32) bprintf(ke->b, "    const float s%d = (float)__longlong_as_double(p.w[%d]);\n", s->id, w);
         else if (s->dt == DT_F64) bprintf(ke->b, "    const double s%d = __longlong_as_double(p.w[%d]);\n", s->id, w);
+        else if (dtype_is_half(s->dt)) bprintf(ke->b, "    const %s s%d = (%s)__longlong_as_double(p.w[%d]);\n", T, s->id, T, w);
         else bprintf(ke->b, "    const %s s%d = (%s)p.w[%d];\n", T, s->id, T, w);
         bprintf(ke->b, "    (void)s%d;\n", s->id);
     }

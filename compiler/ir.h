@@ -14,15 +14,30 @@
 #define MAXRANK 8
 #define AXIS_ALL (-100) /* reduce over every axis / scan over the flattened array */
 
-/* X(NAME, spelling, C storage type, C unsigned twin, is_float, is_int, is_signed, npy code) */
-#define DTYPES(X)                                              \
+/* The 16-bit floats' storage on the host: their bits (kernels/ops.h converts; on the GPU
+   they are classes of the same layout). No arithmetic: the IR widens it to f32. */
+typedef struct cuk_f16 { uint16_t bits; } cuk_f16;
+typedef struct cuk_bf16 { uint16_t bits; } cuk_bf16;
+
+/* X(NAME, spelling, C storage type, C unsigned twin, is_float, is_int, is_signed, npy code).
+   New types go at the end: the codes are the C API's (api/cuk_program.h). DTYPES_NUM
+   leaves out the 16-bit floats, whose storage type is no C number. */
+#define DTYPES_NUM(X)                                          \
     X(BOOL, "bool", uint8_t, uint8_t, 0, 0, 0, "|b1")           \
     X(I32, "i32", int32_t, uint32_t, 0, 1, 1, "<i4")            \
     X(I64, "i64", int64_t, uint64_t, 0, 1, 1, "<i8")            \
     X(U32, "u32", uint32_t, uint32_t, 0, 1, 0, "<u4")           \
     X(U64, "u64", uint64_t, uint64_t, 0, 1, 0, "<u8")           \
     X(F32, "f32", float, uint32_t, 1, 0, 1, "<f4")              \
-    X(F64, "f64", double, uint64_t, 1, 0, 1, "<f8")
+    X(F64, "f64", double, uint64_t, 1, 0, 1, "<f8")             \
+    X(I8, "i8", int8_t, uint8_t, 0, 1, 1, "|i1")                \
+    X(I16, "i16", int16_t, uint16_t, 0, 1, 1, "<i2")            \
+    X(U8, "u8", uint8_t, uint8_t, 0, 1, 0, "|u1")               \
+    X(U16, "u16", uint16_t, uint16_t, 0, 1, 0, "<u2")
+#define DTYPES(X)                                              \
+    DTYPES_NUM(X)                                              \
+    X(F16, "f16", cuk_f16, uint16_t, 1, 0, 1, "<f2")            \
+    X(BF16, "bf16", cuk_bf16, uint16_t, 1, 0, 1, "<V2") /* NumPy has none: ml_dtypes saves it as V2 */
 
 typedef enum {
 #define X(n, ...) DT_##n,
@@ -41,6 +56,12 @@ typedef struct DTypeInfo {
 } DTypeInfo;
 extern const DTypeInfo dtype_info[DT_COUNT];
 bool dtype_from_name(const char *name, DType *out);
+/* The 16-bit floats, computed in f32; and the type the IR computes a narrow type in
+   (compiler/widen.c): f32 for them, i32 for the 8- and 16-bit integers, else dt. */
+static inline bool dtype_is_half(DType dt) { return dt == DT_F16 || dt == DT_BF16; }
+static inline DType dtype_wide(DType dt) {
+    return dtype_is_half(dt) ? DT_F32 : (dt == DT_I8 || dt == DT_I16 || dt == DT_U8 || dt == DT_U16) ? DT_I32 : dt;
+}
 
 /* Elementwise op classes: the typing rule sema applies and the operand kinds allowed. */
 typedef enum {
@@ -372,6 +393,10 @@ static inline Val *red_segs(const Val *v) {
    lowers it to IR. Returns NULL after reporting errors to d. */
 Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib);
 Fn *program_find(const Program *p, const char *name);
+
+/* widen.c: ops on the narrow types (f16, bf16, 8- and 16-bit integers) rewritten to
+   compute in f32 or i32 between casts, before fusion. */
+void widen_program(Arena *a, Program *p);
 
 /* ir_print.c: the stable text form printed by `cukc emit-ir`. */
 void ir_print(FILE *out, const Program *p);

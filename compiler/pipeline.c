@@ -46,6 +46,7 @@ static bool passes(Compiled *c, Stage upto) {
         c->prog = NULL;
         return false;
     }
+    widen_program(c->arena, c->prog);
     if (upto == STAGE_CHECK) return true;
     if (die_injected("fuse")) die("injected (CUK_DIE_AT=fuse)");
     c->plans = fuse_program(c->arena, c->prog);

@@ -478,7 +478,11 @@ static bool const_fits(Val *v, DType to) {
     /* v is an integer literal (stored as i64). */
     int64_t x = v->c.i;
     switch (to) {
+    case DT_I8: return x >= INT8_MIN && x <= INT8_MAX;
+    case DT_I16: return x >= INT16_MIN && x <= INT16_MAX;
     case DT_I32: return x >= INT32_MIN && x <= INT32_MAX;
+    case DT_U8: return x >= 0 && x <= UINT8_MAX;
+    case DT_U16: return x >= 0 && x <= UINT16_MAX;
     case DT_U32: return x >= 0 && x <= (int64_t)UINT32_MAX;
     case DT_U64: return x >= 0;
     default: return true;
@@ -504,7 +508,7 @@ static bool retype(Ctx *c, Val *v, DType dt, Loc loc) {
         } else if (!const_fits(v, dt)) {
             diag_error(c->d, v->loc, "literal %lld does not fit in %s", (long long)v->c.i, dtype_info[dt].name);
             return false;
-        } else if (dt == DT_U32 || dt == DT_U64) {
+        } else if (!dtype_info[dt].is_signed) {
             v->c.u = (uint64_t)v->c.i;
         }
         v->dt = dt;
@@ -1096,7 +1100,7 @@ static Ex builtin_generator(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     if (strcmp(g, "linspace") == 0) {
         if (!want_args(c, call, ca, 3, 3) || !named_check(c, ca, g)) return ex_bad();
         if (!is_float(dt)) {
-            diag_error(c->d, loc, "linspace() makes f32 or f64 values");
+            diag_error(c->d, loc, "linspace() makes float values (f16, bf16, f32, f64)");
             return ex_bad();
         }
         Ex a = coerce(c, arg_ex(c, ca, 0), dt, ca->pos[0]->loc, "the start of linspace()");
@@ -1138,7 +1142,7 @@ static Ex builtin_generator(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     } else if (israndom) {
         Node *sn = named_get(ca, "seed");
         if (!is_float(dt)) {
-            diag_error(c->d, loc, "%s() makes f32 or f64 values", g);
+            diag_error(c->d, loc, "%s() makes float values (f16, bf16, f32, f64)", g);
             return ex_bad();
         }
         lead = sn ? as_i64(c, lower_expr(c, sn), sn->loc, "seed=") : mk_i64(c, 0, loc);

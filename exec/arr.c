@@ -8,6 +8,11 @@
 #include <unistd.h>
 
 #include "exec/exec.h"
+/* The 16-bit float conversions, shared with the kernels. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#include "kernels/ops.h"
+#pragma GCC diagnostic pop
 
 /* Refuse sizes no machine here could hold, before asking malloc: under overcommit a
    huge malloc may "succeed" and the process die later, and sanitizers abort on it. */
@@ -122,18 +127,52 @@ Arr *arr_new(DType dt, int rank, const int64_t *shape) {
     return a;
 }
 
+/* One element at p as a Scalar of its type, and back (the element's own bytes). */
+Scalar scalar_load(DType dt, const void *p) {
+    Scalar s;
+    s.u = 0;
+    switch (dt) {
+#define X(n, st, ct, ut, isf, isi, iss, npy)                                                  \
+    case DT_##n: {                                                                           \
+        ct x;                                                                                \
+        memcpy(&x, p, sizeof x);                                                             \
+        if (isf)                                                                             \
+            s.f = (double)x;                                                                 \
+        else if (iss || DT_##n == DT_BOOL)                                                   \
+            s.i = (int64_t)x;                                                                \
+        else                                                                                 \
+            s.u = (uint64_t)x;                                                               \
+        break;                                                                               \
+    }
+        DTYPES_NUM(X)
+#undef X
+    case DT_F16: s.f = (double)cuk_h2f(((const cuk_f16 *)p)->bits); break;
+    case DT_BF16: s.f = (double)cuk_bf2f(((const cuk_bf16 *)p)->bits); break;
+    default: die("bad dtype %d", (int)dt);
+    }
+    return s;
+}
+
+void scalar_store(DType dt, Scalar v, void *p) {
+    switch (dt) {
+#define X(n, s, ct, ut, isf, isi, iss, npy)                                                  \
+    case DT_##n: {                                                                           \
+        ct x = isf ? (ct)v.f : dt == DT_BOOL ? (ct)(v.i != 0) : iss ? (ct)v.i : (ct)v.u;     \
+        memcpy(p, &x, sizeof x);                                                             \
+        break;                                                                               \
+    }
+        DTYPES_NUM(X)
+#undef X
+    case DT_F16: ((cuk_f16 *)p)->bits = cuk_d2h(v.f); break;
+    case DT_BF16: ((cuk_bf16 *)p)->bits = cuk_d2bf(v.f); break;
+    default: die("bad dtype %d", (int)dt);
+    }
+}
+
 Arr *arr_scalar(DType dt, Scalar v) {
     Arr *a = arr_new(dt, 0, NULL);
     if (!a) return NULL;
-    switch (dt) {
-#define X(n, s, ct, ut, isf, isi, iss, npy)                                                  \
-    case DT_##n:                                                                             \
-        *(ct *)a->data = isf ? (ct)v.f : dt == DT_BOOL ? (ct)(v.i != 0) : iss ? (ct)v.i : (ct)v.u; \
-        break;
-        DTYPES(X)
-#undef X
-    default: die("bad dtype %d", (int)dt);
-    }
+    scalar_store(dt, v, a->data);
     return a;
 }
 
@@ -152,26 +191,8 @@ void arr_release(Arr *a) {
 }
 
 Scalar arr_get(const Arr *a, int64_t i) {
-    Scalar s;
-    s.u = 0;
     ASSERT(i >= 0 && i < a->size);
-    switch (a->dt) {
-#define X(n, st, ct, ut, isf, isi, iss, npy)                                                  \
-    case DT_##n: {                                                                           \
-        ct x = ((const ct *)a->data)[i];                                                     \
-        if (isf)                                                                             \
-            s.f = (double)x;                                                                 \
-        else if (iss || DT_##n == DT_BOOL)                                                   \
-            s.i = (int64_t)x;                                                                \
-        else                                                                                 \
-            s.u = (uint64_t)x;                                                               \
-        break;                                                                               \
-    }
-        DTYPES(X)
-#undef X
-    default: die("bad dtype %d", (int)a->dt);
-    }
-    return s;
+    return scalar_load(a->dt, (const char *)a->data + i * dtype_info[a->dt].size);
 }
 
 /* Float to integer: truncate toward zero, saturate at the range, NaN -> 0 (as CUDA's
@@ -188,6 +209,32 @@ static uint64_t f_to_u64(double x, double hi_excl, uint64_t hi_u) {
     return (uint64_t)x;
 }
 
+/* Float to integer bounds: 2^(bits - 1) signed, 2^bits unsigned (exact doubles). */
+static Scalar f_to_int(double x, DType to) {
+    Scalar r;
+    int bits = 8 * dtype_info[to].size;
+    if (dtype_info[to].is_signed) {
+        double hi = ldexp(1.0, bits - 1);
+        int64_t him = bits == 64 ? INT64_MAX : (int64_t)((1ull << (bits - 1)) - 1);
+        r.i = f_to_i64(x, -hi, hi, -him - 1, him);
+    } else {
+        uint64_t him = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
+        r.u = f_to_u64(x, ldexp(1.0, bits), him);
+    }
+    return r;
+}
+
+/* An integer's bits wrapped to `to` (two's complement), sign- or zero-extended. */
+static Scalar int_wrap(uint64_t bits, DType to) {
+    Scalar r;
+    int n = 8 * dtype_info[to].size;
+    uint64_t m = n == 64 ? ~0ull : (1ull << n) - 1;
+    bits &= m;
+    if (dtype_info[to].is_signed && n < 64 && (bits >> (n - 1)) & 1) bits |= ~m;
+    r.u = bits;
+    return r;
+}
+
 Scalar scalar_cast(Scalar v, DType from, DType to) {
     Scalar r;
     r.u = 0;
@@ -197,31 +244,30 @@ Scalar scalar_cast(Scalar v, DType from, DType to) {
         return r;
     }
     if (fi->is_float) {
-        double x = from == DT_F32 ? (double)(float)v.f : v.f;
+        /* a literal's value may not be rounded to its type yet */
+        double x = from == DT_F32    ? (double)(float)v.f
+                   : from == DT_F16  ? (double)cuk_h2f(cuk_d2h(v.f))
+                   : from == DT_BF16 ? (double)cuk_bf2f(cuk_d2bf(v.f))
+                                     : v.f;
         switch (to) {
-        case DT_I32: r.i = f_to_i64(x, -2147483648.0, 2147483648.0, INT32_MIN, INT32_MAX); break;
-        case DT_I64:
-            r.i = f_to_i64(x, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN, INT64_MAX);
-            break;
-        case DT_U32: r.u = f_to_u64(x, 4294967296.0, UINT32_MAX); break;
-        case DT_U64: r.u = f_to_u64(x, 18446744073709551616.0, UINT64_MAX); break;
         case DT_F32: r.f = (double)(float)x; break;
         case DT_F64: r.f = x; break;
-        default: die("bad cast target %d", (int)to);
+        case DT_F16: r.f = (double)cuk_h2f(cuk_d2h(x)); break;
+        case DT_BF16: r.f = (double)cuk_bf2f(cuk_d2bf(x)); break;
+        default: r = f_to_int(x, to);
         }
         return r;
     }
     /* From an integer or bool: C's conversions (wrap for integers; one rounding for
-       floats, so int64 -> f32 goes directly, not through double). */
+       floats, so int64 -> f32 goes directly, not through double, and the halves round
+       from an odd-rounded double, which is as good). */
     bool sgn = from == DT_BOOL || fi->is_signed;
     switch (to) {
-    case DT_I32: r.i = sgn ? (int64_t)(int32_t)v.i : (int64_t)(int32_t)(uint32_t)v.u; break;
-    case DT_I64: r.i = sgn ? v.i : (int64_t)v.u; break;
-    case DT_U32: r.u = sgn ? (uint64_t)(uint32_t)v.i : (uint64_t)(uint32_t)v.u; break;
-    case DT_U64: r.u = sgn ? (uint64_t)v.i : v.u; break;
     case DT_F32: r.f = sgn ? (double)(float)v.i : (double)(float)v.u; break;
     case DT_F64: r.f = sgn ? (double)v.i : (double)v.u; break;
-    default: die("bad cast target %d", (int)to);
+    case DT_F16: r.f = (double)cuk_h2f(cuk_d2h(sgn ? cuk_i2d_odd(v.i) : cuk_u2d_odd(v.u))); break;
+    case DT_BF16: r.f = (double)cuk_bf2f(cuk_d2bf(sgn ? cuk_i2d_odd(v.i) : cuk_u2d_odd(v.u))); break;
+    default: r = int_wrap(v.u, to);
     }
     return r;
 }

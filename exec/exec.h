@@ -33,6 +33,9 @@ Arr *arr_retain(Arr *a);
 void arr_release(Arr *a);
 /* Element i (flat index) as a Scalar of the array's own type. */
 Scalar arr_get(const Arr *a, int64_t i);
+/* One element's bytes at p as a Scalar of type dt, and a Scalar stored there. */
+Scalar scalar_load(DType dt, const void *p);
+void scalar_store(DType dt, Scalar v, void *p);
 /* Converts a scalar between dtypes with the language's cast rules. */
 Scalar scalar_cast(Scalar v, DType from, DType to);
 

@@ -96,7 +96,7 @@ static bool descr_dtype(const char *d, DType *dt, char *err, size_t errlen) {
         return true;
     }
     return fail(err, errlen,
-                "unsupported dtype '%s' (cuk reads bool, i32, i64, u32, u64, f32, f64)", d);
+                "unsupported dtype '%s' (cuk reads bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64, and bf16 as V2)", d);
 }
 
 Arr *npy_load_mem(const void *buf, size_t len, char *err, size_t errlen) {

@@ -1,6 +1,8 @@
 /* print(): scalars and NumPy str()-style arrays (no padding, no line wrapping), elided
    past 1000 elements with the first and last 3 items of each long axis. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "exec/exec.h"
 
@@ -15,15 +17,59 @@ static void print_float(FILE *out, double x, int digits) {
         fprintf(out, "%.*g", digits, x);
 }
 
+/* A 16-bit float as NumPy prints one: the fewest significant digits that read back as
+   the same value (at most 5 for f16, 4 for bf16), written out positionally (zeros
+   after the digits where they run out: 60000, not 6e+04) between 1e-4 and 1e16. */
+static void print_half(FILE *out, DType dt, double x) {
+    if (x != x || isinf(x) || x == 0) {
+        print_float(out, x, 1);
+        return;
+    }
+    char buf[48];
+    int d = 1;
+    for (; d < 17; d++) {
+        snprintf(buf, sizeof buf, "%.*e", d - 1, x);
+        if (scalar_cast((Scalar){.f = strtod(buf, NULL)}, DT_F64, dt).f == x) break;
+    }
+    char *e = strchr(buf, 'e');
+    int ex = atoi(e + 1);
+    if (ex < -4 || ex >= 16) {
+        fprintf(out, "%.*g", d, x);
+        return;
+    }
+    char dig[24];
+    int nd = 0;
+    for (const char *q = buf; q < e; q++)
+        if (*q >= '0' && *q <= '9') dig[nd++] = *q;
+    if (x < 0) fputc('-', out);
+    if (ex < 0) {
+        fputs("0.", out);
+        for (int i = -1; i > ex; i--) fputc('0', out);
+        fwrite(dig, 1, (size_t)nd, out);
+        return;
+    }
+    for (int i = 0; i <= ex; i++) fputc(i < nd ? dig[i] : '0', out);
+    if (nd > ex + 1) {
+        fputc('.', out);
+        fwrite(dig + ex + 1, 1, (size_t)(nd - ex - 1), out);
+    }
+}
+
 void scalar_print(FILE *out, DType dt, Scalar v) {
     switch (dt) {
     case DT_BOOL: fputs(v.i ? "true" : "false", out); break;
+    case DT_I8:
+    case DT_I16:
     case DT_I32:
     case DT_I64: fprintf(out, "%lld", (long long)v.i); break;
+    case DT_U8:
+    case DT_U16:
     case DT_U32:
     case DT_U64: fprintf(out, "%llu", (unsigned long long)v.u); break;
     case DT_F32: print_float(out, (double)(float)v.f, 9); break;
     case DT_F64: print_float(out, v.f, 17); break;
+    case DT_F16:
+    case DT_BF16: print_half(out, dt, v.f); break;
     default: die("bad dtype %d", (int)dt);
     }
 }

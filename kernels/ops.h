@@ -8,6 +8,8 @@
 #define CUK_FN static __device__ __forceinline__
 typedef signed char int8_t;
 typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
 typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
@@ -176,6 +178,120 @@ CUK_FN uint8_t cuk_iabs(uint8_t a) { return a; }
 #define cuk_shr(a, b) CUK_GENERIC(cuk_shr, a)(a, b)
 #define cuk_ipow(a, b) CUK_GENERIC(cuk_ipow, a)(a, b)
 #define cuk_iabs(a) CUK_GENERIC(cuk_iabs, a)(a)
+#endif
+
+
+/* The 16-bit floats (f16: IEEE binary16; bf16: the top half of an f32), stored as their
+   bits. They are storage types: the IR computes on them in f32 (compiler/widen.c), so
+   what both backends need is conversion, the same bits on both. From a double the
+   rounding is one round-to-nearest-even; f32 and integers of up to 53 bits convert to
+   double exactly, and wider integers go through cuk_i2d_odd (round to odd), after
+   which the rounding to 11 or 8 bits is still correct. NaN stays NaN (quiet). */
+CUK_FN double cuk_u2d_odd(uint64_t v) {
+    if (v < (1ull << 53)) return (double)v;
+    int s = 0;
+    while ((v >> s) >= (1ull << 53)) s++;
+    uint64_t m = v >> s;
+    if (v & ((1ull << s) - 1)) m |= 1; /* sticky: odd when bits were lost */
+    return (double)m * (double)(1ull << s);
+}
+CUK_FN double cuk_i2d_odd(int64_t v) {
+    return v < 0 ? -cuk_u2d_odd(0ull - (uint64_t)v) : cuk_u2d_odd((uint64_t)v);
+}
+CUK_FN uint64_t cuk_dbits(double x) {
+#ifdef __CUDACC_RTC__
+    return (uint64_t)__double_as_longlong(x);
+#else
+    union { double d; uint64_t u; } u = {x};
+    return u.u;
+#endif
+}
+/* x rounded to a float of mb mantissa and eb exponent bits (1 + eb + mb = 16). */
+CUK_FN uint16_t cuk_d2narrow(double x, int mb, int eb) {
+    const uint64_t b = cuk_dbits(x);
+    const uint16_t sign = (uint16_t)((b >> 63) << 15);
+    const int ex = (int)((b >> 52) & 0x7ff);
+    const uint64_t man = b & ((1ull << 52) - 1);
+    const int emax = (1 << eb) - 1, bias = (1 << (eb - 1)) - 1;
+    if (ex == 0x7ff) /* inf, NaN (quiet, top payload bits kept) */
+        return (uint16_t)(sign | (emax << mb) | (man ? (1u << (mb - 1)) | (uint32_t)(man >> (52 - mb)) : 0u));
+    if (ex == 0) return sign; /* zero, and doubles far below either type's subnormals */
+    const int e = ex - 1023 + bias; /* the target's biased exponent */
+    if (e >= emax) return (uint16_t)(sign | (emax << mb));
+    const uint64_t m = man | (1ull << 52);
+    const int sh = 52 - mb + (e < 1 ? 1 - e : 0);
+    if (sh >= 64) return sign;
+    const uint64_t keep = m >> sh, rem = m & ((1ull << sh) - 1), half = 1ull << (sh - 1);
+    uint32_t r = e < 1 ? (uint32_t)keep : ((uint32_t)e << mb) | (uint32_t)(keep & ((1ull << mb) - 1));
+    if (rem > half || (rem == half && (keep & 1))) r++; /* a carry moves up the exponent, to inf */
+    return (uint16_t)(sign | r);
+}
+CUK_FN uint16_t cuk_d2h(double x) { return cuk_d2narrow(x, 10, 5); }
+CUK_FN uint16_t cuk_d2bf(double x) { return cuk_d2narrow(x, 7, 8); }
+CUK_FN float cuk_bf2f(uint16_t h) {
+#ifdef __CUDACC_RTC__
+    return __uint_as_float((unsigned)h << 16);
+#else
+    union { uint32_t u; float f; } u = {(uint32_t)h << 16};
+    return u.f;
+#endif
+}
+CUK_FN float cuk_h2f_soft(uint16_t h) {
+    const int ex = (h >> 10) & 0x1f, man = h & 0x3ff;
+    float v;
+    if (ex == 0x1f) v = man ? cuk_bf2f(0x7fc0) : INFINITY;
+    else if (ex == 0) v = (float)man * 5.9604644775390625e-08f; /* 2^-24 */
+    else v = (float)(man | 0x400) * (ex >= 25 ? (float)(1u << (ex - 25)) : 1.0f / (float)(1u << (25 - ex)));
+    return (h & 0x8000) ? -v : v;
+}
+#ifdef __CUDACC_RTC__
+CUK_FN float cuk_h2f(uint16_t h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+CUK_FN uint16_t cuk_f2h(float x) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return x != x ? cuk_d2h((double)x) : h; /* NaN: the payload, as the CPU keeps it */
+}
+CUK_FN uint16_t cuk_f2bf(float x) {
+#if __CUDA_ARCH__ >= 800
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return x != x ? cuk_d2bf((double)x) : h;
+#else
+    return cuk_d2bf((double)x);
+#endif
+}
+/* The storage types in kernels: built from any number (rounded once, as above), turned
+   into a number only explicitly, and with no arithmetic, so an op the widening pass
+   missed is a compile error, not a silent loss of precision. */
+#define CUK_NARROW_FLOAT(N, TOF, FROMF, FROMD)                                          \
+    struct N {                                                                          \
+        unsigned short bits;                                                            \
+        N() = default;                                                                  \
+        __device__ N(float x) : bits(FROMF(x)) {}                                       \
+        __device__ N(double x) : bits(FROMD(x)) {}                                      \
+        __device__ N(int x) : bits(FROMD((double)x)) {}                                 \
+        __device__ N(long long x) : bits(FROMD(cuk_i2d_odd(x))) {}                      \
+        __device__ N(unsigned long long x) : bits(FROMD(cuk_u2d_odd(x))) {}             \
+        __device__ N(unsigned x) : bits(FROMD((double)x)) {}                            \
+        __device__ N(short x) : bits(FROMF((float)x)) {}                                \
+        __device__ N(unsigned short x) : bits(FROMF((float)x)) {}                       \
+        __device__ N(signed char x) : bits(FROMF((float)x)) {}                          \
+        __device__ N(unsigned char x) : bits(FROMF((float)x)) {}                        \
+        __device__ explicit operator float() const { return TOF(bits); }                \
+        __device__ explicit operator double() const { return (double)TOF(bits); }       \
+    };
+CUK_NARROW_FLOAT(cuk_f16, cuk_h2f, cuk_f2h, cuk_d2h)
+CUK_NARROW_FLOAT(cuk_bf16, cuk_bf2f, cuk_f2bf, cuk_d2bf)
+CUK_FN cuk_f16 cuk_f16_of(unsigned short b) { cuk_f16 h; h.bits = b; return h; }
+CUK_FN cuk_bf16 cuk_bf16_of(unsigned short b) { cuk_bf16 h; h.bits = b; return h; }
+#else
+CUK_FN float cuk_h2f(uint16_t h) { return cuk_h2f_soft(h); }
+CUK_FN uint16_t cuk_f2h(float x) { return cuk_d2h((double)x); }
+CUK_FN uint16_t cuk_f2bf(float x) { return cuk_d2bf((double)x); }
 #endif
 
 #endif

@@ -46,14 +46,17 @@ template <class T, int V> static __device__ __forceinline__ void cuk_stv(void *p
    NaN and out-of-range values to the hardware's conversion, which differs. */
 template <class T> static __device__ __forceinline__ T cuk_f2i(double x) {
     const bool sgn = (T)-1 < (T)0;
-    const double hi = sizeof(T) == 4 ? (sgn ? 2147483648.0 : 4294967296.0)
-                                     : (sgn ? 9223372036854775808.0 : 18446744073709551616.0);
+    const int bits = 8 * (int)sizeof(T) - (sgn ? 1 : 0);
+    const double hi = bits == 64 ? 18446744073709551616.0 : (double)(1ull << bits); /* 2^bits */
     if (x != x) return (T)0;
     if (!sgn && x <= 0.0) return (T)0;
     if (x >= hi) return (T)~(T)0 > (T)0 ? (T)~(T)0 : (T)((~0ull) >> (65 - 8 * sizeof(T)));
     if (sgn && x <= -hi) return (T)(1ull << (8 * sizeof(T) - 1));
     return (T)x;
 }
+/* From the 16-bit floats: their value is exact as a double. */
+template <class T> static __device__ __forceinline__ T cuk_f2i(cuk_f16 x) { return cuk_f2i<T>((double)x); }
+template <class T> static __device__ __forceinline__ T cuk_f2i(cuk_bf16 x) { return cuk_f2i<T>((double)x); }
 
 /* r % s, leaving r / s in r (r >= 0, s > 0): a multi-index from a flat offset. In 32
    bits when both fit, where a 64-bit division is a long software routine (the 5-point

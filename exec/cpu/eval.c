@@ -34,7 +34,9 @@ enum {
 /* The dtypes again, with what the per-type code below needs: the C type, its unsigned
    twin and which column of EW_OPS applies. (ir.h's DTYPES cannot be expanded inside
    an expansion of itself, so the inner level of the op x dtype tables uses this.) */
-_Static_assert(DT_COUNT == 7, "a dtype was added to ir.h: add it to CTYPES too");
+_Static_assert(DT_COUNT == 13, "a dtype was added to ir.h: add it to CTYPES or CTYPES_ALL too");
+/* The types the IR computes in (compiler/widen.c takes the narrow ones there): every
+   op's loop exists for these. */
 #define CTYPES(M, ...)                                                                      \
     M(BOOL, uint8_t, uint8_t, INT, __VA_ARGS__)                                             \
     M(I32, int32_t, uint32_t, INT, __VA_ARGS__)                                             \
@@ -43,6 +45,13 @@ _Static_assert(DT_COUNT == 7, "a dtype was added to ir.h: add it to CTYPES too")
     M(U64, uint64_t, uint64_t, INT, __VA_ARGS__)                                            \
     M(F32, float, float, F32, __VA_ARGS__)                                                  \
     M(F64, double, double, F64, __VA_ARGS__)
+/* And every numeric type, for casts (the 16-bit floats apart: no C number holds them). */
+#define CTYPES_ALL(M, ...)                                                                  \
+    CTYPES(M, __VA_ARGS__)                                                                  \
+    M(I8, int8_t, uint8_t, INT, __VA_ARGS__)                                                \
+    M(I16, int16_t, uint16_t, INT, __VA_ARGS__)                                             \
+    M(U8, uint8_t, uint8_t, INT, __VA_ARGS__)                                               \
+    M(U16, uint16_t, uint16_t, INT, __VA_ARGS__)
 #define PICK_INT(f, d, i) i
 #define PICK_F32(f, d, i) f
 #define PICK_F64(f, d, i) d
@@ -138,18 +147,20 @@ static const EwFn ew_tab[OP_EW_END][DT_COUNT] = {EW_OPS(EW_TAB_ROW)};
 
 /* ---- casts: dtype x dtype -------------------------------------------------------- */
 
-/* Float to integer truncates toward zero, saturates, NaN -> 0 (CUDA's cvt.rzi.sat). */
+/* Float to integer truncates toward zero, saturates, NaN -> 0 (CUDA's cvt.rzi.sat). The
+   bounds, 2^(bits - 1) and 2^bits, are exact doubles. */
 static inline int64_t sat_s(double x, int size) {
-    double hi = size == 4 ? 2147483648.0 : 9223372036854775808.0;
+    double hi = ldexp(1.0, 8 * size - 1);
+    int64_t him = size == 8 ? INT64_MAX : (int64_t)((1ull << (8 * size - 1)) - 1);
     if (x != x) return 0;
-    if (x >= hi) return size == 4 ? INT32_MAX : INT64_MAX;
-    if (x <= -hi) return size == 4 ? INT32_MIN : INT64_MIN;
+    if (x >= hi) return him;
+    if (x <= -hi) return -him - 1;
     return (int64_t)x;
 }
 static inline uint64_t sat_u(double x, int size) {
-    double hi = size == 4 ? 4294967296.0 : 18446744073709551616.0;
+    double hi = ldexp(1.0, 8 * size);
     if (x != x || x <= 0) return 0;
-    if (x >= hi) return size == 4 ? UINT32_MAX : UINT64_MAX;
+    if (x >= hi) return size == 8 ? UINT64_MAX : (1ull << (8 * size)) - 1;
     return (uint64_t)x;
 }
 #define CVT_SRC_INT(TN, TT, TISF, TISS, v)                                                  \
@@ -160,6 +171,13 @@ static inline uint64_t sat_u(double x, int size) {
      : TISS            ? (TT)sat_s((double)(v), (int)sizeof(TT))                            \
                        : (TT)sat_u((double)(v), (int)sizeof(TT)))
 #define CVT_SRC_F64 CVT_SRC_F32
+/* A number as the double a 16-bit float is rounded from (kernels/ops.h). The signedness
+   tests below are constant per type (and always false for the unsigned ones). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#define HDBL_INT(FT, v) (((FT)-1 < (FT)0) ? cuk_i2d_odd((int64_t)(v)) : cuk_u2d_odd((uint64_t)(v)))
+#define HDBL_F32(FT, v) ((double)(v))
+#define HDBL_F64 HDBL_F32
 
 typedef void (*CastFn)(void *restrict o, const void *restrict in, int64_t n);
 #define CAST_FN(FN, FT, FU, FK, TN, TT, TISF, TISS)                                         \
@@ -168,10 +186,41 @@ typedef void (*CastFn)(void *restrict o, const void *restrict in, int64_t n);
         TT *restrict y = o;                                                                 \
         for (int64_t i = 0; i < n; i++) y[i] = CVT_SRC_##FK(TN, TT, TISF, TISS, x[i]);     \
     }
-#define CAST_TO(n, s, ct, ut, isf, isi, iss, npy) CTYPES(CAST_FN, n, ct, isf, iss)
-DTYPES(CAST_TO)
+#define CAST_TO(n, s, ct, ut, isf, isi, iss, npy) CTYPES_ALL(CAST_FN, n, ct, isf, iss)
+DTYPES_NUM(CAST_TO)
+/* The 16-bit floats: to them from every number, from them through f32 (exact). */
+#define HCAST_FNS(FN, FT, FU, FK, HN, HT, D2, H2F)                                          \
+    static void cast_##FN##_##HN(void *restrict o, const void *restrict in, int64_t n) {    \
+        const FT *restrict x = in;                                                          \
+        HT *restrict y = o;                                                                 \
+        for (int64_t i = 0; i < n; i++) y[i].bits = D2(HDBL_##FK(FT, x[i]));               \
+    }                                                                                       \
+    static void cast_##HN##_##FN(void *restrict o, const void *restrict in, int64_t n) {    \
+        const HT *restrict x = in;                                                          \
+        FT *restrict y = o;                                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            float v = H2F(x[i].bits);                                                       \
+            y[i] = DT_##FN == DT_F64 ? (FT)v : CVT_SRC_F32(FN, FT, FK_ISF_##FK, ((FT)-1 < (FT)0), v); \
+        }                                                                                   \
+    }
+#define FK_ISF_INT 0
+#define FK_ISF_F32 1
+#define FK_ISF_F64 1
+CTYPES_ALL(HCAST_FNS, F16, cuk_f16, cuk_d2h, cuk_h2f)
+CTYPES_ALL(HCAST_FNS, BF16, cuk_bf16, cuk_d2bf, cuk_bf2f)
+#pragma GCC diagnostic pop
+#define HH_CAST(A, AT, A2F, B, BT, F2B)                                                     \
+    static void cast_##A##_##B(void *restrict o, const void *restrict in, int64_t n) {      \
+        const AT *restrict x = in;                                                          \
+        BT *restrict y = o;                                                                 \
+        for (int64_t i = 0; i < n; i++) y[i].bits = F2B((double)A2F(x[i].bits));            \
+    }
+HH_CAST(F16, cuk_f16, cuk_h2f, BF16, cuk_bf16, cuk_d2bf)
+HH_CAST(BF16, cuk_bf16, cuk_bf2f, F16, cuk_f16, cuk_d2h)
+HH_CAST(F16, cuk_f16, cuk_h2f, F16, cuk_f16, cuk_d2h)
+HH_CAST(BF16, cuk_bf16, cuk_bf2f, BF16, cuk_bf16, cuk_d2bf)
 #define CAST_ENT(FN, FT, FU, FK, TN) [DT_##FN] = cast_##FN##_##TN,
-#define CAST_ROW(n, ...) [DT_##n] = {CTYPES(CAST_ENT, n)},
+#define CAST_ROW(n, ...) [DT_##n] = {CTYPES_ALL(CAST_ENT, n) [DT_F16] = cast_F16_##n, [DT_BF16] = cast_BF16_##n},
 static const CastFn cast_tab[DT_COUNT][DT_COUNT] = {DTYPES(CAST_ROW)}; /* [to][from] */
 
 static void cell_set(Cell *c, DType dt, Scalar s) {
@@ -183,8 +232,10 @@ static void cell_set(Cell *c, DType dt, Scalar s) {
         memcpy(c, &x, sizeof x);                                                            \
         break;                                                                              \
     }
-        DTYPES(X)
+        DTYPES_NUM(X)
 #undef X
+    case DT_F16: c->u64 = cuk_d2h(s.f); break;
+    case DT_BF16: c->u64 = cuk_d2bf(s.f); break;
     default: die("bad dtype %d", (int)dt);
     }
 }
@@ -316,6 +367,9 @@ static void gather_elems(void *dst, const void *src, const int64_t *offs, int64_
     switch (esz) {
     case 1:
         for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = ((const uint8_t *)src)[offs[i]];
+        break;
+    case 2:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = ((const uint16_t *)src)[offs[i]];
         break;
     case 4:
         for (int64_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = ((const uint32_t *)src)[offs[i]];
@@ -2332,6 +2386,7 @@ static Arr *eval_compact(Frame *f, const Val *v) {
     }                                                                                       \
     break;
         case 1: COMPACT_LOOP(uint8_t)
+        case 2: COMPACT_LOOP(uint16_t)
         case 4: COMPACT_LOOP(uint32_t)
         case 8: COMPACT_LOOP(uint64_t)
         default:

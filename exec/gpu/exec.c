@@ -259,11 +259,6 @@ static Arr *download(GpuSession *s, const Value *v, Loc loc) {
     return a;
 }
 
-/* A Scalar from the bytes of one element of dtype dt. */
-static Scalar scalar_from_bytes(DType dt, const void *p) {
-    Arr tmp = {.dt = dt, .rank = 0, .size = 1, .data = (void *)p};
-    return arr_get(&tmp, 0);
-}
 
 /* ---- host scalar arithmetic, from the same op table ---------------------------------- */
 
@@ -561,7 +556,7 @@ static bool fetch_scalar(GpuSession *s, const Value *dv, DType dt, Scalar *out, 
     char bytes[8] = {0};
     if (cuk_memcpy_dtoh(bytes, dv->buf->p, (size_t)dtype_info[dt].size) != CUK_OK)
         return gpu_fail(s, loc, "copy from the device failed");
-    *out = scalar_from_bytes(dt, bytes);
+    *out = scalar_load(dt, bytes);
     return check_dev_err(s);
 }
 
@@ -576,17 +571,7 @@ static bool hist_init(Frame *f, const Kernel *k, Value *out, Loc loc) {
         Value x;
         if (!eval(f, d->args[0], &x)) return false;
         unsigned char one[8];
-        Scalar sc = scalar_cast(x.s, x.dt, out->dt);
-        if (dtype_info[out->dt].is_float) {
-            if (out->dt == DT_F32) {
-                float v = (float)sc.f;
-                memcpy(one, &v, 4);
-            } else {
-                memcpy(one, &sc.f, 8);
-            }
-        } else {
-            memcpy(one, &sc.i, 8); /* little-endian: the low bytes are the narrower types */
-        }
+        scalar_store(out->dt, scalar_cast(x.s, x.dt, out->dt), one);
         bool zero = true;
         for (size_t i = 0; i < esz; i++) zero = zero && one[i] == 0;
         if (zero) {
@@ -1155,7 +1140,7 @@ static __attribute__((noinline)) bool eval_elem(Frame *f, Val *v, Value *r) {
         ok = gpu_fail(s, v->loc, "copy from the device failed");
     if (ok) ok = check_dev_err(s);
     vrelease(s, &x);
-    if (ok) r->s = scalar_from_bytes(v->dt, bytes);
+    if (ok) r->s = scalar_load(v->dt, bytes);
     return ok;
 }
 
