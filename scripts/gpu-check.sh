@@ -11,7 +11,7 @@
 # sanitize (compute-sanitizer memcheck on a few programs) · sanitize-all (on every
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python, tests/python/test_sorting.py) · sortbench (bench/sort_bench.py) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
-# · p2bench (bench/part2_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py) · plbench (bench/pycuda_layout_bench.py)
+# · p2bench (bench/part2_bench.py) · tybench (bench/types_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py) · plbench (bench/pycuda_layout_bench.py)
 # · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
 # racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
 # bench/exp/*.cu with the machine's nvcc and runs it: kernel design experiments; EXP=name
@@ -36,7 +36,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [p2bench]=300 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540)
+              [sanitize-all]=480 [bench]=90 [python]=120 [pybench]=60 [kbench]=240 [p2bench]=300 [tybench]=240 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540)
 summary=()
 fails=0
 
@@ -107,6 +107,10 @@ s_kbench() {
 
 # The part-2 jobs (bench/part2_bench.py) against PyTorch and CuPy; P2_ARGS picks cases
 # (--only a,b) and whether torch.compile runs (default: not, for time).
+# The narrow types (bench/types_bench.py) against PyTorch and CuPy; TY_ARGS as P2_ARGS
+s_tybench() {
+  CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/types_bench.py ${TY_ARGS:-}
+}
 s_p2bench() {
   CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/part2_bench.py ${P2_ARGS:---no-compile}
 }
@@ -283,7 +287,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_sortbench s_shbench s_mmbench s_plbench s_startup
+export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_tybench s_sortbench s_shbench s_mmbench s_plbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -303,6 +307,7 @@ for s in "${stages[@]}"; do
     startup) stage startup s_startup ;;
     sortbench) stage sortbench s_sortbench ;;
     p2bench) stage p2bench s_p2bench ;;
+    tybench) stage tybench s_tybench ;;
     shbench) stage shbench s_shbench ;;
     mmbench) stage mmbench s_mmbench ;;
     plbench) stage plbench s_plbench ;;

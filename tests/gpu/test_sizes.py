@@ -4,7 +4,8 @@ columns split over several blocks, the middle axis), matrix products (cuBLASLt f
 f64 and tf32=true, operands read transposed; an emitted kernel for integers; long and
 short inner axes), cumsum (f32, i32), a scan with a lambda, exclusive scans, row
 softmax, layer norm and logsumexp (per-row values), gathers (also negative indices) and slices, scatters and histograms (rule 6), Philox rand, casts at the edges of
-the integer ranges; one size above 2^31 elements checked against closed forms.
+the integer ranges; the narrow types (f16, bf16, u8, i8, u16: elementwise, reductions,
+scans, sorts, casts, compaction, scatters, axes, rows); one size above 2^31 elements checked against closed forms.
 
 Integers, bools, Philox rand and min/max/argmax must be equal; floats match to rtol
 1e-5 (elementwise, softmax, mean), 1e-4 for f32 sums and cumsums of up to 2^20 elements
@@ -260,6 +261,54 @@ fn main(n: i64) {
 """, {"tmm.npy": (1e-4, 1e-5), "mmt.npy": (1e-4, 1e-5), "mm.npy": (1e-4, 1e-5), "mm2.npy": (1e-4, 1e-5), "mv.npy": (1e-4, 1e-5), "tf.npy": (1e-2, 1e-2),
       "kn.npy": (1e-9, 1e-9), "knv.npy": (1e-9, 1e-9), "row.npy": (1e-3, 1e-5), "imm.npy": (0, 0)},
         ["mm.npy", "kn.npy"]),
+    "narrow": ("""
+fn main(n: i64) {
+    let x = rand(n, seed=5);
+    let y = randn(n, seed=6);
+    let h = f16(x * 4.0 - 2.0);
+    let g = f16(y);
+    let b = bf16(y * 3.0);
+    let u = u8(x * 255.0);
+    let s = i8(iota(n) * 37 - 100);
+    let w = u16(iota(n) * 977);
+    save("h_ops.npy", h * g + h / (abs(g) + f16(1.0)) - sqrt(abs(h)));
+    save("h_fn.npy", exp(h) * sin(g));
+    save("b_ops.npy", f32(b * b - b / bf16(3.0)));
+    save("u_ops.npy", u + u8(7) * u - u / (u8(3) + u % u8(5)));
+    save("i8_ops.npy", s * s - s / i8(3) + (s >> i8(2)) + (s & i8(15)));
+    save("w_ops.npy", w * w + w / u16(7));
+    save("h_sum.npy", sum(h));
+    save("b_sum.npy", f32(sum(b)));
+    save("u_sum.npy", sum(u));
+    save("h_cumsum.npy", cumsum(g));
+    save("u_cumsum.npy", cumsum(u));
+    save("h_sort.npy", sort(h));
+    save("b_argsort.npy", argsort(b));
+    save("u_sort.npy", sort(u));
+    save("i8_unique.npy", unique(s));
+    save("casts.npy", i64(h) + i64(b) + i64(u8(g * f16(100.0))) + i64(i16(b * bf16(1000.0))));
+    save("to_h.npy", f16(iota(n) * 9 - 40000));
+    save("to_b.npy", f32(bf16(iota(n) * 100003 + 1)));
+    save("u_filter.npy", u[u > u8(128)]);
+    save("h_rbi.npy", reduce_by_index(f16(zeros(7)), add, iota(n) % 7, h));
+    save("u_bincount.npy", bincount(i64(u), 256));
+    save("h_gather.npy", h[(iota(n) * 13) % n]);
+    let m = reshape(concat(h, f16(zeros((3 - n % 3) % 3))), (n + 2) / 3, 3);
+    save("h_rows.npy", sum(m, axis=1));
+    save("h_cols.npy", max(m, axis=0));
+    save("h_t.npy", transpose(m));
+    save("h_softmax.npy", exp(m - max(m, axis=1, keepdims=true)) / sum(exp(m - max(m, axis=1, keepdims=true)), axis=1, keepdims=true));
+    save("h_mm.npy", f32(min(h)) + f32(max(g)));  // last: n = 0 stops here (no identity)
+    save("i8_sum.npy", sum(s) + max(s) - min(s));
+    save("h_argmax.npy", argmax(h) + argmin(g));
+}
+""", {"h_ops.npy": (0, 0), "h_fn.npy": (2e-3, 1e-4), "b_ops.npy": (0, 0), "u_ops.npy": (0, 0), "i8_ops.npy": (0, 0),
+      "w_ops.npy": (0, 0), "h_sum.npy": (2e-3, 1e-2), "b_sum.npy": (1e-2, 1e-2), "h_mm.npy": (0, 0), "u_sum.npy": (0, 0),
+      "i8_sum.npy": (0, 0), "h_argmax.npy": (0, 0), "h_cumsum.npy": (2e-3, 2e-2), "u_cumsum.npy": (0, 0),
+      "h_sort.npy": (0, 0), "b_argsort.npy": (0, 0), "u_sort.npy": (0, 0), "i8_unique.npy": (0, 0), "casts.npy": (0, 0),
+      "to_h.npy": (0, 0), "to_b.npy": (0, 0), "u_filter.npy": (0, 0), "h_rbi.npy": (2e-3, 1e-2), "u_bincount.npy": (0, 0),
+      "h_gather.npy": (0, 0), "h_rows.npy": (2e-3, 1e-3), "h_cols.npy": (0, 0), "h_t.npy": (0, 0), "h_softmax.npy": (2e-3, 1e-4)},
+        ["h_sum.npy", "u_sum.npy"]),
 }
 
 
