@@ -327,9 +327,14 @@ _res = {}
 
 
 def results():
+    """Every program's runs, all at once (in parallel); CUK_SIZES_ONLY=a,b limits them to
+    those programs (for a run of -k a or b)."""
     if not _res:
         jobs = []
+        only = [p for p in os.environ.get("CUK_SIZES_ONLY", "").split(",") if p]
         for name in PROGS:
+            if only and name not in only:
+                continue
             for n in sizes_of(name):
                 jobs.append((name, n, "cpu", 0))
                 for rep in range(3 if PROGS[name][2] else 1):
