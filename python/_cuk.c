@@ -70,40 +70,56 @@ PyObject *raise_status(cuk_status s) {
 
 /* ---- dtypes --------------------------------------------------------------------------------- */
 
-const char *const np_name[CUK_DTYPE_COUNT] = {"bool", "int32", "int64", "uint32", "uint64", "float32", "float64"};
-const char *const typestr[CUK_DTYPE_COUNT] = {"|b1", "<i4", "<i8", "<u4", "<u8", "<f4", "<f8"};
-const char *const buffmt[CUK_DTYPE_COUNT] = {"?", "i", "q", "I", "Q", "f", "d"};
+/* Indexed by cuk_dtype. NumPy has no bfloat16: ml_dtypes' (what JAX and the .npy files
+   cuk writes use) is named "bfloat16" and has typestr "<V2"; its host arrays export no
+   buffer format, so bf16 elements cross as their bits ("H") and are viewed as
+   ml_dtypes.bfloat16 (bf16_numpy_dtype). */
+const char *const np_name[CUK_DTYPE_COUNT] = {"bool", "int32", "int64", "uint32", "uint64", "float32", "float64",
+                                              "int8", "int16", "uint8", "uint16", "float16", "bfloat16"};
+const char *const typestr[CUK_DTYPE_COUNT] = {"|b1", "<i4", "<i8", "<u4", "<u8", "<f4", "<f8",
+                                              "|i1", "<i2", "|u1", "<u2", "<f2", "<V2"};
+const char *const buffmt[CUK_DTYPE_COUNT] = {"?", "i", "q", "I", "Q", "f", "d", "b", "h", "B", "H", "e", "H"};
 
-/* The dtype of a struct-module format (a buffer's), or -1. */
+/* The dtype of a struct-module format (a buffer's), or -1. bf16 has none ('H' is
+   uint16). */
 int dtype_of_format(const char *f, Py_ssize_t itemsize) {
     if (!f) return -1;
     if (*f == '@' || *f == '=' || *f == '<') f++;
     if (!f[0] || f[1]) return -1;
     switch (f[0]) {
     case '?': return CUK_BOOL;
+    case 'b':
+    case 'h':
     case 'i':
     case 'l':
-    case 'q': return itemsize == 4 ? CUK_I32 : itemsize == 8 ? CUK_I64 : -1;
+    case 'q':
+        return itemsize == 1 ? CUK_I8 : itemsize == 2 ? CUK_I16 : itemsize == 4 ? CUK_I32 : itemsize == 8 ? CUK_I64 : -1;
+    case 'B':
+    case 'H':
     case 'I':
     case 'L':
-    case 'Q': return itemsize == 4 ? CUK_U32 : itemsize == 8 ? CUK_U64 : -1;
+    case 'Q':
+        return itemsize == 1 ? CUK_U8 : itemsize == 2 ? CUK_U16 : itemsize == 4 ? CUK_U32 : itemsize == 8 ? CUK_U64 : -1;
+    case 'e': return itemsize == 2 ? CUK_F16 : -1;
     case 'f': return itemsize == 4 ? CUK_F32 : -1;
     case 'd': return itemsize == 8 ? CUK_F64 : -1;
     default: return -1;
     }
 }
 
-/* The dtype of a __cuda_array_interface__ typestr ("<f4"), or -1. */
-int dtype_of_typestr(const char *t) {
+/* The dtype of a __cuda_array_interface__ typestr ("<f4"), or -1. The byte order may be
+   spelled '<', '|' or '=' (this is a little-endian host). "<V2" is bf16 only when the
+   caller means it (bf16_ok): it is any two bytes. */
+int dtype_of_typestr(const char *t, bool bf16_ok) {
+    if (!t[0] || (t[0] != '<' && t[0] != '|' && t[0] != '=')) return -1;
     for (int i = 0; i < CUK_DTYPE_COUNT; i++)
-        if (strcmp(t, typestr[i]) == 0 || (t[0] == '|' && strcmp(t + 1, typestr[i] + 1) == 0) ||
-            (t[0] == '=' && strcmp(t + 1, typestr[i] + 1) == 0))
-            return i;
+        if (strcmp(t + 1, typestr[i] + 1) == 0 && (i != CUK_BF16 || bf16_ok)) return i;
     return -1;
 }
 
-/* A dtype from a Python value: a cuk dtype index, a name ("float32", "f32") or anything
-   with .name (a NumPy dtype) or a type with a dtype (np.float32). */
+/* A dtype from a Python value: a cuk dtype index, a name (cuk's, "f32", or NumPy's,
+   "float32"; "i8" is cuk's int8, not NumPy's int64) or anything numpy.dtype() takes (a
+   NumPy dtype, np.float16, ml_dtypes.bfloat16). */
 int dtype_arg(PyObject *o, cuk_dtype *dt) {
     if (PyLong_Check(o)) {
         long v = PyLong_AsLong(o);
@@ -117,15 +133,13 @@ int dtype_arg(PyObject *o, cuk_dtype *dt) {
     PyObject *name = NULL;
     if (PyUnicode_Check(o)) name = Py_NewRef(o);
     else {
-        PyObject *d = PyObject_GetAttrString(o, "dtype"); /* np.float32 (a type) has none as str */
-        if (d && !PyUnicode_Check(d) && PyObject_HasAttrString(d, "name")) name = PyObject_GetAttrString(d, "name");
+        PyObject *f = need_numpy() == 0 ? PyObject_GetAttrString(np_mod, "dtype") : NULL;
+        PyObject *d = f ? PyObject_CallFunctionObjArgs(f, o, NULL) : NULL;
+        if (d) name = PyObject_GetAttrString(d, "name");
+        Py_XDECREF(f);
         Py_XDECREF(d);
         PyErr_Clear();
-        if (!name) name = PyObject_GetAttrString(o, "name");
-        if (!name) {
-            PyErr_Clear();
-            name = PyObject_Str(o);
-        }
+        if (!name) name = PyObject_Str(o);
     }
     if (!name) return -1;
     const char *s = PyUnicode_AsUTF8AndSize(name, NULL);
@@ -134,7 +148,7 @@ int dtype_arg(PyObject *o, cuk_dtype *dt) {
         return -1;
     }
     if (cuk_dtype_from_name(s, dt) != CUK_OK) {
-        PyErr_Format(ArgumentError, "dtype %s is not supported by cuk (bool, int32, int64, uint32, uint64, float32, float64)", s);
+        PyErr_Format(ArgumentError, "dtype %s is not supported by cuk (" DTYPE_LIST ")", s);
         Py_DECREF(name);
         return -1;
     }
@@ -143,12 +157,68 @@ int dtype_arg(PyObject *o, cuk_dtype *dt) {
 }
 
 PyObject *np_mod, *np_asarray;
+
 int need_numpy(void) {
     if (np_asarray) return 0;
     np_mod = PyImport_ImportModule("numpy");
     if (!np_mod) return -1;
     np_asarray = PyObject_GetAttrString(np_mod, "asarray");
     return np_asarray ? 0 : -1;
+}
+
+static PyObject *bf16_dtype; /* np.dtype(ml_dtypes.bfloat16), once found */
+
+PyObject *bf16_numpy_dtype(const char *what) {
+    if (bf16_dtype) return bf16_dtype;
+    if (need_numpy() < 0) return NULL;
+    PyObject *ml = PyImport_ImportModule("ml_dtypes");
+    PyObject *t = ml ? PyObject_GetAttrString(ml, "bfloat16") : NULL;
+    PyObject *f = t ? PyObject_GetAttrString(np_mod, "dtype") : NULL;
+    bf16_dtype = f ? PyObject_CallFunctionObjArgs(f, t, NULL) : NULL;
+    Py_XDECREF(ml);
+    Py_XDECREF(t);
+    Py_XDECREF(f);
+    if (!bf16_dtype) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_Format(ArgumentError, "%s is bf16, and NumPy has no bfloat16 of its own: install ml_dtypes (pip install "
+                     "ml_dtypes) to get ml_dtypes.bfloat16 arrays, convert in the program (f32(x)), or keep the data on the "
+                     "device (a cuk.DeviceArray or a PyTorch tensor) [%S]", what, value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    }
+    return bf16_dtype;
+}
+
+bool is_numpy_bf16(PyObject *o) {
+    PyObject *d = PyObject_GetAttrString(o, "dtype");
+    PyObject *name = d ? PyObject_GetAttrString(d, "name") : NULL;
+    PyObject *size = d ? PyObject_GetAttrString(d, "itemsize") : NULL;
+    bool r = name && size && PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "bfloat16") == 0 &&
+             PyLong_Check(size) && PyLong_AsLong(size) == 2;
+    Py_XDECREF(d);
+    Py_XDECREF(name);
+    Py_XDECREF(size);
+    PyErr_Clear();
+    return r;
+}
+
+PyObject *numpy_contiguous(PyObject *o) {
+    if (need_numpy() < 0) return NULL;
+    return PyObject_CallMethod(np_mod, "ascontiguousarray", "O", o);
+}
+
+PyObject *bf16_bits(PyObject *o) {
+    if (need_numpy() < 0) return NULL;
+    /* asarray(o, order="C"): keeps a 0-d array 0-d, as ascontiguousarray does not */
+    PyObject *args = PyTuple_Pack(1, o), *kw = Py_BuildValue("{s:s}", "order", "C");
+    PyObject *c = args && kw ? PyObject_Call(np_asarray, args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    PyObject *r = c ? PyObject_CallMethod(c, "view", "s", "uint16") : NULL;
+    Py_XDECREF(c);
+    return r;
 }
 
 /* ---- shapes ---------------------------------------------------------------------------------- */

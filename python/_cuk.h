@@ -51,9 +51,22 @@ PyTypeObject *make_type(PyObject *mod, PyType_Spec *spec, const char *export_nam
 extern const char *const np_name[CUK_DTYPE_COUNT];  /* "float32" */
 extern const char *const typestr[CUK_DTYPE_COUNT];  /* "<f4" */
 extern const char *const buffmt[CUK_DTYPE_COUNT];   /* "f" */
+/* The dtypes, for messages. */
+#define DTYPE_LIST "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64"
 int dtype_of_format(const char *f, Py_ssize_t itemsize);
-int dtype_of_typestr(const char *t);
+int dtype_of_typestr(const char *t, bool bf16_ok);
 int dtype_arg(PyObject *o, cuk_dtype *dt);
+/* NumPy's bfloat16, ml_dtypes.bfloat16's dtype (borrowed), or NULL with ArgumentError
+   saying to install ml_dtypes; what is asked for (what) goes in the message. */
+PyObject *bf16_numpy_dtype(const char *what);
+/* Whether o is a NumPy array or scalar of ml_dtypes.bfloat16 (its dtype's name is
+   "bfloat16"; such arrays export no buffer format). */
+bool is_numpy_bf16(PyObject *o);
+/* A C-contiguous NumPy copy of o (o itself when it is one): numpy.ascontiguousarray. */
+PyObject *numpy_contiguous(PyObject *o);
+/* The bits of a bfloat16 NumPy array (is_numpy_bf16) as a C-contiguous uint16 array,
+   which exports a buffer (a view when o is contiguous, so writes reach o). */
+PyObject *bf16_bits(PyObject *o);
 
 extern PyObject *np_mod, *np_asarray;
 int need_numpy(void);
@@ -163,6 +176,8 @@ int torch_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cu
    function, the parameter, what it is and what was given, and what to do). */
 int wrong_dtype(const char *fn, const cuk_param_info *pi, cuk_dtype got);
 int wrong_rank(const char *fn, const cuk_param_info *pi, int rank, const int64_t *shape);
+/* x rounded to an IEEE half as the language's f16(x) rounds (once, to nearest even): its bits. */
+uint16_t f16_bits(double x);
 
 /* ---- memory.c ------------------------------------------------------------------------------------ */
 

@@ -52,7 +52,8 @@ static PyType_Spec hostbuf_spec = {"cuk._cuk.HostBuf", sizeof(HostBuf), 0, Py_TP
                                    hostbuf_slots};
 
 PyObject *numpy_from_host(cuk_array *a, bool scalar_for_rank0) {
-    if (need_numpy() < 0) {
+    PyObject *bf16 = NULL;
+    if (need_numpy() < 0 || (cuk_array_dtype(a) == CUK_BF16 && !(bf16 = bf16_numpy_dtype("the array")))) {
         cuk_array_free(a);
         return NULL;
     }
@@ -64,6 +65,12 @@ PyObject *numpy_from_host(cuk_array *a, bool scalar_for_rank0) {
     h->arr = a;
     PyObject *r = PyObject_CallFunctionObjArgs(np_asarray, (PyObject *)h, NULL);
     Py_DECREF(h);
+    if (r && bf16) {
+        /* the bits came as uint16 (buffmt): view them as bfloat16 */
+        PyObject *b = PyObject_CallMethod(r, "view", "O", bf16);
+        Py_DECREF(r);
+        r = b;
+    }
     if (r && scalar_for_rank0 && cuk_array_rank(a) == 0) {
         PyObject *e = PyTuple_New(0);
         PyObject *s = e ? PyObject_GetItem(r, e) : NULL;
@@ -208,8 +215,10 @@ static PyObject *devarray_repr(PyObject *self) {
 
 /* ---- DLPack export ------------------------------------------------------------------------- */
 
-static const DLDataType dl_dtype[CUK_DTYPE_COUNT] = {{6, 8, 1}, {0, 32, 1}, {0, 64, 1}, {1, 32, 1},
-                                                      {1, 64, 1}, {2, 32, 1}, {2, 64, 1}};
+/* DLPack's type codes: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6. */
+static const DLDataType dl_dtype[CUK_DTYPE_COUNT] = {{6, 8, 1}, {0, 32, 1}, {0, 64, 1}, {1, 32, 1}, {1, 64, 1},
+                                                      {2, 32, 1}, {2, 64, 1}, {0, 8, 1},  {0, 16, 1}, {1, 8, 1},
+                                                      {1, 16, 1}, {2, 16, 1}, {4, 16, 1}};
 
 /* An exported tensor: the DLManagedTensor, its shape, and the DeviceArray it keeps alive. */
 typedef struct {
@@ -433,9 +442,10 @@ static PyObject *py_device_wrap(PyObject *m, PyObject *args) {
 }
 
 int buffer_dtype(const Py_buffer *b, const char *what, cuk_dtype *dt) {
-    int d = dtype_of_format(b->format ? b->format : "B", b->itemsize);
+    /* no format: unsigned bytes (an itemsize of more is bytes of unknown meaning) */
+    int d = b->format ? dtype_of_format(b->format, b->itemsize) : b->itemsize == 1 ? CUK_U8 : -1;
     if (d < 0) {
-        PyErr_Format(ArgumentError, "%s: arrays of format '%s' (%zd-byte items) are not supported; cuk has bool, int32, int64, uint32, uint64, float32 and float64",
+        PyErr_Format(ArgumentError, "%s: arrays of format '%s' (%zd-byte items) are not supported; cuk has " DTYPE_LIST,
                      what, b->format ? b->format : "B", b->itemsize);
         return -1;
     }
@@ -448,23 +458,21 @@ static PyObject *py_to_device(PyObject *m, PyObject *o) {
     (void)m;
     Py_buffer b;
     PyObject *c = NULL;
+    bool bf16 = false;
     if (PyObject_GetBuffer(o, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyErr_Clear();
-        if (need_numpy() < 0) return NULL;
-        PyObject *f = PyObject_GetAttrString(np_mod, "ascontiguousarray");
-        c = f ? PyObject_CallFunctionObjArgs(f, o, NULL) : NULL;
-        Py_XDECREF(f);
-        if (!c) return NULL;
+        bf16 = is_numpy_bf16(o);
+        if (!(c = bf16 ? bf16_bits(o) : numpy_contiguous(o))) return NULL;
         if (PyObject_GetBuffer(c, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
             Py_DECREF(c);
             return NULL;
         }
     }
-    cuk_dtype dt;
+    cuk_dtype dt = CUK_BF16;
     int64_t shape[CUK_MAX_RANK];
     PyObject *r = NULL;
     if (b.ndim > CUK_MAX_RANK) PyErr_Format(PyExc_ValueError, "at most %d dimensions", CUK_MAX_RANK);
-    else if (buffer_dtype(&b, "to_device", &dt) == 0) {
+    else if (bf16 || buffer_dtype(&b, "to_device", &dt) == 0) {
         for (int k = 0; k < b.ndim; k++) shape[k] = b.shape ? b.shape[k] : b.len / b.itemsize;
         r = devarray_alloc(dt, b.ndim, shape, b.buf, false);
     }
@@ -491,7 +499,7 @@ int cai_arg(const char *fn, const cuk_param_info *pi, PyObject *cai, cuk_view *v
         return -1;
     }
     const char *tss = PyUnicode_Check(ts) ? PyUnicode_AsUTF8AndSize(ts, NULL) : NULL;
-    int d = dtype_of_typestr(tss ? tss : "");
+    int d = dtype_of_typestr(tss ? tss : "", pi->dtype == CUK_BF16);
     if (d < 0) {
         PyErr_Clear();
         PyErr_Format(ArgumentError, "%s(): parameter '%s': dtype %S is not supported by cuk", fn, who, ts);

@@ -2,6 +2,13 @@
    arguments into the cuk_views a call takes. */
 #include "_cuk.h"
 
+/* The language's rounding to f16 and bf16 (one round-to-nearest-even from a double), for
+   scalar arguments. ops.h compares unsigned values with 0 in its integer helpers. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#include "kernels/ops.h"
+#pragma GCC diagnostic pop
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +29,7 @@ typedef struct {
     int nparams;
     cuk_param_info *params;
     int nres; /* cuk_fn_nresults: 2 or more go through call_several */
+    bool bf16_res; /* a result is bf16: to NumPy it needs ml_dtypes */
     cuk_vectorcallfunc vectorcall; /* function_vectorcall (tp_vectorcall_offset points here) */
 } Function;
 static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
@@ -79,6 +87,12 @@ static PyObject *program_function(PyObject *self, PyObject *arg) {
         return PyErr_NoMemory();
     }
     for (int i = 0; i < r->nparams; i++) cuk_fn_param(f, i, &r->params[i]);
+    r->bf16_res = false;
+    for (int k = 0; k < r->nres; k++) {
+        cuk_dtype dt;
+        int rank;
+        if (cuk_fn_result_at(f, k, &dt, &rank) == CUK_OK && dt == CUK_BF16) r->bf16_res = true;
+    }
     r->vectorcall = function_vectorcall;
     return (PyObject *)r;
 }
@@ -106,14 +120,20 @@ static void function_dealloc(PyObject *self) {
     heap_free(self);
 }
 
+uint16_t f16_bits(double x) { return cuk_d2h(x); }
+
 /* What kind of object the caller passed, to give the result back as the same kind. */
 enum { KIND_NONE, KIND_NUMPY, KIND_FOREIGN, KIND_DEVICE };
 
 static const char *fn_name(Function *f) { return cuk_fn_name(f->f); }
 
 int wrong_dtype(const char *fn, const cuk_param_info *pi, cuk_dtype got) {
-    PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s, but the argument has dtype %s; convert it first (e.g. .astype('%s'))",
-                 fn, pi->name, pi->rank ? "an array of" : "a", np_name[pi->dtype], np_name[got], np_name[pi->dtype]);
+    char how[64];
+    /* NumPy knows bfloat16 by ml_dtypes' type, not by name; PyTorch by torch.bfloat16 */
+    if (pi->dtype == CUK_BF16) snprintf(how, sizeof how, ".astype(ml_dtypes.bfloat16) or .to(torch.bfloat16)");
+    else snprintf(how, sizeof how, ".astype('%s')", np_name[pi->dtype]);
+    PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s, but the argument has dtype %s; convert it first (e.g. %s)",
+                 fn, pi->name, pi->rank ? "an array of" : "a", np_name[pi->dtype], np_name[got], how);
     return -1;
 }
 
@@ -244,7 +264,22 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
         if (n.f == -1.0 && PyErr_Occurred()) return -1;
     } else if (PyObject_CheckBuffer(o)) {
         Py_buffer b;
-        if (PyObject_GetBuffer(o, &b, PyBUF_RECORDS_RO) < 0) return -1;
+        PyObject *bits = NULL; /* a bfloat16 NumPy scalar or array (ml_dtypes) exports no format: its bits */
+        if (PyObject_GetBuffer(o, &b, PyBUF_RECORDS_RO) < 0) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            if (!is_numpy_bf16(o)) {
+                PyErr_Restore(type, value, tb);
+                return -1;
+            }
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            if (!(bits = bf16_bits(o))) return -1;
+            int rc = PyObject_GetBuffer(bits, &b, PyBUF_RECORDS_RO);
+            Py_DECREF(bits); /* b holds it */
+            if (rc < 0) return -1;
+        }
         int r = 0;
         if (b.ndim != 0) {
             int64_t shape[CUK_MAX_RANK];
@@ -253,7 +288,14 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
             PyBuffer_Release(&b);
             return wrong_rank(fn, pi, b.ndim, shape);
         }
-        r = num_of_buffer(&b, &n);
+        if (bits) {
+            uint16_t x;
+            memcpy(&x, b.buf, 2);
+            n.kind = 'f';
+            n.f = (double)cuk_bf2f(x);
+        } else {
+            r = num_of_buffer(&b, &n);
+        }
         PyBuffer_Release(&b);
         if (r < 0) {
             PyObject *tn = type_name(o);
@@ -276,14 +318,17 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
     /* NumPy's same_kind: bool becomes anything; integers become integers and floats, but
        a signed one an unsigned one only if it is a weak Python int; floats only floats;
        nothing but bool becomes bool. */
-    bool kind_ok = dt == CUK_BOOL ? n.kind == 'b'
-                   : dt == CUK_I32 || dt == CUK_I64 ? n.kind != 'f'
-                   : dt == CUK_U32 || dt == CUK_U64 ? n.kind == 'b' || n.kind == 'u' || (n.kind == 'i' && n.weak)
-                                                    : true;
+    bool is_float = dt == CUK_F16 || dt == CUK_BF16 || dt == CUK_F32 || dt == CUK_F64;
+    bool is_unsigned = dt == CUK_U8 || dt == CUK_U16 || dt == CUK_U32 || dt == CUK_U64;
+    bool kind_ok = dt == CUK_BOOL   ? n.kind == 'b'
+                   : is_float     ? true
+                   : is_unsigned  ? n.kind == 'b' || n.kind == 'u' || (n.kind == 'i' && n.weak)
+                                  : n.kind != 'f';
     if (!kind_ok) {
-        const char *hint = dt == CUK_BOOL                 ? "pass True or False (e.g. x != 0)"
-                           : n.kind == 'f'                ? "pass an integer (e.g. int(x) or round(x))"
-                                                          : "pass a Python int or an unsigned NumPy integer (e.g. numpy.uint32(x))";
+        char hint[96];
+        if (dt == CUK_BOOL) snprintf(hint, sizeof hint, "pass True or False (e.g. x != 0)");
+        else if (n.kind == 'f') snprintf(hint, sizeof hint, "pass an integer (e.g. int(x) or round(x))");
+        else snprintf(hint, sizeof hint, "pass a Python int or an unsigned NumPy integer (e.g. numpy.%s(x))", np_name[dt]);
         PyObject *tn = type_name(o);
         PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, but the argument %R (%U) does not become %s under NumPy's same_kind casting; %s",
                      fn, pi->name, np_name[dt], o, tn, np_name[dt], hint);
@@ -291,27 +336,31 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
         return -1;
     }
     bool u = n.kind == 'u';
+    if (dt != CUK_BOOL && !is_float) {
+        /* an integer: the value must fit the parameter's range */
+        unsigned bits = (unsigned)cuk_dtype_size(dt) * 8;
+        long long lo = is_unsigned ? 0 : bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
+        unsigned long long hi = is_unsigned ? (bits == 64 ? UINT64_MAX : (1ULL << bits) - 1) : (1ULL << (bits - 1)) - 1;
+        if (u ? n.u > hi : n.i < lo || (n.i > 0 && (unsigned long long)n.i > hi)) goto range;
+    }
+    /* the value, in range, as an integer of 64 bits (narrowed below) and as a double for
+       floats (integers past 2^53 rounded to odd, so that one more rounding is exact) */
+    unsigned long long w = u ? n.u : (unsigned long long)n.i;
+    double x = n.kind == 'f' ? n.f : u ? cuk_u2d_odd(n.u) : cuk_i2d_odd(n.i);
     switch (dt) {
     case CUK_BOOL: val->b = (uint8_t)n.i; break;
-    case CUK_I32:
-        if (u ? n.u > INT32_MAX : n.i < INT32_MIN || n.i > INT32_MAX) goto range;
-        val->i32 = (int32_t)(u ? (long long)n.u : n.i);
-        break;
-    case CUK_I64:
-        if (u && n.u > INT64_MAX) goto range;
-        val->i64 = u ? (int64_t)n.u : n.i;
-        break;
-    case CUK_U32:
-        if (u ? n.u > UINT32_MAX : n.i < 0 || n.i > (long long)UINT32_MAX) goto range;
-        val->u32 = (uint32_t)(u ? n.u : (unsigned long long)n.i);
-        break;
-    case CUK_U64:
-        if (!u && n.i < 0) goto range;
-        val->u64 = u ? n.u : (uint64_t)n.i;
-        break;
-    case CUK_F32: val->f32 = (float)(n.kind == 'f' ? n.f : u ? (double)n.u : (double)n.i); break;
+    case CUK_I8: val->i8 = (int8_t)w; break;
+    case CUK_I16: val->i16 = (int16_t)w; break;
+    case CUK_I32: val->i32 = (int32_t)w; break;
+    case CUK_I64: val->i64 = (int64_t)w; break;
+    case CUK_U8: val->u8 = (uint8_t)w; break;
+    case CUK_U16: val->u16 = (uint16_t)w; break;
+    case CUK_U32: val->u32 = (uint32_t)w; break;
+    case CUK_U64: val->u64 = w; break;
+    case CUK_F16: val->f16 = cuk_d2h(x); break;
+    case CUK_BF16: val->bf16 = cuk_d2bf(x); break;
+    case CUK_F32: val->f32 = (float)x; break;
     case CUK_F64: val->f64 = n.kind == 'f' ? n.f : u ? (double)n.u : (double)n.i; break;
-    default: break;
     }
     v->dtype = dt;
     v->rank = 0;
@@ -361,9 +410,22 @@ static PyObject *host_array(const char *fn, const cuk_param_info *pi, PyObject *
 /* A host buffer (NumPy array, array.array, ...), viewed without a copy when it is
    C-contiguous. Its dtype must be the parameter's. */
 static int buffer_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
+    bool bf16 = false;
     if (PyObject_GetBuffer(o, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyErr_Clear();
-        if (!(h->keep = host_array(fn, pi, o))) return -1;
+        /* A bfloat16 NumPy array (ml_dtypes; also what a list for a bf16 parameter becomes)
+           exports no format: its bits are taken, a view where it is contiguous. */
+        PyObject *src = o;
+        if (!is_numpy_bf16(o)) {
+            if (!(h->keep = host_array(fn, pi, o))) return -1;
+            src = h->keep;
+        }
+        if (is_numpy_bf16(src)) {
+            PyObject *bits = bf16_bits(src);
+            Py_XDECREF(h->keep); /* bits keeps its base */
+            if (!(h->keep = bits)) return -1;
+            bf16 = true;
+        }
         if (PyObject_GetBuffer(h->keep, &h->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
             /* NumPy made an array it cannot export (object or datetime dtype, ...) */
             PyObject *type, *value, *tb;
@@ -377,10 +439,10 @@ static int buffer_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Hel
         }
     }
     h->has_buf = true;
-    cuk_dtype dt;
+    cuk_dtype dt = CUK_BF16;
     char what[256];
     snprintf(what, sizeof what, "%s(): parameter '%s'", fn, pi->name);
-    if (buffer_dtype(&h->buf, what, &dt) < 0) return -1;
+    if (!bf16 && buffer_dtype(&h->buf, what, &dt) < 0) return -1;
     if (dt != pi->dtype) return wrong_dtype(fn, pi, dt);
     if (h->buf.ndim > CUK_MAX_RANK) {
         PyErr_Format(ArgumentError, "%s: at most %d dimensions", what, CUK_MAX_RANK);
@@ -717,6 +779,12 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
         }
         held_release(&oh);
         goto done;
+    }
+    if (f->bf16_res && kind < KIND_FOREIGN) {
+        /* the result comes to the host as NumPy: fail before running if it cannot */
+        char what[160];
+        snprintf(what, sizeof what, "%s()'s result", fn_name(f));
+        if (!bf16_numpy_dtype(what)) goto done;
     }
     if (f->nres >= 2) {
         result = call_several(f, vp, n, f->nres, kind, foreign);

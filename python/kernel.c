@@ -252,6 +252,11 @@ static int pack_arg(Pack *p, int i, PyObject *o, char fmt) {
             memcpy(dst, &v, 8);
             break;
         }
+        case 'e': { /* numpy.float16: the half's bits (a kernel's __half) */
+            uint16_t v = f16_bits(PyFloat_AsDouble(o));
+            memcpy(dst, &v, 2);
+            break;
+        }
         case 'b': case 'B': case 'h': case 'H': case 'i': case 'I': case 'l': case 'L': case 'q': case 'Q': case '?': {
             PyObject *ix = PyNumber_Index(o);
             if (!ix && (fmt == 'l' || fmt == 'L' || fmt == 'q' || fmt == 'Q')) {

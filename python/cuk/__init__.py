@@ -136,6 +136,8 @@ def asnumpy(a):
 def _dtype_name(dtype):
     import numpy as np
 
+    if isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
+        return "bfloat16"  # NumPy knows it only through ml_dtypes
     return np.dtype(dtype).name
 
 
@@ -149,6 +151,8 @@ def _convert_result(template, result):
     if mod == "torch":
         import torch
 
+        if result.dtype == "bfloat16":  # the CUDA array interface has no bfloat16: DLPack has
+            return torch.from_dlpack(result)
         return torch.as_tensor(result, device=template.device)
     if mod == "numba":
         from numba import cuda
@@ -157,7 +161,10 @@ def _convert_result(template, result):
     return result
 
 
-_DTYPE_NAMES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64")
+# By cuk's dtype index (api/cuk_program.h's enum cuk_dtype).
+_DTYPE_NAMES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64", "int8", "int16", "uint8", "uint16",
+                "float16", "bfloat16")
+_BF16 = _DTYPE_NAMES.index("bfloat16")
 
 
 def _result_maker(tp):
@@ -171,7 +178,11 @@ def _result_maker(tp):
     cuk computed the result on the legacy default stream; the caller's library goes on
     using it on its current stream, which may be a non-blocking one (a
     ``torch.cuda.stream(s)`` or ``cupy.cuda.Stream(non_blocking=True)`` block): the maker
-    makes that stream wait for cuk's work (an event wait on the device)."""
+    makes that stream wait for cuk's work (an event wait on the device).
+
+    CuPy has no bfloat16: a bf16 result of a call with CuPy arguments comes back as the
+    :class:`DeviceArray` itself (``torch.from_dlpack`` takes it; or return ``f32(...)``).
+    PyTorch's come back as ``torch.bfloat16`` tensors, through DLPack's kDLBfloat."""
     mod = tp.__module__.split(".")[0]
     try:
         if mod == "cupy":
@@ -180,9 +191,11 @@ def _result_maker(tp):
 
             unowned, memptr, ndarray = cupy.cuda.UnownedMemory, cupy.cuda.MemoryPointer, cupy.ndarray
             current_stream, wait_cuk = cupy.cuda.get_current_stream, _cuk.stream_wait_cuk
-            dts = [np.dtype(n) for n in _DTYPE_NAMES]
+            dts = [np.dtype(n) if k != _BF16 else None for k, n in enumerate(_DTYPE_NAMES)]
 
             def make_cupy(owner, ptr, nbytes, shape, dt, dev):
+                if dt == _BF16:
+                    return owner
                 s = current_stream().ptr
                 if s:  # 0 is CuPy's null stream, the legacy one, already after cuk's work
                     wait_cuk(s)
@@ -225,7 +238,16 @@ def _sequence_arg(value, dtype, fn, param):
     import numpy as np
 
     where = f"{fn}(): parameter '{param}' is an array of {dtype}"
-    target = np.dtype(dtype)
+    if dtype == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ArgumentError(f"{where}, and NumPy has no bfloat16 of its own to convert the "
+                                f"{type(value).__name__} to: install ml_dtypes (pip install ml_dtypes) or pass a "
+                                "torch.bfloat16 tensor") from None
+        target = np.dtype(ml_dtypes.bfloat16)
+    else:
+        target = np.dtype(dtype)
     try:
         a = np.asarray(value)
     except (ValueError, TypeError, OverflowError) as e:

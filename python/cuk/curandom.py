@@ -15,7 +15,7 @@ def _gen(kind, shape, dtype, seed, into=None):
     shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(s) for s in shape)
     dtype = _canon(dtype)
     if dtype.kind != "f":
-        raise ValueError(f"{kind}: dtype must be float32 or float64, not {dtype}")
+        raise ValueError(f"{kind}: dtype must be a float dtype (float16, float32, float64), not {dtype}")
     if seed is None:
         seed = next(_seeds)
     t = _ty(dtype)

@@ -20,13 +20,35 @@ from ._cuk import ArgumentError, Error
 
 _SUPPORTED = {
     np.dtype(np.bool_): "bool",
+    np.dtype(np.int8): "i8",
+    np.dtype(np.int16): "i16",
     np.dtype(np.int32): "i32",
     np.dtype(np.int64): "i64",
+    np.dtype(np.uint8): "u8",
+    np.dtype(np.uint16): "u16",
     np.dtype(np.uint32): "u32",
     np.dtype(np.uint64): "u64",
+    np.dtype(np.float16): "f16",
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
 }
+# NumPy has no bfloat16 of its own: ml_dtypes.bfloat16 (JAX's) is cuk's bf16 where it is
+# installed; its dtype is named "bfloat16".
+_DTYPE_LIST = ("bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64, "
+               "bfloat16 (ml_dtypes)")
+
+
+def _np_dtype(dtype):
+    """np.dtype(dtype), with "bfloat16" (a cuk.DeviceArray's dtype name) as
+    ml_dtypes.bfloat16."""
+    if isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ArgumentError("bfloat16 arrays need ml_dtypes (pip install ml_dtypes): NumPy has no bfloat16 of "
+                                "its own") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
 
 
 def _backend():
@@ -57,17 +79,18 @@ def __getattr__(name):
 
 
 def _ty(dtype):
-    dtype = np.dtype(dtype)
+    dtype = _np_dtype(dtype)
     try:
         return _SUPPORTED[dtype]
     except KeyError:
-        raise ArgumentError(f"dtype {dtype} is not supported by cuk (bool, int32, int64, uint32, uint64, float32, "
-                            f"float64)") from None
+        if dtype.name == "bfloat16" and dtype.itemsize == 2:
+            return "bf16"
+        raise ArgumentError(f"dtype {dtype} is not supported by cuk ({_DTYPE_LIST})") from None
 
 
 def _canon(dtype):
-    """NumPy's dtype, narrowed to what cuk has (int8/16 and float16 are not)."""
-    dtype = np.dtype(dtype)
+    """NumPy's dtype, checked to be one cuk has (complex, float128, strings are not)."""
+    dtype = _np_dtype(dtype)
     _ty(dtype)
     return dtype
 
@@ -148,8 +171,8 @@ class _Gen:
         t = _ty(e.dtype)
         if e.op == "cast":
             return f"{t}({self.expr(e.args[0])})"
-        if e.op == "neg":
-            return f"(-{self.expr(e.args[0])})"
+        if e.op == "neg":  # NumPy's -x of unsigned x wraps; the language spells that 0 - x
+            return f"(0 - {self.expr(e.args[0])})" if e.dtype.kind == "u" else f"(-{self.expr(e.args[0])})"
         if e.op == "not":
             return f"(!{self.expr(e.args[0])})"
         if e.op in _BINOPS:
@@ -198,7 +221,11 @@ def _leaf_of(x):
 
 
 def _result_dtype(op, a, b):
-    if a.dtype is None:
+    if a.dtype is None and b.dtype is not None and b.dtype.name == "bfloat16" and isinstance(a.value, (int, float)):
+        dt = b.dtype  # a Python number takes bfloat16's type (ml_dtypes has no promotion for floats)
+    elif b.dtype is None and a.dtype is not None and a.dtype.name == "bfloat16" and isinstance(b.value, (int, float)):
+        dt = a.dtype
+    elif a.dtype is None:
         dt = np.result_type(a.value, np.empty(0, b.dtype))
     elif b.dtype is None:
         dt = np.result_type(np.empty(0, a.dtype), b.value)
@@ -206,7 +233,7 @@ def _result_dtype(op, a, b):
         dt = np.result_type(a.dtype, b.dtype)
     if op == "div" and dt.kind in "iub":
         dt = np.dtype(np.float64)
-    return _canon(dt if dt != np.float16 else np.float32)
+    return _canon(dt)
 
 
 def _bshape(a, b):
@@ -239,8 +266,10 @@ def _binary(op, x, y, reflected=False):
 def _unary(op, x, float_only=False):
     e = _leaf_of(x)
     dt = e.dtype
-    if float_only and dt.kind != "f":
-        dt = np.dtype(np.float64)
+    if float_only and dt.kind != "f" and dt.name != "bfloat16":
+        # NumPy's ufunc loops: bool, int8 and uint8 give float16, 16-bit integers float32,
+        # the rest float64 (numpy.sqrt(numpy.int8(4)) is a float16)
+        dt = np.result_type(dt, np.float16)
         e = _cast(e, dt)
     return GPUArray._lazy(_Node(op, [e], e.shape, dt))
 
@@ -300,7 +329,7 @@ class GPUArray:
         a._data = data
         a._expr = None
         a._shape = tuple(data.shape)
-        a._dtype = np.dtype(data.dtype)
+        a._dtype = _np_dtype(data.dtype)
         a.allocator = None
         a.base = base
         return a
@@ -452,7 +481,11 @@ class GPUArray:
     def __neg__(self): return _unary("neg", self)
     def __pos__(self): return self
     def __abs__(self): return _unary("abs", self)
-    def __invert__(self): return _unary("not", self) if self._dtype == np.bool_ else _binary("xor", self, -1)
+    def __invert__(self):
+        if self._dtype == np.bool_:
+            return _unary("not", self)
+        # all ones: -1, or the unsigned maximum (a -1 would make NumPy widen the type)
+        return _binary("xor", self, int(np.iinfo(self._dtype).max) if self._dtype.kind == "u" else -1)
     __hash__ = None
 
     def _inplace(self, op, o):
@@ -522,7 +555,7 @@ class GPUArray:
         return self.reshape(self.size)
 
     def view(self, dtype=None):
-        if dtype is None or np.dtype(dtype) == self._dtype:
+        if dtype is None or _np_dtype(dtype) == self._dtype:
             return self.reshape(self._shape)
         dtype = _canon(dtype)
         if self.nbytes % dtype.itemsize:
@@ -603,7 +636,12 @@ class GPUArray:
         return min(self)
 
     def mean(self):
-        return sum(self.astype(np.float64) if self._dtype.kind != "f" else self) / self.size
+        if self._dtype.kind != "f" and self._dtype.name != "bfloat16":
+            return sum(self.astype(np.float64)) / self.size
+        if self._dtype.itemsize == 2:
+            # as NumPy does for float16: summed and divided in float32, rounded once
+            return (sum(self, np.float32) / self.size).astype(self._dtype)
+        return sum(self) / self.size
 
     def dot(self, other):
         return dot(self, other)
@@ -710,7 +748,7 @@ def _wrap_0d(out):
         if backend() == "gpu":
             out = _cuk.to_device(np.ascontiguousarray(out))
     else:
-        out = _cuk.device_wrap(out.__cuda_array_interface__["data"][0], (), np.dtype(out.dtype).name, out)
+        out = _cuk.device_wrap(out.__cuda_array_interface__["data"][0], (), _np_dtype(out.dtype).name, out)
     return GPUArray._wrap(out)
 
 
