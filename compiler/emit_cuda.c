@@ -87,6 +87,8 @@ static const char *cast_text(Arena *a, DType to, DType from, const char *x) {
     if (to == DT_BOOL && dtype_is_half(from)) return arena_printf(a, "(uint8_t)((float)(%s) != 0.0f)", x);
     if (to == DT_BOOL) return arena_printf(a, "(uint8_t)((%s) != 0)", x);
     if (float_to_int(from, to)) return arena_printf(a, "cuk_f2i<%s>(%s)", ctype(to), x);
+    if (dtype_is_half(from) && dtype_is_half(to)) /* through f32, exactly as the CPU */
+        return arena_printf(a, "(%s)((float)(%s))", ctype(to), x);
     return arena_printf(a, "(%s)(%s)", ctype(to), x);
 }
 

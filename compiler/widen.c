@@ -1,5 +1,10 @@
 /* The narrow types are storage types. f16 and bf16 are computed in f32 and rounded back
-   (DESIGN.md, "Types"); the 8- and 16-bit integers are computed in i32 and wrapped back,
+   (DESIGN.md, "Types") once per elementwise expression: an op's f32 result feeds the
+   elementwise ops that use it unrounded, and is rounded where the value leaves the
+   expression (a reduction, sort, index op or statement reads it, or an explicit cast),
+   as torch.compile and XLA compute fused expressions, so both backends give the same
+   bits whatever the kernels; the 8- and 16-bit integers are computed in i32 and wrapped back
+   after every op,
    which gives the same bits as arithmetic in the narrow type for every op the language
    has (the ring ops, bitwise ops, shifts and powers agree modulo 2^8 and 2^16; division,
    comparisons, min and max see the same values). This pass rewrites every op that
@@ -23,6 +28,7 @@ typedef struct Widen {
     int n0;        /* ids below this existed before the pass */
     bool *done;    /* [n0]: visited */
     Val **wide;    /* [n0]: the shared cast of a value to its wide type */
+    bool *ewsplit; /* [n0]: an elementwise op now cast(its wide copy) */
     Val **lams;    /* lambda bodies rewritten (old root, new root), pairs */
     int nlams, caplams;
 } Widen;
@@ -38,6 +44,7 @@ static Val *cast_val(Widen *w, Val *x, DType dt) {
 /* x in its wide type (x itself where it is not narrow). */
 static Val *widened(Widen *w, Val *x) {
     if (!x || !narrow(x->dt)) return x;
+    if (x->id < w->n0 && w->ewsplit[x->id]) return x->args[0]; /* still in the expression */
     if (x->id < w->n0) {
         if (!w->wide[x->id]) w->wide[x->id] = cast_val(w, x, dtype_wide(x->dt));
         return w->wide[x->id];
@@ -155,7 +162,11 @@ static void rewrite(Widen *w, Val *v) {
     }
     default: break;
     }
-    if (narrow(dt)) u = split(w, v, dtype_wide(dt));
+    if (narrow(dt)) {
+        u = split(w, v, dtype_wide(dt));
+        /* the integers wrap after every op: (a + b) / 2 must see a + b wrapped */
+        if (dtype_is_half(dt) && op_is_ew(u->op) && v->id < w->n0) w->ewsplit[v->id] = true;
+    }
     /* Every narrow operand, widened: they are values, a scatter's destination, a
        generator's ends, unique's fallback; sizes and offsets are i64. sort's second
        operand is the sort_by_key it computes alongside (fixed in sortkv_link). */
@@ -203,6 +214,7 @@ void widen_program(Arena *a, Program *p) {
         Widen w = {.a = a, .f = f, .n0 = f->nvals};
         w.done = NEWN(a, bool, (size_t)f->nvals + 1);
         w.wide = NEWN(a, Val *, (size_t)f->nvals + 1);
+        w.ewsplit = NEWN(a, bool, (size_t)f->nvals + 1);
         visit_stmts(&w, f->body);
     }
 }

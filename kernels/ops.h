@@ -186,7 +186,7 @@ CUK_FN uint8_t cuk_iabs(uint8_t a) { return a; }
    what both backends need is conversion, the same bits on both. From a double the
    rounding is one round-to-nearest-even; f32 and integers of up to 53 bits convert to
    double exactly, and wider integers go through cuk_i2d_odd (round to odd), after
-   which the rounding to 11 or 8 bits is still correct. NaN stays NaN (quiet). */
+   which the rounding to 11 or 8 bits is still correct. Every NaN becomes the quiet NaN. */
 CUK_FN double cuk_u2d_odd(uint64_t v) {
     if (v < (1ull << 53)) return (double)v;
     int s = 0;
@@ -213,8 +213,9 @@ CUK_FN uint16_t cuk_d2narrow(double x, int mb, int eb) {
     const int ex = (int)((b >> 52) & 0x7ff);
     const uint64_t man = b & ((1ull << 52) - 1);
     const int emax = (1 << eb) - 1, bias = (1 << (eb - 1)) - 1;
-    if (ex == 0x7ff) /* inf, NaN (quiet, top payload bits kept) */
-        return (uint16_t)(sign | (emax << mb) | (man ? (1u << (mb - 1)) | (uint32_t)(man >> (52 - mb)) : 0u));
+    if (ex == 0x7ff) /* inf; NaN becomes the quiet NaN (0x7e00, 0x7fc0), the same on the GPU, whose
+                        conversions drop NaNs' signs and payloads */
+        return man ? (uint16_t)((emax << mb) | (1u << (mb - 1))) : (uint16_t)(sign | (emax << mb));
     if (ex == 0) return sign; /* zero, and doubles far below either type's subnormals */
     const int e = ex - 1023 + bias; /* the target's biased exponent */
     if (e >= emax) return (uint16_t)(sign | (emax << mb));

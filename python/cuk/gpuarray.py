@@ -169,6 +169,14 @@ class _Gen:
         if isinstance(e, _Leaf):
             return self.leaf(e)
         t = _ty(e.dtype)
+        if t in ("f16", "bf16") and e.op != "cast":
+            # PyCUDA rounds each operation's result to the array's type; the language
+            # rounds a 16-bit float expression once, at its end, unless a cast says so
+            return f"{t}({self._expr(e)})"
+        return self._expr(e)
+
+    def _expr(self, e):
+        t = _ty(e.dtype)
         if e.op == "cast":
             return f"{t}({self.expr(e.args[0])})"
         if e.op == "neg":  # NumPy's -x of unsigned x wraps; the language spells that 0 - x
