@@ -254,13 +254,13 @@ CUK_FN float cuk_h2f(uint16_t h) {
 CUK_FN uint16_t cuk_f2h(float x) {
     unsigned short h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-    return x != x ? cuk_d2h((double)x) : h; /* NaN: the payload, as the CPU keeps it */
+    return x != x ? (uint16_t)0x7e00 : h; /* NaN: the quiet NaN, as the CPU's (cuk_d2narrow) */
 }
 CUK_FN uint16_t cuk_f2bf(float x) {
 #if __CUDA_ARCH__ >= 800
     unsigned short h;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
-    return x != x ? cuk_d2bf((double)x) : h;
+    return x != x ? (uint16_t)0x7fc0 : h;
 #else
     return cuk_d2bf((double)x);
 #endif
