@@ -10,7 +10,8 @@ _Static_assert((int)CUK_BOOL == DT_BOOL && (int)CUK_I32 == DT_I32 && (int)CUK_I6
                    (int)CUK_U32 == DT_U32 && (int)CUK_U64 == DT_U64 && (int)CUK_F32 == DT_F32 &&
                    (int)CUK_F64 == DT_F64 && (int)CUK_I8 == DT_I8 && (int)CUK_I16 == DT_I16 &&
                    (int)CUK_U8 == DT_U8 && (int)CUK_U16 == DT_U16 && (int)CUK_F16 == DT_F16 &&
-                   (int)CUK_BF16 == DT_BF16 && CUK_DTYPE_COUNT == DT_COUNT && CUK_MAX_RANK == MAXRANK,
+                   (int)CUK_BF16 == DT_BF16 && (int)CUK_C64 == DT_C64 && (int)CUK_C128 == DT_C128 &&
+                   CUK_DTYPE_COUNT == DT_COUNT && CUK_MAX_RANK == MAXRANK,
                "cuk_dtype must mirror DType");
 
 const char *cuk_dtype_name(cuk_dtype dt) {
@@ -29,7 +30,8 @@ cuk_status cuk_dtype_from_name(const char *name, cuk_dtype *dt) {
                  {"float64", CUK_F64},   {"float", CUK_F64},   {"int", CUK_I64},
                  {"int8", CUK_I8},       {"int16", CUK_I16},   {"uint8", CUK_U8},
                  {"uint16", CUK_U16},    {"float16", CUK_F16}, {"half", CUK_F16},
-                 {"bfloat16", CUK_BF16}};
+                 {"bfloat16", CUK_BF16}, {"complex64", CUK_C64}, {"complex128", CUK_C128},
+                 {"complex", CUK_C128}};
     if (!name || !dt) return err_set(CUK_ERR_INVALID, "cuk_dtype_from_name: NULL argument");
     DType d;
     if (dtype_from_name(name, &d)) {

@@ -18,8 +18,9 @@ extern "C" {
 #define CUK_ERR_RUNTIME ((cuk_status)11)
 
 /* Element types, in the language's order (bool i32 i64 u32 u64 f32 f64, then the ones
-   added later: i8 i16 u8 u16 f16 bf16). CUK_F16 and CUK_BF16 elements are the 16 bits
-   of an IEEE binary16 and of a bfloat16 (the top half of a float). */
+   added later: i8 i16 u8 u16 f16 bf16 c64 c128). CUK_F16 and CUK_BF16 elements are the
+   16 bits of an IEEE binary16 and of a bfloat16 (the top half of a float); CUK_C64 and
+   CUK_C128 two floats or doubles, the real part first (C's and NumPy's layout). */
 typedef enum cuk_dtype {
     CUK_BOOL = 0,
     CUK_I32 = 1,
@@ -34,8 +35,10 @@ typedef enum cuk_dtype {
     CUK_U16 = 10,
     CUK_F16 = 11,
     CUK_BF16 = 12,
+    CUK_C64 = 13,
+    CUK_C128 = 14,
 } cuk_dtype;
-#define CUK_DTYPE_COUNT 13
+#define CUK_DTYPE_COUNT 15
 #define CUK_MAX_RANK 8
 
 /* One element of any dtype, as the dtype stores it (a bool is one byte): what
@@ -54,6 +57,8 @@ typedef union cuk_scalar {
     uint16_t u16;
     uint16_t f16;  /* the bits of the half */
     uint16_t bf16; /* the bits of the bfloat16 */
+    float c64[2];  /* re, im */
+    double c128[2];
 } cuk_scalar;
 
 /* "f32" etc., NULL for a bad value. */

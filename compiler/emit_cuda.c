@@ -92,6 +92,17 @@ static const char *cast_text(Arena *a, DType to, DType from, const char *x) {
     return arena_printf(a, "(%s)(%s)", ctype(to), x);
 }
 
+/* The elementwise ops outside the op table (casts, a complex number's parts and its
+   packing, compiler/widen.c) as expressions of their operands' texts; NULL for the rest. */
+static const char *special_text(Arena *a, const Val *v, const char *const *x) {
+    switch (v->op) {
+    case OP_CAST: return cast_text(a, v->dt, v->args[0]->dt, x[0]);
+    case OP_CPART: return arena_printf(a, "(%s).%s", x[0], v->axis ? "im" : "re");
+    case OP_CPACK: return arena_printf(a, "%s((%s), (%s))", ctype(v->dt), x[0], x[1]);
+    default: return NULL;
+    }
+}
+
 /* The dtype whose column and operand types an ew op uses. */
 static DType ew_operand_dt(const Val *v) {
     if (v->op == OP_SELECT) return v->args[1]->dt;
@@ -151,6 +162,22 @@ static void literal(char *buf, size_t n, DType dt, Scalar c) {
     }
     case DT_BOOL: snprintf(buf, n, "(uint8_t)%d", c.i ? 1 : 0); break;
     case DT_F16: snprintf(buf, n, "cuk_f16_of(0x%04x) /* %.5g */", cuk_d2h(c.f), c.f); break;
+    case DT_C64: {
+        float re = (float)c.z[0], im = (float)c.z[1];
+        uint32_t br, bi;
+        memcpy(&br, &re, 4);
+        memcpy(&bi, &im, 4);
+        snprintf(buf, n, "cuk_c64(__int_as_float(0x%08x), __int_as_float(0x%08x))", br, bi);
+        break;
+    }
+    case DT_C128: {
+        uint64_t br, bi;
+        memcpy(&br, &c.z[0], 8);
+        memcpy(&bi, &c.z[1], 8);
+        snprintf(buf, n, "cuk_c128(__longlong_as_double(0x%016llxLL), __longlong_as_double(0x%016llxLL))",
+                 (unsigned long long)br, (unsigned long long)bi);
+        break;
+    }
     case DT_BF16: snprintf(buf, n, "cuk_bf16_of(0x%04x) /* %.4g */", cuk_d2bf(c.f), c.f); break;
     case DT_U8:
     case DT_U16:
@@ -441,8 +468,9 @@ static void emit_ew_at(KE *ke, Val *v, int q, Val *x, const char *S, const char 
         }
     }
     ind(b, d);
-    if (x->op == OP_CAST) {
-        bprintf(b, "%s = %s;\n", out, cast_text(ke->e->a, x->dt, x->args[0]->dt, names[0]));
+    const char *sp = special_text(ke->e->a, x, names);
+    if (sp) {
+        bprintf(b, "%s = %s;\n", out, sp);
     } else {
         need_helper(ke->e, x);
         char hn[64];
@@ -767,10 +795,13 @@ static void df_val(DF *f, const Val *v, int d) {
     char r[128];
     const char *T = ctype(v->dt);
     Buf *b = f->b;
-    if (v->op == OP_CAST) {
+    if (v->op == OP_CAST || v->op == OP_CPART || v->op == OP_CPACK) {
+        char r1[128] = "";
         df_ref(v->args[0], r, sizeof r);
+        if (v->nargs > 1) df_ref(v->args[1], r1, sizeof r1);
+        const char *xs[2] = {r, r1};
         ind(b, d);
-        bprintf(b, "const %s t%d = %s;\n", T, v->id, cast_text(f->e->a, v->dt, v->args[0]->dt, r));
+        bprintf(b, "const %s t%d = %s;\n", T, v->id, special_text(f->e->a, v, xs));
         return;
     }
     const char *callee;
@@ -930,10 +961,15 @@ static void emit_node(KE *ke, Val *v, int d) {
         return;
     }
     case OP_CAST:
+    case OP_CPART:
+    case OP_CPACK: {
         ref(ke, v->args[0], r0, sizeof r0);
+        if (v->nargs > 1) ref(ke, v->args[1], r1, sizeof r1);
+        const char *xs[2] = {r0, r1};
         ind(b, d);
-        bprintf(b, "const %s v%d = %s;\n", T, v->id, cast_text(ke->e->a, v->dt, v->args[0]->dt, r0));
+        bprintf(b, "const %s v%d = %s;\n", T, v->id, special_text(ke->e->a, v, xs));
         return;
+    }
     case OP_IOTA:
         emit_offset(ke, v, d);
         ind(b, d);

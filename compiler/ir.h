@@ -18,10 +18,14 @@
    they are classes of the same layout). No arithmetic: the IR widens it to f32. */
 typedef struct cuk_f16 { uint16_t bits; } cuk_f16;
 typedef struct cuk_bf16 { uint16_t bits; } cuk_bf16;
+/* The complex types' storage: NumPy's complex64 and complex128 (re, then im). */
+typedef struct cuk_c64 { float re, im; } cuk_c64;
+typedef struct cuk_c128 { double re, im; } cuk_c128;
 
 /* X(NAME, spelling, C storage type, C unsigned twin, is_float, is_int, is_signed, npy code).
    New types go at the end: the codes are the C API's (api/cuk_program.h). DTYPES_NUM
-   leaves out the 16-bit floats, whose storage type is no C number. */
+   leaves out the 16-bit floats and the complex types, whose storage types are no C
+   numbers. */
 #define DTYPES_NUM(X)                                          \
     X(BOOL, "bool", uint8_t, uint8_t, 0, 0, 0, "|b1")           \
     X(I32, "i32", int32_t, uint32_t, 0, 1, 1, "<i4")            \
@@ -34,10 +38,14 @@ typedef struct cuk_bf16 { uint16_t bits; } cuk_bf16;
     X(I16, "i16", int16_t, uint16_t, 0, 1, 1, "<i2")            \
     X(U8, "u8", uint8_t, uint8_t, 0, 1, 0, "|u1")               \
     X(U16, "u16", uint16_t, uint16_t, 0, 1, 0, "<u2")
-#define DTYPES(X)                                              \
+#define DTYPES_REAL(X)                                         \
     DTYPES_NUM(X)                                              \
     X(F16, "f16", cuk_f16, uint16_t, 1, 0, 1, "<f2")            \
     X(BF16, "bf16", cuk_bf16, uint16_t, 1, 0, 1, "<V2") /* NumPy has none: ml_dtypes saves it as V2 */
+#define DTYPES(X)                                              \
+    DTYPES_REAL(X)                                             \
+    X(C64, "c64", cuk_c64, uint64_t, 0, 0, 1, "<c8")            \
+    X(C128, "c128", cuk_c128, uint64_t, 0, 0, 1, "<c16")
 
 typedef enum {
 #define X(n, ...) DT_##n,
@@ -59,6 +67,10 @@ bool dtype_from_name(const char *name, DType *out);
 /* The 16-bit floats, computed in f32; and the type the IR computes a narrow type in
    (compiler/widen.c): f32 for them, i32 for the 8- and 16-bit integers, else dt. */
 static inline bool dtype_is_half(DType dt) { return dt == DT_F16 || dt == DT_BF16; }
+/* The complex types, and the real type of their parts (f32, f64; dt itself otherwise). */
+static inline bool dtype_is_complex(DType dt) { return dt == DT_C64 || dt == DT_C128; }
+static inline DType dtype_part(DType dt) { return dt == DT_C64 ? DT_F32 : dt == DT_C128 ? DT_F64 : dt; }
+static inline DType dtype_complex_of(DType dt) { return dt == DT_F64 ? DT_C128 : DT_C64; }
 static inline DType dtype_wide(DType dt) {
     return dtype_is_half(dt) ? DT_F32 : (dt == DT_I8 || dt == DT_I16 || dt == DT_U8 || dt == DT_U16) ? DT_I32 : dt;
 }
@@ -138,7 +150,8 @@ typedef enum {
     X(SHR, "shr", 0, 2, OC_BITS, 1, 0, 0, cuk_shr(a, b))                                                                                    \
     X(SELECT, "select", "where", 3, OC_SELECT, 1, (a ? b : c), (a ? b : c), (a ? b : c))                                                    \
     X(CLAMP, "clamp", "clamp", 3, OC_CLAMP, 1, cuk_fminf(cuk_fmaxf(a, b), c), cuk_fmin(cuk_fmax(a, b), c), (a < b ? b : (a > c ? c : a))) \
-    X(HEDGE, "hedge", 0, 3, OC_CLAMP, 2, cuk_hedgef(a, b, c), cuk_hedge(a, b, c), 0) /* a * b + c, never contracted to an fma: histogram's bin edges, as NumPy's linspace */
+    X(HEDGE, "hedge", 0, 3, OC_CLAMP, 2, cuk_hedgef(a, b, c), cuk_hedge(a, b, c), 0) /* a * b + c, never contracted to an fma: histogram's bin edges, as NumPy's linspace */ \
+    X(HYPOT, "hypot", "hypot", 2, OC_FLOAT, 8, hypotf(a, b), hypot(a, b), 0) /* sqrt(a^2 + b^2) without overflow: abs of a complex */
 
 /* The other ops, one row each: X(NAME, spelling, kind, value operands, cost). Value
    operands are a bit per operand (VA_ALL: every one) that a kernel reads as element
@@ -225,6 +238,10 @@ typedef enum {
                                              loT, hiT, norm (x's type): histogram()'s bin of  \
                                              each x, i64, -1 outside [loT, hiT] or NaN         \
                                              (cuk_hbin_*, kernels/ops.h; sema.c hist_bins) */   \
+    X(CPART, "cpart", OK_EW, VA_ALL, 1) /* args: z (complex): its real (v->axis 0) or imaginary \
+                                           (1) part, of type dtype_part(z) (compiler/widen.c) */ \
+    X(CPACK, "cpack", OK_EW, VA_ALL, 1) /* args: re, im (one real type, broadcast): the complex \
+                                           re + im i (compiler/widen.c) */                       \
     X(SCALARCALL, "scalarcall", OK_EW, VA_ALL, 40) /* v->fn(args...) per element (broadcast): a \
                                              function of scalars with control flow, run inside \
                                              the kernel (a __device__ function on the GPU) */
@@ -296,7 +313,8 @@ enum { SL_RANGE = 0, SL_INDEX = 1 };
 typedef union Scalar {
     int64_t i; /* bool and signed ints */
     uint64_t u;/* unsigned ints */
-    double f;  /* f32 and f64 */
+    double f;  /* f32 and f64 (and the 16-bit floats) */
+    double z[2]; /* c64 and c128: re (z[0], which is f), im */
 } Scalar;
 
 typedef struct Fn Fn;

@@ -253,7 +253,7 @@ static int edit_distance(const char *a, const char *b) {
    The elementwise builtins are EW_OPS' spelling column and the reductions and scans
    RED_OPS' (compiler/ir.h); casts are the dtype names. The rest are listed here once,
    with the kind of lowering each gets. */
-typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT, B_STMT, B_LOAD, B_HIST } BuiltinKind;
+typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT, B_STMT, B_LOAD, B_HIST, B_COMPLEX } BuiltinKind;
 #define OTHER_BUILTINS(X)                                                                        \
     X("mean", B_MEAN) X("reduce", B_GENERIC) X("scan", B_GENERIC) X("map", B_MAP)               \
     X("iota", B_GEN) X("zeros", B_GEN) X("ones", B_GEN) X("full", B_GEN) X("linspace", B_GEN)   \
@@ -264,7 +264,9 @@ typedef enum { B_EW, B_REDUCE, B_SCAN, B_MEAN, B_GENERIC, B_MAP, B_GEN, B_STRUCT
     X("partition", B_STRUCT) X("sort", B_STRUCT) X("argsort", B_STRUCT) X("searchsorted", B_STRUCT) \
     X("sort_by_key", B_STRUCT) X("unique", B_STRUCT) X("top_k", B_STRUCT)                      \
     X("scatter", B_HIST) X("reduce_by_index", B_HIST) X("bincount", B_HIST) X("histogram", B_HIST) \
-    X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)
+    X("print", B_STMT) X("save", B_STMT) X("load", B_LOAD)                                      \
+    X("complex", B_COMPLEX) X("real", B_COMPLEX) X("imag", B_COMPLEX) X("conj", B_COMPLEX)     \
+    X("arg", B_COMPLEX)
 
 typedef struct Builtin {
     const char *name;
@@ -471,6 +473,18 @@ static void check_height(Ctx *c, Val *v, Loc loc) {
 /* ---- weak literals -------------------------------------------------------------------- */
 
 static bool is_numeric(DType dt) { return dt != DT_BOOL && dt < DT_COUNT; }
+/* An error for an operation the complex numbers do not have: one that needs an order
+   (order set), or one not done for them yet; true if x is not complex. */
+static bool no_complex(Ctx *c, const Val *x, Loc loc, const char *what, bool order) {
+    if (!x || x->dt >= DT_COUNT || !dtype_is_complex(x->dt)) return true;
+    if (order)
+        diag_error(c->d, loc, "%s needs an order, and complex numbers (%s) have none; use abs(z) or real(z)", what,
+                   dtype_info[x->dt].name);
+    else
+        diag_error(c->d, loc, "%s of complex numbers (%s) is not supported yet; take real(z) and imag(z) apart", what,
+                   dtype_info[x->dt].name);
+    return false;
+}
 static bool is_float(DType dt) { return dt < DT_COUNT && dtype_info[dt].is_float; }
 static bool is_int(DType dt) { return dt < DT_COUNT && dtype_info[dt].is_int; }
 
@@ -494,7 +508,10 @@ static bool const_fits(Val *v, DType to) {
 static bool retype(Ctx *c, Val *v, DType dt, Loc loc) {
     if (v->op == OP_CONST) {
         if (v->dt == dt) return true;
-        if (is_float(v->dt)) {
+        if (dtype_is_complex(dt)) { /* 2 or 2.5 as a complex: the real part */
+            if (!is_float(v->dt)) v->c.f = (double)v->c.i;
+            v->c.z[1] = 0.0;
+        } else if (is_float(v->dt)) {
             if (!is_float(dt)) {
                 diag_error(c->d, v->loc, "float literal used where %s is expected; write an integer literal or convert with %s(...)",
                            dtype_info[dt].name, dtype_info[dt].name);
@@ -520,7 +537,7 @@ static bool retype(Ctx *c, Val *v, DType dt, Loc loc) {
         if (v->args[i] && !(v->op == OP_SELECT && i == 0)) ok &= retype(c, v->args[i], dt, loc);
     if (ok && v->op < OP_EW_END) {
         OpClass k = ew_info[v->op].cls;
-        if (k == OC_FLOAT && !is_float(dt)) {
+        if (k == OC_FLOAT && !is_float(dt) && !dtype_is_complex(dt)) {
             diag_error(c->d, v->loc, "%s needs a float operand, not %s", ew_info[v->op].name, dtype_info[dt].name);
             return false;
         }
@@ -613,6 +630,21 @@ static OpKind binop_of(AstOp op) {
 static bool class_ok(Ctx *c, OpKind op, DType dt, Loc loc, const char *spelling) {
     OpClass k = ew_info[op].cls;
     const char *tn = dtype_info[dt].name;
+    if (dt < DT_COUNT && dtype_is_complex(dt)) {
+        /* what compiler/widen.c takes apart into the real and imaginary parts */
+        switch (op) {
+        case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_POW: case OP_NEG: case OP_ABS:
+        case OP_EXP: case OP_LOG: case OP_SQRT: case OP_SIN: case OP_COS: case OP_TAN: case OP_SINH:
+        case OP_COSH: case OP_TANH: case OP_EQ: case OP_NE: case OP_SELECT: case OP_ISNAN: case OP_ISINF:
+            return true;
+        default: break;
+        }
+        if (k == OC_CMP || op == OP_MINIMUM || op == OP_MAXIMUM || op == OP_CLAMP)
+            diag_error(c->d, loc, "'%s' on %s: complex numbers have no order; compare abs(z) or real(z)", spelling, tn);
+        else
+            diag_error(c->d, loc, "'%s' is not defined for complex numbers (%s); take real(z) and imag(z) apart", spelling, tn);
+        return false;
+    }
     switch (k) {
     case OC_ARITH:
     case OC_NUM1:
@@ -681,7 +713,9 @@ static bool unify(Ctx *c, Ex *xs, int n, Node **nodes, Loc loc, const char *spel
             xs[i].weak = xs[i].wfloat = false;
         } else if (xs[i].v->dt != dt) {
             const char *a = dtype_info[dt].name, *b = dtype_info[xs[i].v->dt].name;
-            bool conv_b_to_a = !(is_float(xs[i].v->dt) && !is_float(dt));
+            DType bt = xs[i].v->dt; /* convert towards the wider kind: integer, float, complex */
+            bool conv_b_to_a = !((is_float(bt) && !is_float(dt) && !dtype_is_complex(dt)) ||
+                                 (dtype_is_complex(bt) && !dtype_is_complex(dt)));
             Node *which = conv_b_to_a ? (nodes ? nodes[i] : NULL) : (nodes ? nodes[typed] : NULL);
             diag_error(c->d, loc, "'%s' between %s and %s: cuk has no implicit conversions; write %s(%s)",
                        spelling, typed < i ? a : b, typed < i ? b : a, conv_b_to_a ? a : b,
@@ -725,13 +759,15 @@ static Ex mk_ew(Ctx *c, OpKind op, Ex *xs, int n, Node **nodes, Loc loc, const c
     for (int i = 0; i < n; i++)
         if (xs[i].v->rank > rank) rank = xs[i].v->rank;
     OpClass k = ew_info[op].cls;
-    DType rdt = (k == OC_CMP || k == OC_PRED) ? DT_BOOL : dt;
+    DType rdt = (k == OC_CMP || k == OC_PRED) ? DT_BOOL : op == OP_ABS ? dtype_part(dt) : dt;
     Val *v = mk(c, op, rdt, rank, n, loc);
     for (int i = 0; i < n; i++) v->args[i] = xs[i].v;
     Ex r = ex_val(v);
     if (allweak && rdt != DT_BOOL) r.weak = true, r.wfloat = wf || is_float(dt);
     return r;
 }
+
+
 
 /* Named arguments of a builtin call. */
 typedef struct Named {
@@ -965,6 +1001,8 @@ static Ex builtin_reduce(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
         diag_error(c->d, call->loc, "%s() of a bool array: convert first, e.g. %s(i64(b))", fname, fname);
         return ex_bad();
     }
+    if (red != RED_SUM && !no_complex(c, x.v, call->loc, arena_printf(c->a, "%s()", fname), red != RED_PROD && red != RED_ANY && red != RED_ALL))
+        return ex_bad();
     DType rdt = (red == RED_ARGMIN || red == RED_ARGMAX) ? DT_I64 : dt;
     if (offs) {
         Val *v = mk_seg(c, OP_REDUCE, rdt, x.v, NULL, offs, call->loc);
@@ -985,8 +1023,8 @@ static Ex builtin_mean(Ctx *c, Node *call, CallArgs *ca) {
     if (!want_args(c, call, ca, 1, 1)) return ex_bad();
     Ex x = concrete(c, arg_ex(c, ca, 0));
     if (!x.ok) return x;
-    if (!is_float(x.v->dt)) {
-        diag_error(c->d, call->loc, "mean() needs f32 or f64, not %s; convert with f64(...)", dtype_info[x.v->dt].name);
+    if (!is_float(x.v->dt) && !dtype_is_complex(x.v->dt)) {
+        diag_error(c->d, call->loc, "mean() needs floats (f16, bf16, f32, f64) or complex numbers, not %s; convert with f64(...)", dtype_info[x.v->dt].name);
         return ex_bad();
     }
     int axis;
@@ -1026,6 +1064,7 @@ static Ex builtin_generic_reduce(Ctx *c, Node *call, CallArgs *ca, bool scan) {
     if (!want_args(c, call, ca, 3, 3)) return ex_bad();
     Ex x = concrete(c, arg_ex(c, ca, 2));
     if (!x.ok) return x;
+    if (!no_complex(c, x.v, call->loc, arena_printf(c->a, "%s() with a combine function", fname), false)) return ex_bad();
     Ex init = coerce(c, lower_expr(c, ca->pos[1]), x.v->dt, ca->pos[1]->loc, "the initial value");
     if (!init.ok) return init;
     if (init.v->rank != 0) {
@@ -1078,6 +1117,8 @@ static Ex builtin_scan(Ctx *c, Node *call, CallArgs *ca, RedOp red) {
         diag_error(c->d, call->loc, "%s() needs numbers, not %s", fname, dtype_info[x.v->dt].name);
         return ex_bad();
     }
+    if (red != RED_SUM && !no_complex(c, x.v, call->loc, arena_printf(c->a, "%s()", fname), red != RED_PROD))
+        return ex_bad();
     Val *v = offs ? mk_seg(c, OP_SCAN, x.v->dt, x.v, NULL, offs, call->loc)
                   : mk1(c, OP_SCAN, x.v->dt, axis == AXIS_ALL ? 1 : x.v->rank, x.v, call->loc);
     v->red = red;
@@ -1195,6 +1236,49 @@ static Ex builtin_ew(Ctx *c, Node *call, CallArgs *ca, OpKind op) {
         if (!xs[i].ok) return ex_bad();
     }
     return mk_ew(c, op, xs, ar, nodes, call->loc, call->name);
+}
+
+/* complex(re, im), real(z), imag(z), conj(z), arg(z) (abs is abs): c64 has f32 parts,
+   c128 f64 ones. real() of a real number is itself, as NumPy's. */
+static Ex builtin_complex(Ctx *c, Node *call, CallArgs *ca, const char *g) {
+    bool pack = strcmp(g, "complex") == 0;
+    if (!want_args(c, call, ca, pack ? 2 : 1, pack ? 2 : 1) || !named_check(c, ca, g)) return ex_bad();
+    Ex xs[2];
+    Node *nodes[2] = {ca->pos[0], pack ? ca->pos[1] : NULL};
+    for (int i = 0; i < (pack ? 2 : 1); i++)
+        if (!(xs[i] = lower_expr(c, ca->pos[i])).ok) return ex_bad();
+    if (pack) {
+        if (!unify(c, xs, 2, nodes, call->loc, "complex")) return ex_bad();
+        if (xs[0].weak && !retype(c, xs[0].v, DT_F32, call->loc)) return ex_bad();
+        if (xs[1].weak && !retype(c, xs[1].v, DT_F32, call->loc)) return ex_bad();
+        DType dt = xs[0].v->dt;
+        if (dt != DT_F32 && dt != DT_F64) {
+            diag_error(c->d, call->loc, "complex() takes f32 parts (for a c64) or f64 parts (for a c128), not %s; convert with f32(...)",
+                       dtype_info[dt].name);
+            return ex_bad();
+        }
+        int rank = xs[0].v->rank > xs[1].v->rank ? xs[0].v->rank : xs[1].v->rank;
+        Val *v = mk(c, OP_CPACK, dtype_complex_of(dt), rank, 2, call->loc);
+        v->args[0] = xs[0].v, v->args[1] = xs[1].v;
+        return ex_val(v);
+    }
+    Ex z = concrete(c, xs[0]);
+    if (!z.ok) return z;
+    DType dt = z.v->dt;
+    if (dt == DT_VOID || !dtype_is_complex(dt)) {
+        if (strcmp(g, "real") == 0 && dt != DT_VOID && is_numeric(dt)) return z;
+        diag_error(c->d, call->loc, "%s() takes a complex number (c64 or c128), not %s", g, ex_tname(c, z));
+        return ex_bad();
+    }
+    DType pt = dtype_part(dt);
+    int rank = z.v->rank;
+    Val *re = mk1(c, OP_CPART, pt, rank, z.v, call->loc), *im = mk1(c, OP_CPART, pt, rank, z.v, call->loc);
+    im->axis = 1;
+    if (strcmp(g, "real") == 0) return ex_val(re);
+    if (strcmp(g, "imag") == 0) return ex_val(im);
+    if (strcmp(g, "arg") == 0) return ex_val(mk2(c, OP_ATAN2, pt, rank, im, re, call->loc));
+    Val *v = mk2(c, OP_CPACK, dt, rank, re, mk1(c, OP_NEG, pt, rank, im, call->loc), call->loc); /* conj */
+    return ex_val(v);
 }
 
 static Ex index_expr(Ctx *c, Node *n);
@@ -1350,7 +1434,7 @@ static Ex builtin_sort(Ctx *c, Node *call, CallArgs *ca, bool arg) {
     Node *an = named_get(ca, "axis"), *dn = named_get(ca, "descending");
     if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, g)) return ex_bad();
     Ex x = array_arg0(c, ca, g);
-    if (!x.ok) return x;
+    if (!x.ok || !no_complex(c, x.v, call->loc, arena_printf(c->a, "%s()", g), true)) return ex_bad();
     int rank = x.v->rank;
     int axis = rank - 1;
     bool desc = false;
@@ -1385,6 +1469,7 @@ static Ex builtin_searchsorted(Ctx *c, Node *call, CallArgs *ca) {
     if (!xs[0].ok || !xs[1].ok || !unify(c, xs, 2, ca->pos, call->loc, "searchsorted")) return ex_bad();
     for (int i = 0; i < 2; i++)
         if (!(xs[i] = concrete(c, xs[i])).ok) return ex_bad();
+    if (!no_complex(c, xs[0].v, call->loc, "searchsorted()", true)) return ex_bad();
     if (xs[0].v->rank != 1) {
         diag_error(c->d, ca->pos[0]->loc,
                    "searchsorted() looks values up in a sorted 1-D array, not %s; pass sort(a) or one row of it",
@@ -1418,6 +1503,7 @@ static Ex builtin_sort_by_key(Ctx *c, Node *call, CallArgs *ca) {
     Ex kv[2];
     for (int i = 0; i < 2; i++) {
         if (!(kv[i] = concrete(c, arg_ex(c, ca, i))).ok) return ex_bad();
+        if (!no_complex(c, kv[i].v, call->loc, i ? "sort_by_key()'s values" : "sort_by_key()", i == 0)) return ex_bad();
         if (kv[i].v->rank != 1) {
             diag_error(c->d, ca->pos[i]->loc, "sort_by_key() takes 1-D keys and values, not %s",
                        tname(c->a, kv[i].v->dt, kv[i].v->rank));
@@ -1444,7 +1530,7 @@ static Ex builtin_sort_by_key(Ctx *c, Node *call, CallArgs *ca) {
 static Ex builtin_top_k(Ctx *c, Node *call, CallArgs *ca) {
     if (!want_args(c, call, ca, 2, 2) || !named_check(c, ca, "top_k")) return ex_bad();
     Ex x = array_arg0(c, ca, "top_k");
-    if (!x.ok) return x;
+    if (!x.ok || !no_complex(c, x.v, call->loc, "top_k()", true)) return ex_bad();
     Val *k = as_i64(c, arg_ex(c, ca, 1), ca->pos[1]->loc, "top_k()'s k");
     if (!k) return ex_bad();
     Loc loc = call->loc;
@@ -1486,7 +1572,7 @@ static Ex builtin_top_k(Ctx *c, Node *call, CallArgs *ca) {
 static Ex builtin_unique(Ctx *c, Node *call, CallArgs *ca) {
     if (!want_args(c, call, ca, 1, 1) || !named_check(c, ca, "unique")) return ex_bad();
     Ex x = array_arg0(c, ca, "unique");
-    if (!x.ok) return x;
+    if (!x.ok || !no_complex(c, x.v, call->loc, "unique()", true)) return ex_bad();
     Loc loc = call->loc;
     DType dt = x.v->dt;
     Val *flat = x.v;
@@ -1923,6 +2009,7 @@ static Ex builtin_hist(Ctx *c, Node *call, CallArgs *ca, const char *g) {
     v->red = RED_LAMBDA;
     for (size_t k = 0; f->kind == N_IDENT && k < sizeof named / sizeof named[0]; k++)
         if (strcmp(f->name, named[k].name) == 0) v->red = named[k].red;
+    if (v->red != RED_SUM && !no_complex(c, dest.v, loc, "reduce_by_index() with another combination than add", v->red == RED_MIN || v->red == RED_MAX)) return ex_bad();
     if (v->red == RED_LAMBDA) {
         v->lam = lower_combine(c, f, dt, g);
         if (!v->lam) return ex_bad();
@@ -2109,6 +2196,7 @@ static Ex lower_call(Ctx *c, Node *n) {
             case B_LOAD:
                 diag_error(c->d, n->loc, "load() must initialise a let with a type, e.g. let x: f32[n] = load(\"x.npy\");");
                 return ex_bad();
+            case B_COMPLEX: return builtin_complex(c, n, &ca, g);
             }
     }
     if (!decl && sym_find(c, g)) {

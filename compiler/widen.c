@@ -208,7 +208,299 @@ static void visit_stmts(Widen *w, Stmt *s) {
     }
 }
 
+/* ---- the complex types ------------------------------------------------------------------
+   c64 and c128 are pairs of f32 or f64 in memory (NumPy's layout). Every op on them is
+   taken apart here into ops on the real and imaginary parts, before the narrow types'
+   rewrite and fusion: a complex array is read with OP_CPART (its re or im, in the kernel
+   that loads it) and made with OP_CPACK where it is stored, and what lies between is real
+   arithmetic that fuses like any other (a complex sum is two sums of one pass, rule 4).
+   The backends only load, store, move, split and pack complex elements. The formulas are
+   NumPy's (npymath): Smith's division, csqrt's, Kahan's tanh; pow is exp(w log z). */
+
+typedef struct Cx {
+    Arena *a;
+    Fn *f;
+    int n0;
+    bool *done;
+    Val **part[2]; /* [n0]: the shared OP_CPART of a complex value that stays complex */
+} Cx;
+
+static Val *cnew(Cx *x, OpKind op, DType dt, int rank, Loc loc, int nargs) { return val_new(x->a, x->f, op, dt, rank, nargs, loc); }
+
+static int rk(const Val *a, const Val *b) { return !b || a->rank >= b->rank ? a->rank : b->rank; }
+
+static Val *e1(Cx *x, OpKind op, Val *a) {
+    Val *v = cnew(x, op, op >= OP_EW_END || ew_info[op].cls != OC_PRED ? a->dt : DT_BOOL, a->rank, a->loc, 1);
+    v->args[0] = a;
+    return v;
+}
+static Val *e2(Cx *x, OpKind op, Val *a, Val *b) {
+    OpClass k = ew_info[op].cls;
+    Val *v = cnew(x, op, k == OC_CMP ? DT_BOOL : a->dt, rk(a, b), a->loc, 2);
+    v->args[0] = a, v->args[1] = b;
+    return v;
+}
+static Val *sel(Cx *x, Val *c, Val *a, Val *b) {
+    Val *v = cnew(x, OP_SELECT, a->dt, rk(c, rk(a, b) == a->rank ? a : b), a->loc, 3);
+    v->args[0] = c, v->args[1] = a, v->args[2] = b;
+    return v;
+}
+static Val *rconst(Cx *x, DType dt, double c, Loc loc) {
+    Val *v = cnew(x, OP_CONST, dt, 0, loc, 0);
+    v->c.f = c;
+    return v;
+}
+static Val *cpack(Cx *x, DType dt, Val *re, Val *im, int rank, Loc loc) {
+    Val *v = cnew(x, OP_CPACK, dt, rank, loc, 2);
+    v->args[0] = re, v->args[1] = im;
+    return v;
+}
+
+/* v, in place, becomes r (a fresh node; v keeps its id, so its users see r). */
+static void become(Val *v, const Val *r) {
+    int id = v->id;
+    *v = *r;
+    v->id = id;
+}
+
+/* The real (k = 0) or imaginary part of the complex value z, of z's full shape where
+   full is set (an operand of a reduction or an index op), else perhaps broadcast. */
+static Val *cpart(Cx *x, Val *z, int k, bool full) {
+    DType pt = dtype_part(z->dt);
+    if (z->op == OP_CONST) return rconst(x, pt, z->c.z[k], z->loc);
+    if (z->op == OP_CPACK && (!full || z->args[k]->rank == z->rank)) return z->args[k];
+    if (z->id < x->n0 && x->part[k][z->id]) return x->part[k][z->id];
+    Val *v = cnew(x, OP_CPART, pt, z->rank, z->loc, 1);
+    v->args[0] = z;
+    v->axis = k;
+    if (z->id < x->n0) x->part[k][z->id] = v;
+    return v;
+}
+
+static bool cplx(const Val *v) { return v && v->dt < DT_COUNT && dtype_is_complex(v->dt); }
+
+/* A copy of v (its op, fields and operands), typed dt. */
+static Val *clone(Cx *x, const Val *v, DType dt) {
+    Val *u = cnew(x, v->op, dt, v->rank, v->loc, 0);
+    int id = u->id;
+    *u = *v;
+    u->id = id;
+    u->dt = dt;
+    u->args = v->nargs ? NEWN(x->a, Val *, v->nargs) : NULL;
+    for (int i = 0; i < v->nargs; i++) u->args[i] = v->args[i];
+    return u;
+}
+
+/* exp of (a, b): NumPy keeps b when it is 0 (no inf * 0 for real arguments). */
+static void cexp_parts(Cx *x, Val *a, Val *b, Val **re, Val **im) {
+    Val *e = e1(x, OP_EXP, a), *z = e2(x, OP_EQ, b, rconst(x, b->dt, 0, b->loc));
+    *re = sel(x, z, e, e2(x, OP_MUL, e, e1(x, OP_COS, b)));
+    *im = sel(x, z, b, e2(x, OP_MUL, e, e1(x, OP_SIN, b)));
+}
+
+/* tanh of (a, b), Kahan's form: robust where tanh a is +-1. */
+static void ctanh_parts(Cx *x, Val *a, Val *b, Val **re, Val **im) {
+    DType t = a->dt;
+    Val *one = rconst(x, t, 1, a->loc);
+    Val *tx = e1(x, OP_TANH, a), *ty = e1(x, OP_TAN, b);
+    Val *tx2 = e2(x, OP_MUL, tx, tx), *ty2 = e2(x, OP_MUL, ty, ty);
+    Val *den = e2(x, OP_ADD, one, e2(x, OP_MUL, tx2, ty2));
+    *re = e2(x, OP_DIV, e2(x, OP_MUL, tx, e2(x, OP_ADD, one, ty2)), den);
+    *im = e2(x, OP_DIV, e2(x, OP_MUL, ty, e2(x, OP_SUB, one, tx2)), den);
+}
+
+static void cx_visit(Cx *x, Val *v);
+
+/* v (complex-typed, or reading complex values) rewritten into real parts. */
+static void cx_rewrite(Cx *x, Val *v) {
+    DType dt = v->dt, pt = dtype_part(v->dt);
+    Loc loc = v->loc;
+    Val *z0 = v->nargs ? v->args[0] : NULL, *z1 = v->nargs > 1 ? v->args[1] : NULL;
+    Val *ar = NULL, *ai = NULL, *br = NULL, *bi = NULL, *re = NULL, *im = NULL;
+    bool full = !op_is_ew(v->op);
+    if (cplx(z0)) ar = cpart(x, z0, 0, full), ai = cpart(x, z0, 1, full);
+    if (cplx(z1) && v->op != OP_SELECT) br = cpart(x, z1, 0, full), bi = cpart(x, z1, 1, full);
+    switch (v->op) {
+    case OP_CPART:
+        if (!cplx(z0) || (z0->op != OP_CONST && z0->op != OP_CPACK)) return; /* reads a stored complex */
+        become(v, v->axis ? ai : ar);
+        return;
+    case OP_CAST:
+        if (cplx(v) && cplx(z0)) re = e1(x, OP_CAST, ar), im = e1(x, OP_CAST, ai), re->dt = im->dt = pt;
+        else if (cplx(v)) {
+            re = e1(x, OP_CAST, z0), re->dt = pt;
+            im = rconst(x, pt, 0, loc);
+        } else if (dt == DT_BOOL) {
+            Val *zr = rconst(x, ar->dt, 0, loc);
+            become(v, e2(x, OP_LOR, e2(x, OP_NE, ar, zr), e2(x, OP_NE, ai, zr)));
+            return;
+        } else { /* NumPy's astype: the real part */
+            Val *c = e1(x, OP_CAST, ar);
+            c->dt = dt;
+            become(v, c);
+            return;
+        }
+        break;
+    case OP_ADD:
+    case OP_SUB:
+        re = e2(x, v->op, ar, br), im = e2(x, v->op, ai, bi);
+        break;
+    case OP_NEG: re = e1(x, OP_NEG, ar), im = e1(x, OP_NEG, ai); break;
+    case OP_MUL:
+        re = e2(x, OP_SUB, e2(x, OP_MUL, ar, br), e2(x, OP_MUL, ai, bi));
+        im = e2(x, OP_ADD, e2(x, OP_MUL, ar, bi), e2(x, OP_MUL, ai, br));
+        break;
+    case OP_DIV: { /* Smith's, and a zero divisor as NumPy: (ar / |br|, ai / |br|) */
+        Val *abr = e1(x, OP_ABS, br), *abi = e1(x, OP_ABS, bi), *zero = rconst(x, pt, 0, loc);
+        Val *big = e2(x, OP_GE, abr, abi), *zd = e2(x, OP_LAND, e2(x, OP_EQ, abr, zero), e2(x, OP_EQ, abi, zero));
+        Val *r1 = e2(x, OP_DIV, bi, br), *d1 = e2(x, OP_ADD, br, e2(x, OP_MUL, bi, r1));
+        Val *r2 = e2(x, OP_DIV, br, bi), *d2 = e2(x, OP_ADD, bi, e2(x, OP_MUL, br, r2));
+        Val *re1 = e2(x, OP_DIV, e2(x, OP_ADD, ar, e2(x, OP_MUL, ai, r1)), d1);
+        Val *im1 = e2(x, OP_DIV, e2(x, OP_SUB, ai, e2(x, OP_MUL, ar, r1)), d1);
+        Val *re2 = e2(x, OP_DIV, e2(x, OP_ADD, e2(x, OP_MUL, ar, r2), ai), d2);
+        Val *im2 = e2(x, OP_DIV, e2(x, OP_SUB, e2(x, OP_MUL, ai, r2), ar), d2);
+        re = sel(x, big, sel(x, zd, e2(x, OP_DIV, ar, abr), re1), re2);
+        im = sel(x, big, sel(x, zd, e2(x, OP_DIV, ai, abr), im1), im2);
+        break;
+    }
+    case OP_ABS: become(v, e2(x, OP_HYPOT, ar, ai)); return;
+    case OP_EQ: become(v, e2(x, OP_LAND, e2(x, OP_EQ, ar, br), e2(x, OP_EQ, ai, bi))); return;
+    case OP_NE: become(v, e2(x, OP_LOR, e2(x, OP_NE, ar, br), e2(x, OP_NE, ai, bi))); return;
+    case OP_ISNAN:
+    case OP_ISINF: become(v, e2(x, OP_LOR, e1(x, v->op, ar), e1(x, v->op, ai))); return;
+    case OP_SELECT: {
+        Val *b = v->args[1], *c = v->args[2];
+        re = sel(x, z0, cpart(x, b, 0, false), cpart(x, c, 0, false));
+        im = sel(x, z0, cpart(x, b, 1, false), cpart(x, c, 1, false));
+        break;
+    }
+    case OP_EXP: cexp_parts(x, ar, ai, &re, &im); break;
+    case OP_LOG: re = e1(x, OP_LOG, e2(x, OP_HYPOT, ar, ai)), im = e2(x, OP_ATAN2, ai, ar); break;
+    case OP_SQRT: { /* C99's csqrt: t = sqrt((|a| + |z|) / 2) */
+        Val *zero = rconst(x, pt, 0, loc), *half = rconst(x, pt, 0.5, loc);
+        Val *t = e1(x, OP_SQRT, e2(x, OP_MUL, e2(x, OP_ADD, e1(x, OP_ABS, ar), e2(x, OP_HYPOT, ar, ai)), half));
+        Val *t2 = e2(x, OP_ADD, t, t), *pos = e2(x, OP_GE, ar, zero);
+        Val *z = e2(x, OP_LAND, e2(x, OP_EQ, ar, zero), e2(x, OP_EQ, ai, zero));
+        re = sel(x, z, zero, sel(x, pos, t, e2(x, OP_DIV, e1(x, OP_ABS, ai), t2)));
+        im = sel(x, z, ai, sel(x, pos, e2(x, OP_DIV, ai, t2), sel(x, e2(x, OP_LT, ai, zero), e1(x, OP_NEG, t), t)));
+        break;
+    }
+    case OP_SIN:
+        re = e2(x, OP_MUL, e1(x, OP_SIN, ar), e1(x, OP_COSH, ai));
+        im = e2(x, OP_MUL, e1(x, OP_COS, ar), e1(x, OP_SINH, ai));
+        break;
+    case OP_COS:
+        re = e2(x, OP_MUL, e1(x, OP_COS, ar), e1(x, OP_COSH, ai));
+        im = e1(x, OP_NEG, e2(x, OP_MUL, e1(x, OP_SIN, ar), e1(x, OP_SINH, ai)));
+        break;
+    case OP_SINH:
+        re = e2(x, OP_MUL, e1(x, OP_SINH, ar), e1(x, OP_COS, ai));
+        im = e2(x, OP_MUL, e1(x, OP_COSH, ar), e1(x, OP_SIN, ai));
+        break;
+    case OP_COSH:
+        re = e2(x, OP_MUL, e1(x, OP_COSH, ar), e1(x, OP_COS, ai));
+        im = e2(x, OP_MUL, e1(x, OP_SINH, ar), e1(x, OP_SIN, ai));
+        break;
+    case OP_TANH: ctanh_parts(x, ar, ai, &re, &im); break;
+    case OP_TAN: { /* tan z = -i tanh(i z) */
+        Val *p, *q;
+        ctanh_parts(x, e1(x, OP_NEG, ai), ar, &p, &q);
+        re = q, im = e1(x, OP_NEG, p);
+        break;
+    }
+    case OP_POW: { /* exp(w log z); z = 0: 0 for re(w) > 0; w = 0: 1 */
+        Val *zero = rconst(x, pt, 0, loc), *one = rconst(x, pt, 1, loc);
+        Val *lr = e1(x, OP_LOG, e2(x, OP_HYPOT, ar, ai)), *li = e2(x, OP_ATAN2, ai, ar);
+        Val *mr = e2(x, OP_SUB, e2(x, OP_MUL, br, lr), e2(x, OP_MUL, bi, li));
+        Val *mi = e2(x, OP_ADD, e2(x, OP_MUL, br, li), e2(x, OP_MUL, bi, lr));
+        Val *er, *ei;
+        cexp_parts(x, mr, mi, &er, &ei);
+        Val *zz = e2(x, OP_LAND, e2(x, OP_EQ, ar, zero), e2(x, OP_EQ, ai, zero));
+        Val *wz = e2(x, OP_LAND, e2(x, OP_EQ, br, zero), e2(x, OP_EQ, bi, zero));
+        Val *zpos = e2(x, OP_LAND, zz, e2(x, OP_GT, br, zero));
+        re = sel(x, wz, one, sel(x, zpos, zero, er));
+        im = sel(x, wz, zero, sel(x, zpos, zero, ei));
+        break;
+    }
+    case OP_REDUCE: /* sum (mean divides it) */
+    case OP_SCAN: /* cumsum */
+    case OP_COMPACT: /* x[mask], filter: the parts with the same mask */
+    case OP_PAD: /* the value's parts pad the parts */
+    case OP_UPDATE: { /* the parts of e into the parts of x */
+        Val *u0 = clone(x, v, pt), *u1 = clone(x, v, pt);
+        u0->args[0] = ar, u1->args[0] = ai;
+        if (v->op == OP_PAD || v->op == OP_UPDATE) {
+            int k = v->op == OP_PAD ? 2 : 1;
+            u0->args[k] = cpart(x, v->args[k], 0, false), u1->args[k] = cpart(x, v->args[k], 1, false);
+        } else if (cplx(z1)) { /* an init */
+            u0->args[1] = br, u1->args[1] = bi;
+        }
+        if (v->init) u0->init = cpart(x, v->init, 0, false), u1->init = cpart(x, v->init, 1, false);
+        re = u0, im = u1;
+        break;
+    }
+    case OP_FULL: {
+        Val *u0 = clone(x, v, pt), *u1 = clone(x, v, pt);
+        u0->args[0] = ar, u1->args[0] = ai;
+        re = u0, im = u1;
+        break;
+    }
+    case OP_IOTA: re = clone(x, v, pt), im = rconst(x, pt, 0, loc); break;
+    case OP_SCATTER:
+    case OP_HIST: { /* args dest, idx, vals; with duplicate indices a scatter's two parts may
+                       come from different values */
+        Val *vals = v->args[2];
+        Val *u0 = clone(x, v, pt), *u1 = clone(x, v, pt);
+        u0->args[0] = ar, u1->args[0] = ai;
+        u0->args[2] = cpart(x, vals, 0, vals->rank > 0), u1->args[2] = cpart(x, vals, 1, vals->rank > 0);
+        re = u0, im = u1;
+        break;
+    }
+    case OP_MATMUL: { /* four real products */
+        Val *p[4];
+        Val *xs[4][2] = {{ar, br}, {ai, bi}, {ar, bi}, {ai, br}};
+        for (int i = 0; i < 4; i++) {
+            p[i] = clone(x, v, pt);
+            p[i]->args[0] = xs[i][0], p[i]->args[1] = xs[i][1];
+        }
+        re = e2(x, OP_SUB, p[0], p[1]), im = e2(x, OP_ADD, p[2], p[3]);
+        break;
+    }
+    default:
+        return; /* leaves, moves (slices, gathers, concat, ...), calls: complex elements as they are */
+    }
+    become(v, cpack(x, dt, re, im, v->rank, loc));
+}
+
+static void cx_visit(Cx *x, Val *v) {
+    if (!v || v->id >= x->n0 || x->done[v->id]) return;
+    x->done[v->id] = true;
+    for (int i = 0; i < v->nargs; i++) cx_visit(x, v->args[i]);
+    cx_visit(x, v->init);
+    bool reads = false;
+    for (int i = 0; i < v->nargs; i++) reads |= cplx(v->args[i]);
+    if (cplx(v) || reads) cx_rewrite(x, v);
+}
+
+static void cx_stmts(Cx *x, Stmt *s) {
+    for (; s; s = s->next) {
+        cx_visit(x, s->v);
+        cx_visit(x, s->v2);
+        for (int k = 0; k < s->nvs && s->vs; k++) cx_visit(x, s->vs[k]);
+        cx_stmts(x, s->body);
+        cx_stmts(x, s->els);
+    }
+}
+
 void widen_program(Arena *a, Program *p) {
+    for (int i = 0; i < p->nfns; i++) {
+        Fn *f = p->fns[i];
+        Cx x = {.a = a, .f = f, .n0 = f->nvals};
+        x.done = NEWN(a, bool, (size_t)f->nvals + 1);
+        x.part[0] = NEWN(a, Val *, (size_t)f->nvals + 1);
+        x.part[1] = NEWN(a, Val *, (size_t)f->nvals + 1);
+        cx_stmts(&x, f->body);
+    }
     for (int i = 0; i < p->nfns; i++) {
         Fn *f = p->fns[i];
         Widen w = {.a = a, .f = f, .n0 = f->nvals};

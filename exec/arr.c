@@ -148,6 +148,13 @@ Scalar scalar_load(DType dt, const void *p) {
 #undef X
     case DT_F16: s.f = (double)cuk_h2f(((const cuk_f16 *)p)->bits); break;
     case DT_BF16: s.f = (double)cuk_bf2f(((const cuk_bf16 *)p)->bits); break;
+    case DT_C64: {
+        cuk_c64 z;
+        memcpy(&z, p, sizeof z);
+        s.z[0] = z.re, s.z[1] = z.im;
+        break;
+    }
+    case DT_C128: memcpy(s.z, p, 16); break;
     default: die("bad dtype %d", (int)dt);
     }
     return s;
@@ -165,6 +172,12 @@ void scalar_store(DType dt, Scalar v, void *p) {
 #undef X
     case DT_F16: ((cuk_f16 *)p)->bits = cuk_d2h(v.f); break;
     case DT_BF16: ((cuk_bf16 *)p)->bits = cuk_d2bf(v.f); break;
+    case DT_C64: {
+        cuk_c64 z = {(float)v.z[0], (float)v.z[1]};
+        memcpy(p, &z, sizeof z);
+        break;
+    }
+    case DT_C128: memcpy(p, v.z, 16); break;
     default: die("bad dtype %d", (int)dt);
     }
 }

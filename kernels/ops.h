@@ -287,6 +287,19 @@ CUK_FN uint16_t cuk_f2bf(float x) {
     };
 CUK_NARROW_FLOAT(cuk_f16, cuk_h2f, cuk_f2h, cuk_d2h)
 CUK_NARROW_FLOAT(cuk_bf16, cuk_bf2f, cuk_f2bf, cuk_d2bf)
+/* The complex types in kernels: storage and the parts (compiler/widen.c does the math). */
+struct cuk_c64 {
+    float re, im;
+    cuk_c64() = default;
+    __device__ cuk_c64(float r, float i) : re(r), im(i) {}
+    __device__ cuk_c64(int zero) : re((float)zero), im(0.0f) {} /* (T)0 */
+};
+struct cuk_c128 {
+    double re, im;
+    cuk_c128() = default;
+    __device__ cuk_c128(double r, double i) : re(r), im(i) {}
+    __device__ cuk_c128(int zero) : re((double)zero), im(0.0) {}
+};
 CUK_FN cuk_f16 cuk_f16_of(unsigned short b) { cuk_f16 h; h.bits = b; return h; }
 CUK_FN cuk_bf16 cuk_bf16_of(unsigned short b) { cuk_bf16 h; h.bits = b; return h; }
 #else

@@ -34,7 +34,7 @@ enum {
 /* The dtypes again, with what the per-type code below needs: the C type, its unsigned
    twin and which column of EW_OPS applies. (ir.h's DTYPES cannot be expanded inside
    an expansion of itself, so the inner level of the op x dtype tables uses this.) */
-_Static_assert(DT_COUNT == 13, "a dtype was added to ir.h: add it to CTYPES or CTYPES_ALL too");
+_Static_assert(DT_COUNT == 15, "a dtype was added to ir.h: add it to CTYPES or CTYPES_ALL too");
 /* The types the IR computes in (compiler/widen.c takes the narrow ones there): every
    op's loop exists for these. */
 #define CTYPES(M, ...)                                                                      \
@@ -221,7 +221,8 @@ HH_CAST(F16, cuk_f16, cuk_h2f, F16, cuk_f16, cuk_d2h)
 HH_CAST(BF16, cuk_bf16, cuk_bf2f, BF16, cuk_bf16, cuk_d2bf)
 #define CAST_ENT(FN, FT, FU, FK, TN) [DT_##FN] = cast_##FN##_##TN,
 #define CAST_ROW(n, ...) [DT_##n] = {CTYPES_ALL(CAST_ENT, n) [DT_F16] = cast_F16_##n, [DT_BF16] = cast_BF16_##n},
-static const CastFn cast_tab[DT_COUNT][DT_COUNT] = {DTYPES(CAST_ROW)}; /* [to][from] */
+/* [to][from]; the complex types have none: widen.c takes their parts apart */
+static const CastFn cast_tab[DT_COUNT][DT_COUNT] = {DTYPES_REAL(CAST_ROW)};
 
 static void cell_set(Cell *c, DType dt, Scalar s) {
     c->u64 = 0;
@@ -376,6 +377,9 @@ static void gather_elems(void *dst, const void *src, const int64_t *offs, int64_
         break;
     case 8:
         for (int64_t i = 0; i < n; i++) ((uint64_t *)dst)[i] = ((const uint64_t *)src)[offs[i]];
+        break;
+    case 16:
+        for (int64_t i = 0; i < n; i++) memcpy((char *)dst + 16 * i, (const char *)src + 16 * offs[i], 16);
         break;
     default: die("bad element size %d", esz);
     }
@@ -705,7 +709,7 @@ static __attribute__((noinline)) bool check_dims(Frame *f, const Val *v) {
     return true;
 }
 
-enum { NK_OP, NK_CAST, NK_LEAF, NK_GEN, NK_SCALL, NK_HBIN };
+enum { NK_OP, NK_CAST, NK_LEAF, NK_GEN, NK_SCALL, NK_HBIN, NK_CPART, NK_CPACK };
 enum { LM_DIRECT, LM_SPLAT, LM_WALK };
 
 typedef struct PNode {
@@ -931,7 +935,7 @@ static int prog_add(Frame *f, Prog *p, const Val *v) {
     if (op_is_gen(v->op)) return prog_add_gen(f, p, v);
     if (v->op == OP_SCALARCALL) return prog_add_scall(f, p, v);
     if (v->op == OP_HBIN) return prog_add_hbin(f, p, v);
-    int in[3], nin = v->op == OP_CAST ? 1 : ew_info[v->op].arity;
+    int in[3], nin = v->op == OP_CAST || v->op == OP_CPART ? 1 : v->op == OP_CPACK ? 2 : ew_info[v->op].arity;
     ASSERT(nin == v->nargs);
     for (int k = 0; k < nin; k++) {
         in[k] = prog_add(f, p, v->args[k]);
@@ -952,8 +956,8 @@ static int prog_add(Frame *f, Prog *p, const Val *v) {
     memcpy(nd->in, in, sizeof in);
     nd->rank = sh.rank;
     memcpy(nd->shape, sh.d, sizeof sh.d);
-    if (v->op == OP_CAST) {
-        nd->kind = NK_CAST;
+    if (v->op == OP_CAST || v->op == OP_CPART || v->op == OP_CPACK) {
+        nd->kind = v->op == OP_CAST ? NK_CAST : v->op == OP_CPART ? NK_CPART : NK_CPACK;
         nd->adt = p->nodes[in[0]].dt;
     } else {
         nd->kind = NK_OP;
@@ -984,7 +988,10 @@ static bool prog_build(Frame *f, const Val *root, Prog *p) {
     }
     p->size = shape_size(p->rank, p->shape);
     p->chunk = p->size < CHUNK ? (p->size ? p->size : 1) : CHUNK;
-    size_t per = (size_t)((p->chunk * 8 + 63) & ~63);
+    int wide = 8; /* bytes an element of the widest node (a c128 has 16) */
+    for (int i = 0; i < p->n; i++)
+        if (esize(p->nodes[i].dt) > wide) wide = esize(p->nodes[i].dt);
+    size_t per = (size_t)((p->chunk * wide + 63) & ~63);
     p->mem = aligned_alloc(64, per * (size_t)p->n);
     p->idx = malloc(sizeof(int64_t) * (size_t)p->chunk);
     p->dtmp = malloc(sizeof(double) * (size_t)p->chunk);
@@ -1114,6 +1121,27 @@ static const void *prog_chunk(Prog *p, int64_t off, int64_t len, void *out) {
             cast_tab[nd->dt][nd->adt](dst, p->nodes[nd->in[0]].cur, len);
             nd->cur = dst;
             break;
+        case NK_CPART: /* a complex element's re or im (compiler/widen.c) */
+            if (nd->dt == DT_F32) {
+                const float *z = (const float *)p->nodes[nd->in[0]].cur + nd->v->axis;
+                for (int64_t k = 0; k < len; k++) ((float *)dst)[k] = z[2 * k];
+            } else {
+                const double *z = (const double *)p->nodes[nd->in[0]].cur + nd->v->axis;
+                for (int64_t k = 0; k < len; k++) ((double *)dst)[k] = z[2 * k];
+            }
+            nd->cur = dst;
+            break;
+        case NK_CPACK: {
+            const void *re = p->nodes[nd->in[0]].cur, *im = p->nodes[nd->in[1]].cur;
+            if (nd->dt == DT_C64)
+                for (int64_t k = 0; k < len; k++)
+                    ((float *)dst)[2 * k] = ((const float *)re)[k], ((float *)dst)[2 * k + 1] = ((const float *)im)[k];
+            else
+                for (int64_t k = 0; k < len; k++)
+                    ((double *)dst)[2 * k] = ((const double *)re)[k], ((double *)dst)[2 * k + 1] = ((const double *)im)[k];
+            nd->cur = dst;
+            break;
+        }
         case NK_SCALL: {
             /* nd->fp is the program of nd->v->fn: fprog_get put it last in its list */
             FProg *q = nd->fp;

@@ -553,7 +553,7 @@ static bool errblk_get(GpuSession *s, Loc loc) {
 
 /* Rank-0 results land in 1-element buffers; this reads one back into a host Scalar. */
 static bool fetch_scalar(GpuSession *s, const Value *dv, DType dt, Scalar *out, Loc loc) {
-    char bytes[8] = {0};
+    char bytes[16] = {0};
     if (cuk_memcpy_dtoh(bytes, dv->buf->p, (size_t)dtype_info[dt].size) != CUK_OK)
         return gpu_fail(s, loc, "copy from the device failed");
     *out = scalar_load(dt, bytes);
@@ -570,7 +570,7 @@ static bool hist_init(Frame *f, const Kernel *k, Value *out, Loc loc) {
     if (d->op == OP_FULL && !f->memo[d->id].set && !f->st->writer[d->id]) {
         Value x;
         if (!eval(f, d->args[0], &x)) return false;
-        unsigned char one[8];
+        unsigned char one[16];
         scalar_store(out->dt, scalar_cast(x.s, x.dt, out->dt), one);
         bool zero = true;
         for (size_t i = 0; i < esz; i++) zero = zero && one[i] == 0;
@@ -1134,7 +1134,7 @@ static __attribute__((noinline)) bool eval_elem(Frame *f, Val *v, Value *r) {
         ok = scalar_of(f, v->args[1], &i) && shape_index(s->err, v->loc, i, v->axis, x.shape[0], &t);
         off = t * st[0];
     }
-    char bytes[8] = {0};
+    char bytes[16] = {0};
     int sz = dtype_info[v->dt].size;
     if (ok && cuk_memcpy_dtoh(bytes, x.buf->p + (cuk_devptr)(off * sz), (size_t)sz) != CUK_OK)
         ok = gpu_fail(s, v->loc, "copy from the device failed");
@@ -1315,6 +1315,20 @@ static bool eval(Frame *f, Val *v, Value *out) {
         ok = eval(f, v->args[0], &r);
         if (ok) r.s = scalar_cast(r.s, v->args[0]->dt, v->dt), r.dt = v->dt;
         break;
+    case OP_CPART: /* of a host scalar: its re or im (compiler/widen.c) */
+        ok = eval(f, v->args[0], &r);
+        if (ok) r.s = (Scalar){.f = r.s.z[v->axis]}, r.dt = v->dt;
+        break;
+    case OP_CPACK: {
+        Value a, b;
+        ok = eval(f, v->args[0], &a);
+        if (ok && !(ok = eval(f, v->args[1], &b))) vrelease(f->s, &a);
+        if (ok) {
+            r.s.z[0] = a.s.f, r.s.z[1] = b.s.f;
+            vrelease(f->s, &a), vrelease(f->s, &b);
+        }
+        break;
+    }
     case OP_LOAD: ok = eval_load(f, v, &r); break;
     case OP_CALL: ok = eval_call(f, v, &r); break;
     case OP_SCALARCALL: /* of scalars only (arrays make it part of a kernel): a host call */

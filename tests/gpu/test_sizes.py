@@ -5,7 +5,8 @@ f64 and tf32=true, operands read transposed; an emitted kernel for integers; lon
 short inner axes), cumsum (f32, i32), a scan with a lambda, exclusive scans, row
 softmax, layer norm and logsumexp (per-row values), gathers (also negative indices) and slices, scatters and histograms (rule 6), Philox rand, casts at the edges of
 the integer ranges; the narrow types (f16, bf16, u8, i8, u16: elementwise, reductions,
-scans, sorts, casts, compaction, scatters, axes, rows); one size above 2^31 elements checked against closed forms.
+scans, sorts, casts, compaction, scatters, axes, rows), the complex types (arithmetic,
+functions, sums, scans, casts, compaction, scatters, axes, products); one size above 2^31 elements checked against closed forms.
 
 Integers, bools, Philox rand and min/max/argmax must be equal; floats match to rtol
 1e-5 (elementwise, softmax, mean), 1e-4 for f32 sums and cumsums of up to 2^20 elements
@@ -309,6 +310,35 @@ fn main(n: i64) {
       "to_h.npy": (0, 0), "to_b.npy": (0, 0), "u_filter.npy": (0, 0), "h_rbi.npy": (2e-3, 1e-2), "u_bincount.npy": (0, 0),
       "h_gather.npy": (0, 0), "h_rows.npy": (2e-3, 1e-3), "h_cols.npy": (0, 0), "h_t.npy": (0, 0), "h_softmax.npy": (2e-3, 1e-4)},
         ["h_sum.npy", "u_sum.npy"]),
+    "complex": ("""
+fn main(n: i64) {
+    let x = rand(n, seed=15) - 0.5;
+    let y = randn(n, seed=16);
+    let z = complex(x, y);
+    let w = c128(complex(y, x * 3.0));
+    save("ops.npy", z * z - z / complex(y + 2.0, x) + conj(z) * 0.5);
+    save("fn.npy", exp(z) + log(z + 3.0) + sqrt(z) + sin(z) * cosh(z) - tanh(z) + pow(z, complex(1.5, 0.25)));
+    save("w_ops.npy", w * w / (w + 1.0) + sqrt(w) - exp(w));
+    save("abs.npy", abs(z) + arg(z) + f32(real(w)) - imag(z));
+    save("sum.npy", sum(z));
+    save("wsum.npy", sum(w) + mean(w));
+    save("cumsum.npy", cumsum(w));
+    save("casts.npy", f64(c128(z)) + f64(real(c64(w))));
+    save("cmp.npy", z == conj(conj(z)) && (w != w) == false);
+    save("filter.npy", z[abs(z) > 1.0]);
+    save("rbi.npy", reduce_by_index(c128(zeros(5)), add, iota(n) % 5, w));
+    save("rev.npy", reverse(w)[(iota(n) * 7) % n]);
+    let m = reshape(concat(z, c64(zeros((4 - n % 4) % 4))), (n + 3) / 4, 4);
+    save("rows.npy", sum(m, axis=1));
+    save("cols.npy", sum(m, axis=0));
+    save("t.npy", transpose(m));
+    save("mm.npy", transpose(m) @ m);
+}
+""", {"ops.npy": (1e-5, 1e-5), "fn.npy": (1e-4, 1e-4), "w_ops.npy": (1e-12, 1e-12), "abs.npy": (1e-6, 1e-6),
+      "sum.npy": (1e-4, 1e-3), "wsum.npy": (1e-10, 1e-9), "cumsum.npy": (1e-10, 1e-9), "casts.npy": (0, 0),
+      "cmp.npy": (0, 0), "filter.npy": (0, 0), "rbi.npy": (1e-10, 1e-9), "rev.npy": (0, 0), "rows.npy": (1e-5, 1e-5),
+      "cols.npy": (1e-4, 1e-3), "t.npy": (0, 0), "mm.npy": (1e-4, 1e-3)},
+        ["sum.npy"]),
 }
 
 
