@@ -25,6 +25,8 @@
     X("clip", "NumPy", USE, "clamp(x, lo, hi)")                                                  \
     X("absolute", "NumPy", USE, "abs(x)")                                                        \
     X("fabs", "NumPy", USE, "abs(x)")                                                            \
+    X("angle", "NumPy", USE, "arg(z)")                                                           \
+    X("conjugate", "NumPy", USE, "conj(z)")                                                      \
     X("power", "NumPy", USE, "x ** y or pow(x, y)")                                              \
     X("arcsin", "NumPy", USE, "asin(x)")                                                         \
     X("arccos", "NumPy", USE, "acos(x)")                                                         \
