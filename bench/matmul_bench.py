@@ -4,7 +4,8 @@ through the Python API on PyTorch tensors, against torch.matmul (cuBLAS, TF32 of
 to match) and cupy.matmul in the same run. CUDA events, median of --iters runs after 3
 warm-ups (bench/timing.py); each cuk result is compared with PyTorch's first.
 
-Products: f32 4096^3 and 8192^3, f32 with TF32 8192^3, f64 4096^3, the non-square
+Products: f32 4096^3 and 8192^3, f32 with TF32 8192^3, f64 4096^3, f16 and bf16 8192^3
+(f32 products and sums, tensor cores), the non-square
 8192 x 1024 @ 1024 x 8192 and 1024 x 8192 @ 8192 x 1024 (f32), and the matrix-vector
 16384 x 16384 @ 16384 (f32, memory-bound: GB/s). Epilogues: `relu(a @ b + bias)` (f32
 4096^3, one cuBLASLt call) against torch's relu(addmm).
@@ -25,6 +26,8 @@ SRC = """
 fn mm(a: f32[m, k], b: f32[k, n]) -> f32[m, n] = a @ b;
 fn mm_tf32(a: f32[m, k], b: f32[k, n]) -> f32[m, n] = dot(a, b, tf32=true);
 fn mm64(a: f64[m, k], b: f64[k, n]) -> f64[m, n] = a @ b;
+fn mm16(a: f16[m, k], b: f16[k, n]) -> f16[m, n] = a @ b;
+fn mmbf(a: bf16[m, k], b: bf16[k, n]) -> bf16[m, n] = a @ b;
 fn mv(a: f32[m, k], x: f32[k]) -> f32[m] = dot(a, x);
 fn mm_bias_relu(a: f32[m, k], b: f32[k, n], c: f32[n]) -> f32[m, n] = maximum(a @ b + c, 0.0);
 """
@@ -74,7 +77,7 @@ def main():
         if cp is not None:
             cx, cy = cp.from_dlpack(x), cp.from_dlpack(y)
             peers.append(("cupy.matmul", lambda: cp.matmul(cx, cy)))
-        tol = 5e-2 if tf else 1e-3 if dtype == torch.float32 else 1e-9
+        tol = 5e-2 if tf else 1e-3 if dtype == torch.float32 else 1e-9 if dtype == torch.float64 else 2e-2
         case("%s %dx%dx%d" % (name, M, K, N), "TFLOP/s", 2.0 * M * K * N, lambda: fn(x, y),
              lambda: torch.matmul(x, y), peers, tol, tf)
 
@@ -84,6 +87,8 @@ def main():
     products("f32", 1024, 8192, 1024, torch.float32, m.mm)
     products("tf32", 8192, 8192, 8192, torch.float32, m.mm_tf32, tf=True)
     products("f64", 4096, 4096, 4096, torch.float64, m.mm64)
+    products("f16", 8192, 8192, 8192, torch.float16, m.mm16)
+    products("bf16", 8192, 8192, 8192, torch.bfloat16, m.mmbf)
 
     M = K = 16384 >> a.scale
     x, v = rnd(M, K), rnd(K)

@@ -8,7 +8,8 @@ before it is timed.
 GB/s counts the bytes each job must move: saxpy and the 8-op chain read two arrays and
 write one (3 x 2 bytes an element for f16 and bf16, 3 for u8), a sum (in f32: 2^28
 values overflow f16) reads one (2 bytes), the f32 copy 8. The issue's targets: f16 and bf16 saxpy and chain >= 95% of copy
-bandwidth, f16/bf16 sums as fast per byte as f32 sums (sum_f32 is in the table).
+bandwidth, f16/bf16 sums as fast per byte as f32 sums (sum_f32 is in the table),
+complex64 elementwise (z * w + z, 24 bytes an element) >= 95%.
 
 usage: types_bench.py [--logn 28] [--iters 20] [--no-compile] [--only a,b]
        types_bench.py --check-cpu   (no GPU: the programs on the CPU backend against NumPy)
@@ -30,10 +31,12 @@ fn chain_{t}(x: {t}[n], y: {t}[n]) -> {t}[n] = sin(x) * cos(y) + exp(-x * x) * {
 fn sum_{t}(x: {t}[n]) -> f32 = sum(f32(x));
 """.format(t=t) for t in TYPES) + """
 fn sum_f32(x: f32[n]) -> f32 = sum(x);
+fn cmad_c64(z: c64[n], w: c64[n]) -> c64[n] = z * w + z;
+fn csum_c64(z: c64[n]) -> c64 = sum(z);
 fn bright_u8(x: u8[n], y: u8[n]) -> u8[n] = u8(clamp(f32(x) * 1.25 + f32(y) * 0.5, 0.0, 255.0));
 """
 
-CASES = ["copy"] + ["%s_%s" % (j, t) for t in TYPES for j in ("saxpy", "chain", "sum")] + ["sum_f32", "bright_u8"]
+CASES = ["copy"] + ["%s_%s" % (j, t) for t in TYPES for j in ("saxpy", "chain", "sum")] + ["sum_f32", "bright_u8", "cmad_c64", "csum_c64"]
 
 
 def check_cpu():
@@ -49,6 +52,10 @@ def check_cpu():
     np.testing.assert_allclose(float(m.sum_f16(x)), float(x.astype(np.float32).sum()), rtol=1e-5)
     u, v = (rng.integers(0, 256, n).astype(np.uint8) for _ in range(2))
     np.testing.assert_array_equal(m.bright_u8(u, v), np.clip(u * np.float32(1.25) + v * np.float32(0.5), 0, 255).astype(np.uint8))
+    z = (rng.random(n) + 1j * rng.random(n)).astype(np.complex64)
+    w = (rng.random(n) + 1j * rng.random(n)).astype(np.complex64)
+    np.testing.assert_allclose(m.cmad_c64(z, w), z * w + z, rtol=1e-6)
+    np.testing.assert_allclose(m.csum_c64(z), z.astype(np.complex128).sum(), rtol=1e-5)
     print("types_bench --check-cpu: every program matches NumPy")
 
 
@@ -119,6 +126,25 @@ def main():
         return torch.clamp(u.float() * 1.25 + v.float() * 0.5, 0.0, 255.0).to(torch.uint8)
     case("bright_u8", 3 * n, lambda: m.bright_u8(u, v), [("torch eager", t_bright), ("torch.compile", compiled(t_bright))],
          lambda: np.testing.assert_array_equal(m.bright_u8(u, v).cpu().numpy(), t_bright().cpu().numpy()))
+    del u, v
+    # complex64: z * w + z reads two and writes one (24 bytes an element), a sum reads 8
+    nz = n // 2
+    zc = torch.complex(torch.rand(nz, device=dev, generator=g), torch.rand(nz, device=dev, generator=g))
+    wc = torch.complex(torch.rand(nz, device=dev, generator=g), torch.rand(nz, device=dev, generator=g))
+
+    def t_cmad():
+        return zc * wc + zc
+    peers = [("torch eager", t_cmad), ("torch.compile", compiled(t_cmad))]
+    if cp is not None:
+        czc, cwc = cp.from_dlpack(zc), cp.from_dlpack(wc)
+        peers.append(("cupy eager", lambda: czc * cwc + czc))
+    case("cmad_c64", 24 * nz, lambda: m.cmad_c64(zc, wc), peers,
+         lambda: np.testing.assert_allclose(m.cmad_c64(zc, wc).cpu().numpy(), t_cmad().cpu().numpy(), rtol=1e-5, atol=1e-6))
+    peers = [("torch", lambda: zc.sum())]
+    if cp is not None:
+        peers.append(("cupy", lambda: czc.sum()))
+    case("csum_c64", 8 * nz, lambda: m.csum_c64(zc), peers,
+         lambda: np.testing.assert_allclose(complex(m.csum_c64(zc).cpu().numpy()), complex(zc.sum().cpu().numpy()), rtol=1e-4))
     print_gbs_table(rows, 8 * n)
 
 

@@ -319,7 +319,7 @@ size_t kernel_shmem(const Kernel *k, int64_t inner) {
 }
 
 bool kernel_blas(const Kernel *k) {
-    return k->kind == K_MATMUL && (k->scan->dt == DT_F32 || k->scan->dt == DT_F64);
+    return k->kind == K_MATMUL && (k->scan->dt == DT_F32 || k->scan->dt == DT_F64 || dtype_is_half(k->scan->dt));
 }
 
 /* The operand of v that the kernel does not compute (an epilogue step's scalar or bias). */

@@ -121,6 +121,9 @@ static Val *widen_lambda(Widen *w, Val *lam, DType dt) {
 
 /* Whether v computes on a narrow operand or result (and so is rewritten). */
 static bool computes_narrow(const Val *v) {
+    /* a product of 16-bit floats is cuBLASLt's with f32 products and sums (and the CPU
+       backend's the same): one rounding at the end, as the rule for expressions */
+    if (v->op == OP_MATMUL && dtype_is_half(v->dt)) return false;
     switch (v->op) {
     case OP_CAST:        /* converts: both backends do it for every pair */
     case OP_SCALARCALL:  /* a function of narrow scalars: its body is rewritten itself */

@@ -26,7 +26,7 @@ typedef struct {
     int reserved[4];
 } cublasLtMatmulHeuristicResult_t;
 
-enum { CUDA_R_32F = 0, CUDA_R_64F = 1 };
+enum { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
 enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };
 enum { CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4, CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
        CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8 };
@@ -166,6 +166,10 @@ static void plan_drop(LtPlan *p) {
     memset(p, 0, sizeof *p);
 }
 
+static const char *mm_name(cuk_mm_type t) {
+    return t == CUK_MM_F64 ? "f64" : t == CUK_MM_F16 ? "f16" : t == CUK_MM_BF16 ? "bf16" : "f32";
+}
+
 static int align_of(cuk_devptr p) {
     int a = 256;
     while (a > 1 && (p % (cuk_devptr)a)) a /= 2;
@@ -175,11 +179,13 @@ static int align_of(cuk_devptr p) {
 /* Builds the descriptors and picks the algorithm for key (blas_lock held). */
 static cuk_status plan_make(const DevBlas *db, const PlanKey *key, LtPlan *p) {
     memset(p, 0, sizeof *p);
-    int dt = key->type == CUK_MM_F64 ? CUDA_R_64F : CUDA_R_32F;
+    int dt = key->type == CUK_MM_F64 ? CUDA_R_64F : key->type == CUK_MM_F16 ? CUDA_R_16F : key->type == CUK_MM_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     int ct = key->type == CUK_MM_F64 ? CUBLAS_COMPUTE_64F
              : key->tf32             ? CUBLAS_COMPUTE_32F_FAST_TF32
                                      : CUBLAS_COMPUTE_32F;
-    LT_CHECK(lt.cublasLtMatmulDescCreate(&p->desc, ct, dt), "cublasLtMatmulDescCreate");
+    /* the scale type: f32 for the 16-bit floats too (their products and sums are f32) */
+    LT_CHECK(lt.cublasLtMatmulDescCreate(&p->desc, ct, key->type == CUK_MM_F64 ? CUDA_R_64F : CUDA_R_32F),
+             "cublasLtMatmulDescCreate");
     /* A' is the caller's b: [k, n] row-major is n x k column-major; given transposed
        ([n, k]) it is k x n, read with TRANSA. B' is a: k x m, or m x k with TRANSB. */
     cublasStatus_t r = key->trans_b
@@ -224,7 +230,7 @@ static cuk_status plan_make(const DevBlas *db, const PlanKey *key, LtPlan *p) {
         return err_set(CUK_ERR_INVALID,
                        "cuBLASLt has no algorithm for a %s product of %lld x %lld by %lld x %lld (operand "
                        "alignments %d, %d, %d bytes)",
-                       key->type == CUK_MM_F64 ? "f64" : "f32", (long long)key->m, (long long)key->k,
+                       mm_name(key->type), (long long)key->m, (long long)key->k,
                        (long long)key->k, (long long)key->n, key->align[1], key->align[0], key->align[3]);
     }
     p->algo = h.algo;
@@ -252,8 +258,8 @@ static cuk_status devblas_get(Device *d, DevBlas **out) {
 
 cuk_status cuk_matmul(const cuk_matmul_args *a, cuk_stream *stream) {
     if (!a) return err_set(CUK_ERR_INVALID, "cuk_matmul: NULL argument");
-    if (a->type != CUK_MM_F32 && a->type != CUK_MM_F64)
-        return err_set(CUK_ERR_INVALID, "cuk_matmul: type %d is not CUK_MM_F32 or CUK_MM_F64", (int)a->type);
+    if (a->type != CUK_MM_F32 && a->type != CUK_MM_F64 && a->type != CUK_MM_F16 && a->type != CUK_MM_BF16)
+        return err_set(CUK_ERR_INVALID, "cuk_matmul: type %d is not CUK_MM_F32, F64, F16 or BF16", (int)a->type);
     if (a->m < 0 || a->n < 0 || a->k < 0)
         return err_set(CUK_ERR_INVALID, "cuk_matmul: negative size (m %lld, n %lld, k %lld)", (long long)a->m,
                        (long long)a->n, (long long)a->k);
@@ -265,7 +271,7 @@ cuk_status cuk_matmul(const cuk_matmul_args *a, cuk_stream *stream) {
     cuk_status s = dev_current(&d);
     if (s) return s;
     if (a->m == 0 || a->n == 0) return CUK_OK;
-    size_t esz = a->type == CUK_MM_F64 ? 8 : 4;
+    size_t esz = a->type == CUK_MM_F64 ? 8 : a->type == CUK_MM_F32 ? 4 : 2;
     if (a->k == 0 && !a->epilogue && a->beta == 0) /* an empty sum: cuBLASLt wants k >= 1 */
         return cuk_memset_d8(a->d, 0, (size_t)a->m * (size_t)a->n * esz, stream);
     if (a->k == 0) {

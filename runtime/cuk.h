@@ -263,12 +263,14 @@ cuk_status cuk_function_resident(cuk_function *f, unsigned block, unsigned share
 
 /* ---- matrix products (cuBLASLt, loaded with dlopen on first use) ----------------------- */
 
-typedef enum cuk_mm_type { CUK_MM_F32 = 0, CUK_MM_F64 = 1 } cuk_mm_type;
+typedef enum cuk_mm_type { CUK_MM_F32 = 0, CUK_MM_F64 = 1, CUK_MM_F16 = 2, CUK_MM_BF16 = 3 } cuk_mm_type;
 enum { CUK_MM_BIAS = 1, CUK_MM_RELU = 2 }; /* cuk_matmul_args.epilogue, or-ed */
 
 /* d[m, n] = epilogue(alpha * a[m, k] @ b[k, n] + beta * c[m, n]), every matrix dense and
    row-major (c may be d itself, or 0 when beta is 0). CUK_MM_BIAS adds bias[n] to
-   every row, then CUK_MM_RELU takes max(x, 0). tf32 (f32 only): TF32 tensor cores,
+   every row, then CUK_MM_RELU takes max(x, 0). CUK_MM_F16 and CUK_MM_BF16: every matrix
+   (and the bias) of that type, products and sums in f32, alpha and beta f32, the result
+   rounded once (tensor cores). tf32 (f32 only): TF32 tensor cores,
    about 10 mantissa bits per product; else full f32. Queued on s; the library, its
    handle and a 32 MiB workspace per device come on first use, and each shape's
    algorithm is chosen once and kept. k = 0: a product of zeros (then beta * c, the

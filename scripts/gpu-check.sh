@@ -158,7 +158,7 @@ SAN_SUBSET=(examples/saxpy.cuk examples/softmax.cuk examples/prefix_sums.cuk exa
             tests/lit/run/gather.cuk tests/lit/fusion/horizontal_meanvar.cuk tests/lit/fusion/scan_lambda.cuk
             tests/lit/run/segments_tiles.cuk tests/lit/run/segments_edges.cuk tests/lit/run/histogram_bins.cuk
             tests/lit/run/scatter_hist.cuk tests/lit/run/pad_roll_stack.cuk examples/compaction.cuk tests/lit/run/slice_fixed.cuk
-            tests/lit/run/types_narrow_int.cuk tests/lit/run/types_half.cuk tests/lit/run/types_complex.cuk
+            tests/lit/run/types_narrow_int.cuk tests/lit/run/types_half.cuk tests/lit/run/types_complex.cuk tests/lit/run/matmul_half.cuk
             tests/lit/run/shapes_forms.cuk tests/lit/fusion/index_ew_chain.cuk tests/lit/fusion/index_rows_cols.cuk
             tests/lit/run/top_k.cuk tests/lit/run/top_k_select.cuk tests/lit/run/elem_loops_lambda.cuk tests/lit/run/matmul_epilogue.cuk tests/lit/run/rows_cluster.cuk
             tests/lit/run/transpose_perm.cuk tests/lit/run/rows_online.cuk tests/lit/run/rows_centred.cuk

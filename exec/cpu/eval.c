@@ -2754,7 +2754,19 @@ static Arr *eval_matmul(Frame *f, const Val *v) {
     int64_t m = x->rank == 2 ? x->shape[0] : 1, k = x->shape[x->rank - 1], n = y->rank == 2 ? y->shape[1] : 1;
     int64_t mk = m && k > INT64_MAX / m ? INT64_MAX : m * k;
     if (!run_charge(f->c, v->loc, n && mk > INT64_MAX / n ? INT64_MAX : mk * n)) goto out;
-    if ((r = new_arr(f, v->loc, x->dt, od.rank, od.d))) mm_tab[x->dt](x->data, y->data, r->data, m, k, n);
+    if (dtype_is_half(x->dt)) { /* in f32 (the products of halves are exact there), rounded once */
+        Arr *xf = new_arr(f, v->loc, DT_F32, x->rank, x->shape), *yf = xf ? new_arr(f, v->loc, DT_F32, y->rank, y->shape) : NULL;
+        Arr *rf = yf ? new_arr(f, v->loc, DT_F32, od.rank, od.d) : NULL;
+        if (rf && (r = new_arr(f, v->loc, x->dt, od.rank, od.d))) {
+            cast_tab[DT_F32][x->dt](xf->data, x->data, x->size);
+            cast_tab[DT_F32][y->dt](yf->data, y->data, y->size);
+            mm_tab[DT_F32](xf->data, yf->data, rf->data, m, k, n);
+            cast_tab[x->dt][DT_F32](r->data, rf->data, rf->size);
+        }
+        arr_release(xf), arr_release(yf), arr_release(rf);
+    } else if ((r = new_arr(f, v->loc, x->dt, od.rank, od.d))) {
+        mm_tab[x->dt](x->data, y->data, r->data, m, k, n);
+    }
 out:
     arr_release(x);
     arr_release(y);

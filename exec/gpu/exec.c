@@ -740,7 +740,7 @@ static bool blas_launch(Frame *f, const Kernel *k) {
     BlasCall bc;
     kernel_blas_call(k, &bc);
     Value x = {0}, y = {0}, al = {0}, bias = {0}, sh, out = {0};
-    cuk_matmul_args a = {.type = mm->dt == DT_F64 ? CUK_MM_F64 : CUK_MM_F32,
+    cuk_matmul_args a = {.type = mm->dt == DT_F64 ? CUK_MM_F64 : mm->dt == DT_F16 ? CUK_MM_F16 : mm->dt == DT_BF16 ? CUK_MM_BF16 : CUK_MM_F32,
                          .tf32 = mm->exclusive,
                          .alpha = 1.0,
                          .trans_a = bc.trans_a,

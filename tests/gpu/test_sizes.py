@@ -299,6 +299,9 @@ fn main(n: i64) {
     save("h_cols.npy", max(m, axis=0));
     save("h_t.npy", transpose(m));
     save("h_softmax.npy", exp(m - max(m, axis=1, keepdims=true)) / sum(exp(m - max(m, axis=1, keepdims=true)), axis=1, keepdims=true));
+    let hm = reshape(concat(h, f16(zeros((4 - n % 4) % 4))), (n + 3) / 4, 4);
+    save("h_matmul.npy", transpose(hm) @ hm);
+    save("b_matmul.npy", f32(bf16(hm) @ bf16(transpose(reshape(iota(12) % 5, 3, 4)))));
     save("h_mm.npy", f32(min(h)) + f32(max(g)));  // last: n = 0 stops here (no identity)
     save("i8_sum.npy", sum(s) + max(s) - min(s));
     save("h_argmax.npy", argmax(h) + argmin(g));
@@ -308,7 +311,8 @@ fn main(n: i64) {
       "i8_sum.npy": (0, 0), "h_argmax.npy": (0, 0), "h_cumsum.npy": (2e-3, 2e-2), "u_cumsum.npy": (0, 0),
       "h_sort.npy": (0, 0), "b_argsort.npy": (0, 0), "u_sort.npy": (0, 0), "i8_unique.npy": (0, 0), "casts.npy": (0, 0),
       "to_h.npy": (0, 0), "to_b.npy": (0, 0), "u_filter.npy": (0, 0), "h_rbi.npy": (2e-3, 1e-2), "u_bincount.npy": (0, 0),
-      "h_gather.npy": (0, 0), "h_rows.npy": (2e-3, 1e-3), "h_cols.npy": (0, 0), "h_t.npy": (0, 0), "h_softmax.npy": (2e-3, 1e-4)},
+      "h_gather.npy": (0, 0), "h_rows.npy": (2e-3, 1e-3), "h_cols.npy": (0, 0), "h_t.npy": (0, 0), "h_softmax.npy": (2e-3, 1e-4),
+      "h_matmul.npy": (2e-3, 2e-2), "b_matmul.npy": (1e-2, 1e-2)},
         ["h_sum.npy", "u_sum.npy"]),
     "complex": ("""
 fn main(n: i64) {
