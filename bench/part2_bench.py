@@ -24,7 +24,7 @@ import numpy as np
 import cuk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import job_args, job_setup, print_gbs_table, time_case, torch_compiled, torch_median_ms  # noqa: E402  (bench/timing.py)
+from timing import gbs_cases, job_args, job_setup, print_gbs_table  # noqa: E402  (bench/timing.py)
 
 SRC = """
 fn hist256(x: f32[n]) -> i64[256] = histogram(x, 256, 0.0, 1.0);
@@ -96,17 +96,8 @@ def main():
     x = torch.rand(n, device=dev, generator=g)
     print("n = 2^%d" % a.logn)
 
-    def timed(fn, iters=a.iters):
-        return torch_median_ms(fn, iters)
-
-    def compiled(fn):
-        return torch_compiled(fn, not a.no_compile)
-
     rows = []
-
-    def case(name, nbytes, cuk_fn, peers, check):
-        if name in only:
-            time_case(rows, timed, name, nbytes, cuk_fn, peers, check)
+    compiled, case = gbs_cases(a, only, rows)
 
     cx = cp.from_dlpack(x) if cp is not None else None
     case("copy", 8 * n, lambda: torch.empty_like(x).copy_(x), [], lambda: None)

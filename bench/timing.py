@@ -103,3 +103,19 @@ def job_setup(a, src, name, cases):
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(1)
     return only, torch, cp, m, dev, 1 << a.logn, g
+
+
+def gbs_cases(a, only, rows):
+    """What a GB/s benchmark's main times with (a from job_args, only from job_setup):
+    compiled(fn) (torch.compile unless --no-compile) and case(name, bytes, cuk_fn, peers,
+    check), which appends to rows what time_case measures for the cases asked for."""
+    def timed(fn, iters=a.iters):
+        return torch_median_ms(fn, iters)
+
+    def compiled(fn):
+        return torch_compiled(fn, not getattr(a, "no_compile", False))
+
+    def case(name, nbytes, cuk_fn, peers, check):
+        if name in only:
+            time_case(rows, timed, name, nbytes, cuk_fn, peers, check)
+    return compiled, case

@@ -22,7 +22,7 @@ import numpy as np
 import cuk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import job_args, job_setup, print_gbs_table, time_case, torch_compiled, torch_median_ms  # noqa: E402
+from timing import gbs_cases, job_args, job_setup, print_gbs_table  # noqa: E402
 
 TYPES = ("f16", "bf16")
 SRC = "".join("""
@@ -66,17 +66,8 @@ def main():
     only, torch, cp, m, dev, n, g = job_setup(a, SRC, "types_bench.py", CASES)
     print("n = 2^%d" % a.logn)
 
-    def timed(fn, iters=a.iters):
-        return torch_median_ms(fn, iters)
-
-    def compiled(fn):
-        return torch_compiled(fn, not a.no_compile)
-
     rows = []
-
-    def case(name, nbytes, cuk_fn, peers, check):
-        if name in only:
-            time_case(rows, timed, name, nbytes, cuk_fn, peers, check)
+    compiled, case = gbs_cases(a, only, rows)
 
     xf = torch.rand(n, device=dev, generator=g)
     case("copy", 8 * n, lambda: torch.empty_like(xf).copy_(xf), [], lambda: None)

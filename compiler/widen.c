@@ -389,21 +389,19 @@ static void cx_rewrite(Cx *x, Val *v) {
         break;
     }
     case OP_SIN:
-        re = e2(x, OP_MUL, e1(x, OP_SIN, ar), e1(x, OP_COSH, ai));
-        im = e2(x, OP_MUL, e1(x, OP_COS, ar), e1(x, OP_SINH, ai));
-        break;
     case OP_COS:
-        re = e2(x, OP_MUL, e1(x, OP_COS, ar), e1(x, OP_COSH, ai));
-        im = e1(x, OP_NEG, e2(x, OP_MUL, e1(x, OP_SIN, ar), e1(x, OP_SINH, ai)));
-        break;
     case OP_SINH:
-        re = e2(x, OP_MUL, e1(x, OP_SINH, ar), e1(x, OP_COS, ai));
-        im = e2(x, OP_MUL, e1(x, OP_COSH, ar), e1(x, OP_SIN, ai));
+    case OP_COSH: { /* re = f(a) g(b), im = +-h(a) k(b): sin z = sin a cosh b + i cos a sinh b, ... */
+        static const struct { OpKind op, f, g, h, k; bool neg; } T[] = {
+            {OP_SIN, OP_SIN, OP_COSH, OP_COS, OP_SINH, false},  {OP_COS, OP_COS, OP_COSH, OP_SIN, OP_SINH, true},
+            {OP_SINH, OP_SINH, OP_COS, OP_COSH, OP_SIN, false}, {OP_COSH, OP_COSH, OP_COS, OP_SINH, OP_SIN, false}};
+        int t = 0;
+        while (T[t].op != v->op) t++;
+        re = e2(x, OP_MUL, e1(x, T[t].f, ar), e1(x, T[t].g, ai));
+        im = e2(x, OP_MUL, e1(x, T[t].h, ar), e1(x, T[t].k, ai));
+        if (T[t].neg) im = e1(x, OP_NEG, im);
         break;
-    case OP_COSH:
-        re = e2(x, OP_MUL, e1(x, OP_COSH, ar), e1(x, OP_COS, ai));
-        im = e2(x, OP_MUL, e1(x, OP_SINH, ar), e1(x, OP_SIN, ai));
-        break;
+    }
     case OP_TANH: ctanh_parts(x, ar, ai, &re, &im); break;
     case OP_TAN: { /* tan z = -i tanh(i z) */
         Val *p, *q;
