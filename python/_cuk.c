@@ -73,18 +73,25 @@ PyObject *raise_status(cuk_status s) {
 /* Indexed by cuk_dtype. NumPy has no bfloat16: ml_dtypes' (what JAX and the .npy files
    cuk writes use) is named "bfloat16" and has typestr "<V2"; its host arrays export no
    buffer format, so bf16 elements cross as their bits ("H") and are viewed as
-   ml_dtypes.bfloat16 (bf16_numpy_dtype). */
-const char *const np_name[CUK_DTYPE_COUNT] = {"bool", "int32", "int64", "uint32", "uint64", "float32", "float64",
-                                              "int8", "int16", "uint8", "uint16", "float16", "bfloat16"};
-const char *const typestr[CUK_DTYPE_COUNT] = {"|b1", "<i4", "<i8", "<u4", "<u8", "<f4", "<f8",
-                                              "|i1", "<i2", "|u1", "<u2", "<f2", "<V2"};
-const char *const buffmt[CUK_DTYPE_COUNT] = {"?", "i", "q", "I", "Q", "f", "d", "b", "h", "B", "H", "e", "H"};
+   ml_dtypes.bfloat16 (bf16_numpy_dtype). c64 and c128 are NumPy's complex64 and
+   complex128 (the real part first), "Zf" and "Zd" in the buffer protocol. */
+const char *const np_name[CUK_DTYPE_COUNT] = {"bool",    "int32", "int64", "uint32", "uint64",
+                                              "float32", "float64", "int8", "int16",  "uint8",
+                                              "uint16",  "float16", "bfloat16", "complex64", "complex128"};
+const char *const typestr[CUK_DTYPE_COUNT] = {"|b1", "<i4", "<i8", "<u4", "<u8", "<f4", "<f8", "|i1",
+                                              "<i2", "|u1", "<u2", "<f2", "<V2", "<c8", "<c16"};
+const char *const buffmt[CUK_DTYPE_COUNT] = {"?", "i", "q", "I", "Q", "f", "d", "b", "h", "B", "H", "e", "H", "Zf", "Zd"};
 
 /* The dtype of a struct-module format (a buffer's), or -1. bf16 has none ('H' is
-   uint16). */
+   uint16); complex numbers are 'Z' and their part's letter. */
 int dtype_of_format(const char *f, Py_ssize_t itemsize) {
     if (!f) return -1;
     if (*f == '@' || *f == '=' || *f == '<') f++;
+    if (f[0] == 'Z' && f[1] && !f[2]) {
+        if (f[1] == 'f' && itemsize == 8) return CUK_C64;
+        if (f[1] == 'd' && itemsize == 16) return CUK_C128;
+        return -1;
+    }
     if (!f[0] || f[1]) return -1;
     switch (f[0]) {
     case '?': return CUK_BOOL;

@@ -50,9 +50,11 @@ PyTypeObject *make_type(PyObject *mod, PyType_Spec *spec, const char *export_nam
 
 extern const char *const np_name[CUK_DTYPE_COUNT];  /* "float32" */
 extern const char *const typestr[CUK_DTYPE_COUNT];  /* "<f4" */
-extern const char *const buffmt[CUK_DTYPE_COUNT];   /* "f" */
+extern const char *const buffmt[CUK_DTYPE_COUNT];   /* "f", "Zf" */
 /* The dtypes, for messages. */
-#define DTYPE_LIST "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64"
+#define DTYPE_LIST                                                                                      \
+    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64, " \
+    "complex64, complex128"
 int dtype_of_format(const char *f, Py_ssize_t itemsize);
 int dtype_of_typestr(const char *t, bool bf16_ok);
 int dtype_arg(PyObject *o, cuk_dtype *dt);

@@ -215,10 +215,11 @@ static PyObject *devarray_repr(PyObject *self) {
 
 /* ---- DLPack export ------------------------------------------------------------------------- */
 
-/* DLPack's type codes: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6. */
-static const DLDataType dl_dtype[CUK_DTYPE_COUNT] = {{6, 8, 1}, {0, 32, 1}, {0, 64, 1}, {1, 32, 1}, {1, 64, 1},
-                                                      {2, 32, 1}, {2, 64, 1}, {0, 8, 1},  {0, 16, 1}, {1, 8, 1},
-                                                      {1, 16, 1}, {2, 16, 1}, {4, 16, 1}};
+/* DLPack's type codes: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLComplex 5 (bits:
+   the whole number's, 64 for a complex64), kDLBool 6. */
+static const DLDataType dl_dtype[CUK_DTYPE_COUNT] = {{6, 8, 1},  {0, 32, 1}, {0, 64, 1}, {1, 32, 1},  {1, 64, 1},
+                                                      {2, 32, 1}, {2, 64, 1}, {0, 8, 1},  {0, 16, 1},  {1, 8, 1},
+                                                      {1, 16, 1}, {2, 16, 1}, {4, 16, 1}, {5, 64, 1}, {5, 128, 1}};
 
 /* An exported tensor: the DLManagedTensor, its shape, and the DeviceArray it keeps alive. */
 typedef struct {

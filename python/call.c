@@ -131,6 +131,8 @@ int wrong_dtype(const char *fn, const cuk_param_info *pi, cuk_dtype got) {
     char how[64];
     /* NumPy knows bfloat16 by ml_dtypes' type, not by name; PyTorch by torch.bfloat16 */
     if (pi->dtype == CUK_BF16) snprintf(how, sizeof how, ".astype(ml_dtypes.bfloat16) or .to(torch.bfloat16)");
+    else if ((got == CUK_C64 || got == CUK_C128) && pi->dtype != CUK_C64 && pi->dtype != CUK_C128)
+        snprintf(how, sizeof how, "x.real or abs(x), the real part or the magnitude");
     else snprintf(how, sizeof how, ".astype('%s')", np_name[pi->dtype]);
     PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s %s, but the argument has dtype %s; convert it first (e.g. %s)",
                  fn, pi->name, pi->rank ? "an array of" : "a", np_name[pi->dtype], np_name[got], how);
@@ -180,14 +182,15 @@ static PyObject *type_name(PyObject *o) {
 }
 
 /* A number as NumPy's casting rules see it: its kind ('b' bool, 'i' signed, 'u'
-   unsigned, 'f' float) and value. A Python int is weak (NEP 50): it may become any
-   integer dtype that holds its value, as in numpy.uint32(5) + 1. */
+   unsigned, 'f' float, 'c' complex) and value. A Python int is weak (NEP 50): it may
+   become any integer dtype that holds its value, as in numpy.uint32(5) + 1. */
 typedef struct {
     char kind;
     bool weak;
     long long i;          /* kinds 'b' (0 or 1) and 'i' */
     unsigned long long u; /* kind 'u' */
-    double f;             /* kind 'f' */
+    double f;             /* kind 'f', and the real part of kind 'c' */
+    double im;            /* kind 'c': the imaginary part */
 } Num;
 
 static double half_to_double(uint16_t h) {
@@ -197,14 +200,33 @@ static double half_to_double(uint16_t h) {
 }
 
 /* The number a one-element buffer holds (a NumPy scalar or 0-d array), by its
-   struct-module format; -1 if it is no number NumPy casts to cuk's dtypes (complex,
-   bytes, records, big-endian). */
+   struct-module format; -1 if it is no number NumPy casts to cuk's dtypes (bytes,
+   records, big-endian). */
 static int num_of_buffer(const Py_buffer *b, Num *n) {
     const char *f = b->format ? b->format : "B";
     while (*f == '@' || *f == '=' || *f == '<') f++;
-    if (!f[0] || f[1]) return -1;
     const unsigned char *p = b->buf;
     Py_ssize_t size = b->itemsize;
+    if (f[0] == 'Z' && f[1] && !f[2]) { /* complex: two floats, the real part first */
+        n->kind = 'c';
+        if (f[1] == 'f' && size == 8) {
+            float x[2];
+            memcpy(x, p, 8);
+            n->f = x[0], n->im = x[1];
+        } else if (f[1] == 'd' && size == 16) {
+            double x[2];
+            memcpy(x, p, 16);
+            n->f = x[0], n->im = x[1];
+        } else if (f[1] == 'g' && size == 2 * (Py_ssize_t)sizeof(long double)) {
+            long double x[2];
+            memcpy(x, p, sizeof x);
+            n->f = (double)x[0], n->im = (double)x[1];
+        } else {
+            return -1;
+        }
+        return 0;
+    }
+    if (!f[0] || f[1]) return -1;
     switch (f[0]) {
     case '?': n->kind = 'b', n->i = p[0] != 0; return 0;
     case 'b': case 'h': case 'i': case 'l': case 'q':
@@ -262,6 +284,11 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
         n.kind = 'f';
         n.f = PyFloat_AsDouble(o);
         if (n.f == -1.0 && PyErr_Occurred()) return -1;
+    } else if (PyComplex_Check(o)) { /* also numpy.complex128, a subclass */
+        n.kind = 'c';
+        n.f = PyComplex_RealAsDouble(o);
+        n.im = PyComplex_ImagAsDouble(o);
+        if (PyErr_Occurred()) return -1;
     } else if (PyObject_CheckBuffer(o)) {
         Py_buffer b;
         PyObject *bits = NULL; /* a bfloat16 NumPy scalar or array (ml_dtypes) exports no format: its bits */
@@ -299,7 +326,7 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
         PyBuffer_Release(&b);
         if (r < 0) {
             PyObject *tn = type_name(o);
-            PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, but the argument is a %U, which does not convert to it; pass a real number",
+            PyErr_Format(ArgumentError, "%s(): parameter '%s' is %s, but the argument is a %U, which does not convert to it; pass a number",
                          fn, pi->name, np_name[dt], tn);
             Py_XDECREF(tn);
             return -1;
@@ -315,18 +342,24 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
         Py_XDECREF(tn);
         return -1;
     }
-    /* NumPy's same_kind: bool becomes anything; integers become integers and floats, but
-       a signed one an unsigned one only if it is a weak Python int; floats only floats;
-       nothing but bool becomes bool. */
+    /* NumPy's same_kind: bool becomes anything; integers become integers, floats and
+       complex numbers, but a signed one an unsigned one only if it is a weak Python int;
+       floats floats and complex numbers; complex numbers only complex numbers; nothing
+       but bool becomes bool. */
+    bool is_complex = dt == CUK_C64 || dt == CUK_C128;
     bool is_float = dt == CUK_F16 || dt == CUK_BF16 || dt == CUK_F32 || dt == CUK_F64;
     bool is_unsigned = dt == CUK_U8 || dt == CUK_U16 || dt == CUK_U32 || dt == CUK_U64;
     bool kind_ok = dt == CUK_BOOL   ? n.kind == 'b'
-                   : is_float     ? true
+                   : is_complex   ? true
+                   : is_float     ? n.kind != 'c'
                    : is_unsigned  ? n.kind == 'b' || n.kind == 'u' || (n.kind == 'i' && n.weak)
-                                  : n.kind != 'f';
+                                  : n.kind != 'f' && n.kind != 'c';
     if (!kind_ok) {
-        char hint[96];
+        char hint[128];
         if (dt == CUK_BOOL) snprintf(hint, sizeof hint, "pass True or False (e.g. x != 0)");
+        else if (n.kind == 'c')
+            snprintf(hint, sizeof hint, "pass a real number: the real part or the magnitude (e.g. z.real or abs(z)), "
+                     "or make the parameter complex (c64, c128)");
         else if (n.kind == 'f') snprintf(hint, sizeof hint, "pass an integer (e.g. int(x) or round(x))");
         else snprintf(hint, sizeof hint, "pass a Python int or an unsigned NumPy integer (e.g. numpy.%s(x))", np_name[dt]);
         PyObject *tn = type_name(o);
@@ -336,7 +369,7 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
         return -1;
     }
     bool u = n.kind == 'u';
-    if (dt != CUK_BOOL && !is_float) {
+    if (dt != CUK_BOOL && !is_float && !is_complex) {
         /* an integer: the value must fit the parameter's range */
         unsigned bits = (unsigned)cuk_dtype_size(dt) * 8;
         long long lo = is_unsigned ? 0 : bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
@@ -346,7 +379,7 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
     /* the value, in range, as an integer of 64 bits (narrowed below) and as a double for
        floats (integers past 2^53 rounded to odd, so that one more rounding is exact) */
     unsigned long long w = u ? n.u : (unsigned long long)n.i;
-    double x = n.kind == 'f' ? n.f : u ? cuk_u2d_odd(n.u) : cuk_i2d_odd(n.i);
+    double x = n.kind == 'f' || n.kind == 'c' ? n.f : u ? cuk_u2d_odd(n.u) : cuk_i2d_odd(n.i);
     switch (dt) {
     case CUK_BOOL: val->b = (uint8_t)n.i; break;
     case CUK_I8: val->i8 = (int8_t)w; break;
@@ -361,6 +394,15 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
     case CUK_BF16: val->bf16 = cuk_d2bf(x); break;
     case CUK_F32: val->f32 = (float)x; break;
     case CUK_F64: val->f64 = n.kind == 'f' ? n.f : u ? (double)n.u : (double)n.i; break;
+    /* a real number is the real part (integers rounded once, as for f32 and f64) */
+    case CUK_C64:
+        val->c64[0] = (float)x;
+        val->c64[1] = n.kind == 'c' ? (float)n.im : 0.0f;
+        break;
+    case CUK_C128:
+        val->c128[0] = n.kind == 'f' || n.kind == 'c' ? n.f : u ? (double)n.u : (double)n.i;
+        val->c128[1] = n.kind == 'c' ? n.im : 0.0;
+        break;
     }
     v->dtype = dt;
     v->rank = 0;
@@ -696,7 +738,7 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
             continue;
         }
         vp[i] = &v[i];
-        if (pi->rank == 0 && (tp == &PyFloat_Type || tp == &PyLong_Type || tp == &PyBool_Type)) {
+        if (pi->rank == 0 && (tp == &PyFloat_Type || tp == &PyLong_Type || tp == &PyBool_Type || tp == &PyComplex_Type)) {
             if (scalar_arg(fn_name(f), pi, o, &sv[i], &v[i]) < 0) goto done;
             continue;
         }

@@ -257,6 +257,23 @@ static int pack_arg(Pack *p, int i, PyObject *o, char fmt) {
             memcpy(dst, &v, 2);
             break;
         }
+        case 'F':   /* numpy.complex64: two floats, the real part first (a float2, */
+        case 'D': { /* cuComplex, cuda::std::complex); 'D' complex128, two doubles */
+            /* complex(o): numpy.complex64 is no Python complex, and its float() drops the
+               imaginary part */
+            PyObject *z = PyObject_CallFunctionObjArgs((PyObject *)&PyComplex_Type, o, NULL);
+            if (!z) return -1;
+            double re = PyComplex_RealAsDouble(z), im = PyComplex_ImagAsDouble(z);
+            Py_DECREF(z);
+            if (fmt == 'F') {
+                float v[2] = {(float)re, (float)im};
+                memcpy(dst, v, 8);
+            } else {
+                double v[2] = {re, im};
+                memcpy(dst, v, 16);
+            }
+            break;
+        }
         case 'b': case 'B': case 'h': case 'H': case 'i': case 'I': case 'l': case 'L': case 'q': case 'Q': case '?': {
             PyObject *ix = PyNumber_Index(o);
             if (!ix && (fmt == 'l' || fmt == 'L' || fmt == 'q' || fmt == 'Q')) {

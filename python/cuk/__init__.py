@@ -163,7 +163,7 @@ def _convert_result(template, result):
 
 # By cuk's dtype index (api/cuk_program.h's enum cuk_dtype).
 _DTYPE_NAMES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64", "int8", "int16", "uint8", "uint16",
-                "float16", "bfloat16")
+                "float16", "bfloat16", "complex64", "complex128")
 _BF16 = _DTYPE_NAMES.index("bfloat16")
 
 
@@ -223,7 +223,7 @@ def _result_maker(tp):
     return None
 
 
-_KINDS = {"b": "bool", "i": "integer", "u": "unsigned integer", "f": "float"}
+_KINDS = {"b": "bool", "i": "integer", "u": "unsigned integer", "f": "float", "c": "complex"}
 
 
 def _sequence_arg(value, dtype, fn, param):
@@ -231,8 +231,9 @@ def _sequence_arg(value, dtype, fn, param):
     C-contiguous NumPy array of that dtype it becomes (the extension calls this).
 
     The values convert where NumPy's ``casting='same_kind'`` allows from the dtype NumPy
-    gives them (``numpy.asarray(value).dtype``): bools to anything, integers to integers
-    and floats, floats to floats. Python ints are weakly typed, as in NumPy 2 (NEP 50):
+    gives them (``numpy.asarray(value).dtype``): bools to anything, integers to integers,
+    floats and complex numbers, floats to floats and complex numbers, complex numbers to
+    complex numbers. Python ints are weakly typed, as in NumPy 2 (NEP 50):
     they become any integer dtype, unsigned ones included, that holds every value. A
     value that does not fit is an error, never wrapped around."""
     import numpy as np
@@ -266,9 +267,10 @@ def _sequence_arg(value, dtype, fn, param):
             raise ArgumentError(f"{where}, and {bad} does not fit in it ({info.min} to {info.max}); "
                                 "cuk does not wrap values around")
     elif not np.can_cast(a.dtype, target, "same_kind"):
+        how = ("take the real part or the magnitude first (e.g. numpy.real(x) or numpy.abs(x))"
+               if a.dtype.kind == "c" else f"convert them first (e.g. numpy.asarray(x).astype('{dtype}'))")
         raise ArgumentError(f"{where}, but the {type(value).__name__} holds {_KINDS[a.dtype.kind]} values, which NumPy's "
-                            f"same_kind casting does not turn into {dtype}; convert them first "
-                            f"(e.g. numpy.asarray(x).astype('{dtype}'))")
+                            f"same_kind casting does not turn into {dtype}; {how}")
     return np.ascontiguousarray(a, dtype=target)
 
 

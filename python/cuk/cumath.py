@@ -1,6 +1,7 @@
 """``pycuda.cumath`` on cuk: elementwise math on GPUArrays. Each function is lazy like
 GPUArray arithmetic, so ``cumath.exp(a * 2) + 1`` is one fused kernel. Integer inputs
-give float64, as in NumPy."""
+give float64, as in NumPy. complex64 and complex128 arrays take exp, log, sqrt, sin, cos,
+tan, sinh, cosh and tanh (NumPy's principal branches); the others raise TypeError."""
 import numpy as np
 
 from .gpuarray import GPUArray, _binary, _unary
@@ -19,7 +20,16 @@ def _f(op):
     return fn
 
 
-fabs = _f("abs")
+_abs = _f("abs")
+
+
+def fabs(a, stream=None, out=None):
+    """Elementwise |a| of a real array, like numpy.fabs (which has no complex loop: abs(z)
+    is the magnitude of a complex array)."""
+    if isinstance(a, GPUArray) and a.dtype.kind == "c":
+        raise TypeError(f"fabs is not defined for {a.dtype} arrays (as numpy.fabs); abs(z) is the magnitude")
+    return _abs(a, stream, out)
+
 ceil = _f("ceil")
 floor = _f("floor")
 exp = _f("exp")
@@ -45,6 +55,8 @@ rint = _f("round")
 
 def _float(a):
     if isinstance(a, GPUArray):
+        if a.dtype.kind == "c":
+            raise TypeError(f"this function takes real arrays, not {a.dtype}; take z.real and z.imag apart")
         return a if a.dtype.kind == "f" else a.astype(np.float64)
     return float(a)
 

@@ -6,6 +6,12 @@ written as one cuk function, compiled by the cuk compiler (cached by its text) a
 so a chain such as ``(a * 2 + b).astype(np.float64) ** 2`` is one fused kernel where
 PyCUDA runs one per operation. ``sum``/``dot``/``max``/``min`` fuse their producers too.
 
+complex64 and complex128 arrays have PyCUDA's ``.real``, ``.imag``, ``.conj()``,
+``abs()`` (real), arithmetic, ``==``/``!=``, ``sum``/``dot``/``vdot`` and the cumath
+functions NumPy's complex loops have (exp, log, sqrt, sin, cos, tan, sinh, cosh, tanh;
+``**``). They have no order: ``<``, ``max``, ``min``, ``sort`` and their kin raise
+TypeError, as the language refuses them (compare ``abs(z)`` or ``z.real``).
+
 Storage: device memory (a :class:`cuk.DeviceArray`) when a GPU is usable; without one
 a GPUArray keeps a host NumPy array and the same expressions run on cuk's CPU backend,
 so code written for the GPU runs (slowly) anywhere. ``cuk.gpuarray.BACKEND`` says which.
@@ -31,11 +37,13 @@ _SUPPORTED = {
     np.dtype(np.float16): "f16",
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
+    np.dtype(np.complex64): "c64",
+    np.dtype(np.complex128): "c128",
 }
 # NumPy has no bfloat16 of its own: ml_dtypes.bfloat16 (JAX's) is cuk's bf16 where it is
 # installed; its dtype is named "bfloat16".
 _DTYPE_LIST = ("bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64, "
-               "bfloat16 (ml_dtypes)")
+               "complex64, complex128, bfloat16 (ml_dtypes)")
 
 
 def _np_dtype(dtype):
@@ -89,7 +97,7 @@ def _ty(dtype):
 
 
 def _canon(dtype):
-    """NumPy's dtype, checked to be one cuk has (complex, float128, strings are not)."""
+    """NumPy's dtype, checked to be one cuk has (float128, complex256, strings are not)."""
     dtype = _np_dtype(dtype)
     _ty(dtype)
     return dtype
@@ -119,6 +127,22 @@ _CMP = {"eq", "ne", "lt", "le", "gt", "ge"}
 _FUNCS1 = {"abs", "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
            "cosh", "tanh", "floor", "ceil", "round", "trunc", "erf", "rsqrt"}
 _FUNCS2 = {"minimum", "maximum", "fmod", "atan2", "pow"}
+# what the language has for complex numbers: the rest (orderings, %, bit operations,
+# floor, erf, ...) raise TypeError here, before any source is written
+_COMPLEX_OPS = {"add", "sub", "mul", "div", "pow", "eq", "ne", "neg", "abs", "sqrt", "exp", "log", "sin", "cos", "tan",
+                "sinh", "cosh", "tanh", "real", "imag", "conj", "isnan", "isinf", "where", "cast"}
+_PARTS = {"real", "imag", "conj"}
+
+
+def _part_dtype(dtype):
+    """The dtype of a complex dtype's parts (complex64: float32)."""
+    return np.empty(0, dtype).real.dtype
+
+
+def _no_complex(what, dtype):
+    if dtype is not None and dtype.kind == "c":
+        raise TypeError(f"{what} is not defined for {dtype} arrays: complex numbers have no order; "
+                        "compare abs(z) or z.real")
 
 _cache = {}
 
@@ -187,7 +211,7 @@ class _Gen:
             return f"({self.expr(e.args[0])} {_BINOPS[e.op]} {self.expr(e.args[1])})"
         if e.op == "where":
             return f"where({', '.join(self.expr(a) for a in e.args)})"
-        if e.op in _FUNCS1 or e.op in _FUNCS2 or e.op in ("isnan", "isinf", "clamp"):
+        if e.op in _FUNCS1 or e.op in _FUNCS2 or e.op in _PARTS or e.op in ("isnan", "isinf", "clamp"):
             return f"{e.op}({', '.join(self.expr(a) for a in e.args)})"
         raise AssertionError(e.op)
 
@@ -265,6 +289,11 @@ def _binary(op, x, y, reflected=False):
     if reflected:
         a, b = b, a
     dt = _result_dtype(op, a, b)
+    if dt.kind == "c" and op not in _COMPLEX_OPS:
+        spelled = _BINOPS.get(op, op)
+        if op in _CMP or op in ("minimum", "maximum"):
+            _no_complex(f"'{spelled}'", dt)
+        raise TypeError(f"'{spelled}' is not defined for {dt} arrays; take z.real and z.imag apart")
     a, b = _cast(a, dt), _cast(b, dt)
     shape = _bshape(a.shape, b.shape)
     out_dt = np.dtype(np.bool_) if op in _CMP else dt
@@ -274,6 +303,15 @@ def _binary(op, x, y, reflected=False):
 def _unary(op, x, float_only=False):
     e = _leaf_of(x)
     dt = e.dtype
+    if dt.kind == "c":
+        if op not in _COMPLEX_OPS:
+            raise TypeError(f"{op} is not defined for {dt} arrays (cuk's complex functions: abs, exp, log, sqrt, "
+                            "sin, cos, tan, sinh, cosh, tanh); take z.real and z.imag apart")
+        if op in ("abs", "real", "imag"):
+            dt = _part_dtype(dt)  # |z| and the parts are real
+        elif op in ("isnan", "isinf"):
+            dt = np.dtype(np.bool_)
+        return GPUArray._lazy(_Node(op, [e], e.shape, dt))
     if float_only and dt.kind != "f" and dt.name != "bfloat16":
         # NumPy's ufunc loops: bool, int8 and uint8 give float16, 16-bit integers float32,
         # the rest float64 (numpy.sqrt(numpy.int8(4)) is a float16)
@@ -457,6 +495,9 @@ class GPUArray:
     def __float__(self):
         return float(self.get())
 
+    def __complex__(self):
+        return complex(self.get())
+
     def __int__(self):
         return int(self.get())
 
@@ -498,6 +539,9 @@ class GPUArray:
 
     def _inplace(self, op, o):
         r = _binary(op, self, o)
+        if r.dtype.kind == "c" and self._dtype.kind != "c":
+            raise TypeError(f"cannot write a {r.dtype} result into a {self._dtype} array in place (NumPy's same_kind "
+                            "casting): take .real or abs() of the operand, or make the array complex first")
         if r.dtype != self._dtype:
             r = r.astype(self._dtype)
         self._assign(r)
@@ -644,6 +688,8 @@ class GPUArray:
         return min(self)
 
     def mean(self):
+        if self._dtype.kind == "c":
+            return sum(self) / self.size
         if self._dtype.kind != "f" and self._dtype.name != "bfloat16":
             return sum(self.astype(np.float64)) / self.size
         if self._dtype.itemsize == 2:
@@ -661,8 +707,26 @@ class GPUArray:
     def argsort(self, axis=-1, kind=None):
         return argsort(self, axis, kind)
 
-    def conj(self):
-        return self
+    # -- complex numbers (PyCUDA's names; lazy, as arithmetic is)
+    @property
+    def real(self):
+        """The real parts (a float32 array of a complex64 one); a real array itself."""
+        return _unary("real", self) if self._dtype.kind == "c" else self
+
+    @property
+    def imag(self):
+        """The imaginary parts; zeros for a real array."""
+        return _unary("imag", self) if self._dtype.kind == "c" else zeros_like(self)
+
+    def conj(self, out=None):
+        """The complex conjugates (out=: written there); a real array itself."""
+        r = _unary("conj", self) if self._dtype.kind == "c" else self
+        if out is not None:
+            out._assign(r)
+            return out
+        return r
+
+    conjugate = conj
 
     def __iter__(self):
         for i in range(len(self)):
@@ -738,7 +802,12 @@ def _reduce(kind, a, dtype=None):
     if kind == "sum":
         dt = np.dtype(dtype) if dtype is not None else np.sum(np.zeros(0, a.dtype)).dtype
         dt = _canon(dt)
+        if a.dtype.kind == "c" and dt.kind != "c":
+            raise TypeError(f"sum() of a {a.dtype} array into {dt}: NumPy's same_kind casting does not make complex "
+                            "numbers real; sum z.real or abs(z)")
         e = _cast(e, dt)
+    if kind != "sum":
+        _no_complex(f"{kind}()", a.dtype)
     if a.size == 0 and kind != "sum":
         raise ValueError(f"{kind}() of an empty array")
     if not a.shape:  # a 0-d array is its own reduction
@@ -779,7 +848,20 @@ def dot(a, b, dtype=None, stream=None):
 
 
 def vdot(a, b, dtype=None, stream=None):
-    return dot(a, b, dtype)
+    """sum(conj(a) * b), as numpy.vdot and PyCUDA's vdot."""
+    return dot(a.conj() if isinstance(a, GPUArray) else np.conj(a), b, dtype)
+
+
+def real(a):
+    return a.real
+
+
+def imag(a):
+    return a.imag
+
+
+def conj(a, out=None):
+    return a.conj(out)
 
 
 def subset_dot(subset, a, b, dtype=None, stream=None):
@@ -837,6 +919,7 @@ def _sort_fn(a, fn, axis, kind):
     says (NumPy's kinds name algorithms; every one of them gives the stable order here)."""
     if kind not in (None, "stable", "quicksort", "mergesort", "heapsort"):
         raise ValueError(f"{fn}(): unknown kind {kind!r}")
+    _no_complex(f"{fn}()", a.dtype)
     if axis is None:
         a = a.ravel()
         axis = 0
@@ -869,6 +952,7 @@ def searchsorted(a, v, side="left"):
         raise ValueError(f"searchsorted(): side must be 'left' or 'right', not {side!r}")
     if a.ndim != 1:
         raise ValueError(f"searchsorted(): a must be 1-D, not {a.ndim}-D")
+    _no_complex("searchsorted()", a.dtype)
     t = _ty(a.dtype)
     right = "true" if side == "right" else "false"
     if np.ndim(v) == 0:
@@ -887,6 +971,7 @@ def searchsorted(a, v, side="left"):
 
 def unique(a):
     """a's distinct values, sorted, 1-D (cupy.unique without its options; NaNs as one)."""
+    _no_complex("unique()", a.dtype)
     t = _ty(a.dtype)
     dims = ", ".join(f"d{k}" for k in range(a.ndim))
     src = f"fn k(x: {t}[{dims}]) -> {t}[?] = unique(x);\n"

@@ -84,7 +84,7 @@ def test_astype_and_dtypes():
     np.testing.assert_array_equal(A.astype(np.int32).get(), a.astype(np.int32))
     assert A.astype(np.float32).dtype == np.float32
     with pytest.raises(ValueError, match="not supported"):
-        ga.to_gpu(np.ones(3, np.complex64))
+        ga.to_gpu(np.ones(3, np.longdouble))
     # float16 and the 8/16-bit integers are cuk dtypes: kept, not widened
     h = ga.to_gpu(np.array([1.5, 2.25], np.float16))
     assert h.dtype == np.float16 and (h * h).dtype == np.float16

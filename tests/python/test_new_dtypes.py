@@ -551,7 +551,7 @@ def test_dtype_names_and_device_array_typestrs():
             assert d.nbytes == 0 and np_name in repr(d)
     assert cuk.empty(0, np.float16).dtype == "float16" and cuk.zeros((0, 2), "bfloat16").dtype == "bfloat16"
     with pytest.raises(cuk.ArgumentError, match="not supported by cuk"):
-        cuk._cuk.device_wrap(0, (0,), np.complex64, None)
+        cuk._cuk.device_wrap(0, (0,), np.longdouble, None)
 
 
 class CAI:
