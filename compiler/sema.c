@@ -2636,7 +2636,10 @@ static bool body_sizes_ok(Ctx *c, Node *n) {
     if (n->type && n->type->kind == N_TYPE) ok &= type_sizes_ok(c, n->type, false);
     Node *one[4] = {n->a, n->b, n->c, n->els};
     for (int i = 0; i < 4; i++) ok &= body_sizes_ok(c, one[i]);
-    return list_sizes_ok(c, n->args) & list_sizes_ok(c, n->params) & list_sizes_ok(c, n->body) & ok;
+    ok &= list_sizes_ok(c, n->args); /* every part checked, for every message */
+    ok &= list_sizes_ok(c, n->params);
+    ok &= list_sizes_ok(c, n->body);
+    return ok;
 }
 
 static bool list_sizes_ok(Ctx *c, Node *list) {
@@ -2652,7 +2655,9 @@ static bool check_type_sizes(Ctx *c, Node *decl) {
     else
         ok = type_sizes_ok(c, decl->type, true);
     for (Node *p = decl->params; p; p = p->next) ok &= type_sizes_ok(c, p->type, false);
-    return body_sizes_ok(c, decl->a) & list_sizes_ok(c, decl->body) & ok;
+    ok &= body_sizes_ok(c, decl->a);
+    ok &= list_sizes_ok(c, decl->body);
+    return ok;
 }
 
 /* Wraps r, a value decl returns, in a check per axis whose size is not known to be the

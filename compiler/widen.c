@@ -314,6 +314,51 @@ static void ctanh_parts(Cx *x, Val *a, Val *b, Val **re, Val **im) {
 
 static void cx_visit(Cx *x, Val *v);
 
+/* (ar + ai i)(br + bi i) */
+static void cmul(Cx *x, Val *ar, Val *ai, Val *br, Val *bi, Val **re, Val **im) {
+    *re = e2(x, OP_SUB, e2(x, OP_MUL, ar, br), e2(x, OP_MUL, ai, bi));
+    *im = e2(x, OP_ADD, e2(x, OP_MUL, ar, bi), e2(x, OP_MUL, ai, br));
+}
+
+/* Whether w is a literal integer n (its imaginary part 0), |n| <= 100. */
+static bool int_power(const Val *w, int64_t *n) {
+    double re, im;
+    if (w->op == OP_CONST) re = w->c.z[0], im = w->c.z[1];
+    else if (w->op == OP_CPACK && w->args[0]->op == OP_CONST && w->args[1]->op == OP_CONST)
+        re = w->args[0]->c.f, im = w->args[1]->c.f;
+    else return false;
+    if (im != 0 || !(re >= -100 && re <= 100) || re != (double)(int64_t)re) return false;
+    *n = (int64_t)re;
+    return true;
+}
+
+/* z^n by squaring (1 for n = 0), and 1 / z^-n for n < 0, as NumPy's cpow does. */
+static void cpow_int(Cx *x, Val *ar, Val *ai, int64_t n, Val **re, Val **im) {
+    DType t = ar->dt;
+    Loc loc = ar->loc;
+    uint64_t m = n < 0 ? (uint64_t)-n : (uint64_t)n;
+    Val *pr = rconst(x, t, 1, loc), *pi = rconst(x, t, 0, loc), *sr = ar, *si = ai;
+    bool first = true;
+    while (m) {
+        if (m & 1) {
+            if (first) pr = sr, pi = si, first = false;
+            else cmul(x, pr, pi, sr, si, &pr, &pi);
+        }
+        m >>= 1;
+        if (m) cmul(x, sr, si, sr, si, &sr, &si);
+    }
+    if (n < 0) { /* 1 / p, Smith's: the reciprocal NumPy's cpow takes */
+        Val *one = rconst(x, t, 1, loc);
+        Val *big = e2(x, OP_GE, e1(x, OP_ABS, pr), e1(x, OP_ABS, pi));
+        Val *r1 = e2(x, OP_DIV, pi, pr), *d1 = e2(x, OP_ADD, pr, e2(x, OP_MUL, pi, r1));
+        Val *r2 = e2(x, OP_DIV, pr, pi), *d2 = e2(x, OP_ADD, pi, e2(x, OP_MUL, pr, r2));
+        *re = sel(x, big, e2(x, OP_DIV, one, d1), e2(x, OP_DIV, r2, d2));
+        *im = sel(x, big, e2(x, OP_DIV, e1(x, OP_NEG, r1), d1), e2(x, OP_DIV, e1(x, OP_NEG, one), d2));
+        return;
+    }
+    *re = pr, *im = pi;
+}
+
 /* v (complex-typed, or reading complex values) rewritten into real parts. */
 static void cx_rewrite(Cx *x, Val *v) {
     DType dt = v->dt, pt = dtype_part(v->dt);
@@ -386,6 +431,8 @@ static void cx_rewrite(Cx *x, Val *v) {
         Val *z = e2(x, OP_LAND, e2(x, OP_EQ, ar, zero), e2(x, OP_EQ, ai, zero));
         re = sel(x, z, zero, sel(x, pos, t, e2(x, OP_DIV, e1(x, OP_ABS, ai), t2)));
         im = sel(x, z, ai, sel(x, pos, e2(x, OP_DIV, ai, t2), sel(x, e2(x, OP_LT, ai, zero), e1(x, OP_NEG, t), t)));
+        Val *inf = e1(x, OP_ISINF, ai); /* C99: sqrt(x + inf i) = inf + inf i, whatever x */
+        re = sel(x, inf, e1(x, OP_ABS, ai), re), im = sel(x, inf, ai, im);
         break;
     }
     case OP_SIN:
@@ -409,7 +456,13 @@ static void cx_rewrite(Cx *x, Val *v) {
         re = q, im = e1(x, OP_NEG, p);
         break;
     }
-    case OP_POW: { /* exp(w log z); z = 0: 0 for re(w) > 0; w = 0: 1 */
+    case OP_POW: { /* an integer literal n, |n| <= 100: products (NumPy's exact path); else
+                      exp(w log z), with z = 0: 0 for re(w) > 0, and w = 0: 1 */
+        int64_t n = 0;
+        if (int_power(z1, &n)) {
+            cpow_int(x, ar, ai, n, &re, &im);
+            break;
+        }
         Val *zero = rconst(x, pt, 0, loc), *one = rconst(x, pt, 1, loc);
         Val *lr = e1(x, OP_LOG, e2(x, OP_HYPOT, ar, ai)), *li = e2(x, OP_ATAN2, ai, ar);
         Val *mr = e2(x, OP_SUB, e2(x, OP_MUL, br, lr), e2(x, OP_MUL, bi, li));
