@@ -68,6 +68,8 @@ typedef union Cell {
     uint64_t u64;
     float f32;
     double f64;
+    float c64[2];  /* re, im */
+    double z[2];   /* c128's re, im */
 } Cell;
 
 static inline int esize(DType dt) { return dtype_info[dt].size; }
@@ -237,6 +239,8 @@ static void cell_set(Cell *c, DType dt, Scalar s) {
 #undef X
     case DT_F16: c->u64 = cuk_d2h(s.f); break;
     case DT_BF16: c->u64 = cuk_d2bf(s.f); break;
+    case DT_C64: c->c64[0] = (float)s.z[0], c->c64[1] = (float)s.z[1]; break;
+    case DT_C128: c->z[0] = s.z[0], c->z[1] = s.z[1]; break;
     default: die("bad dtype %d", (int)dt);
     }
 }
@@ -438,7 +442,7 @@ static void splat(void *dst, const void *elem, int esz, int64_t n) {
    the work limit once per iteration, as the statement walker does for host loops. Sema
    refuses recursion here, so each function has one activation at a time and owns its
    registers. */
-enum { FI_EW, FI_CAST, FI_MOV, FI_JZ, FI_JMP, FI_LOOP, FI_RET, FI_CALL };
+enum { FI_EW, FI_CAST, FI_MOV, FI_JZ, FI_JMP, FI_LOOP, FI_RET, FI_CALL, FI_CPART, FI_CPACK };
 
 typedef struct FProg FProg;
 typedef struct FIns {
@@ -540,14 +544,17 @@ static int fval(FBuild *b, FProg *p, const Val *v, int depth) {
         }
         x->callee = q, x->cargs = cargs, x->out = r;
     } else {
-        ASSERT(v->op < OP_EW_END || v->op == OP_CAST); /* sema's check_scalar_calls */
+        /* sema's check_scalar_calls; a complex number's parts (compiler/widen.c) */
+        ASSERT(v->op < OP_EW_END || v->op == OP_CAST || v->op == OP_CPART || v->op == OP_CPACK);
         ASSERT(v->nargs <= 3);
         for (int k = 0; k < v->nargs; k++) in[k] = fval(b, p, v->args[k], depth);
         r = freg(b, p);
-        FIns *x = fins(b, p, v->op == OP_CAST ? FI_CAST : FI_EW);
-        x->op = v->op, x->dt = v->dt, x->out = r;
+        int kind = v->op == OP_CAST ? FI_CAST : v->op == OP_CPART ? FI_CPART : v->op == OP_CPACK ? FI_CPACK : FI_EW;
+        FIns *x = fins(b, p, kind);
+        if (b->oom) return 0;
+        x->op = v->op == OP_CPART ? v->axis : (int)v->op, x->dt = v->dt, x->out = r;
         memcpy(x->in, in, sizeof in);
-        x->adt = v->op == OP_CAST ? v->args[0]->dt : v->args[ew_info[v->op].cls == OC_SELECT ? 1 : 0]->dt;
+        x->adt = kind != FI_EW ? v->args[0]->dt : v->args[ew_info[v->op].cls == OC_SELECT ? 1 : 0]->dt;
     }
     p->regof[v->id] = r;
     return r;
@@ -665,6 +672,21 @@ static bool fprog_exec(Run *run, FProg *p) {
             cast_tab[in->dt][in->adt](&r[in->out], &r[in->in[0]], 1);
             pc++;
             break;
+        case FI_CPART: { /* in->op: 0 re, 1 im */
+            Cell c = r[in->in[0]];
+            if (in->dt == DT_F32) r[in->out].f32 = c.c64[in->op];
+            else r[in->out].f64 = c.z[in->op];
+            pc++;
+            break;
+        }
+        case FI_CPACK: {
+            Cell c;
+            if (in->dt == DT_C64) c.c64[0] = r[in->in[0]].f32, c.c64[1] = r[in->in[1]].f32;
+            else c.z[0] = r[in->in[0]].f64, c.z[1] = r[in->in[1]].f64;
+            r[in->out] = c;
+            pc++;
+            break;
+        }
         case FI_MOV:
             r[in->out] = r[in->in[0]];
             pc++;
