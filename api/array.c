@@ -43,7 +43,7 @@ cuk_status cuk_dtype_from_name(const char *name, cuk_dtype *dt) {
             *dt = alias[i].dt;
             return CUK_OK;
         }
-    return err_set(CUK_ERR_INVALID, "unknown dtype '%s': cuk has bool, i32, i64, u32, u64, f32 and f64", name);
+    return err_set(CUK_ERR_INVALID, "unknown dtype '%s': cuk has %s", name, dtype_names());
 }
 
 /* Validates dtype and shape and fills the header of a new array. */

@@ -64,6 +64,8 @@ typedef struct DTypeInfo {
 } DTypeInfo;
 extern const DTypeInfo dtype_info[DT_COUNT];
 bool dtype_from_name(const char *name, DType *out);
+/* "bool, i8, ..., c128": every type's name, for messages. */
+const char *dtype_names(void);
 /* The 16-bit floats, computed in f32; and the type the IR computes a narrow type in
    (compiler/widen.c): f32 for them, i32 for the 8- and 16-bit integers, else dt. */
 static inline bool dtype_is_half(DType dt) { return dt == DT_F16 || dt == DT_BF16; }

@@ -1,5 +1,6 @@
 /* The IR's tables (dtype, op and reduction names), expanded from the X-macros in ir.h,
    and small helpers every backend shares: node creation, broadcasting, shape text. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ir.h"
@@ -18,6 +19,20 @@ bool dtype_from_name(const char *name, DType *out) {
         }
     }
     return false;
+}
+
+const char *dtype_names(void) {
+    static char buf[160];
+    if (!buf[0]) {
+        /* the language's order: bool, the integers by width, the floats, the complex types */
+        static const DType order[] = {DT_BOOL, DT_I8, DT_I16, DT_I32, DT_I64, DT_U8, DT_U16, DT_U32,
+                                      DT_U64, DT_F16, DT_BF16, DT_F32, DT_F64, DT_C64, DT_C128};
+        _Static_assert(sizeof order / sizeof order[0] == DT_COUNT, "a dtype is missing from dtype_names");
+        size_t n = 0;
+        for (int i = 0; i < DT_COUNT; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "", dtype_info[order[i]].name);
+    }
+    return buf;
 }
 
 const char *const op_name[OP_COUNT] = {

@@ -657,7 +657,7 @@ static bool class_ok(Ctx *c, OpKind op, DType dt, Loc loc, const char *spelling)
     case OC_FLOAT:
     case OC_PRED:
         if (!is_float(dt)) {
-            diag_error(c->d, loc, "'%s' needs f32 or f64, not %s; convert with f32(...) or f64(...)", spelling, tn);
+            diag_error(c->d, loc, "'%s' needs floats (f16, bf16, f32, f64), not %s; convert with f32(...) or f64(...)", spelling, tn);
             return false;
         }
         return true;
@@ -858,7 +858,7 @@ static bool dtype_arg(Ctx *c, CallArgs *ca, DType *dt, bool *given) {
     *given = n != NULL;
     if (!n) return true;
     if (n->kind != N_IDENT || !dtype_from_name(n->name, dt)) {
-        diag_error(c->d, n->loc, "dtype= takes a type name: bool, i32, i64, u32, u64, f32 or f64");
+        diag_error(c->d, n->loc, "dtype= takes a type name: %s", dtype_names());
         return false;
     }
     return true;
@@ -1949,7 +1949,7 @@ static Ex builtin_hist(Ctx *c, Node *call, CallArgs *ca, const char *g) {
             return ex_val(v);
         }
         if (!is_float(x.v->dt)) {
-            diag_error(c->d, ca->pos[0]->loc, "histogram() takes f32 or f64 values, not %s; convert with f64(...)",
+            diag_error(c->d, ca->pos[0]->loc, "histogram() takes float values (f16, bf16, f32, f64), not %s; convert with f64(...)",
                        dtype_info[x.v->dt].name);
             return ex_bad();
         }
@@ -3487,7 +3487,7 @@ static bool check_decl_type(Ctx *c, Node *type, Ex *v, const char *name) {
     }
     DType want;
     if (!dtype_from_name(type->name, &want)) {
-        diag_error(c->d, type->loc, "unknown type '%s'; the types are bool, i32, i64, u32, u64, f32, f64", type->name);
+        diag_error(c->d, type->loc, "unknown type '%s'; the types are %s", type->name, dtype_names());
         return false;
     }
     *v = coerce(c, *v, want, type->loc, arena_printf(c->a, "the value of '%s'", name));
@@ -4190,7 +4190,7 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
                     ok = false;
                 }
                 if (!dtype_from_name(t->name, &c->res_dt[k])) {
-                    diag_error(c->d, t->loc, "unknown type '%s'; the types are bool, i32, i64, u32, u64, f32, f64", t->name);
+                    diag_error(c->d, t->loc, "unknown type '%s'; the types are %s", t->name, dtype_names());
                     ok = false;
                 }
             }
@@ -4202,7 +4202,7 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
         int rk;
         type_dims(decl->type, &rk);
         if (!dtype_from_name(decl->type->name, &c->ret_dt)) {
-            diag_error(c->d, decl->type->loc, "unknown type '%s'; the types are bool, i32, i64, u32, u64, f32, f64", decl->type->name);
+            diag_error(c->d, decl->type->loc, "unknown type '%s'; the types are %s", decl->type->name, dtype_names());
             ok = false;
         }
         c->ret_rank = rk;
@@ -4226,7 +4226,7 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
             ok = false;
         }
         if (!dtype_from_name(p->type->name, &dt)) {
-            diag_error(c->d, p->type->loc, "unknown type '%s'; the types are bool, i32, i64, u32, u64, f32, f64", p->type->name);
+            diag_error(c->d, p->type->loc, "unknown type '%s'; the types are %s", p->type->name, dtype_names());
             ok = false;
         }
         slot_new(c, p->name, dt, rk, false);

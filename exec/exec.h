@@ -66,7 +66,7 @@ bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err);
    no limit. Not thread-safe to change during a run. */
 extern int64_t cpu_work_limit;
 
-/* npy.c: .npy version 1.0/2.0/3.0, little-endian, C order; bool i32 i64 u32 u64 f32 f64.
+/* npy.c: .npy version 1.0/2.0/3.0, little-endian, C order; every dtype (bf16 as V2).
    On failure returns NULL / false with a message in err. */
 Arr *npy_load(const char *path, char *err, size_t errlen);
 Arr *npy_load_mem(const void *buf, size_t len, char *err, size_t errlen);
