@@ -80,26 +80,37 @@ static cuk_array *parse_arg(const cuk_param_info *pi, const char *text, int *sta
     cuk_scalar v = {0};
     char *end = NULL;
     errno = 0;
-    if (pi->dtype == CUK_BOOL) {
+    DType dt = (DType)pi->dtype;
+    const DTypeInfo *di = &dtype_info[dt];
+    Scalar x = {0};
+    if (dt == DT_BOOL) {
         end = (char *)text;
-        if (strcmp(text, "true") == 0) v.b = 1, end = (char *)text + 4;
-        else if (strcmp(text, "false") == 0) v.b = 0, end = (char *)text + 5;
-    } else if (pi->dtype == CUK_F32 || pi->dtype == CUK_F64) {
-        double x = strtod(text, &end);
-        if (pi->dtype == CUK_F32) v.f32 = (float)x;
-        else v.f64 = x;
-    } else if (pi->dtype == CUK_I32 || pi->dtype == CUK_I64) {
-        long long x = strtoll(text, &end, 0);
-        if (pi->dtype == CUK_I32 && (x < INT32_MIN || x > INT32_MAX)) errno = ERANGE;
-        if (pi->dtype == CUK_I32) v.i32 = (int32_t)x;
-        else v.i64 = x;
+        if (strcmp(text, "true") == 0) x.i = 1, end = (char *)text + 4;
+        else if (strcmp(text, "false") == 0) x.i = 0, end = (char *)text + 5;
+    } else if (dtype_is_complex(dt)) { /* 1.5, 1.5+2j, 1.5-2j, 2j */
+        x.z[0] = strtod(text, &end);
+        if (end != text && (*end == 'j' || *end == 'J') && !end[1]) x.z[1] = x.z[0], x.z[0] = 0, end++;
+        else if (end != text && (*end == '+' || *end == '-')) {
+            char *q = end;
+            x.z[1] = strtod(q, &end);
+            if (end != q && (*end == 'j' || *end == 'J')) end++;
+            else end = q; /* not a complex number */
+        }
+    } else if (di->is_float) {
+        x.f = strtod(text, &end);
+    } else if (di->is_signed) {
+        long long y = strtoll(text, &end, 0);
+        int bits = 8 * di->size;
+        if (bits < 64 && (y < -(1LL << (bits - 1)) || y >= (1LL << (bits - 1)))) errno = ERANGE;
+        x.i = y;
     } else {
         if (text[0] == '-') errno = ERANGE;
-        unsigned long long x = strtoull(text, &end, 0);
-        if (pi->dtype == CUK_U32 && x > UINT32_MAX) errno = ERANGE;
-        if (pi->dtype == CUK_U32) v.u32 = (uint32_t)x;
-        else v.u64 = x;
+        unsigned long long y = strtoull(text, &end, 0);
+        int bits = 8 * di->size;
+        if (bits < 64 && y >> bits) errno = ERANGE;
+        x.u = y;
     }
+    if (end && end != text && !*end && !errno) scalar_store(dt, x, &v); /* the value rounded to dt */
     const char *tn = cuk_dtype_name(pi->dtype);
     if (!end || end == text || *end || errno) {
         fprintf(stderr, "cukc: error: parameter '%s' is %s, and '%s' is not a valid %s value\n", pi->name, tn, text,
