@@ -649,7 +649,7 @@ static void test_npy(void) {
     const char *hdrs[] = {
         "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }",
         "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
-        "{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }",
+        "{'descr': '<f16', 'fortran_order': False, 'shape': (2,), }", /* long double: none */
         "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999,99999999999), }",
         "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }",
         "{'descr': '<f4', 'fortran_order': False, 'shape': (2, }",

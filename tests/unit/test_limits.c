@@ -84,7 +84,8 @@ static void test_npy(void) {
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4611686018427387904), }", 0, false},
         {"{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }", 16, false},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }", 4, false},
-        {"{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16, false},
+        {"{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16, true},
+        {"{'descr': '<c32', 'fortran_order': False, 'shape': (2,), }", 64, false}, /* complex256: none */
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,", 8, false},
         {"{}", 8, false},
     };
