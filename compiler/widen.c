@@ -201,15 +201,18 @@ static void visit(Widen *w, Val *v) {
     sortkv_link(v);
 }
 
-static void visit_stmts(Widen *w, Stmt *s) {
+/* fn(ctx, v) for every value a statement of the list names, nested blocks included. */
+static void stmts_each(Stmt *s, void (*fn)(void *, Val *), void *ctx) {
     for (; s; s = s->next) {
-        visit(w, s->v);
-        visit(w, s->v2);
-        for (int k = 0; k < s->nvs && s->vs; k++) visit(w, s->vs[k]);
-        visit_stmts(w, s->body);
-        visit_stmts(w, s->els);
+        fn(ctx, s->v);
+        fn(ctx, s->v2);
+        for (int k = 0; k < s->nvs && s->vs; k++) fn(ctx, s->vs[k]);
+        stmts_each(s->body, fn, ctx);
+        stmts_each(s->els, fn, ctx);
     }
 }
+
+static void visit_cb(void *w, Val *v) { visit(w, v); }
 
 /* ---- the complex types ------------------------------------------------------------------
    c64 and c128 are pairs of f32 or f64 in memory (NumPy's layout). Every op on them is
@@ -536,15 +539,7 @@ static void cx_visit(Cx *x, Val *v) {
     if (cplx(v) || reads) cx_rewrite(x, v);
 }
 
-static void cx_stmts(Cx *x, Stmt *s) {
-    for (; s; s = s->next) {
-        cx_visit(x, s->v);
-        cx_visit(x, s->v2);
-        for (int k = 0; k < s->nvs && s->vs; k++) cx_visit(x, s->vs[k]);
-        cx_stmts(x, s->body);
-        cx_stmts(x, s->els);
-    }
-}
+static void cx_visit_cb(void *x, Val *v) { cx_visit(x, v); }
 
 void widen_program(Arena *a, Program *p) {
     for (int i = 0; i < p->nfns; i++) {
@@ -553,7 +548,7 @@ void widen_program(Arena *a, Program *p) {
         x.done = NEWN(a, bool, (size_t)f->nvals + 1);
         x.part[0] = NEWN(a, Val *, (size_t)f->nvals + 1);
         x.part[1] = NEWN(a, Val *, (size_t)f->nvals + 1);
-        cx_stmts(&x, f->body);
+        stmts_each(f->body, cx_visit_cb, &x);
     }
     for (int i = 0; i < p->nfns; i++) {
         Fn *f = p->fns[i];
@@ -561,6 +556,6 @@ void widen_program(Arena *a, Program *p) {
         w.done = NEWN(a, bool, (size_t)f->nvals + 1);
         w.wide = NEWN(a, Val *, (size_t)f->nvals + 1);
         w.ewsplit = NEWN(a, bool, (size_t)f->nvals + 1);
-        visit_stmts(&w, f->body);
+        stmts_each(f->body, visit_cb, &w);
     }
 }

@@ -20,3 +20,17 @@ def python_child_env(**extra):
         env["LD_PRELOAD"] = pre
     env.update(extra)
     return env
+
+
+class HostDL:
+    """A NumPy array offered through DLPack only (NumPy's own __dlpack__: a host tensor,
+    kDLCPU), for the tests of cuk's DLPack import."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()

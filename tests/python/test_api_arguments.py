@@ -10,7 +10,7 @@ import fractions
 import numpy as np
 import pytest
 
-import cukpath  # noqa: F401
+import cukpath
 import cuk
 
 SRC = """
@@ -215,30 +215,17 @@ class CAI:
         self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (0x1000, False), "version": 3}
 
 
-class DL:
-    """A DLPack producer backed by a NumPy array (a host tensor)."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, stream=None):
-        return self.a.__dlpack__()
-
-    def __dlpack_device__(self):
-        return (1, 0)
-
-
 def test_foreign_arrays_get_dtype_and_rank_checks(m):
     assert "but the argument has dtype float64" in err(m.flts, CAI((3,), "<f8"))
     assert "is a 1-D array of float32, but the argument is a 2-D array of shape (1, 3)" in err(m.flts, CAI((1, 3), "<f4"))
     assert "is a float32 scalar, but the argument is a 1-D array" in err(m.sf, CAI((1,), "<f4"))
     if hasattr(np.ndarray, "__dlpack__"):
-        assert "but the argument has dtype float64" in err(m.flts, DL(np.ones(3)))
-        assert "2-D array of shape (1, 3)" in err(m.flts, DL(np.ones((1, 3), np.float32)))
-        np.testing.assert_array_equal(m.flts(DL(np.arange(3, dtype=np.float32))), [0, 1, 2])
+        assert "but the argument has dtype float64" in err(m.flts, cukpath.HostDL(np.ones(3)))
+        assert "2-D array of shape (1, 3)" in err(m.flts, cukpath.HostDL(np.ones((1, 3), np.float32)))
+        np.testing.assert_array_equal(m.flts(cukpath.HostDL(np.arange(3, dtype=np.float32))), [0, 1, 2])
         # a 0-d host tensor of exactly the dtype is a scalar
-        assert m.sf(DL(np.array(2.5, np.float32))) == 2.5
-        assert "has dtype float64" in err(m.sf, DL(np.array(2.5)))
+        assert m.sf(cukpath.HostDL(np.array(2.5, np.float32))) == 2.5
+        assert "has dtype float64" in err(m.sf, cukpath.HostDL(np.array(2.5)))
 
 
 def test_device_array_dtype_and_rank_checked_before_the_call(m):

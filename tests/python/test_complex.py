@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 
-import cukpath  # noqa: F401
+import cukpath
 import cuk
 import cuk.cumath as cm
 import cuk.gpuarray as ga
@@ -419,27 +419,14 @@ def test_real_arrays_do_not_mix_implicitly():
 
 # ---- DLPack and the CUDA array interface ---------------------------------------------------------
 
-class NumpyDL:
-    """A NumPy array offered through DLPack only (NumPy's own __dlpack__: kDLComplex)."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, stream=None):
-        return self.a.__dlpack__()
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
-
-
 @pytest.mark.skipif(not hasattr(np.ndarray, "__dlpack__"), reason="NumPy without __dlpack__")
 @pytest.mark.parametrize("t", list(CT))
 def test_dlpack_host_tensors(m, t):
     a, b = ints(33, CT[t], 23), ints(33, CT[t], 24)
-    np.testing.assert_array_equal(m[f"mul_{t}"](NumpyDL(a), NumpyDL(b)), a * b)
+    np.testing.assert_array_equal(m[f"mul_{t}"](cukpath.HostDL(a), cukpath.HostDL(b)), a * b)
     other = "c128" if t == "c64" else "c64"
-    assert f"has dtype {np.dtype(CT[t]).name}" in err(m[f"mul_{other}"], NumpyDL(a), NumpyDL(b))
-    assert "has dtype complex" in err(m.f32_to_c64, NumpyDL(np.zeros(2, np.complex64)))
+    assert f"has dtype {np.dtype(CT[t]).name}" in err(m[f"mul_{other}"], cukpath.HostDL(a), cukpath.HostDL(b))
+    assert "has dtype complex" in err(m.f32_to_c64, cukpath.HostDL(np.zeros(2, np.complex64)))
 
 
 def test_dtype_names_and_typestrs():

@@ -189,19 +189,6 @@ def bf16_arg(values_f32):
     return DLHost(bf16_bits(values_f32), 4, 16)
 
 
-class NumpyDL:
-    """A NumPy array offered through DLPack only (NumPy's own __dlpack__, kDLCPU)."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, stream=None):
-        return self.a.__dlpack__()
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
-
-
 # ---- elementwise arithmetic and comparisons ----------------------------------------------
 
 ARITH = "".join(f"""
@@ -521,10 +508,10 @@ def test_cast_rules_spelled_out():
 @pytest.mark.parametrize("t", list(NARROW))
 def test_narrow_dtypes_through_dlpack(m, t):
     x, y = pair(t, 33, 21)
-    got = m[f"add_{t}"](NumpyDL(x), NumpyDL(y))
+    got = m[f"add_{t}"](cukpath.HostDL(x), cukpath.HostDL(y))
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(got, x + y)
-    assert "has dtype" in err(m.add_f16 if t != "f16" else m.add_i8, NumpyDL(x), NumpyDL(y))
+    assert "has dtype" in err(m.add_f16 if t != "f16" else m.add_i8, cukpath.HostDL(x), cukpath.HostDL(y))
 
 
 def test_bf16_dlpack_code_is_kdlbfloat(m):
