@@ -34,3 +34,30 @@ class HostDL:
 
     def __dlpack_device__(self):
         return self.a.__dlpack_device__()
+
+
+def torch_cuda():
+    """PyTorch with CUDA, or the test is skipped."""
+    import pytest
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch without CUDA")
+    return torch
+
+
+class CAI:
+    """An empty device array offered through __cuda_array_interface__ with this typestr."""
+
+    def __init__(self, typestr):
+        self.__cuda_array_interface__ = {"shape": (0,), "typestr": typestr, "data": (0, False), "version": 3}
+
+
+def cai_error(f, typestr):
+    """What a call of f with an empty device array of this typestr raises: a dtype error,
+    or (dtype accepted) whatever running it on this machine gives; "" if nothing."""
+    import cuk
+    try:
+        f(CAI(typestr))
+    except cuk.Error as e:
+        return str(e)
+    return ""

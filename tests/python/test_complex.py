@@ -443,17 +443,7 @@ def test_dtype_names_and_typestrs():
         cuk._cuk.device_wrap(0, (0,), np.clongdouble, None)
 
 
-class CAI:
-    def __init__(self, typestr):
-        self.__cuda_array_interface__ = {"shape": (0,), "typestr": typestr, "data": (0, False), "version": 3}
-
-
-def cai_error(f, typestr):
-    try:
-        f(CAI(typestr))
-    except cuk.Error as e:
-        return str(e)
-    return ""
+cai_error = cukpath.cai_error
 
 
 def test_cuda_array_interface_typestrs(m):
@@ -635,16 +625,9 @@ def test_device_arrays_of_complex(t):
     np.testing.assert_array_equal(v.get(), a * 1j)
 
 
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("PyTorch without CUDA")
-    return torch
-
-
 @needs_gpu
 def test_torch_complex_round_trip():
-    torch = _torch()
+    torch = cukpath.torch_cuda()
     p = cuk.compile(SRC, device="gpu")
     for t, tt in [("c64", torch.complex64), ("c128", torch.complex128)]:
         x = torch.complex(torch.linspace(-3, 3, 1025, device="cuda"), torch.linspace(1, 2, 1025, device="cuda")).to(tt)

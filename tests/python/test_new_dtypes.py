@@ -541,19 +541,7 @@ def test_dtype_names_and_device_array_typestrs():
         cuk._cuk.device_wrap(0, (0,), np.longdouble, None)
 
 
-class CAI:
-    def __init__(self, typestr):
-        self.__cuda_array_interface__ = {"shape": (0,), "typestr": typestr, "data": (0, False), "version": 3}
-
-
-def cai_error(f, typestr):
-    """What a call with an empty device array of this typestr raises: a dtype error, or
-    (dtype accepted) whatever running it on this machine gives."""
-    try:
-        f(CAI(typestr))
-    except cuk.Error as e:
-        return str(e)
-    return ""
+cai_error = cukpath.cai_error
 
 
 def test_cuda_array_interface_typestrs(m):
@@ -758,16 +746,9 @@ def test_device_bf16_array():
         np.testing.assert_array_equal(b.get().astype(np.float32), round_array(x, BF16).astype(np.float32))
 
 
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("PyTorch without CUDA")
-    return torch
-
-
 @needs_gpu
 def test_torch_bfloat16_and_float16_round_trip():
-    torch = _torch()
+    torch = cukpath.torch_cuda()
     m = cuk.compile(ARITH, device="gpu")
     x = torch.linspace(-3, 3, 1025, device="cuda").to(torch.bfloat16)
     y = torch.linspace(1, 2, 1025, device="cuda").to(torch.bfloat16)
