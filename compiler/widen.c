@@ -401,15 +401,16 @@ static void cx_rewrite(Cx *x, Val *v) {
         re = e2(x, OP_SUB, e2(x, OP_MUL, ar, br), e2(x, OP_MUL, ai, bi));
         im = e2(x, OP_ADD, e2(x, OP_MUL, ar, bi), e2(x, OP_MUL, ai, br));
         break;
-    case OP_DIV: { /* Smith's, and a zero divisor as NumPy: (ar / |br|, ai / |br|) */
-        Val *abr = e1(x, OP_ABS, br), *abi = e1(x, OP_ABS, bi), *zero = rconst(x, pt, 0, loc);
+    case OP_DIV: { /* Smith's, as NumPy's loop (a reciprocal of the scale, then products),
+                      and a zero divisor as NumPy: (ar / |br|, ai / |br|) */
+        Val *abr = e1(x, OP_ABS, br), *abi = e1(x, OP_ABS, bi), *zero = rconst(x, pt, 0, loc), *one = rconst(x, pt, 1, loc);
         Val *big = e2(x, OP_GE, abr, abi), *zd = e2(x, OP_LAND, e2(x, OP_EQ, abr, zero), e2(x, OP_EQ, abi, zero));
-        Val *r1 = e2(x, OP_DIV, bi, br), *d1 = e2(x, OP_ADD, br, e2(x, OP_MUL, bi, r1));
-        Val *r2 = e2(x, OP_DIV, br, bi), *d2 = e2(x, OP_ADD, bi, e2(x, OP_MUL, br, r2));
-        Val *re1 = e2(x, OP_DIV, e2(x, OP_ADD, ar, e2(x, OP_MUL, ai, r1)), d1);
-        Val *im1 = e2(x, OP_DIV, e2(x, OP_SUB, ai, e2(x, OP_MUL, ar, r1)), d1);
-        Val *re2 = e2(x, OP_DIV, e2(x, OP_ADD, e2(x, OP_MUL, ar, r2), ai), d2);
-        Val *im2 = e2(x, OP_DIV, e2(x, OP_SUB, e2(x, OP_MUL, ai, r2), ar), d2);
+        Val *r1 = e2(x, OP_DIV, bi, br), *s1 = e2(x, OP_DIV, one, e2(x, OP_ADD, br, e2(x, OP_MUL, bi, r1)));
+        Val *r2 = e2(x, OP_DIV, br, bi), *s2 = e2(x, OP_DIV, one, e2(x, OP_ADD, bi, e2(x, OP_MUL, br, r2)));
+        Val *re1 = e2(x, OP_MUL, e2(x, OP_ADD, ar, e2(x, OP_MUL, ai, r1)), s1);
+        Val *im1 = e2(x, OP_MUL, e2(x, OP_SUB, ai, e2(x, OP_MUL, ar, r1)), s1);
+        Val *re2 = e2(x, OP_MUL, e2(x, OP_ADD, e2(x, OP_MUL, ar, r2), ai), s2);
+        Val *im2 = e2(x, OP_MUL, e2(x, OP_SUB, e2(x, OP_MUL, ai, r2), ar), s2);
         re = sel(x, big, sel(x, zd, e2(x, OP_DIV, ar, abr), re1), re2);
         im = sel(x, big, sel(x, zd, e2(x, OP_DIV, ai, abr), im1), im2);
         break;
