@@ -14,6 +14,17 @@ _Static_assert((int)CUK_BOOL == DT_BOOL && (int)CUK_I32 == DT_I32 && (int)CUK_I6
                    CUK_DTYPE_COUNT == DT_COUNT && CUK_MAX_RANK == MAXRANK,
                "cuk_dtype must mirror DType");
 
+cuk_status cuk_scalar_convert(const cuk_scalar *in, cuk_dtype from, cuk_scalar *out, cuk_dtype to) {
+    if (!in || !out) return err_set(CUK_ERR_INVALID, "cuk_scalar_convert: NULL argument");
+    if ((unsigned)from >= CUK_DTYPE_COUNT || (unsigned)to >= CUK_DTYPE_COUNT)
+        return err_set(CUK_ERR_INVALID, "cuk_scalar_convert: bad dtype (%d to %d)", (int)from, (int)to);
+    cuk_scalar r;
+    memset(&r, 0, sizeof r);
+    scalar_store((DType)to, scalar_cast(scalar_load((DType)from, in), (DType)from, (DType)to), &r);
+    *out = r;
+    return CUK_OK;
+}
+
 const char *cuk_dtype_name(cuk_dtype dt) {
     return (unsigned)dt < CUK_DTYPE_COUNT ? dtype_info[dt].name : NULL;
 }

@@ -61,6 +61,12 @@ typedef union cuk_scalar {
     double c128[2];
 } cuk_scalar;
 
+/* *out = *in (a value of dtype from) converted to dtype to as the language's casts
+   convert: integers wrap, one rounding to nearest even for floats (f16 and bf16 too),
+   float to integer truncates and saturates (NaN gives 0), a real number becomes the real
+   part of a complex one and a complex number's real part the real one. */
+cuk_status cuk_scalar_convert(const cuk_scalar *in, cuk_dtype from, cuk_scalar *out, cuk_dtype to);
+
 /* "f32" etc., NULL for a bad value. */
 const char *cuk_dtype_name(cuk_dtype dt);
 /* Bytes per element (bool is one byte), 0 for a bad value. */

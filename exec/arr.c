@@ -250,7 +250,18 @@ static Scalar int_wrap(uint64_t bits, DType to) {
 
 Scalar scalar_cast(Scalar v, DType from, DType to) {
     Scalar r;
-    r.u = 0;
+    memset(&r, 0, sizeof r);
+    if (dtype_is_complex(to)) { /* the parts; a real number is the real part */
+        DType pt = dtype_part(to);
+        if (dtype_is_complex(from)) {
+            r.z[0] = scalar_cast((Scalar){.f = v.z[0]}, dtype_part(from), pt).f;
+            r.z[1] = scalar_cast((Scalar){.f = v.z[1]}, dtype_part(from), pt).f;
+        } else {
+            r.z[0] = scalar_cast(v, from, pt).f;
+        }
+        return r;
+    }
+    if (dtype_is_complex(from)) return scalar_cast((Scalar){.f = v.z[0]}, dtype_part(from), to); /* astype */
     const DTypeInfo *fi = &dtype_info[from];
     if (to == DT_BOOL) {
         r.i = fi->is_float ? (v.f != 0) : (v.u != 0);

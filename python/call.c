@@ -2,13 +2,6 @@
    arguments into the cuk_views a call takes. */
 #include "_cuk.h"
 
-/* The language's rounding to f16 and bf16 (one round-to-nearest-even from a double), for
-   scalar arguments. ops.h compares unsigned values with 0 in its integer helpers. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wtype-limits"
-#include "kernels/ops.h"
-#pragma GCC diagnostic pop
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,7 +113,14 @@ static void function_dealloc(PyObject *self) {
     heap_free(self);
 }
 
-uint16_t f16_bits(double x) { return cuk_d2h(x); }
+/* A number converted to dtype to as the language converts it (cuk_scalar_convert). */
+static cuk_scalar convert(cuk_scalar in, cuk_dtype from, cuk_dtype to) {
+    cuk_scalar out;
+    cuk_scalar_convert(&in, from, &out, to);
+    return out;
+}
+
+uint16_t f16_bits(double x) { return convert((cuk_scalar){.f64 = x}, CUK_F64, CUK_F16).f16; }
 
 /* What kind of object the caller passed, to give the result back as the same kind. */
 enum { KIND_NONE, KIND_NUMPY, KIND_FOREIGN, KIND_DEVICE };
@@ -316,10 +316,10 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
             return wrong_rank(fn, pi, b.ndim, shape);
         }
         if (bits) {
-            uint16_t x;
-            memcpy(&x, b.buf, 2);
+            cuk_scalar x = {0};
+            memcpy(&x.bf16, b.buf, 2);
             n.kind = 'f';
-            n.f = (double)cuk_bf2f(x);
+            n.f = convert(x, CUK_BF16, CUK_F64).f64;
         } else {
             r = num_of_buffer(&b, &n);
         }
@@ -376,34 +376,15 @@ static int scalar_arg(const char *fn, const cuk_param_info *pi, PyObject *o, cuk
         unsigned long long hi = is_unsigned ? (bits == 64 ? UINT64_MAX : (1ULL << bits) - 1) : (1ULL << (bits - 1)) - 1;
         if (u ? n.u > hi : n.i < lo || (n.i > 0 && (unsigned long long)n.i > hi)) goto range;
     }
-    /* the value, in range, as an integer of 64 bits (narrowed below) and as a double for
-       floats (integers past 2^53 rounded to odd, so that one more rounding is exact) */
-    unsigned long long w = u ? n.u : (unsigned long long)n.i;
-    double x = n.kind == 'f' || n.kind == 'c' ? n.f : u ? cuk_u2d_odd(n.u) : cuk_i2d_odd(n.i);
-    switch (dt) {
-    case CUK_BOOL: val->b = (uint8_t)n.i; break;
-    case CUK_I8: val->i8 = (int8_t)w; break;
-    case CUK_I16: val->i16 = (int16_t)w; break;
-    case CUK_I32: val->i32 = (int32_t)w; break;
-    case CUK_I64: val->i64 = (int64_t)w; break;
-    case CUK_U8: val->u8 = (uint8_t)w; break;
-    case CUK_U16: val->u16 = (uint16_t)w; break;
-    case CUK_U32: val->u32 = (uint32_t)w; break;
-    case CUK_U64: val->u64 = w; break;
-    case CUK_F16: val->f16 = cuk_d2h(x); break;
-    case CUK_BF16: val->bf16 = cuk_d2bf(x); break;
-    case CUK_F32: val->f32 = (float)x; break;
-    case CUK_F64: val->f64 = n.kind == 'f' ? n.f : u ? (double)n.u : (double)n.i; break;
-    /* a real number is the real part (integers rounded once, as for f32 and f64) */
-    case CUK_C64:
-        val->c64[0] = (float)x;
-        val->c64[1] = n.kind == 'c' ? (float)n.im : 0.0f;
-        break;
-    case CUK_C128:
-        val->c128[0] = n.kind == 'f' || n.kind == 'c' ? n.f : u ? (double)n.u : (double)n.i;
-        val->c128[1] = n.kind == 'c' ? n.im : 0.0;
-        break;
-    }
+    /* the value, in range, converted as the language's casts convert (integers past 2^53
+       round once to a float, a real number is a complex one's real part) */
+    cuk_scalar src = {0};
+    cuk_dtype from = n.kind == 'c' ? CUK_C128 : n.kind == 'f' ? CUK_F64 : u ? CUK_U64 : CUK_I64;
+    if (n.kind == 'c') src.c128[0] = n.f, src.c128[1] = n.im;
+    else if (n.kind == 'f') src.f64 = n.f;
+    else if (u) src.u64 = n.u;
+    else src.i64 = n.i;
+    *val = convert(src, from, dt);
     v->dtype = dt;
     v->rank = 0;
     v->place = CUK_ON_HOST;

@@ -329,6 +329,25 @@ static void test_out(void) {
     cuk_program_free(p);
 }
 
+/* cuk_scalar_convert: the language's conversions between every kind of type. */
+static void test_scalar_convert(void) {
+    cuk_scalar o;
+    CHECK(cuk_scalar_convert(&(cuk_scalar){.f64 = 0.1}, CUK_F64, &o, CUK_F16) == CUK_OK && o.f16 == 0x2e66);
+    CHECK(cuk_scalar_convert(&(cuk_scalar){.f64 = 70000.0}, CUK_F64, &o, CUK_F16) == CUK_OK && o.f16 == 0x7c00);
+    /* 2^60 + 2^52 + 1 rounds up to 2^60 + 2^53 in bf16: a double on the way would tie and go down */
+    CHECK(cuk_scalar_convert(&(cuk_scalar){.i64 = (1LL << 60) + (1LL << 52) + 1}, CUK_I64, &o, CUK_BF16) == CUK_OK &&
+          o.bf16 == 0x5d81);
+    CHECK(cuk_scalar_convert(&(cuk_scalar){.bf16 = 0x3fc0}, CUK_BF16, &o, CUK_F64) == CUK_OK && o.f64 == 1.5);
+    CHECK(cuk_scalar_convert(&(cuk_scalar){.f64 = -1e10}, CUK_F64, &o, CUK_I8) == CUK_OK && o.i8 == -128);
+    CHECK(cuk_scalar_convert(&(cuk_scalar){.i64 = 300}, CUK_I64, &o, CUK_U8) == CUK_OK && o.u8 == 44);
+    CHECK(cuk_scalar_convert(&(cuk_scalar){.c128 = {2.5, -1.0}}, CUK_C128, &o, CUK_F32) == CUK_OK && o.f32 == 2.5f);
+    CHECK(cuk_scalar_convert(&(cuk_scalar){.i64 = 3}, CUK_I64, &o, CUK_C64) == CUK_OK && o.c64[0] == 3.0f &&
+          o.c64[1] == 0.0f);
+    CHECK(cuk_scalar_convert(&(cuk_scalar){.c64 = {1.0f, 2.0f}}, CUK_C64, &o, CUK_C128) == CUK_OK && o.c128[0] == 1.0 &&
+          o.c128[1] == 2.0);
+    CHECK(cuk_scalar_convert(&(cuk_scalar){.f64 = 1.0}, CUK_F64, &o, (cuk_dtype)99) == CUK_ERR_INVALID);
+}
+
 int main(void) {
     char dir[] = "/tmp/cuk-test-api-XXXXXX";
     if (!mkdtemp(dir)) {
@@ -342,6 +361,7 @@ int main(void) {
     test_out();
     test_bundles(dir);
     test_guard();
+    test_scalar_convert();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
