@@ -68,16 +68,10 @@ static Arr *make_arg(const Slot *s) {
     for (int64_t i = 0; i < a->size; i++) {
         int64_t v = s->rank ? i % 5 : 3;
         char *p = (char *)a->data + i * dtype_info[s->dt].size;
-        switch (s->dt) {
-        case DT_BOOL: *(uint8_t *)p = (uint8_t)(v & 1); break;
-        case DT_I32: *(int32_t *)p = (int32_t)v; break;
-        case DT_I64: *(int64_t *)p = v; break;
-        case DT_U32: *(uint32_t *)p = (uint32_t)v; break;
-        case DT_U64: *(uint64_t *)p = (uint64_t)v; break;
-        case DT_F32: *(float *)p = (float)v * 0.5f; break;
-        case DT_F64: *(double *)p = (double)v * 0.5; break;
-        default: abort();
-        }
+        /* v & 1 for bool, v for integers, v / 2 for floats (and complex real parts) */
+        bool fl = dtype_info[s->dt].is_float || dtype_is_complex(s->dt);
+        Scalar x = fl ? (Scalar){.f = (double)v * 0.5} : (Scalar){.i = s->dt == DT_BOOL ? (v & 1) : v};
+        scalar_store(s->dt, scalar_cast(x, fl ? DT_F64 : DT_I64, s->dt), p);
     }
     return a;
 }
