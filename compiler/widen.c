@@ -22,101 +22,129 @@
 
 #include "ir.h"
 
-typedef struct Widen {
+/* What both rewrites keep per function, and the node builders they share. */
+typedef struct Pass {
     Arena *a;
     Fn *f;
-    int n0;        /* ids below this existed before the pass */
-    bool *done;    /* [n0]: visited */
-    Val **wide;    /* [n0]: the shared cast of a value to its wide type */
-    bool *ewsplit; /* [n0]: an elementwise op now cast(its wide copy) */
-    Val **lams;    /* lambda bodies rewritten (old root, new root), pairs */
-    int nlams, caplams;
-} Widen;
+    int n0;     /* ids below this existed before the pass */
+    bool *done; /* [n0]: visited */
+} Pass;
 
-static bool narrow(DType dt) { return dt < DT_COUNT && dtype_wide(dt) != dt; }
-
-static Val *cast_val(Widen *w, Val *x, DType dt) {
-    Val *c = val_new(w->a, w->f, OP_CAST, dt, x->rank, 1, x->loc);
-    c->args[0] = x;
-    return c;
+static void pass_init(Pass *p, Arena *a, Fn *f) {
+    p->a = a, p->f = f, p->n0 = f->nvals;
+    p->done = NEWN(a, bool, (size_t)f->nvals + 1);
 }
 
-/* x in its wide type (x itself where it is not narrow). */
-static Val *widened(Widen *w, Val *x) {
-    if (!x || !narrow(x->dt)) return x;
-    if (x->id < w->n0 && w->ewsplit[x->id]) return x->args[0]; /* still in the expression */
-    if (x->id < w->n0) {
-        if (!w->wide[x->id]) w->wide[x->id] = cast_val(w, x, dtype_wide(x->dt));
-        return w->wide[x->id];
-    }
-    return cast_val(w, x, dtype_wide(x->dt));
+static Val *cnew(Pass *x, OpKind op, DType dt, int rank, Loc loc, int nargs) { return val_new(x->a, x->f, op, dt, rank, nargs, loc); }
+
+static int rk(const Val *a, const Val *b) { return !b || a->rank >= b->rank ? a->rank : b->rank; }
+
+static Val *e1(Pass *x, OpKind op, Val *a) {
+    Val *v = cnew(x, op, op >= OP_EW_END || ew_info[op].cls != OC_PRED ? a->dt : DT_BOOL, a->rank, a->loc, 1);
+    v->args[0] = a;
+    return v;
+}
+static Val *e2(Pass *x, OpKind op, Val *a, Val *b) {
+    OpClass k = ew_info[op].cls;
+    Val *v = cnew(x, op, k == OC_CMP ? DT_BOOL : a->dt, rk(a, b), a->loc, 2);
+    v->args[0] = a, v->args[1] = b;
+    return v;
+}
+static Val *sel(Pass *x, Val *c, Val *a, Val *b) {
+    Val *v = cnew(x, OP_SELECT, a->dt, rk(c, rk(a, b) == a->rank ? a : b), a->loc, 3);
+    v->args[0] = c, v->args[1] = a, v->args[2] = b;
+    return v;
+}
+static Val *rconst(Pass *x, DType dt, double c, Loc loc) {
+    Val *v = cnew(x, OP_CONST, dt, 0, loc, 0);
+    v->c.f = c;
+    return v;
+}
+static Val *cast_to(Pass *x, Val *a, DType dt) {
+    Val *v = e1(x, OP_CAST, a);
+    v->dt = dt;
+    return v;
 }
 
-/* v becomes cast(u) where u is a copy of v computing in type dt (returned). */
-static Val *split(Widen *w, Val *v, DType dt) {
-    Val *u = val_new(w->a, w->f, v->op, dt, v->rank, 0, v->loc);
+/* v, in place, becomes r (a fresh node; v keeps its id, so its users see r). */
+static void become(Val *v, const Val *r) {
+    int id = v->id;
+    *v = *r;
+    v->id = id;
+}
+
+/* A copy of v (its op, fields and operands), typed dt. */
+static Val *clone(Pass *x, const Val *v, DType dt) {
+    Val *u = cnew(x, v->op, dt, v->rank, v->loc, 0);
     int id = u->id;
     *u = *v;
     u->id = id;
     u->dt = dt;
-    u->args = v->nargs ? NEWN(w->a, Val *, v->nargs) : NULL;
+    u->args = v->nargs ? NEWN(x->a, Val *, v->nargs) : NULL;
     for (int i = 0; i < v->nargs; i++) u->args[i] = v->args[i];
-    Val keep = *v;
-    memset(v, 0, sizeof *v);
-    v->op = OP_CAST;
-    v->dt = keep.dt;
-    v->rank = keep.rank;
-    v->loc = keep.loc;
-    v->id = keep.id;
-    v->kernel = -1;
-    for (int i = 0; i < MAXRANK; i++) v->perm[i] = i;
-    v->nargs = 1;
-    v->args = NEWN(w->a, Val *, 1);
-    v->args[0] = u;
+    return u;
+}
+
+/* fn(ctx, v) for every value a statement of the list names, nested blocks included. */
+static void stmts_each(Stmt *s, void (*fn)(void *, Val *), void *ctx) {
+    for (; s; s = s->next) {
+        fn(ctx, s->v);
+        fn(ctx, s->v2);
+        for (int k = 0; k < s->nvs && s->vs; k++) fn(ctx, s->vs[k]);
+        stmts_each(s->body, fn, ctx);
+        stmts_each(s->els, fn, ctx);
+    }
+}
+
+/* ---- the narrow types ------------------------------------------------------------------- */
+
+typedef struct Widen {
+    Pass p;
+    Val **wide;    /* [n0]: the shared cast of a value to its wide type */
+    bool *ewsplit; /* [n0]: an elementwise op now cast(its wide copy) */
+    Val **lam;     /* [n0]: a combine function's body, rewritten over wide values */
+} Widen;
+
+static bool narrow(DType dt) { return dt < DT_COUNT && dtype_wide(dt) != dt; }
+
+/* x in its wide type (x itself where it is not narrow). */
+static Val *widened(Widen *w, Val *x) {
+    if (!x || !narrow(x->dt)) return x;
+    if (x->id >= w->p.n0) return cast_to(&w->p, x, dtype_wide(x->dt));
+    if (w->ewsplit[x->id]) return x->args[0]; /* still in the expression */
+    if (!w->wide[x->id]) w->wide[x->id] = cast_to(&w->p, x, dtype_wide(x->dt));
+    return w->wide[x->id];
+}
+
+/* v becomes cast(u) where u is a copy of v computing in type dt (returned). */
+static Val *split(Pass *x, Val *v, DType dt) {
+    Val *u = clone(x, v, dt);
+    become(v, cast_to(x, u, v->dt));
     return u;
 }
 
 static void visit(Widen *w, Val *v);
 
+/* The parameters (OP_ARG of type dt) of a combine function's body x, in place, as casts
+   of wide ones. */
+static void widen_args(Pass *p, Val *x, DType dt, bool *seen, int n) {
+    if (!x || x->id >= n || seen[x->id]) return;
+    seen[x->id] = true;
+    if (x->op == OP_ARG && x->dt == dt) split(p, x, dtype_wide(dt));
+    else
+        for (int i = 0; i < x->nargs; i++) widen_args(p, x->args[i], dt, seen, n);
+}
+
 /* A combine function over narrow values (reduce, scan, reduce_by_index with a lambda), as
    one over wide values: its parameters narrowed on entry, its result widened. */
 static Val *widen_lambda(Widen *w, Val *lam, DType dt) {
-    for (int i = 0; i < w->nlams; i += 2)
-        if (w->lams[i] == lam) return w->lams[i + 1];
-    /* The parameters (OP_ARG of type dt) become casts of wide ones, in place. */
-    Val **stack = NEWN(w->a, Val *, 64);
-    int n = 0, cap = 64;
-    bool *seen = NEWN(w->a, bool, (size_t)w->f->nvals);
-    stack[n++] = lam;
-    while (n) {
-        Val *x = stack[--n];
-        if (!x || x->id >= w->f->nvals || seen[x->id]) continue;
-        seen[x->id] = true;
-        if (x->op == OP_ARG && x->dt == dt) {
-            Val *arg = split(w, x, dtype_wide(dt));
-            (void)arg;
-            continue;
-        }
-        for (int i = 0; i < x->nargs; i++) {
-            if (n == cap) {
-                Val **s2 = NEWN(w->a, Val *, (size_t)cap * 2);
-                memcpy(s2, stack, sizeof *stack * (size_t)n);
-                stack = s2, cap *= 2;
-            }
-            stack[n++] = x->args[i];
-        }
+    if (!w->lam[lam->id]) {
+        int n = w->p.f->nvals;
+        widen_args(&w->p, lam, dt, NEWN(w->p.a, bool, (size_t)n), n);
+        visit(w, lam);
+        w->lam[lam->id] = cast_to(&w->p, lam, dtype_wide(dt));
     }
-    visit(w, lam);
-    Val *r = cast_val(w, lam, dtype_wide(dt));
-    if (w->nlams + 2 > w->caplams) {
-        int c2 = w->caplams ? w->caplams * 2 : 8;
-        Val **l2 = NEWN(w->a, Val *, (size_t)c2);
-        if (w->nlams) memcpy(l2, w->lams, sizeof *l2 * (size_t)w->nlams);
-        w->lams = l2, w->caplams = c2;
-    }
-    w->lams[w->nlams++] = lam;
-    w->lams[w->nlams++] = r;
-    return r;
+    return w->lam[lam->id];
 }
 
 /* Whether v computes on a narrow operand or result (and so is rewritten). */
@@ -146,29 +174,23 @@ static void rewrite(Widen *w, Val *v) {
     Val *u = v;
     switch (v->op) {
     case OP_IOTA: /* i64 then one conversion: exact where the type can hold it */
-        u = split(w, v, DT_I64);
+        split(&w->p, v, DT_I64);
         return;
     case OP_RAND: { /* f32 floored to the narrow grid, 2^-11 (f16) or 2^-8 (bf16): rounding
                        to nearest would give 1.0, outside [0, 1) */
-        u = split(w, v, DT_F32);
+        Pass *x = &w->p;
         double g = dt == DT_F16 ? 2048.0 : 256.0;
-        Val *k = val_new(w->a, w->f, OP_CONST, DT_F32, 0, 0, v->loc), *ik = val_new(w->a, w->f, OP_CONST, DT_F32, 0, 0, v->loc);
-        k->c.f = g, ik->c.f = 1.0 / g;
-        Val *m = val_new(w->a, w->f, OP_MUL, DT_F32, v->rank, 2, v->loc);
-        m->args[0] = u, m->args[1] = k;
-        Val *fl = val_new(w->a, w->f, OP_FLOOR, DT_F32, v->rank, 1, v->loc);
-        fl->args[0] = m;
-        Val *r = val_new(w->a, w->f, OP_MUL, DT_F32, v->rank, 2, v->loc);
-        r->args[0] = fl, r->args[1] = ik;
-        v->args[0] = r;
+        Val *u = split(x, v, DT_F32);
+        v->args[0] = e2(x, OP_MUL, e1(x, OP_FLOOR, e2(x, OP_MUL, u, rconst(x, DT_F32, g, v->loc))),
+                        rconst(x, DT_F32, 1.0 / g, v->loc));
         return;
     }
     default: break;
     }
     if (narrow(dt)) {
-        u = split(w, v, dtype_wide(dt));
+        u = split(&w->p, v, dtype_wide(dt));
         /* the integers wrap after every op: (a + b) / 2 must see a + b wrapped */
-        if (dtype_is_half(dt) && op_is_ew(u->op) && v->id < w->n0) w->ewsplit[v->id] = true;
+        if (dtype_is_half(dt) && op_is_ew(u->op) && v->id < w->p.n0) w->ewsplit[v->id] = true;
     }
     /* Every narrow operand, widened: they are values, a scatter's destination, a
        generator's ends, unique's fallback; sizes and offsets are i64. sort's second
@@ -192,24 +214,13 @@ static void sortkv_link(Val *v) {
 }
 
 static void visit(Widen *w, Val *v) {
-    if (!v || v->id >= w->n0 || w->done[v->id]) return;
-    w->done[v->id] = true;
+    if (!v || v->id >= w->p.n0 || w->p.done[v->id]) return;
+    w->p.done[v->id] = true;
     for (int i = 0; i < v->nargs; i++) visit(w, v->args[i]);
     visit(w, v->init);
-    if (computes_narrow(v) || (v->op == OP_IOTA && narrow(v->dt))) rewrite(w, v);
+    if (computes_narrow(v)) rewrite(w, v);
     else if (v->lam) visit(w, v->lam);
     sortkv_link(v);
-}
-
-/* fn(ctx, v) for every value a statement of the list names, nested blocks included. */
-static void stmts_each(Stmt *s, void (*fn)(void *, Val *), void *ctx) {
-    for (; s; s = s->next) {
-        fn(ctx, s->v);
-        fn(ctx, s->v2);
-        for (int k = 0; k < s->nvs && s->vs; k++) fn(ctx, s->vs[k]);
-        stmts_each(s->body, fn, ctx);
-        stmts_each(s->els, fn, ctx);
-    }
 }
 
 static void visit_cb(void *w, Val *v) { visit(w, v); }
@@ -224,88 +235,42 @@ static void visit_cb(void *w, Val *v) { visit(w, v); }
    NumPy's (npymath): Smith's division, csqrt's, Kahan's tanh; pow is exp(w log z). */
 
 typedef struct Cx {
-    Arena *a;
-    Fn *f;
-    int n0;
-    bool *done;
+    Pass p;
     Val **part[2]; /* [n0]: the shared OP_CPART of a complex value that stays complex */
 } Cx;
 
-static Val *cnew(Cx *x, OpKind op, DType dt, int rank, Loc loc, int nargs) { return val_new(x->a, x->f, op, dt, rank, nargs, loc); }
-
-static int rk(const Val *a, const Val *b) { return !b || a->rank >= b->rank ? a->rank : b->rank; }
-
-static Val *e1(Cx *x, OpKind op, Val *a) {
-    Val *v = cnew(x, op, op >= OP_EW_END || ew_info[op].cls != OC_PRED ? a->dt : DT_BOOL, a->rank, a->loc, 1);
-    v->args[0] = a;
-    return v;
-}
-static Val *e2(Cx *x, OpKind op, Val *a, Val *b) {
-    OpClass k = ew_info[op].cls;
-    Val *v = cnew(x, op, k == OC_CMP ? DT_BOOL : a->dt, rk(a, b), a->loc, 2);
-    v->args[0] = a, v->args[1] = b;
-    return v;
-}
-static Val *sel(Cx *x, Val *c, Val *a, Val *b) {
-    Val *v = cnew(x, OP_SELECT, a->dt, rk(c, rk(a, b) == a->rank ? a : b), a->loc, 3);
-    v->args[0] = c, v->args[1] = a, v->args[2] = b;
-    return v;
-}
-static Val *rconst(Cx *x, DType dt, double c, Loc loc) {
-    Val *v = cnew(x, OP_CONST, dt, 0, loc, 0);
-    v->c.f = c;
-    return v;
-}
-static Val *cpack(Cx *x, DType dt, Val *re, Val *im, int rank, Loc loc) {
+static Val *cpack(Pass *x, DType dt, Val *re, Val *im, int rank, Loc loc) {
     Val *v = cnew(x, OP_CPACK, dt, rank, loc, 2);
     v->args[0] = re, v->args[1] = im;
     return v;
 }
 
-/* v, in place, becomes r (a fresh node; v keeps its id, so its users see r). */
-static void become(Val *v, const Val *r) {
-    int id = v->id;
-    *v = *r;
-    v->id = id;
-}
-
 /* The real (k = 0) or imaginary part of the complex value z, of z's full shape where
    full is set (an operand of a reduction or an index op), else perhaps broadcast. */
-static Val *cpart(Cx *x, Val *z, int k, bool full) {
+static Val *cpart(Cx *cx, Val *z, int k, bool full) {
+    Pass *x = &cx->p;
     DType pt = dtype_part(z->dt);
     if (z->op == OP_CONST) return rconst(x, pt, z->c.z[k], z->loc);
     if (z->op == OP_CPACK && (!full || z->args[k]->rank == z->rank)) return z->args[k];
-    if (z->id < x->n0 && x->part[k][z->id]) return x->part[k][z->id];
+    if (z->id < x->n0 && cx->part[k][z->id]) return cx->part[k][z->id];
     Val *v = cnew(x, OP_CPART, pt, z->rank, z->loc, 1);
     v->args[0] = z;
     v->axis = k;
-    if (z->id < x->n0) x->part[k][z->id] = v;
+    if (z->id < x->n0) cx->part[k][z->id] = v;
     return v;
 }
 
 static bool cplx(const Val *v) { return v && v->dt < DT_COUNT && dtype_is_complex(v->dt); }
 
-/* A copy of v (its op, fields and operands), typed dt. */
-static Val *clone(Cx *x, const Val *v, DType dt) {
-    Val *u = cnew(x, v->op, dt, v->rank, v->loc, 0);
-    int id = u->id;
-    *u = *v;
-    u->id = id;
-    u->dt = dt;
-    u->args = v->nargs ? NEWN(x->a, Val *, v->nargs) : NULL;
-    for (int i = 0; i < v->nargs; i++) u->args[i] = v->args[i];
-    return u;
-}
-
 /* exp of (a, b): NumPy keeps b when it is 0 (no inf * 0 for real arguments). */
-static void cexp_parts(Cx *x, Val *a, Val *b, Val **re, Val **im) {
+static void cexp_parts(Pass *x, Val *a, Val *b, Val **re, Val **im) {
     Val *e = e1(x, OP_EXP, a), *z = e2(x, OP_EQ, b, rconst(x, b->dt, 0, b->loc));
     *re = sel(x, z, e, e2(x, OP_MUL, e, e1(x, OP_COS, b)));
     *im = sel(x, z, b, e2(x, OP_MUL, e, e1(x, OP_SIN, b)));
 }
 
 /* tanh of (a, b), Kahan's form: robust where tanh a is +-1. */
-static void ctanh_parts(Cx *x, Val *a, Val *b, Val **re, Val **im) {
+static void ctanh_parts(Pass *x, Val *a, Val *b, Val **re, Val **im) {
     DType t = a->dt;
     Val *one = rconst(x, t, 1, a->loc);
     Val *tx = e1(x, OP_TANH, a), *ty = e1(x, OP_TAN, b);
@@ -315,12 +280,27 @@ static void ctanh_parts(Cx *x, Val *a, Val *b, Val **re, Val **im) {
     *im = e2(x, OP_DIV, e2(x, OP_MUL, ty, e2(x, OP_SUB, one, tx2)), den);
 }
 
-static void cx_visit(Cx *x, Val *v);
-
 /* (ar + ai i)(br + bi i) */
-static void cmul(Cx *x, Val *ar, Val *ai, Val *br, Val *bi, Val **re, Val **im) {
+static void cmul(Pass *x, Val *ar, Val *ai, Val *br, Val *bi, Val **re, Val **im) {
     *re = e2(x, OP_SUB, e2(x, OP_MUL, ar, br), e2(x, OP_MUL, ai, bi));
     *im = e2(x, OP_ADD, e2(x, OP_MUL, ar, bi), e2(x, OP_MUL, ai, br));
+}
+
+/* (ar + ai i) / (br + bi i): Smith's, as NumPy's loop and npymath compute it (a reciprocal
+   of the scale, then products), and a zero divisor as NumPy: (ar / |br|, ai / |br|). */
+static void cdiv(Pass *x, Val *ar, Val *ai, Val *br, Val *bi, Val **re, Val **im) {
+    DType pt = ar->dt;
+    Loc loc = ar->loc;
+    Val *abr = e1(x, OP_ABS, br), *abi = e1(x, OP_ABS, bi), *zero = rconst(x, pt, 0, loc), *one = rconst(x, pt, 1, loc);
+    Val *big = e2(x, OP_GE, abr, abi), *zd = e2(x, OP_LAND, e2(x, OP_EQ, abr, zero), e2(x, OP_EQ, abi, zero));
+    Val *r1 = e2(x, OP_DIV, bi, br), *s1 = e2(x, OP_DIV, one, e2(x, OP_ADD, br, e2(x, OP_MUL, bi, r1)));
+    Val *r2 = e2(x, OP_DIV, br, bi), *s2 = e2(x, OP_DIV, one, e2(x, OP_ADD, bi, e2(x, OP_MUL, br, r2)));
+    Val *re1 = e2(x, OP_MUL, e2(x, OP_ADD, ar, e2(x, OP_MUL, ai, r1)), s1);
+    Val *im1 = e2(x, OP_MUL, e2(x, OP_SUB, ai, e2(x, OP_MUL, ar, r1)), s1);
+    Val *re2 = e2(x, OP_MUL, e2(x, OP_ADD, e2(x, OP_MUL, ar, r2), ai), s2);
+    Val *im2 = e2(x, OP_MUL, e2(x, OP_SUB, e2(x, OP_MUL, ai, r2), ar), s2);
+    *re = sel(x, big, sel(x, zd, e2(x, OP_DIV, ar, abr), re1), re2);
+    *im = sel(x, big, sel(x, zd, e2(x, OP_DIV, ai, abr), im1), im2);
 }
 
 /* Whether w is a literal integer n (its imaginary part 0), |n| <= 100. */
@@ -336,7 +316,7 @@ static bool int_power(const Val *w, int64_t *n) {
 }
 
 /* z^n by squaring (1 for n = 0), and 1 / z^-n for n < 0, as NumPy's cpow does. */
-static void cpow_int(Cx *x, Val *ar, Val *ai, int64_t n, Val **re, Val **im) {
+static void cpow_int(Pass *x, Val *ar, Val *ai, int64_t n, Val **re, Val **im) {
     DType t = ar->dt;
     Loc loc = ar->loc;
     uint64_t m = n < 0 ? (uint64_t)-n : (uint64_t)n;
@@ -350,45 +330,36 @@ static void cpow_int(Cx *x, Val *ar, Val *ai, int64_t n, Val **re, Val **im) {
         m >>= 1;
         if (m) cmul(x, sr, si, sr, si, &sr, &si);
     }
-    if (n < 0) { /* 1 / p, Smith's: the reciprocal NumPy's cpow takes */
-        Val *one = rconst(x, t, 1, loc);
-        Val *big = e2(x, OP_GE, e1(x, OP_ABS, pr), e1(x, OP_ABS, pi));
-        Val *r1 = e2(x, OP_DIV, pi, pr), *d1 = e2(x, OP_ADD, pr, e2(x, OP_MUL, pi, r1));
-        Val *r2 = e2(x, OP_DIV, pr, pi), *d2 = e2(x, OP_ADD, pi, e2(x, OP_MUL, pr, r2));
-        *re = sel(x, big, e2(x, OP_DIV, one, d1), e2(x, OP_DIV, r2, d2));
-        *im = sel(x, big, e2(x, OP_DIV, e1(x, OP_NEG, r1), d1), e2(x, OP_DIV, e1(x, OP_NEG, one), d2));
+    if (n < 0) { /* 1 / p */
+        cdiv(x, rconst(x, t, 1, loc), rconst(x, t, 0, loc), pr, pi, re, im);
         return;
     }
     *re = pr, *im = pi;
 }
 
 /* v (complex-typed, or reading complex values) rewritten into real parts. */
-static void cx_rewrite(Cx *x, Val *v) {
+static void cx_rewrite(Cx *cx, Val *v) {
+    Pass *x = &cx->p;
     DType dt = v->dt, pt = dtype_part(v->dt);
     Loc loc = v->loc;
     Val *z0 = v->nargs ? v->args[0] : NULL, *z1 = v->nargs > 1 ? v->args[1] : NULL;
     Val *ar = NULL, *ai = NULL, *br = NULL, *bi = NULL, *re = NULL, *im = NULL;
     bool full = !op_is_ew(v->op);
-    if (cplx(z0)) ar = cpart(x, z0, 0, full), ai = cpart(x, z0, 1, full);
-    if (cplx(z1) && v->op != OP_SELECT) br = cpart(x, z1, 0, full), bi = cpart(x, z1, 1, full);
+    if (cplx(z0)) ar = cpart(cx, z0, 0, full), ai = cpart(cx, z0, 1, full);
+    if (cplx(z1) && v->op != OP_SELECT) br = cpart(cx, z1, 0, full), bi = cpart(cx, z1, 1, full);
     switch (v->op) {
     case OP_CPART:
         if (!cplx(z0) || (z0->op != OP_CONST && z0->op != OP_CPACK)) return; /* reads a stored complex */
         become(v, v->axis ? ai : ar);
         return;
     case OP_CAST:
-        if (cplx(v) && cplx(z0)) re = e1(x, OP_CAST, ar), im = e1(x, OP_CAST, ai), re->dt = im->dt = pt;
-        else if (cplx(v)) {
-            re = e1(x, OP_CAST, z0), re->dt = pt;
-            im = rconst(x, pt, 0, loc);
-        } else if (dt == DT_BOOL) {
+        if (cplx(v) && cplx(z0)) re = cast_to(x, ar, pt), im = cast_to(x, ai, pt);
+        else if (cplx(v)) re = cast_to(x, z0, pt), im = rconst(x, pt, 0, loc); else if (dt == DT_BOOL) {
             Val *zr = rconst(x, ar->dt, 0, loc);
             become(v, e2(x, OP_LOR, e2(x, OP_NE, ar, zr), e2(x, OP_NE, ai, zr)));
             return;
         } else { /* NumPy's astype: the real part */
-            Val *c = e1(x, OP_CAST, ar);
-            c->dt = dt;
-            become(v, c);
+            become(v, cast_to(x, ar, dt));
             return;
         }
         break;
@@ -397,24 +368,8 @@ static void cx_rewrite(Cx *x, Val *v) {
         re = e2(x, v->op, ar, br), im = e2(x, v->op, ai, bi);
         break;
     case OP_NEG: re = e1(x, OP_NEG, ar), im = e1(x, OP_NEG, ai); break;
-    case OP_MUL:
-        re = e2(x, OP_SUB, e2(x, OP_MUL, ar, br), e2(x, OP_MUL, ai, bi));
-        im = e2(x, OP_ADD, e2(x, OP_MUL, ar, bi), e2(x, OP_MUL, ai, br));
-        break;
-    case OP_DIV: { /* Smith's, as NumPy's loop (a reciprocal of the scale, then products),
-                      and a zero divisor as NumPy: (ar / |br|, ai / |br|) */
-        Val *abr = e1(x, OP_ABS, br), *abi = e1(x, OP_ABS, bi), *zero = rconst(x, pt, 0, loc), *one = rconst(x, pt, 1, loc);
-        Val *big = e2(x, OP_GE, abr, abi), *zd = e2(x, OP_LAND, e2(x, OP_EQ, abr, zero), e2(x, OP_EQ, abi, zero));
-        Val *r1 = e2(x, OP_DIV, bi, br), *s1 = e2(x, OP_DIV, one, e2(x, OP_ADD, br, e2(x, OP_MUL, bi, r1)));
-        Val *r2 = e2(x, OP_DIV, br, bi), *s2 = e2(x, OP_DIV, one, e2(x, OP_ADD, bi, e2(x, OP_MUL, br, r2)));
-        Val *re1 = e2(x, OP_MUL, e2(x, OP_ADD, ar, e2(x, OP_MUL, ai, r1)), s1);
-        Val *im1 = e2(x, OP_MUL, e2(x, OP_SUB, ai, e2(x, OP_MUL, ar, r1)), s1);
-        Val *re2 = e2(x, OP_MUL, e2(x, OP_ADD, e2(x, OP_MUL, ar, r2), ai), s2);
-        Val *im2 = e2(x, OP_MUL, e2(x, OP_SUB, e2(x, OP_MUL, ai, r2), ar), s2);
-        re = sel(x, big, sel(x, zd, e2(x, OP_DIV, ar, abr), re1), re2);
-        im = sel(x, big, sel(x, zd, e2(x, OP_DIV, ai, abr), im1), im2);
-        break;
-    }
+    case OP_MUL: cmul(x, ar, ai, br, bi, &re, &im); break;
+    case OP_DIV: cdiv(x, ar, ai, br, bi, &re, &im); break;
     case OP_ABS: become(v, e2(x, OP_HYPOT, ar, ai)); return;
     case OP_EQ: become(v, e2(x, OP_LAND, e2(x, OP_EQ, ar, br), e2(x, OP_EQ, ai, bi))); return;
     case OP_NE: become(v, e2(x, OP_LOR, e2(x, OP_NE, ar, br), e2(x, OP_NE, ai, bi))); return;
@@ -422,8 +377,8 @@ static void cx_rewrite(Cx *x, Val *v) {
     case OP_ISINF: become(v, e2(x, OP_LOR, e1(x, v->op, ar), e1(x, v->op, ai))); return;
     case OP_SELECT: {
         Val *b = v->args[1], *c = v->args[2];
-        re = sel(x, z0, cpart(x, b, 0, false), cpart(x, c, 0, false));
-        im = sel(x, z0, cpart(x, b, 1, false), cpart(x, c, 1, false));
+        re = sel(x, z0, cpart(cx, b, 0, false), cpart(cx, c, 0, false));
+        im = sel(x, z0, cpart(cx, b, 1, false), cpart(cx, c, 1, false));
         break;
     }
     case OP_EXP: cexp_parts(x, ar, ai, &re, &im); break;
@@ -489,11 +444,11 @@ static void cx_rewrite(Cx *x, Val *v) {
         u0->args[0] = ar, u1->args[0] = ai;
         if (v->op == OP_PAD || v->op == OP_UPDATE) {
             int k = v->op == OP_PAD ? 2 : 1;
-            u0->args[k] = cpart(x, v->args[k], 0, false), u1->args[k] = cpart(x, v->args[k], 1, false);
+            u0->args[k] = cpart(cx, v->args[k], 0, false), u1->args[k] = cpart(cx, v->args[k], 1, false);
         } else if (cplx(z1)) { /* an init */
             u0->args[1] = br, u1->args[1] = bi;
         }
-        if (v->init) u0->init = cpart(x, v->init, 0, false), u1->init = cpart(x, v->init, 1, false);
+        if (v->init) u0->init = cpart(cx, v->init, 0, false), u1->init = cpart(cx, v->init, 1, false);
         re = u0, im = u1;
         break;
     }
@@ -510,7 +465,7 @@ static void cx_rewrite(Cx *x, Val *v) {
         Val *vals = v->args[2];
         Val *u0 = clone(x, v, pt), *u1 = clone(x, v, pt);
         u0->args[0] = ar, u1->args[0] = ai;
-        u0->args[2] = cpart(x, vals, 0, vals->rank > 0), u1->args[2] = cpart(x, vals, 1, vals->rank > 0);
+        u0->args[2] = cpart(cx, vals, 0, vals->rank > 0), u1->args[2] = cpart(cx, vals, 1, vals->rank > 0);
         re = u0, im = u1;
         break;
     }
@@ -530,33 +485,32 @@ static void cx_rewrite(Cx *x, Val *v) {
     become(v, cpack(x, dt, re, im, v->rank, loc));
 }
 
-static void cx_visit(Cx *x, Val *v) {
-    if (!v || v->id >= x->n0 || x->done[v->id]) return;
-    x->done[v->id] = true;
-    for (int i = 0; i < v->nargs; i++) cx_visit(x, v->args[i]);
-    cx_visit(x, v->init);
+static void cx_visit(Cx *cx, Val *v) {
+    if (!v || v->id >= cx->p.n0 || cx->p.done[v->id]) return;
+    cx->p.done[v->id] = true;
+    for (int i = 0; i < v->nargs; i++) cx_visit(cx, v->args[i]);
+    cx_visit(cx, v->init);
     bool reads = false;
     for (int i = 0; i < v->nargs; i++) reads |= cplx(v->args[i]);
-    if (cplx(v) || reads) cx_rewrite(x, v);
+    if (cplx(v) || reads) cx_rewrite(cx, v);
 }
 
 static void cx_visit_cb(void *x, Val *v) { cx_visit(x, v); }
 
 void widen_program(Arena *a, Program *p) {
     for (int i = 0; i < p->nfns; i++) {
-        Fn *f = p->fns[i];
-        Cx x = {.a = a, .f = f, .n0 = f->nvals};
-        x.done = NEWN(a, bool, (size_t)f->nvals + 1);
-        x.part[0] = NEWN(a, Val *, (size_t)f->nvals + 1);
-        x.part[1] = NEWN(a, Val *, (size_t)f->nvals + 1);
-        stmts_each(f->body, cx_visit_cb, &x);
+        Cx x;
+        pass_init(&x.p, a, p->fns[i]);
+        x.part[0] = NEWN(a, Val *, (size_t)x.p.n0 + 1);
+        x.part[1] = NEWN(a, Val *, (size_t)x.p.n0 + 1);
+        stmts_each(p->fns[i]->body, cx_visit_cb, &x);
     }
     for (int i = 0; i < p->nfns; i++) {
-        Fn *f = p->fns[i];
-        Widen w = {.a = a, .f = f, .n0 = f->nvals};
-        w.done = NEWN(a, bool, (size_t)f->nvals + 1);
-        w.wide = NEWN(a, Val *, (size_t)f->nvals + 1);
-        w.ewsplit = NEWN(a, bool, (size_t)f->nvals + 1);
-        stmts_each(f->body, visit_cb, &w);
+        Widen w;
+        pass_init(&w.p, a, p->fns[i]);
+        w.wide = NEWN(a, Val *, (size_t)w.p.n0 + 1);
+        w.ewsplit = NEWN(a, bool, (size_t)w.p.n0 + 1);
+        w.lam = NEWN(a, Val *, (size_t)w.p.n0 + 1);
+        stmts_each(p->fns[i]->body, visit_cb, &w);
     }
 }
