@@ -82,13 +82,12 @@ static bool float_to_int(DType from, DType to) {
 
 /* The expression converting x (of type from) to type to: bool is x != 0, float to
    integer cuk_f2i, the rest a C++ conversion (the 16-bit floats' constructors round as
-   the CPU backend does, kernels/ops.h). */
+   the CPU backend does, kernels/ops.h). A 16-bit float converts as its f32 value (exact),
+   which is all it can be turned into. */
 static const char *cast_text(Arena *a, DType to, DType from, const char *x) {
-    if (to == DT_BOOL && dtype_is_half(from)) return arena_printf(a, "(uint8_t)((float)(%s) != 0.0f)", x);
+    if (dtype_is_half(from)) x = arena_printf(a, "(float)(%s)", x), from = DT_F32;
     if (to == DT_BOOL) return arena_printf(a, "(uint8_t)((%s) != 0)", x);
     if (float_to_int(from, to)) return arena_printf(a, "cuk_f2i<%s>(%s)", ctype(to), x);
-    if (dtype_is_half(from) && dtype_is_half(to)) /* through f32, exactly as the CPU */
-        return arena_printf(a, "(%s)((float)(%s))", ctype(to), x);
     return arena_printf(a, "(%s)(%s)", ctype(to), x);
 }
 

@@ -54,9 +54,6 @@ template <class T> static __device__ __forceinline__ T cuk_f2i(double x) {
     if (sgn && x <= -hi) return (T)(1ull << (8 * sizeof(T) - 1));
     return (T)x;
 }
-/* From the 16-bit floats: their value is exact as a double. */
-template <class T> static __device__ __forceinline__ T cuk_f2i(cuk_f16 x) { return cuk_f2i<T>((double)x); }
-template <class T> static __device__ __forceinline__ T cuk_f2i(cuk_bf16 x) { return cuk_f2i<T>((double)x); }
 
 /* r % s, leaving r / s in r (r >= 0, s > 0): a multi-index from a flat offset. In 32
    bits when both fit, where a 64-bit division is a long software routine (the 5-point
