@@ -68,8 +68,7 @@ typedef union Cell {
     uint64_t u64;
     float f32;
     double f64;
-    float c64[2];  /* re, im */
-    double z[2];   /* c128's re, im */
+    double z[2];   /* c64 and c128 (cpart_n, cpack_n): room for the widest */
 } Cell;
 
 static inline int esize(DType dt) { return dtype_info[dt].size; }
@@ -202,12 +201,9 @@ DTYPES_NUM(CAST_TO)
         FT *restrict y = o;                                                                 \
         for (int64_t i = 0; i < n; i++) {                                                   \
             float v = H2F(x[i].bits);                                                       \
-            y[i] = DT_##FN == DT_F64 ? (FT)v : CVT_SRC_F32(FN, FT, FK_ISF_##FK, ((FT)-1 < (FT)0), v); \
+            y[i] = CVT_SRC_F32(FN, FT, ISF_##FK, ((FT)-1 < (FT)0), v);                      \
         }                                                                                   \
     }
-#define FK_ISF_INT 0
-#define FK_ISF_F32 1
-#define FK_ISF_F64 1
 CTYPES_ALL(HCAST_FNS, F16, cuk_f16, cuk_d2h, cuk_h2f)
 CTYPES_ALL(HCAST_FNS, BF16, cuk_bf16, cuk_d2bf, cuk_bf2f)
 #pragma GCC diagnostic pop
@@ -227,22 +223,23 @@ HH_CAST(BF16, cuk_bf16, cuk_bf2f, BF16, cuk_bf16, cuk_d2bf)
 static const CastFn cast_tab[DT_COUNT][DT_COUNT] = {DTYPES_REAL(CAST_ROW)};
 
 static void cell_set(Cell *c, DType dt, Scalar s) {
-    c->u64 = 0;
-    switch (dt) {
-#define X(n, st, ct, ut, isf, isi, iss, npy)                                                 \
-    case DT_##n: {                                                                          \
-        ct x = isf ? (ct)s.f : DT_##n == DT_BOOL ? (ct)(s.i != 0) : iss ? (ct)s.i : (ct)s.u; \
-        memcpy(c, &x, sizeof x);                                                            \
-        break;                                                                              \
-    }
-        DTYPES_NUM(X)
-#undef X
-    case DT_F16: c->u64 = cuk_d2h(s.f); break;
-    case DT_BF16: c->u64 = cuk_d2bf(s.f); break;
-    case DT_C64: c->c64[0] = (float)s.z[0], c->c64[1] = (float)s.z[1]; break;
-    case DT_C128: c->z[0] = s.z[0], c->z[1] = s.z[1]; break;
-    default: die("bad dtype %d", (int)dt);
-    }
+    memset(c, 0, sizeof *c);
+    scalar_store(dt, s, c);
+}
+
+/* A complex number's re (k = 0) or im, of n elements, and n complex numbers packed from
+   their parts (compiler/widen.c): for chunks and for registers alike. */
+static void cpart_n(DType pt, int k, void *restrict o, const void *restrict z, int64_t n) {
+    if (pt == DT_F32)
+        for (int64_t i = 0; i < n; i++) ((float *)o)[i] = ((const float *)z)[2 * i + k];
+    else
+        for (int64_t i = 0; i < n; i++) ((double *)o)[i] = ((const double *)z)[2 * i + k];
+}
+static void cpack_n(DType ct, void *restrict o, const void *re, const void *im, int64_t n) {
+    if (ct == DT_C64)
+        for (int64_t i = 0; i < n; i++) ((float *)o)[2 * i] = ((const float *)re)[i], ((float *)o)[2 * i + 1] = ((const float *)im)[i];
+    else
+        for (int64_t i = 0; i < n; i++) ((double *)o)[2 * i] = ((const double *)re)[i], ((double *)o)[2 * i + 1] = ((const double *)im)[i];
 }
 
 /* ---- interpreter state ----------------------------------------------------------- */
@@ -672,17 +669,13 @@ static bool fprog_exec(Run *run, FProg *p) {
             cast_tab[in->dt][in->adt](&r[in->out], &r[in->in[0]], 1);
             pc++;
             break;
-        case FI_CPART: { /* in->op: 0 re, 1 im */
-            Cell c = r[in->in[0]];
-            if (in->dt == DT_F32) r[in->out].f32 = c.c64[in->op];
-            else r[in->out].f64 = c.z[in->op];
+        case FI_CPART: /* in->op: 0 re, 1 im */
+            cpart_n(in->dt, in->op, &r[in->out], &r[in->in[0]], 1);
             pc++;
             break;
-        }
         case FI_CPACK: {
-            Cell c;
-            if (in->dt == DT_C64) c.c64[0] = r[in->in[0]].f32, c.c64[1] = r[in->in[1]].f32;
-            else c.z[0] = r[in->in[0]].f64, c.z[1] = r[in->in[1]].f64;
+            Cell c; /* out may be an operand */
+            cpack_n(in->dt, &c, &r[in->in[0]], &r[in->in[1]], 1);
             r[in->out] = c;
             pc++;
             break;
@@ -1143,27 +1136,14 @@ static const void *prog_chunk(Prog *p, int64_t off, int64_t len, void *out) {
             cast_tab[nd->dt][nd->adt](dst, p->nodes[nd->in[0]].cur, len);
             nd->cur = dst;
             break;
-        case NK_CPART: /* a complex element's re or im (compiler/widen.c) */
-            if (nd->dt == DT_F32) {
-                const float *z = (const float *)p->nodes[nd->in[0]].cur + nd->v->axis;
-                for (int64_t k = 0; k < len; k++) ((float *)dst)[k] = z[2 * k];
-            } else {
-                const double *z = (const double *)p->nodes[nd->in[0]].cur + nd->v->axis;
-                for (int64_t k = 0; k < len; k++) ((double *)dst)[k] = z[2 * k];
-            }
+        case NK_CPART:
+            cpart_n(nd->dt, nd->v->axis, dst, p->nodes[nd->in[0]].cur, len);
             nd->cur = dst;
             break;
-        case NK_CPACK: {
-            const void *re = p->nodes[nd->in[0]].cur, *im = p->nodes[nd->in[1]].cur;
-            if (nd->dt == DT_C64)
-                for (int64_t k = 0; k < len; k++)
-                    ((float *)dst)[2 * k] = ((const float *)re)[k], ((float *)dst)[2 * k + 1] = ((const float *)im)[k];
-            else
-                for (int64_t k = 0; k < len; k++)
-                    ((double *)dst)[2 * k] = ((const double *)re)[k], ((double *)dst)[2 * k + 1] = ((const double *)im)[k];
+        case NK_CPACK:
+            cpack_n(nd->dt, dst, p->nodes[nd->in[0]].cur, p->nodes[nd->in[1]].cur, len);
             nd->cur = dst;
             break;
-        }
         case NK_SCALL: {
             /* nd->fp is the program of nd->v->fn: fprog_get put it last in its list */
             FProg *q = nd->fp;
