@@ -208,32 +208,16 @@ Scalar arr_get(const Arr *a, int64_t i) {
     return scalar_load(a->dt, (const char *)a->data + i * dtype_info[a->dt].size);
 }
 
-/* Float to integer: truncate toward zero, saturate at the range, NaN -> 0 (as CUDA's
-   cvt.rzi.sat). The bounds are exact powers of two, so the comparisons are exact. */
-static int64_t f_to_i64(double x, double lo, double hi_excl, int64_t lo_i, int64_t hi_i) {
-    if (x != x) return 0;
-    if (x >= hi_excl) return hi_i;
-    if (x <= lo) return lo_i;
-    return (int64_t)x;
-}
-static uint64_t f_to_u64(double x, double hi_excl, uint64_t hi_u) {
-    if (x != x || x <= 0) return 0;
-    if (x >= hi_excl) return hi_u;
-    return (uint64_t)x;
+/* x rounded to the float type dt (once, to nearest even). */
+static double fround(DType dt, double x) {
+    return dt == DT_F32 ? (double)(float)x : dt == DT_F16 ? (double)cuk_h2f(cuk_d2h(x)) : dt == DT_BF16 ? (double)cuk_bf2f(cuk_d2bf(x)) : x;
 }
 
-/* Float to integer bounds: 2^(bits - 1) signed, 2^bits unsigned (exact doubles). */
+/* Float to integer (sat_s, sat_u). */
 static Scalar f_to_int(double x, DType to) {
     Scalar r;
-    int bits = 8 * dtype_info[to].size;
-    if (dtype_info[to].is_signed) {
-        double hi = ldexp(1.0, bits - 1);
-        int64_t him = bits == 64 ? INT64_MAX : (int64_t)((1ull << (bits - 1)) - 1);
-        r.i = f_to_i64(x, -hi, hi, -him - 1, him);
-    } else {
-        uint64_t him = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
-        r.u = f_to_u64(x, ldexp(1.0, bits), him);
-    }
+    if (dtype_info[to].is_signed) r.i = sat_s(x, dtype_info[to].size);
+    else r.u = sat_u(x, dtype_info[to].size);
     return r;
 }
 
@@ -268,18 +252,9 @@ Scalar scalar_cast(Scalar v, DType from, DType to) {
         return r;
     }
     if (fi->is_float) {
-        /* a literal's value may not be rounded to its type yet */
-        double x = from == DT_F32    ? (double)(float)v.f
-                   : from == DT_F16  ? (double)cuk_h2f(cuk_d2h(v.f))
-                   : from == DT_BF16 ? (double)cuk_bf2f(cuk_d2bf(v.f))
-                                     : v.f;
-        switch (to) {
-        case DT_F32: r.f = (double)(float)x; break;
-        case DT_F64: r.f = x; break;
-        case DT_F16: r.f = (double)cuk_h2f(cuk_d2h(x)); break;
-        case DT_BF16: r.f = (double)cuk_bf2f(cuk_d2bf(x)); break;
-        default: r = f_to_int(x, to);
-        }
+        double x = fround(from, v.f); /* a literal's value may not be rounded to its type yet */
+        if (dtype_info[to].is_float) r.f = fround(to, x);
+        else r = f_to_int(x, to);
         return r;
     }
     /* From an integer or bool: C's conversions (wrap for integers; one rounding for
@@ -289,8 +264,8 @@ Scalar scalar_cast(Scalar v, DType from, DType to) {
     switch (to) {
     case DT_F32: r.f = sgn ? (double)(float)v.i : (double)(float)v.u; break;
     case DT_F64: r.f = sgn ? (double)v.i : (double)v.u; break;
-    case DT_F16: r.f = (double)cuk_h2f(cuk_d2h(sgn ? cuk_i2d_odd(v.i) : cuk_u2d_odd(v.u))); break;
-    case DT_BF16: r.f = (double)cuk_bf2f(cuk_d2bf(sgn ? cuk_i2d_odd(v.i) : cuk_u2d_odd(v.u))); break;
+    case DT_F16:
+    case DT_BF16: r.f = fround(to, sgn ? cuk_i2d_odd(v.i) : cuk_u2d_odd(v.u)); break;
     default: r = int_wrap(v.u, to);
     }
     return r;

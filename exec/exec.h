@@ -38,6 +38,23 @@ Scalar scalar_load(DType dt, const void *p);
 void scalar_store(DType dt, Scalar v, void *p);
 /* Converts a scalar between dtypes with the language's cast rules. */
 Scalar scalar_cast(Scalar v, DType from, DType to);
+/* Float to an integer of size bytes: truncate toward zero, saturate at the range, NaN -> 0
+   (CUDA's cvt.rzi.sat). The bounds, 2^(bits - 1) and 2^bits, are exact doubles; with a
+   constant size they fold (the CPU backend's cast loops). */
+static inline int64_t sat_s(double x, int size) {
+    double hi = size == 8 ? 9223372036854775808.0 : (double)(1ull << (8 * size - 1));
+    int64_t him = size == 8 ? INT64_MAX : (int64_t)((1ull << (8 * size - 1)) - 1);
+    if (x != x) return 0;
+    if (x >= hi) return him;
+    if (x <= -hi) return -him - 1;
+    return (int64_t)x;
+}
+static inline uint64_t sat_u(double x, int size) {
+    double hi = size == 8 ? 18446744073709551616.0 : (double)(1ull << (8 * size));
+    if (x != x || x <= 0) return 0;
+    if (x >= hi) return size == 8 ? UINT64_MAX : (1ull << (8 * size)) - 1;
+    return (uint64_t)x;
+}
 
 /* A run-time error: where (the IR node's location) and what. */
 typedef struct RtErr {

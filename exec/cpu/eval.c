@@ -148,22 +148,6 @@ static const EwFn ew_tab[OP_EW_END][DT_COUNT] = {EW_OPS(EW_TAB_ROW)};
 
 /* ---- casts: dtype x dtype -------------------------------------------------------- */
 
-/* Float to integer truncates toward zero, saturates, NaN -> 0 (CUDA's cvt.rzi.sat). The
-   bounds, 2^(bits - 1) and 2^bits, are exact doubles. */
-static inline int64_t sat_s(double x, int size) {
-    double hi = ldexp(1.0, 8 * size - 1);
-    int64_t him = size == 8 ? INT64_MAX : (int64_t)((1ull << (8 * size - 1)) - 1);
-    if (x != x) return 0;
-    if (x >= hi) return him;
-    if (x <= -hi) return -him - 1;
-    return (int64_t)x;
-}
-static inline uint64_t sat_u(double x, int size) {
-    double hi = ldexp(1.0, 8 * size);
-    if (x != x || x <= 0) return 0;
-    if (x >= hi) return size == 8 ? UINT64_MAX : (1ull << (8 * size)) - 1;
-    return (uint64_t)x;
-}
 #define CVT_SRC_INT(TN, TT, TISF, TISS, v)                                                  \
     (DT_##TN == DT_BOOL ? (TT)((v) != 0) : (TT)(v))
 #define CVT_SRC_F32(TN, TT, TISF, TISS, v)                                                  \
