@@ -58,26 +58,29 @@ static void print_half(FILE *out, DType dt, double x) {
 /* A complex number as NumPy prints one: (1+2j), (1-2j), (nan+infj); 2j where the real
    part is +0 (a scalar); in an array without the parentheses, re+imj. The parts as the
    part type prints them. */
+static void print_elem(FILE *out, DType dt, Scalar v, bool in_array);
+
 static void print_complex(FILE *out, DType dt, Scalar v, bool in_array) {
-    int digits = dt == DT_C64 ? 9 : 17;
-    double re = dt == DT_C64 ? (double)(float)v.z[0] : v.z[0], im = dt == DT_C64 ? (double)(float)v.z[1] : v.z[1];
+    DType pt = dtype_part(dt);
+    double re = v.z[0], im = v.z[1];
     if (!in_array && re == 0 && !signbit(re)) {
-        print_float(out, im, digits);
+        print_elem(out, pt, (Scalar){.f = im}, false);
         fputc('j', out);
         return;
     }
     if (!in_array) fputc('(', out);
-    print_float(out, re, digits);
+    print_elem(out, pt, (Scalar){.f = re}, false);
     bool neg = im == im && signbit(im);
     fputc(neg ? '-' : '+', out);
-    print_float(out, neg ? -im : im, digits);
+    print_elem(out, pt, (Scalar){.f = neg ? -im : im}, false);
     fputs(in_array ? "j" : "j)", out);
 }
 
-void scalar_print(FILE *out, DType dt, Scalar v) {
+/* One element; in_array: an item of a printed array (a complex one without parentheses). */
+static void print_elem(FILE *out, DType dt, Scalar v, bool in_array) {
     switch (dt) {
     case DT_C64:
-    case DT_C128: print_complex(out, dt, v, false); break;
+    case DT_C128: print_complex(out, dt, v, in_array); break;
     case DT_BOOL: fputs(v.i ? "true" : "false", out); break;
     case DT_I8:
     case DT_I16:
@@ -94,6 +97,8 @@ void scalar_print(FILE *out, DType dt, Scalar v) {
     default: die("bad dtype %d", (int)dt);
     }
 }
+
+void scalar_print(FILE *out, DType dt, Scalar v) { print_elem(out, dt, v, false); }
 
 /* NumPy's _formatArray: axis `axis` of the sub-array starting at flat offset `base`. */
 static void print_axis(FILE *out, const Arr *a, int axis, int64_t base, const int64_t *stride,
@@ -115,8 +120,7 @@ static void print_axis(FILE *out, const Arr *a, int axis, int64_t base, const in
             i = len - EDGE_ITEMS;
         }
         if (axis + 1 == a->rank)
-            if (dtype_is_complex(a->dt)) print_complex(out, a->dt, arr_get(a, base + i * stride[axis]), true);
-            else scalar_print(out, a->dt, arr_get(a, base + i * stride[axis]));
+            print_elem(out, a->dt, arr_get(a, base + i * stride[axis]), true);
         else
             print_axis(out, a, axis + 1, base + i * stride[axis], stride, summary);
         if (i + 1 < len) {
