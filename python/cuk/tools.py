@@ -89,11 +89,14 @@ def make_default_context(ctx_maker=None):
 
 
 def clear_context_caches():
-    pass
+    for cache in _MEMOIZED:
+        cache.clear()
 
 
 def dtype_to_ctype(dtype):
     dtype = np.dtype(dtype)
+    if dtype in _REGISTERED:
+        return _REGISTERED[dtype]
     return {
         "bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short",
         "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int", "int64": "long long",
@@ -150,3 +153,103 @@ def parse_args(arguments):
     if isinstance(arguments, str):
         return [parse_c_arg(a) for a in arguments.split(",") if a.strip()]
     return list(arguments)
+
+
+def bitlog2(n):
+    """Index of the highest set bit of n (PyCUDA's ``bitlog2``; 0 for n <= 1)."""
+    n = int(n)
+    return n.bit_length() - 1 if n > 0 else 0
+
+
+_REGISTERED = {}
+
+
+def register_dtype(dtype, c_names, alias_ok=False):
+    """Names a NumPy dtype (a struct type, say) for ``dtype_to_ctype`` as PyCUDA's
+    ``register_dtype`` does: the first of ``c_names`` is its C name."""
+    if isinstance(c_names, str):
+        c_names = [c_names]
+    dtype = np.dtype(dtype)
+    old = _REGISTERED.get(dtype)
+    if old is not None and old != c_names[0] and not alias_ok:
+        raise RuntimeError(f"dtype {dtype} is already registered as '{old}'; pass alias_ok=True to rename it")
+    _REGISTERED[dtype] = c_names[0]
+    for name in c_names:
+        _CTYPES[" ".join(name.split())] = dtype
+
+
+def context_dependent_memoize(func):
+    """Caches ``func``'s results per argument tuple and per device (PyCUDA caches per
+    context; cuk has one primary context per device)."""
+    import functools
+
+    cache = {}
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        key = (_current_device(), args, frozenset(kwargs.items()))
+        try:
+            return cache[key]
+        except KeyError:
+            result = cache[key] = func(*args, **kwargs)
+            return result
+
+    wrapper.clear_cache = cache.clear
+    _MEMOIZED.append(cache)
+    return wrapper
+
+
+_MEMOIZED = []
+
+
+def _current_device():
+    try:
+        return _cuk.device_current()
+    except _cuk.Error:  # the CPU backend
+        return -1
+
+
+def _check_context():
+    """What PyCUDA's test helpers assert about the current context; nothing to check
+    where cuk runs on its CPU backend (no driver)."""
+    try:
+        _drv.init()
+    except _cuk.NoDeviceError:
+        return None
+    ctx = make_default_context()
+    dev = ctx.get_device()
+    assert isinstance(dev.name(), str)
+    assert isinstance(dev.compute_capability(), tuple)
+    assert isinstance(dev.get_attributes(), dict)
+    return ctx
+
+
+def _release_context(ctx):
+    import gc
+
+    if ctx is not None:
+        ctx.pop()
+    clear_context_caches()
+    gc.collect()
+
+
+def mark_cuda_test(inner_f):
+    """PyCUDA's test decorator: runs the test with a context pushed."""
+    import functools
+
+    @functools.wraps(inner_f)
+    def f(*args, **kwargs):
+        ctx = _check_context()
+        try:
+            return inner_f(*args, **kwargs)
+        finally:
+            _release_context(ctx)
+
+    return f
+
+
+def init_cuda_context_fixture():
+    """PyCUDA's pytest fixture body: ``yield from init_cuda_context_fixture()``."""
+    ctx = _check_context()
+    yield
+    _release_context(ctx)
