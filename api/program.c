@@ -531,7 +531,8 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
             gpuval_head(&iv, into);
             iv.p = into->dev;
         }
-        bool ok = gpu_call_into(f->prog->session, f->fn, gv, into ? &iv : NULL, rs, stdout, &err);
+        bool ok = gpu_call_into(f->prog->session, f->fn, gv, into ? &iv : NULL, rs, stdout, &err,
+                                on_device ? GPU_CALL_DEVICE_SCALARS : 0);
         flush_stdout();
         if (!ok) s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
     }
@@ -543,7 +544,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
     if (tmp != tstack) free(tmp);
     for (int k = 0; k < nr; k++) {
         if (s) {
-            if (rs[k].dt != DT_VOID && rs[k].rank > 0 && rs[k].p) cuk_mem_free(rs[k].p);
+            if (rs[k].dt != DT_VOID && rs[k].p) cuk_mem_free(rs[k].p);
             continue;
         }
         if (into) { /* the result is in into's memory */
@@ -561,6 +562,10 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
 static cuk_status session_result(GpuVal r, bool on_device, cuk_view *dres, cuk_array **hres) {
     cuk_status s = CUK_OK;
     if (r.dt == DT_VOID) return s;
+    if (r.rank == 0 && r.p) { /* computed on the device, and left there (GPU_CALL_DEVICE_SCALARS) */
+        device_view(dres, (cuk_dtype)r.dt, 0, NULL, r.p);
+        return CUK_OK;
+    }
     if (r.rank == 0) {
         /* a scalar result comes back on the host; on the device if inputs were there */
         cuk_scalar v;

@@ -135,7 +135,7 @@ typedef struct GpuVal {
    dtype and rank; shapes are checked where the function constrains them). On success
    *result holds the returned value: an array is a new pool allocation the caller owns
    (free it with cuk_mem_free, after its last use is queued), never one of the arguments;
-   a scalar is on the host. print() goes to out. The call returns once its work is
+   a scalar is on the host (rank 0, p 0; see gpu_call_into's flags). print() goes to out. The call returns once its work is
    queued: it waits for the device only where a value must come to the host (print,
    save, a scalar read or returned, an index bounds check). Kernel faults therefore may
    surface at a later synchronising call. On a run-time error returns false and fills
@@ -147,9 +147,14 @@ bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, F
    computes the returned value writes there directly unless an argument overlaps it;
    otherwise the result is copied there at the end. *result then describes into, with
    borrowed set (the memory stays the caller's). A function that returns a scalar,
-   nothing or several results is an error. */
+   nothing or several results is an error. With GPU_CALL_DEVICE_SCALARS in flags, a
+   returned scalar that a kernel computed stays on the device: the result then has rank
+   0 and p set, a one-element pool block the caller owns as an array's (a returned sum
+   goes back to a caller on the device without a synchronising copy to the host and
+   back); other scalars have p 0 and s set. */
+enum { GPU_CALL_DEVICE_SCALARS = 1 };
 bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal *into, GpuVal *result, FILE *out,
-                   RtErr *err);
+                   RtErr *err, unsigned flags);
 
 /* gpu_call's fast path, for a caller that must not block (the Python extension keeps
    the GIL for it): does the call only when fn is one kernel, already compiled, and the

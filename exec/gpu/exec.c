@@ -28,13 +28,16 @@ typedef struct DBuf {
     struct DBuf *next; /* the session's free list */
 } DBuf;
 
-/* A value: a host scalar (rank 0) or a reference-counted device array. */
+/* A value: a host scalar (rank 0) or a reference-counted device array. A kernel's
+   rank-0 result stays on the device (buf set, s not yet) until something reads it on
+   the host (settle), so a returned sum goes back to a device caller without a copy to
+   the host and back. */
 typedef struct Value {
     DType dt;
     int rank;
     int64_t shape[MAXRANK];
-    Scalar s;  /* rank 0 */
-    DBuf *buf; /* rank > 0 */
+    Scalar s;  /* rank 0, on the host (buf NULL) */
+    DBuf *buf; /* rank > 0; rank 0 still on the device */
     bool set;
 } Value;
 
@@ -122,6 +125,7 @@ struct GpuSession {
     bool row_dev_known;
     bool err_pending;    /* a kernel with a KP_ERR word ran since the block was read */
     /* the call in progress */
+    bool dev_scalars;    /* the caller takes a returned scalar on the device (GPU_CALL_DEVICE_SCALARS) */
     RtErr *err;
     Run *run;
     int depth;           /* run_fn's nesting: 1 in the called function's own frame */
@@ -339,6 +343,7 @@ static Scalar host_ew(const Val *v, const Scalar *x) {
 /* ---- shapes ----------------------------------------------------------------------------- */
 
 static bool eval(Frame *f, Val *v, Value *out);
+static bool eval_k(Frame *f, Val *v, Value *out, bool keep);
 
 static bool scalar_of(Frame *f, Val *v, int64_t *out) {
     Value s;
@@ -558,6 +563,18 @@ static bool fetch_scalar(GpuSession *s, const Value *dv, DType dt, Scalar *out, 
         return gpu_fail(s, loc, "copy from the device failed");
     *out = scalar_load(dt, bytes);
     return check_dev_err(s);
+}
+
+/* A rank-0 value still on the device comes to the host (a synchronising copy): the
+   value itself is changed, so a memo entry or a slot is read from the device once. */
+static bool settle(GpuSession *s, Value *v, Loc loc) {
+    if (v->rank != 0 || !v->buf) return true;
+    Scalar x = {0};
+    bool ok = fetch_scalar(s, v, v->dt, &x, loc);
+    vrelease(s, v);
+    v->s = x;
+    v->set = ok;
+    return ok;
 }
 
 /* K_HIST: the result starts as a copy of the destination, or, for a full()/zeros() no
@@ -1041,16 +1058,7 @@ static bool launch(Frame *f, const Kernel *k) {
     for (int i = 0; i < k->nins; i++) vrelease(s, &ins[i]);
     for (int i = 0; i < k->nouts; i++) {
         Val *o = k->outs[i];
-        if (ok && o->rank == 0) {
-            /* scalars come back to the host */
-            Scalar v = {0};
-            ok = fetch_scalar(s, &outs[i], o->dt, &v, loc);
-            vrelease(s, &outs[i]);
-            if (!ok) continue;
-            touch(f, o->id);
-            vrelease(s, &f->memo[o->id]);
-            f->memo[o->id] = (Value){.dt = o->dt, .rank = 0, .s = v, .set = true};
-        } else if (ok) {
+        if (ok) { /* a scalar stays on the device until read (settle) */
             touch(f, o->id);
             vrelease(s, &f->memo[o->id]);
             f->memo[o->id] = outs[i];
@@ -1289,14 +1297,16 @@ static __attribute__((noinline)) bool eval_scalar_ew(Frame *f, Val *v, Value *r)
 }
 
 /* *out gets a reference the caller releases. */
-static bool eval(Frame *f, Val *v, Value *out) {
+/* eval_k with keep: a rank-0 kernel result may stay on the device (settle). */
+static bool eval_k(Frame *f, Val *v, Value *out, bool keep) {
     if (f->memo[v->id].set) {
+        if (!keep && !settle(f->s, &f->memo[v->id], v->loc)) return false;
         *out = vretain(&f->memo[v->id]);
         return true;
     }
     const Kernel *k = f->st->writer[v->id];
     if (k) {
-        if (!launch(f, k)) return false;
+        if (!launch(f, k) || (!keep && !settle(f->s, &f->memo[v->id], v->loc))) return false;
         *out = vretain(&f->memo[v->id]);
         return true;
     }
@@ -1307,7 +1317,8 @@ static bool eval(Frame *f, Val *v, Value *out) {
     case OP_SLOT:
         if (!(ok = f->slots[v->slot].set))
             rt_error(f->s->err, v->loc, "variable '%s' is used before it is assigned", f->fn->slots[v->slot].name);
-        else r = vretain(&f->slots[v->slot]);
+        else if ((ok = keep || settle(f->s, &f->slots[v->slot], v->loc)))
+            r = vretain(&f->slots[v->slot]);
         break;
     case OP_DIM: ok = eval_dim(f, v, &r); break;
     case OP_CHECKDIM: ok = run_check(f, v) && eval(f, v->args[0], &r); break;
@@ -1354,6 +1365,9 @@ static bool eval(Frame *f, Val *v, Value *out) {
     return true;
 }
 
+/* *out gets a reference the caller releases; a scalar is on the host. */
+static bool eval(Frame *f, Val *v, Value *out) { return eval_k(f, v, out, false); }
+
 static void clear_memo(Frame *f) {
     for (int i = 0; i < f->ntouched; i++) {
         int id = f->touched[i];
@@ -1374,7 +1388,7 @@ static bool t_set(void *fr, int slot, const Val *v) {
     Value *sv = &f->slots[slot];
     f->own = sv->set && sv->rank > 0 && sv->buf && sv->buf->refs == 1 && !sv->buf->borrowed ? sv->buf : NULL;
     f->set_val = v;
-    bool ok = eval(f, (Val *)v, &x);
+    bool ok = eval_k(f, (Val *)v, &x, true); /* a scalar may stay on the device: settled when read */
     f->own = NULL;
     f->set_val = NULL;
     if (!ok) return false;
@@ -1414,9 +1428,13 @@ static bool t_effect(void *fr, const Val *v) {
     return ok;
 }
 
+/* A returned scalar stays on the device only for the called function itself and a
+   caller that takes it there (GPU_CALL_DEVICE_SCALARS). */
+static bool keep_returned(const Frame *f) { return f->s->dev_scalars && f->s->depth == 1; }
+
 static bool t_ret(void *fr, const Val *v) {
     Frame *f = fr;
-    return !v || eval(f, (Val *)v, &f->ret);
+    return !v || eval_k(f, (Val *)v, &f->ret, keep_returned(f));
 }
 
 static void t_end(void *fr) { clear_memo(fr); }
@@ -1425,7 +1443,7 @@ static bool t_ret_n(void *fr, int n, Val *const *vs) {
     Frame *f = fr;
     ASSERT(n == f->fn->nres);
     for (int k = 0; k < n; k++)
-        if (!eval(f, vs[k], &f->rets[k])) return false;
+        if (!eval_k(f, vs[k], &f->rets[k], keep_returned(f))) return false;
     return true;
 }
 
@@ -1862,8 +1880,9 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
         result[k].rank = r->rank;
         memcpy(result[k].shape, r->shape, sizeof r->shape);
         result[k].s = r->s;
-        bool passed = r->rank > 0 && r->buf->borrowed;
-        for (int j = 0; j < k && r->rank > 0 && !passed; j++) passed = rs[j].rank > 0 && rs[j].buf == r->buf;
+        /* r->buf: an array, or a scalar still on the device (GPU_CALL_DEVICE_SCALARS) */
+        bool passed = r->buf && r->buf->borrowed;
+        for (int j = 0; j < k && r->buf && !passed; j++) passed = rs[j].buf == r->buf;
         if (passed) {
             /* an argument passed through (or one array returned twice): the caller
                gets its own copy */
@@ -1875,7 +1894,7 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
                 cuk_mem_free(result[k].p);
                 result[k].p = 0;
             }
-        } else if (r->rank > 0) {
+        } else if (r->buf) {
             /* hand the block over: the DBuf goes, the memory stays */
             result[k].p = r->buf->p;
             r->buf->borrowed = true;
@@ -1884,7 +1903,7 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
     if (!ok)
         for (int k = 0; k < nout; k++) {
             /* blocks already handed over or copied are the caller's no more */
-            if (result[k].dt != DT_VOID && result[k].rank > 0 && result[k].p) cuk_mem_free(result[k].p);
+            if (result[k].dt != DT_VOID && result[k].p) cuk_mem_free(result[k].p);
             result[k] = (GpuVal){.dt = DT_VOID};
         }
     if (!ok && into) result[0] = (GpuVal){.dt = DT_VOID};
@@ -1895,11 +1914,11 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
 }
 
 bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err) {
-    return gpu_call_into(s, fn, args, NULL, result, out, err);
+    return gpu_call_into(s, fn, args, NULL, result, out, err, 0);
 }
 
 bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal *into, GpuVal *result, FILE *out,
-                   RtErr *err) {
+                   RtErr *err, unsigned flags) {
     for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) result[k] = (GpuVal){.dt = DT_VOID};
     FnState *st = fn_state(s, fn);
     if (!st) {
@@ -1911,6 +1930,7 @@ bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal
     run_init(&run, err, out);
     s->err = err;
     s->run = &run;
+    s->dev_scalars = flags & GPU_CALL_DEVICE_SCALARS;
     /* A broken invariant becomes the call's error ("internal error at ..."); what the
        call held then is not freed, but the session stays usable. */
     bool ok;
@@ -1928,6 +1948,7 @@ bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal
     s->err = NULL;
     s->run = NULL;
     s->into = NULL;
+    s->dev_scalars = false;
     pthread_mutex_unlock(&s->lock);
     return ok;
 }

@@ -36,6 +36,21 @@ static const char *src =
     "}\n"
     "fn twice(x: f32[n]) -> f32[n] {\n"
     "    return saxpy(1.0, x, x);\n"
+    "}\n"
+    "fn held(x: f32[n]) -> f32 {\n"
+    "    let t = sum(x);\n"
+    "    return t;\n"
+    "}\n"
+    "fn scaled(x: f32[n]) -> f32 {\n"
+    "    let t = sum(x);\n"
+    "    return t * 2.0;\n"
+    "}\n"
+    "fn both(x: f32[n]) -> (f32, f32) {\n"
+    "    let t = sum(x);\n"
+    "    return (t, t);\n"
+    "}\n"
+    "fn inner(x: f32[n]) -> f32 {\n"
+    "    return total(x) + total(x);\n"
     "}\n";
 
 static Compiled comp;
@@ -131,6 +146,33 @@ int main(void) {
     ok = gpu_call(s, program_find(prog, "total"), &args[1], &r, stdout, &err) && r.rank == 0 && r.p == 0;
     snprintf(msg, sizeof msg, "got %.9g want %.9g %s", r.s.f, want, err.msg);
     check(ok && fabs(r.s.f - want) <= 1e-5 * want, "scalar result", msg);
+
+    /* GPU_CALL_DEVICE_SCALARS: a kernel's scalar stays on the device (a one-element
+       block the caller owns); one the host computed from it comes back on the host */
+    const char *dev_fns[] = {"total", "held", "scaled", "inner"};
+    for (int q = 0; q < 4; q++) {
+        err = (RtErr){0};
+        ok = gpu_call_into(s, program_find(prog, dev_fns[q]), &args[1], NULL, &r, stdout, &err,
+                           GPU_CALL_DEVICE_SCALARS) && r.rank == 0;
+        double got = r.s.f, scale = q >= 2 ? 2.0 : 1.0;
+        bool on_dev = r.p != 0;
+        float fv = 0;
+        if (ok && on_dev) ok = cuk_memcpy_dtoh(&fv, r.p, 4) == CUK_OK, got = fv, cuk_mem_free(r.p);
+        ok = ok && on_dev == (q < 2);
+        snprintf(msg, sizeof msg, "%s: got %.9g want %.9g (on the device: %d) %s", dev_fns[q], got, scale * want, on_dev,
+                 err.msg);
+        check(ok && fabs(got - scale * want) <= 1e-5 * scale * want, "scalar result left on the device", msg);
+    }
+    GpuVal r2[2];
+    err = (RtErr){0};
+    ok = gpu_call_into(s, program_find(prog, "both"), &args[1], NULL, r2, stdout, &err, GPU_CALL_DEVICE_SCALARS);
+    ok = ok && r2[0].p && r2[1].p && r2[0].p != r2[1].p; /* one block returned twice: two blocks */
+    float f2[2] = {0, 0};
+    ok = ok && cuk_memcpy_dtoh(&f2[0], r2[0].p, 4) == CUK_OK && cuk_memcpy_dtoh(&f2[1], r2[1].p, 4) == CUK_OK;
+    ok = ok && f2[0] == f2[1] && fabs(f2[0] - want) <= 1e-5 * want;
+    check(ok, "one device scalar returned twice", err.msg);
+    if (r2[0].p) cuk_mem_free(r2[0].p);
+    if (r2[1].p && r2[1].p != r2[0].p) cuk_mem_free(r2[1].p);
 
     /* a reduction feeding a kernel; a call of another function */
     ok = gpu_call(s, program_find(prog, "centred"), &args[1], &r, stdout, &err);
