@@ -11,7 +11,7 @@
 # sanitize (compute-sanitizer memcheck on a few programs) · sanitize-all (on every
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python, tests/python/test_sorting.py) · sortbench (bench/sort_bench.py) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
-# · p2bench (bench/part2_bench.py) · tybench (bench/types_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py) · plbench (bench/pycuda_layout_bench.py)
+# · p2bench (bench/part2_bench.py) · tybench (bench/types_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py) · plbench (bench/pycuda_layout_bench.py) · pycuda (PyCUDA's tests, scripts/pycuda_suite.py)
 # · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
 # racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
 # bench/exp/*.cu with the machine's nvcc and runs it: kernel design experiments; EXP=name
@@ -92,6 +92,17 @@ s_python() {
 # Sorting against CuPy (CUB) and PyTorch (bench/sort_bench.py; SORT_ARGS: --only a,b, --logn).
 s_sortbench() {
   CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/sort_bench.py ${SORT_ARGS:-}
+}
+
+# PyCUDA's own tests and examples with the imports changed (scripts/pycuda_suite.py):
+# needs a PyCUDA checkout at $PYCUDA_SRC (default .carry/pycuda-src, test/ and
+# examples/), the reference table at .carry/pycuda-ref.txt and pytools' wheels in
+# .carry/wheels (the machine has no network).
+s_pycuda() {
+  local src=${PYCUDA_SRC:-$C/pycuda-src} lib=$WORK/pylib
+  "$PY" -m pip install -q --no-index --target "$lib" "$C"/wheels/*.whl
+  CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python:$lib "$PY" scripts/pycuda_suite.py "$src" \
+    --out "$WORK/pycuda-suite" --ref "${PYCUDA_REF:-$C/pycuda-ref.txt}" ${PYCUDA_ARGS:-}
 }
 
 # Call overhead from Python against a bare launch loop, CuPy and PyTorch.
@@ -288,7 +299,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_kbench s_p2bench s_tybench s_sortbench s_shbench s_mmbench s_plbench s_startup
+export -f s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_pycuda s_kbench s_p2bench s_tybench s_sortbench s_shbench s_mmbench s_plbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -304,6 +315,7 @@ for s in "${stages[@]}"; do
     bench) stage bench s_bench ;;
     python) stage python s_python ;;
     pybench) stage pybench s_pybench ;;
+    pycuda) stage pycuda s_pycuda ;;
     kbench) stage kbench s_kbench ;;
     startup) stage startup s_startup ;;
     sortbench) stage sortbench s_sortbench ;;

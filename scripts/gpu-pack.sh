@@ -16,4 +16,17 @@ rm -f .carry/build/lib/*.a
 cp /usr/lib/llvm-14/bin/FileCheck /usr/lib/llvm-14/bin/not .carry/tools/
 cp -L /lib/x86_64-linux-gnu/libz3.so.4 /lib/x86_64-linux-gnu/libtinfo.so.6 .carry/tools/lib/
 cp -a /usr/lib/llvm-14/build/utils/lit .carry/tools/lit
+# For the pycuda stage: PYCUDA_SRC=<a PyCUDA checkout> (its test/ and examples/),
+# WHEELS=<a folder of pytools' wheels for the GPU machine's Python>, and the reference
+# table (PYCUDA_REF, default ../shared/pycuda-suite-2026-11-24.txt).
+if [[ -n ${PYCUDA_SRC:-} ]]; then
+  mkdir -p .carry/pycuda-src
+  cp -a "$PYCUDA_SRC/test" "$PYCUDA_SRC/examples" .carry/pycuda-src/
+  ref=${PYCUDA_REF:-../shared/pycuda-suite-2026-11-24.txt}
+  [[ -f $ref ]] && cp "$ref" .carry/pycuda-ref.txt
+fi
+if [[ -n ${WHEELS:-} ]]; then
+  mkdir -p .carry/wheels
+  cp "$WHEELS"/*.whl .carry/wheels/
+fi
 du -sh .carry
