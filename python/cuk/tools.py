@@ -101,7 +101,14 @@ def dtype_to_ctype(dtype):
         "bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short",
         "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int", "int64": "long long",
         "uint64": "unsigned long long", "float32": "float", "float64": "double",
-    }[dtype.name]
+        # <pycuda-complex.hpp>'s type (in cuk.compiler.INCLUDE_DIR), with NumPy's layout. No float16:
+        # its __half needs cuda_fp16.h, which NVRTC does not have built in.
+        "complex64": "pycuda::complex<float>", "complex128": "pycuda::complex<double>",
+    }.get(dtype.name) or _no_ctype(dtype)
+
+
+def _no_ctype(dtype):
+    raise ValueError(f"no C type for dtype {dtype}: name one with cuk.tools.register_dtype(dtype, 'c_name')")
 
 
 _CTYPES = {
@@ -111,6 +118,7 @@ _CTYPES = {
     "char": np.int8, "signed char": np.int8, "unsigned char": np.uint8, "bool": np.bool_, "size_t": np.uint64,
     "ptrdiff_t": np.int64, "int32_t": np.int32, "uint32_t": np.uint32, "int64_t": np.int64, "uint64_t": np.uint64,
     "int8_t": np.int8, "uint8_t": np.uint8, "int16_t": np.int16, "uint16_t": np.uint16,
+    "pycuda::complex<float>": np.complex64, "pycuda::complex<double>": np.complex128
 }
 
 
