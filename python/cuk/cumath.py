@@ -1,10 +1,11 @@
 """``pycuda.cumath`` on cuk: elementwise math on GPUArrays. Each function is lazy like
 GPUArray arithmetic, so ``cumath.exp(a * 2) + 1`` is one fused kernel. Integer inputs
-give float64, as in NumPy. complex64 and complex128 arrays take exp, log, sqrt, sin, cos,
-tan, sinh, cosh and tanh (NumPy's principal branches); the others raise TypeError."""
+give float64, as in NumPy. complex64 and complex128 arrays take exp, exp2, log, log2,
+log10, sqrt, sin, cos, tan, sinh, cosh and tanh (NumPy's complex loops, principal
+branches); the others raise TypeError."""
 import numpy as np
 
-from .gpuarray import GPUArray, _binary, _unary
+from .gpuarray import GPUArray, _binary, _out, _unary
 
 
 def _f(op):
@@ -34,7 +35,6 @@ ceil = _f("ceil")
 floor = _f("floor")
 exp = _f("exp")
 log = _f("log")
-log10 = _f("log10")
 sqrt = _f("sqrt")
 sin = _f("sin")
 cos = _f("cos")
@@ -45,9 +45,38 @@ atan = _f("atan")
 sinh = _f("sinh")
 cosh = _f("cosh")
 tanh = _f("tanh")
+_real_log10, _real_log2, _real_exp2 = _f("log10"), _f("log2"), _f("exp2")
+
+
+def _complex(a):
+    return isinstance(a, GPUArray) and a.dtype.kind == "c"
+
+
+# NumPy's complex log10, log2 and exp2 (nc_log10, nc_log2, nc_exp2) scale log(z) by
+# log10(e) or log2(e), and z by ln(2) before exp: the same here (the language's log and
+# exp are those of complex numbers; its log10, log2 and exp2 are real).
+def log10(a, stream=None, out=None):
+    """Elementwise log10, like numpy.log10 (complex z: log(z) * log10(e), as NumPy)."""
+    if _complex(a):
+        return _out(_unary("log", a) * float(np.log10(np.e)), out)
+    return _real_log10(a, stream, out)
+
+
+def log2(a, stream=None, out=None):
+    """Elementwise log2, like numpy.log2 (complex z: log(z) * log2(e), as NumPy)."""
+    if _complex(a):
+        return _out(_unary("log", a) * float(np.log2(np.e)), out)
+    return _real_log2(a, stream, out)
+
+
+def exp2(a, stream=None, out=None):
+    """Elementwise 2**a, like numpy.exp2 (complex z: exp(z * ln 2), as NumPy)."""
+    if _complex(a):
+        return _out(_unary("exp", a * float(np.log(2.0))), out)
+    return _real_exp2(a, stream, out)
+
+
 # beyond PyCUDA's list
-exp2 = _f("exp2")
-log2 = _f("log2")
 trunc = _f("trunc")
 erf = _f("erf")
 rint = _f("round")
@@ -66,11 +95,29 @@ def fmod(arg, mod, stream=None):
     return _binary("fmod", _float(arg), _float(mod))
 
 
-def ldexp(significand, exponent, stream=None):
-    """significand * 2**exponent."""
+def ldexp(significand, exponent, stream=None, out=None):
+    """significand * 2**exponent with the exponent truncated to an integer, as C's
+    ldexp(x, int) that PyCUDA's kernel calls with a float exponent array (1.9 counts as
+    1, -1.9 as -1). The power is applied in two halves, so a result that is finite (or
+    subnormal) is not lost to 2**e overflowing (or underflowing) first."""
     s = _float(significand)
-    e = exponent.astype(s.dtype) if isinstance(exponent, GPUArray) else float(exponent)
-    return s * exp2(e)
+    if isinstance(exponent, GPUArray):
+        if exponent.dtype.kind == "c":
+            raise TypeError(f"ldexp(): the exponent must be real, not {exponent.dtype}")
+        t = trunc(exponent.astype(s.dtype) if isinstance(s, GPUArray) else exponent)
+        h = trunc(t * 0.5)
+        return _out(s * exp2(h) * exp2(t - h), out)
+    # a scalar exponent: powers of two the type holds, enough of them to reach every
+    # finite result
+    fi = np.finfo(s.dtype if isinstance(s, GPUArray) else np.float64)
+    step, reach = fi.maxexp - 8, 3 * fi.maxexp
+    t = max(min(int(exponent), reach), -reach)
+    r = s
+    while t:
+        p = max(min(t, step), -step)
+        r = r * float(2.0 ** p)
+        t -= p
+    return _out(r if r is not s else s * 1.0, out)
 
 
 def modf(arg, stream=None):
