@@ -387,6 +387,7 @@ def test_recursive_launch_on_the_gpu():
     __global__ void child(long *p, long *q) { p[threadIdx.x] = 2 * p[threadIdx.x] - q[threadIdx.x]; }
     __global__ void parent(long *p, long *q, long *c) {
         c[threadIdx.x] = p[threadIdx.x] + q[threadIdx.x];
+        __syncthreads();  // every read of p before the child may run
         if (threadIdx.x == 0) child<<<1, blockDim.x>>>(p, q);
     }""")
     p = np.arange(100, dtype=np.int64)
