@@ -963,6 +963,8 @@ class GPUArray:
             idx = (idx,)
         if self._f and _basic(idx):
             # the transposed (C-ordered) view, indexed with the indices reversed
+            if not any(i is Ellipsis for i in idx):
+                idx = idx + (Ellipsis,)  # so that the reversed indices start at the last axis
             inner = self._flip()[tuple(reversed(idx))]
             out = inner._flip()
             if inner.base is None:  # a copy, not a view
@@ -1315,7 +1317,8 @@ def take(a, indices, out=None, stream=None, axis=None):
                         ".astype(np.int64)")
     _no_struct("take()", a.dtype)
     if axis is None:
-        a = a.ravel()
+        if a.ndim != 1:
+            a = a.ravel()
     elif axis not in (0, -a.ndim):
         raise ValueError(f"take(): axis={axis} is not supported; cuk gathers along axis 0 (or of the flattened "
                          "array, axis=None): move the axis first with transpose")
@@ -1490,7 +1493,7 @@ def _sort_fn(a, fn, axis, kind):
     if kind not in (None, "stable", "quicksort", "mergesort", "heapsort"):
         raise ValueError(f"{fn}(): unknown kind {kind!r}")
     _no_complex(f"{fn}()", a.dtype)
-    if axis is None:
+    if axis is None and a.ndim != 1:
         a = a.ravel()
         axis = 0
     n = a.ndim
