@@ -636,7 +636,8 @@ class GPUArray:
         view a selection gave."""
         if isinstance(self._data, np.ndarray):
             return (self._data.T if self._f else self._data).strides
-        return _strides_of(self._shape, self._dtype.itemsize, self._f)
+        st = getattr(self, "_st", None)  # a device view's own (np.newaxis: 0)
+        return st if st is not None else _strides_of(self._shape, self._dtype.itemsize, self._f)
 
     @property
     def flags(self):
@@ -859,7 +860,7 @@ class GPUArray:
             return GPUArray._wrap(data.reshape(sshape), base=self, f=f, dtype=self._dtype)
         if _is_struct(self._dtype):
             sshape = tuple(sshape) + (self._dtype.itemsize,)
-        return GPUArray._wrap(_cuk.device_wrap(int(data), tuple(sshape), np.dtype(data.dtype).name, data),
+        return GPUArray._wrap(_cuk.device_wrap(int(data), tuple(sshape), _np_dtype(data.dtype).name, data),
                               base=self, f=f, dtype=self._dtype)
 
     def reshape(self, *shape, order="C"):
@@ -999,10 +1000,11 @@ class GPUArray:
                              "indexed")
         idx = tuple(idx) + (slice(None),) * (self.ndim - len(real))
         strides = self.strides
-        off, k, sliced, shape = 0, 0, False, []
+        off, k, sliced, shape, st = 0, 0, False, [], []
         for i in idx:
             if i is None:
                 shape.append(1)
+                st.append(0)  # NumPy's stride of a new axis
                 continue
             n = self._shape[k]
             if isinstance(i, numbers.Integral) and not isinstance(i, bool):
@@ -1021,10 +1023,13 @@ class GPUArray:
                     off += start * strides[k] if m else 0
                 sliced = True
                 shape.append(m)
+                st.append(strides[k] * step)
             else:
                 return None
             k += 1
-        return GPUArray._wrap(_cuk.device_wrap(int(d) + off, tuple(shape), self._dtype.name, d), base=self)
+        out = GPUArray._wrap(_cuk.device_wrap(int(d) + off, tuple(shape), self._dtype.name, d), base=self)
+        out._st = tuple(st)
+        return out
 
     def __setitem__(self, idx, value):
         view = self[idx]
