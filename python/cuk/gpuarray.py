@@ -726,7 +726,7 @@ class GPUArray:
         elif ary.nbytes:
             src = np.ascontiguousarray(src)
             if _is_struct(self._dtype):
-                src = src.reshape(-1).view(np.uint8)
+                src = src.reshape(-1).view(np.uint8).reshape(tuple(d.shape))
             d.set(src)
 
     def set_async(self, ary, stream=None):
