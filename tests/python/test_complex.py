@@ -574,7 +574,7 @@ def test_gpuarray_orderings_are_type_errors():
               lambda: ga.maximum(Z, Z), lambda: ga.minimum(Z, 1)]:
         with pytest.raises(TypeError, match="no order"):
             f()
-    for f in [lambda: Z % 2, lambda: cm.floor(Z), lambda: cm.fabs(Z), lambda: cm.log10(Z), lambda: cm.fmod(Z, 2),
+    for f in [lambda: Z % 2, lambda: cm.floor(Z), lambda: cm.fabs(Z), lambda: cm.fmod(Z, 2),
               lambda: Z & Z]:
         with pytest.raises(TypeError, match="complex"):
             f()
