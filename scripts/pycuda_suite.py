@@ -84,6 +84,7 @@ def main():
     ap.add_argument("--ref")
     ap.add_argument("-k", default=None)
     ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--pytest-args", default="", help="more pytest arguments, e.g. '-v -o faulthandler_timeout=60'")
     ap.add_argument("--files", default="test_gpuarray.py,test_cumath.py,test_driver.py,examples")
     a = ap.parse_args()
     work = a.out or tempfile.mkdtemp(prefix="pycuda-suite-")
@@ -104,6 +105,7 @@ def main():
            "--junitxml", xml, "-o", "junit_family=xunit1", "--continue-on-collection-errors"] + targets
     if a.k:
         cmd += ["-k", a.k]
+    cmd += a.pytest_args.split()
     subprocess.run(cmd, cwd=work)
     rows = []
     for tc in ET.parse(xml).getroot().iter("testcase"):
