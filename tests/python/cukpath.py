@@ -22,6 +22,23 @@ def python_child_env(**extra):
     return env
 
 
+def build_fake_driver(d):
+    """bench/fake_libcuda.c (a driver that answers without a GPU) built as
+    d/libfakecuda.so; pytest skips the caller where there is no C compiler."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    base = os.path.join(ROOT, "bench", "fake_libcuda.c")
+    if not cc or not os.path.exists(base):
+        pytest.skip("needs a C compiler and bench/fake_libcuda.c")
+    lib = os.path.join(d, "libfakecuda.so")
+    subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-o", lib, base], check=True)
+    return cc, lib
+
+
 class HostDL:
     """A NumPy array offered through DLPack only (NumPy's own __dlpack__: a host tensor,
     kDLCPU), for the tests of cuk's DLPack import."""

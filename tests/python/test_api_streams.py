@@ -15,7 +15,6 @@ The driver-side half runs against bench/fake_libcuda.c with a logging layer
 stream waits for it. tests/gpu/python/test_gpu_interop_streams.py runs the same on a
 GPU with PyTorch and CuPy, with the write delayed so that a missing wait shows."""
 import os
-import shutil
 import subprocess
 import sys
 
@@ -144,12 +143,8 @@ def test_device_array_exports_its_stream():
 
 @pytest.fixture(scope="module")
 def fake_driver(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    base = os.path.join(cukpath.ROOT, "bench", "fake_libcuda.c")
-    if not cc or not os.path.exists(base):
-        pytest.skip("needs a C compiler and bench/fake_libcuda.c")
     d = str(tmp_path_factory.mktemp("fakecuda"))
-    subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-o", os.path.join(d, "libfakecuda.so"), base], check=True)
+    cc = cukpath.build_fake_driver(d)[0]
     lib = os.path.join(d, "libcudalog.so")
     # --no-as-needed: the layer uses nothing of the fake, but must name it as a dependency
     subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-o", lib, os.path.join(cukpath.ROOT, "tests", "python", "fake_cuda_log.c"),

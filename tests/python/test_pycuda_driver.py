@@ -5,7 +5,6 @@ pycuda-complex.hpp, pycuda-helpers.hpp) and dtype_to_ctype for complex dtypes. N
 nvJitLink need no GPU, so the compiles and links run everywhere; the driver calls run
 against bench/fake_libcuda.c; what needs a real GPU is skipped without one."""
 import os
-import shutil
 import subprocess
 import sys
 
@@ -237,13 +236,7 @@ def test_device_attributes_on_the_gpu():
 
 @pytest.fixture(scope="module")
 def fake_driver(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    base = os.path.join(cukpath.ROOT, "bench", "fake_libcuda.c")
-    if not cc or not os.path.exists(base):
-        pytest.skip("needs a C compiler and bench/fake_libcuda.c")
-    lib = os.path.join(str(tmp_path_factory.mktemp("fakecuda")), "libfakecuda.so")
-    subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-o", lib, base], check=True)
-    return lib
+    return cukpath.build_fake_driver(str(tmp_path_factory.mktemp("fakecuda")))[1]
 
 
 FAKE_CHILD = r"""
