@@ -1331,13 +1331,24 @@ static bool eval_k(Frame *f, Val *v, Value *out, bool keep) {
         if (ok) r.s = (Scalar){.f = r.s.z[v->axis]}, r.dt = v->dt;
         break;
     case OP_CPACK: {
+        /* of two scalars; parts still on the device (a complex sum being returned, keep)
+           are packed there, without a read */
         Value a, b;
-        ok = eval(f, v->args[0], &a);
-        if (ok && !(ok = eval(f, v->args[1], &b))) vrelease(f->s, &a);
-        if (ok) {
+        ok = eval_k(f, v->args[0], &a, keep);
+        if (ok && !(ok = eval_k(f, v->args[1], &b, keep))) vrelease(f->s, &a);
+        if (!ok) break;
+        if (a.buf && b.buf) {
+            size_t ps = (size_t)dtype_info[a.dt].size;
+            ok = dalloc(f->s, &r, v->loc);
+            if (ok && (cuk_memcpy_dtod(r.buf->p, a.buf->p, ps) != CUK_OK ||
+                       cuk_memcpy_dtod(r.buf->p + ps, b.buf->p, ps) != CUK_OK)) {
+                ok = gpu_fail(f->s, v->loc, "device copy failed");
+                vrelease(f->s, &r);
+            }
+        } else if ((ok = settle(f->s, &a, v->loc) && settle(f->s, &b, v->loc))) {
             r.s.z[0] = a.s.f, r.s.z[1] = b.s.f;
-            vrelease(f->s, &a), vrelease(f->s, &b);
         }
+        vrelease(f->s, &a), vrelease(f->s, &b);
         break;
     }
     case OP_LOAD: ok = eval_load(f, v, &r); break;

@@ -51,6 +51,9 @@ static const char *src =
     "}\n"
     "fn inner(x: f32[n]) -> f32 {\n"
     "    return total(x) + total(x);\n"
+    "}\n"
+    "fn csum(x: f32[n]) -> c64 {\n"
+    "    return sum(complex(x, x * 2.0));\n"
     "}\n";
 
 static Compiled comp;
@@ -173,6 +176,22 @@ int main(void) {
     check(ok, "one device scalar returned twice", err.msg);
     if (r2[0].p) cuk_mem_free(r2[0].p);
     if (r2[1].p && r2[1].p != r2[0].p) cuk_mem_free(r2[1].p);
+
+    /* a complex sum: its two part sums packed on the device */
+    err = (RtErr){0};
+    ok = gpu_call_into(s, program_find(prog, "csum"), &args[1], NULL, &r, stdout, &err, GPU_CALL_DEVICE_SCALARS);
+    ok = ok && r.dt == DT_C64 && r.rank == 0 && r.p;
+    float cz[2] = {0, 0};
+    ok = ok && cuk_memcpy_dtoh(cz, r.p, 8) == CUK_OK;
+    snprintf(msg, sizeof msg, "got %.9g%+.9gj want %.9g%+.9gj %s", cz[0], cz[1], want, 2 * want, err.msg);
+    check(ok && fabs(cz[0] - want) <= 1e-5 * want && fabs(cz[1] - 2 * want) <= 2e-5 * want,
+          "complex sum packed on the device", msg);
+    if (r.p) cuk_mem_free(r.p);
+    err = (RtErr){0};
+    ok = gpu_call(s, program_find(prog, "csum"), &args[1], &r, stdout, &err) && r.rank == 0 && r.p == 0;
+    snprintf(msg, sizeof msg, "got %.9g%+.9gj %s", r.s.z[0], r.s.z[1], err.msg);
+    check(ok && fabs(r.s.z[0] - want) <= 1e-5 * want && fabs(r.s.z[1] - 2 * want) <= 2e-5 * want,
+          "complex sum on the host", msg);
 
     /* a reduction feeding a kernel; a call of another function */
     ok = gpu_call(s, program_find(prog, "centred"), &args[1], &r, stdout, &err);
