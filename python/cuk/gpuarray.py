@@ -501,6 +501,154 @@ class _Flags:
         return f"  C_CONTIGUOUS : {self.c_contiguous}\n  F_CONTIGUOUS : {self.f_contiguous}"
 
 
+# ---- strided views of device memory ----------------------------------------------------------
+# A basic selection of device memory that is not C-contiguous (a[:, ::2], a[:, :, 2:3, :])
+# is a view: its memory's owner, the byte address of its first element and NumPy's
+# strides. Reading it gathers its elements with one cuk program over the span of memory
+# it touches, viewed as a flat 1-D array; writing it scatters into that span. Without a
+# GPU the same code runs on host memory when _HOST_VIEWS is set (the tests' stand-in for
+# device memory; host arrays otherwise keep NumPy's own views).
+_HOST_VIEWS = False
+
+
+def _select(shape, strides, idx):
+    """NumPy's basic indexing as arithmetic: (byte offset, shape, strides) of x[idx] for x
+    of shape and strides (bytes); idx a tuple of integers, slices, None and Ellipsis."""
+    if builtins.sum(1 for i in idx if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    real = builtins.sum(1 for i in idx if i is not None and i is not Ellipsis)
+    if real > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {real} were indexed")
+    rest = (slice(None),) * (len(shape) - real)
+    if any(i is Ellipsis for i in idx):
+        k = idx.index(Ellipsis)
+        idx = idx[:k] + rest + idx[k + 1:]
+    else:
+        idx = tuple(idx) + rest
+    off, k, out_shape, out_st = 0, 0, [], []
+    for i in idx:
+        if i is None:
+            out_shape.append(1)
+            out_st.append(0)  # NumPy's stride of a new axis
+            continue
+        n, st = shape[k], strides[k]
+        if isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            m = len(range(start, stop, step))
+            if m:
+                off += start * st
+            out_shape.append(m)
+            out_st.append(st * step)
+        else:
+            j = int(i) + n if i < 0 else int(i)
+            if not 0 <= j < n:
+                raise IndexError(f"index {int(i)} is out of bounds for axis {k} with size {n}")
+            off += j * st
+        k += 1
+    return off, tuple(out_shape), tuple(out_st)
+
+
+def _reshape_strides(shape, strides, newshape, itemsize):
+    """The strides of a reshape (C order) of an array of shape and strides that is a view
+    without a copy, or None where NumPy would copy (NumPy's _attempt_nocopy_reshape)."""
+    if 0 in shape or 0 in newshape:
+        return _strides_of(newshape, itemsize, False)
+    od = [(s, st) for s, st in zip(shape, strides) if s != 1]
+    newst = [0] * len(newshape)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(newshape) and oi < len(od):
+        np_, op = newshape[ni], od[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= newshape[nj]
+                nj += 1
+            else:
+                op *= od[oj][0]
+                oj += 1
+        for ok in range(oi, oj - 1):  # can these old axes be combined?
+            if od[ok][1] != od[ok + 1][0] * od[ok + 1][1]:
+                return None
+        newst[nj - 1] = od[oj - 1][1]
+        for nk in range(nj - 1, ni, -1):
+            newst[nk - 1] = newst[nk] * newshape[nk]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    last = newst[ni - 1] if ni >= 1 else itemsize
+    for nk in range(ni, len(newshape)):
+        newst[nk] = last
+    return tuple(newst)
+
+
+def _span(shape, strides, itemsize):
+    """(lo, n): the memory a non-empty strided view touches is n elements from byte lo
+    (relative to its first element's address; lo <= 0 where a stride is negative)."""
+    lo = builtins.sum((s - 1) * st for s, st in zip(shape, strides) if st < 0)
+    hi = builtins.sum((s - 1) * st for s, st in zip(shape, strides) if st > 0)
+    assert lo % itemsize == 0 and hi % itemsize == 0, (strides, itemsize)
+    return lo, (hi - lo) // itemsize + 1
+
+
+def _flat_index_src(rank):
+    """The flat index (into the span) of each element of a rank-`rank` strided view: o is
+    its first element's, s0... its sizes, t0... its strides in elements."""
+    terms = ["o"]
+    for k in range(rank):
+        dims = ", ".join(f"s{k}" if j == k else "1" for j in range(rank))
+        terms.append(f"reshape(iota(s{k}), {dims}) * t{k}")
+    return " + ".join(terms)
+
+
+def _gather_src(dtype, rank):
+    """k(span, o, s0, t0, s1, t1, ...): the view's elements, a C-ordered array."""
+    t = _ty(dtype)
+    params = ", ".join([f"a: {t}[n]", "o: i64"] + [f"s{k}: i64, t{k}: i64" for k in range(rank)])
+    sizes = ", ".join(f"s{k}" for k in range(rank))
+    return f"fn k({params}) -> {t}[{sizes}] = a[{_flat_index_src(rank)}];\n"
+
+
+def _scatter_src(dtype, rank):
+    """k(span, v, o, t0, t1, ...): the span with the view's elements replaced by v's (a
+    new array: a function never writes its arguments)."""
+    t = _ty(dtype)
+    sizes = ", ".join(f"s{k}" for k in range(rank))
+    params = ", ".join([f"a: {t}[n]", f"v: {t}[{sizes}]", "o: i64"] + [f"t{k}: i64" for k in range(rank)])
+    return (f"fn k({params}) -> {t}[n] {{\n    var b = a;\n"
+            f"    b[reshape({_flat_index_src(rank)}, -1)] = reshape(v, -1);\n    return b;\n}}\n")
+
+
+def _addr(d):
+    return d.__array_interface__["data"][0] if isinstance(d, np.ndarray) else int(d)
+
+
+def _wrap_at(owner, addr, shape, dtype):
+    """Storage of shape and dtype at byte address addr of owner's memory (kept alive): a
+    DeviceArray, or a host ndarray where owner is one (a C-contiguous one; _HOST_VIEWS)."""
+    if isinstance(owner, np.ndarray):
+        n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        start = addr - _addr(owner)
+        return owner.reshape(-1).view(np.uint8)[start:start + n].view(dtype).reshape(shape)
+    return _cuk.device_wrap(addr, tuple(shape), dtype.name, owner)
+
+
+def _view_at(owner, addr, shape, strides, dtype, base):
+    """The GPUArray of shape and strides (bytes) whose first element is at addr in owner's
+    memory: plain storage where that is C-contiguous, else a strided view."""
+    shape, strides = tuple(shape), tuple(strides)
+    if _contiguous(shape, strides, dtype.itemsize, False):
+        out = GPUArray._wrap(_wrap_at(owner, addr, shape, dtype), base=base, dtype=dtype)
+        out._st = strides
+        return out
+    a = GPUArray.__new__(GPUArray)
+    a._data = a._expr = None
+    a._sv = (owner, addr)
+    a._st = strides
+    a._shape = shape
+    a._dtype = dtype
+    a._f = False
+    a.allocator = None
+    a.base = base
+    return a
+
+
 # ---- GPUArray ------------------------------------------------------------------------------
 
 class GPUArray:
@@ -513,6 +661,7 @@ class GPUArray:
     ordered without a transpose, as NumPy's do."""
 
     __array_priority__ = 100  # numpy scalars defer to our operators
+    _sv = None  # a strided view's (owner, address of its first element); see _view_at
 
     def __init__(self, shape, dtype=np.float64, allocator=None, base=None, gpudata=None, strides=None, order="C"):
         shape = _shape_of(shape)
@@ -587,7 +736,7 @@ class GPUArray:
     def _snode(self):
         if self._expr is not None:
             return self._expr
-        return _Leaf(self._data, self._sshape, self._dtype)
+        return _Leaf(self._storage(), self._sshape, self._dtype)
 
     # the expression standing for this array in order f (its shape: the storage's of
     # an array of that order); _in(False) is the array's logical value
@@ -601,6 +750,8 @@ class GPUArray:
         return self._in(False)
 
     def _storage(self):
+        if self._sv is not None:
+            return self._gather()  # a new contiguous copy every time: the view sees later writes
         if self._data is None:
             out, _ = _run(self._expr)
             self._data = out
@@ -611,6 +762,8 @@ class GPUArray:
         """The reversed-axes view (numpy's .T): the same storage, the other order."""
         if self.ndim < 2:
             return self
+        if self._sv is not None:
+            return _view_at(*self._sv, self._shape[::-1], self._st[::-1], self._dtype, base=self)
         return GPUArray._wrap(self._storage(), base=self, f=not self._f, dtype=self._dtype)
 
     def _as_order(self, f):
@@ -620,6 +773,41 @@ class GPUArray:
         out = GPUArray._wrap(_alloc(self._shape[::-1] if f else self._shape, self._dtype), f=f, dtype=self._dtype)
         out._assign(self)
         return out
+
+    def _span_storage(self):
+        """A strided view's span of memory (see _span), flat, and its first element's index."""
+        owner, addr = self._sv
+        isz = self._dtype.itemsize
+        lo, n = _span(self._shape, self._st, isz)
+        return _wrap_at(owner, addr + lo, (n,), self._dtype), -lo // isz, n
+
+    def _gather(self):
+        """A strided view's elements: new C-ordered storage (one cuk program)."""
+        flat, o, _ = self._span_storage()
+        isz = self._dtype.itemsize
+        args = [a for s, st in zip(self._shape, self._st) for a in (s, st // isz)]
+        return _module(_gather_src(self._dtype, self.ndim))(flat, o, *args)
+
+    def _scatter(self, src):
+        """Writes src (C-ordered storage of this strided view's shape and dtype) into the
+        view's memory: one cuk program gives the span with them in, copied back over it."""
+        flat, o, n = self._span_storage()
+        isz = self._dtype.itemsize
+        res = _module(_scatter_src(self._dtype, self.ndim))(flat, src, o, *[st // isz for st in self._st])
+        if isinstance(flat, np.ndarray):
+            flat[...] = res
+        else:
+            _cuk.memcpy_dtod(flat, res, n * isz)
+
+    def _strided(self, idx):
+        """self[idx] (basic idx) as a view of its memory, strided where it must be."""
+        if self._sv is not None:
+            owner, addr = self._sv
+        else:
+            owner = self._storage()
+            addr = _addr(owner)
+        off, shape, st = _select(self._shape, self.strides, idx)
+        return _view_at(owner, addr + off, shape, st, self._dtype, base=self)
 
     # -- properties
     shape = property(lambda self: self._shape)
@@ -634,10 +822,12 @@ class GPUArray:
     def strides(self):
         """NumPy's strides: C or Fortran order's, or, without a GPU, those of the host
         view a selection gave."""
+        st = getattr(self, "_st", None)  # a device view's own (np.newaxis: 0; a strided view's)
+        if st is not None:
+            return st
         if isinstance(self._data, np.ndarray):
             return (self._data.T if self._f else self._data).strides
-        st = getattr(self, "_st", None)  # a device view's own (np.newaxis: 0)
-        return st if st is not None else _strides_of(self._shape, self._dtype.itemsize, self._f)
+        return _strides_of(self._shape, self._dtype.itemsize, self._f)
 
     @property
     def flags(self):
@@ -659,6 +849,10 @@ class GPUArray:
 
     @property
     def ptr(self):
+        if self._sv is not None:
+            # gpudata is a copy, freed once ptr returns: its address would dangle
+            raise Error("ptr: this GPUArray is a non-contiguous view of device memory; take .copy() first (or "
+                        "pass the array itself, or its gpudata, which is a contiguous copy)")
         d = self.gpudata
         if isinstance(d, _HostMemory):
             raise Error("ptr: this GPUArray lives on the host (no GPU is usable): there is no device address")
@@ -666,6 +860,10 @@ class GPUArray:
 
     @property
     def __cuda_array_interface__(self):
+        if self._sv is not None:  # the view itself, with its strides (no copy)
+            cai = dict(self._span_storage()[0].__cuda_array_interface__)
+            cai.update(shape=self._shape, strides=self._st, data=(self._sv[1], False))
+            return cai
         d = self.gpudata
         if isinstance(d, _HostMemory):
             raise AttributeError("__cuda_array_interface__: this GPUArray lives on the host (no GPU is usable)")
@@ -720,6 +918,10 @@ class GPUArray:
         if ary.shape != self._shape:
             ary = np.ascontiguousarray(ary).reshape(self._shape)
         src = ary.T if self._f else ary  # the storage's order
+        if self._sv is not None:
+            if ary.size:
+                self._scatter(_upload(src))
+            return
         d = self._storage()
         if isinstance(d, np.ndarray):
             d[...] = src
@@ -815,6 +1017,8 @@ class GPUArray:
             v = value.get() if isinstance(value, GPUArray) else value
             self.set(np.broadcast_to(np.asarray(v, dtype=self._dtype), self._shape))
             return
+        if isinstance(value, np.ndarray) and value.ndim:  # a host array (a[...] = ndarray): uploaded
+            value = to_gpu(np.ascontiguousarray(value, dtype=self._dtype))
         if not isinstance(value, GPUArray):
             src = full(self._sshape, value, self._dtype)._storage()
         else:
@@ -827,6 +1031,9 @@ class GPUArray:
                 value = value.astype(self._dtype)
             e = value._in(self._f)
             src = e.value if isinstance(e, _Leaf) else _run(e)[0]
+        if self._sv is not None:
+            self._scatter(src)
+            return
         dst = self._storage()
         if isinstance(dst, np.ndarray):
             dst[...] = src
@@ -885,6 +1092,19 @@ class GPUArray:
         shape = tuple(shape)
         if int(np.prod(shape, dtype=np.int64)) != self.size:
             raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+        if self._sv is not None:
+            # NumPy's view where the elements read in that order have strides (an F-order
+            # read is a C-order read of the axes reversed), else a C- or F-ordered copy
+            if o == "A" and self.flags.f_contiguous:
+                o = "F"  # NumPy's "A": Fortran order for a Fortran-contiguous array
+            if o == "F":
+                st = _reshape_strides(self._shape[::-1], self._st[::-1], shape[::-1], self.itemsize)
+                st = st[::-1] if st is not None else None
+            else:
+                st = _reshape_strides(self._shape, self._st, shape, self.itemsize)
+            if st is not None:
+                return _view_at(*self._sv, shape, st, self._dtype, base=self)
+            return self.copy(order="F" if o == "F" else "C").reshape(shape, order=order)
         src = self._as_order(f)
         f = f and len(shape) > 1
         return src._restore(src._storage(), shape[::-1] if f else shape, f)
@@ -905,6 +1125,10 @@ class GPUArray:
                     raise ValueError(f"squeeze(): cannot select an axis to squeeze out which has size not equal to "
                                      f"one (axis {a} has size {self._shape[a]})")
             axes = [a % self.ndim for a in axes]
+        if self._sv is not None:
+            keep = [k for k in range(self.ndim) if k not in axes]
+            return _view_at(*self._sv, [self._shape[k] for k in keep], [self._st[k] for k in keep], self._dtype,
+                            base=self)
         d = self._storage()
         n = self.ndim
         saxes = tuple(n - 1 - a for a in axes) if self._f else tuple(axes)
@@ -917,6 +1141,9 @@ class GPUArray:
         if dtype is None or _np_dtype(dtype) == self._dtype:
             return self.reshape(self._shape, order="A")
         dtype = _canon(dtype)
+        if self._sv is not None:
+            raise ValueError(f"view(): this GPUArray is a non-contiguous view of device memory, which cannot be "
+                             f"viewed as {dtype}; take .copy() first")
         if self._sshape and self._sshape[-1] * self._dtype.itemsize % dtype.itemsize:
             raise ValueError(f"view(): the last axis of {self._sshape[-1]} {self._dtype} elements does not divide "
                              f"into {dtype} elements")
@@ -948,6 +1175,9 @@ class GPUArray:
         axes = tuple(a % n for a in axes)
         if axes == tuple(range(n)):
             return self.reshape(self._shape, order="A")
+        if self._sv is not None:  # a strided view's axes permuted: a view too
+            return _view_at(*self._sv, [self._shape[a] for a in axes], [self._st[a] for a in axes], self._dtype,
+                            base=self)
         _no_struct("transpose(axes)", self._dtype)
         shape = tuple(self._shape[a] for a in axes)
         return GPUArray._lazy(_Node("perm", [self._node()], shape, self._dtype, axes))
@@ -970,20 +1200,28 @@ class GPUArray:
             out = inner._flip()
             if inner.base is None:  # a copy, not a view
                 out.base = None
+            elif out._sv is None and getattr(inner, "_st", None) is not None:
+                out._st = inner._st[::-1]  # NumPy's strides (size-1 and new axes' too)
             return out
         if len(idx) == 1 and isinstance(idx[0], GPUArray) and idx[0].dtype.kind in "iu" and self.ndim > 0:
             return take(self, idx[0], axis=0)
+        if self._sv is not None and _basic(idx):
+            return self._strided(idx)
         d = self._storage()
-        if isinstance(d, np.ndarray) and (not self._f or _basic(idx)):
+        # device memory, or host memory standing for it (_HOST_VIEWS)
+        dev = not isinstance(d, np.ndarray) or (_HOST_VIEWS and d.flags.c_contiguous)
+        if isinstance(d, np.ndarray) and not dev and (not self._f or _basic(idx)):
             v = d[idx]
             if not isinstance(v, np.ndarray):  # an element: a 0-d view of it instead
                 v = d[idx + (Ellipsis,)]
             return GPUArray._wrap(v, base=self, dtype=self._dtype)
-        if not isinstance(d, np.ndarray) and not self._f and not _is_struct(self._dtype):
+        if dev and self._sv is None and not self._f and not _is_struct(self._dtype):
             v = self._device_view(d, idx)
             if v is not None:
                 return v
-        # Strided or fancy selections: a copy (PyCUDA gives a strided view).
+            if _basic(idx):
+                return self._strided(idx)  # PyCUDA's strided view
+        # Fancy selections (and struct arrays' strided ones): a copy.
         return to_gpu(np.ascontiguousarray(self.get()[idx]))
 
     def _device_view(self, d, idx):
@@ -1027,15 +1265,15 @@ class GPUArray:
             else:
                 return None
             k += 1
-        out = GPUArray._wrap(_cuk.device_wrap(int(d) + off, tuple(shape), self._dtype.name, d), base=self)
+        out = GPUArray._wrap(_wrap_at(d, _addr(d) + off, tuple(shape), self._dtype), base=self)
         out._st = tuple(st)
         return out
 
     def __setitem__(self, idx, value):
         view = self[idx]
         if view.base is None:
-            raise ValueError("assignment needs a selection that is a view (integers, one step-1 range and "
-                             "np.newaxis on the device; any basic selection without a GPU)")
+            raise ValueError("assignment needs a basic selection (integers, slices, np.newaxis, Ellipsis), "
+                             "which is a view; a fancy one is a copy")
         view._assign(value)
 
     # -- reductions and friends

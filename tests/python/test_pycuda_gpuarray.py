@@ -441,3 +441,233 @@ def test_cumath_ldexp_truncates_float_exponents():
                                   [2.0 ** 100])
     np.testing.assert_array_equal(cm.ldexp(ga.to_gpu(np.array([2.0 ** -1000])), 1100).get(), [2.0 ** 100])
     np.testing.assert_array_equal(cm.ldexp(ga.to_gpu(s), -2).get(), s / 4)
+
+
+# ---- strided views of device memory ---------------------------------------------------------------
+# On a GPU every basic selection of device memory is a view (PyCUDA's); one that is not
+# C-contiguous is read by a gather program and written by a scatter program over the
+# memory it spans. The device is not here: the index arithmetic is checked against
+# NumPy's own views, the programs run on the CPU backend over host memory, and
+# ga._HOST_VIEWS runs the GPUArray code of the device's views on host memory.
+
+def _random_index(rng, ndim):
+    idx = []
+    for n in range(ndim):
+        r = rng.random()
+        if r < 0.25:
+            idx.append(int(rng.integers(-5, 5)))
+        elif r < 0.4:
+            idx.append(slice(None))
+        else:
+            lo = None if rng.random() < 0.3 else int(rng.integers(-6, 7))
+            hi = None if rng.random() < 0.3 else int(rng.integers(-6, 7))
+            step = None if rng.random() < 0.3 else int(rng.choice([-3, -2, -1, 1, 2, 3]))
+            idx.append(slice(lo, hi, step))
+        if rng.random() < 0.15:
+            idx.append(None)
+    if idx and rng.random() < 0.3:  # a run of whole axes as an Ellipsis
+        k = int(rng.integers(0, len(idx)))
+        j = int(rng.integers(k, len(idx) + 1))
+        idx[k:j] = [Ellipsis]
+    elif rng.random() < 0.3:
+        idx = idx[:int(rng.integers(0, len(idx) + 1))]  # trailing axes left out
+    return tuple(idx)
+
+
+_KINDS = {"C": lambda x: x, "T": lambda x: x.T, "R": lambda x: x[..., ::-1]}
+
+
+def _random_views(rng, count):
+    """(base, kind, src, view, idx): src a view of base (kind: "C" itself, "T" its
+    transpose, an F-ordered array's layout, "R" its last axis reversed), view src[idx]."""
+    out = []
+    while len(out) < count:
+        shape = tuple(int(s) for s in rng.integers(1, 6, size=int(rng.integers(1, 5))))
+        base = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+        kind = "C" if rng.random() < 0.6 else str(rng.choice(["T", "R"]))
+        src = _KINDS[kind](base)
+        idx = _random_index(rng, src.ndim)
+        try:
+            v = src[idx]
+        except IndexError:
+            continue
+        if isinstance(v, np.ndarray):
+            out.append((base, kind, src, v, idx))
+    return out
+
+
+def _offset(v, base):
+    return v.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+
+
+def test_select_gives_numpys_offset_shape_and_strides():
+    rng = np.random.default_rng(1)
+    for base, kind, src, v, idx in _random_views(rng, 3000):
+        off, shape, st = ga._select(src.shape, src.strides, idx)
+        assert shape == v.shape, idx
+        if v.size:
+            assert (_offset(src, base) + off, st) == (_offset(v, base), v.strides), (src.strides, idx)
+
+
+def test_select_raises_numpys_index_errors():
+    for idx in [(3,), (-4,), (0, 0, 0), (Ellipsis, Ellipsis), (0, 5)]:
+        with pytest.raises(IndexError):
+            np.zeros((3, 4))[idx]
+        with pytest.raises(IndexError):
+            ga._select((3, 4), (32, 8), idx)
+
+
+def test_reshape_strides_view_exactly_where_numpy_does():
+    rng = np.random.default_rng(2)
+    for base, kind, src, v, idx in _random_views(rng, 1500):
+        if v.size == 0:
+            continue
+        n = v.size
+        for new in [(n,), (1, n), (n, 1)] + [(d, n // d) for d in range(2, n) if n % d == 0][:3] + [v.shape[::-1]]:
+            if int(np.prod(new)) != n:
+                continue
+            st = ga._reshape_strides(v.shape, v.strides, new, v.itemsize)
+            r = v.reshape(new)
+            assert (st is not None) == np.shares_memory(r, v), (v.shape, v.strides, new)
+            if st is not None:
+                got = np.lib.stride_tricks.as_strided(v, new, st)
+                assert np.array_equal(got, r), (v.shape, v.strides, new)
+
+
+def _cpu_fn(src):
+    from cuk import _cuk
+    return _cuk.compile(src, _cuk.BACKEND_CPU, "<test>").function("k")
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32, np.int8, np.bool_, np.float16, np.complex64, np.uint64])
+def test_gather_and_scatter_programs_read_and_write_numpys_view(dt):
+    """The programs a strided device view runs, on the CPU backend, over the span of a
+    flat host array its view touches."""
+    rng = np.random.default_rng(3)
+    checked = 0
+    for base, kind, src, v, idx in _random_views(rng, 400):
+        if v.size == 0 or v.flags.c_contiguous:
+            continue  # those are plain storage (ga._view_at)
+        flat = (np.arange(base.size) % 120).astype(dt)
+        b = flat.reshape(base.shape)
+        first = _offset(v, base) // 8 * b.itemsize
+        view = np.ndarray(v.shape, dt, buffer=flat, offset=first, strides=[s // 8 * b.itemsize for s in v.strides])
+        lo, n = ga._span(view.shape, view.strides, b.itemsize)
+        span = flat[(first + lo) // b.itemsize:][:n]
+        st = [s // b.itemsize for s in view.strides]
+        got = _cpu_fn(ga._gather_src(np.dtype(dt), view.ndim))(span, -lo // b.itemsize,
+                                                              *[a for p in zip(view.shape, st) for a in p])
+        assert got.shape == view.shape and np.array_equal(got, view), (v.shape, v.strides)
+        vals = (np.arange(view.size).reshape(view.shape) % 7 + 1).astype(dt)
+        new = _cpu_fn(ga._scatter_src(np.dtype(dt), view.ndim))(span, vals, -lo // b.itemsize, *st)
+        want = flat.copy()
+        np.ndarray(v.shape, dt, buffer=want, offset=first, strides=view.strides)[...] = vals
+        assert np.array_equal(new, want[(first + lo) // b.itemsize:][:n]), (v.shape, v.strides)
+        checked += 1
+    assert checked > 50
+
+
+@pytest.fixture
+def device_views(monkeypatch):
+    """gpuarray's device-view code (strided views, gathers, scatters) over host memory."""
+    monkeypatch.setattr(ga, "_HOST_VIEWS", True)
+
+
+def test_strided_view_squeezes_as_pycudas(device_views):
+    # PyCUDA's test_squeeze
+    h = np.random.default_rng(4).random((2, 3, 4, 5))
+    a = ga.to_gpu(h)
+    v = a[:, :, 2:3, :]
+    assert v._sv is not None and v.base is a
+    assert not v.flags.c_contiguous and v.strides == h[:, :, 2:3, :].strides
+    s = v.squeeze()
+    assert s._sv is not None and s.shape == (2, 3, 5) and not s.flags.c_contiguous
+    assert s.strides == h[:, :, 2:3, :].squeeze().strides
+    assert np.array_equal(s.get(), h[:, :, 2:3, :].squeeze())
+    assert np.array_equal(v.squeeze(2).get(), h[:, :, 2, :])
+
+
+def test_device_views_of_random_selections_match_numpy(device_views):
+    rng = np.random.default_rng(5)
+    for base, kind, src, w, idx in _random_views(rng, 600):
+        a = _KINDS[kind](ga.to_gpu(base))
+        g = a[idx]
+        assert g.shape == w.shape, (kind, idx)
+        assert np.array_equal(g.get(), w), (kind, idx)
+        assert g.base is not None, (kind, idx)
+        if w.size:
+            assert g.strides == w.strides, (kind, idx)
+            assert (g.flags.c_contiguous, g.flags.f_contiguous) == (w.flags.c_contiguous, w.flags.f_contiguous)
+
+
+def test_views_of_views_and_their_writes_reach_the_base(device_views):
+    h = np.arange(6 * 7 * 4, dtype=np.float32).reshape(6, 7, 4)
+    a = ga.to_gpu(h)
+    v = a[::-2, 1:, 1::2]
+    hv = h[::-2, 1:, 1::2]
+    w = v[1:, ::3]
+    hw = hv[1:, ::3]
+    assert w._sv is not None and np.array_equal(w.get(), hw) and w.strides == hw.strides
+    w[...] = -1
+    hw[...] = -1
+    assert np.array_equal(a.get(), h)
+    v[0] = 5  # a row of a strided view
+    hv[0] = 5
+    v[:, ::2, 0] = np.arange(9, dtype=np.float32).reshape(3, 3)
+    hv[:, ::2, 0] = np.arange(9).reshape(3, 3)
+    assert np.array_equal(a.get(), h)
+    a[1:, ::2] = a[:-1, ::-2] * 2  # the right side is read before anything is written
+    h[1:, ::2] = h[:-1, ::-2] * 2
+    assert np.array_equal(a.get(), h)
+    v.fill(3)
+    hv.fill(3)
+    w.set(np.full(hw.shape, 9, np.float32))
+    hw[...] = 9
+    assert np.array_equal(a.get(), h)
+    t = v.T
+    ht = hv.T
+    t[0, 1] = 11
+    ht[0, 1] = 11
+    t += 1
+    ht += 1
+    assert t._sv is not None and t.strides == ht.strides and np.array_equal(a.get(), h)
+
+
+def test_other_uses_of_a_strided_view_read_a_copy(device_views):
+    h = np.arange(5 * 6, dtype=np.float64).reshape(5, 6)
+    a = ga.to_gpu(h)
+    v = a[1:, ::-2]
+    hv = h[1:, ::-2]
+    assert np.array_equal((v * 2 + 1).get(), hv * 2 + 1)
+    assert float(v.sum().get()) == hv.sum() and float(ga.max(v).get()) == hv.max()
+    c = v.copy()
+    assert c._sv is None and c.flags.c_contiguous and np.array_equal(c.get(), hv)
+    assert np.array_equal(v.astype(np.int32).get(), hv.astype(np.int32))
+    assert np.array_equal(v.transpose((1, 0)).get(), hv.T) and v.transpose((1, 0))._sv is not None
+    assert np.array_equal(ga.concatenate((v, v)).get(), np.concatenate((hv, hv)))
+    assert np.array_equal(v.reshape(-1).get(), hv.reshape(-1))  # a copy, as NumPy's
+    r = a[:, ::2].reshape(5, 3, 1)
+    assert r._sv is not None and np.array_equal(r.get(), h[:, ::2].reshape(5, 3, 1))
+    assert np.array_equal(v.reshape(3, 4, order="F").get(), hv.reshape(3, 4, order="F"))
+    assert np.array_equal(v.view().get(), hv) and v.view()._sv is not None
+    with pytest.raises(ValueError, match="copy"):
+        v.view(np.int64)
+    with pytest.raises(ga.Error, match="copy"):
+        v.ptr
+    a[1, 1] = 100  # a view reads the base's memory when used
+    h[1, 1] = 100
+    assert np.array_equal(v.get(), hv) and np.array_equal(v[:, 2].get(), hv[:, 2])
+    assert np.array_equal(v[[0, 2]].get(), hv[[0, 2]])  # fancy: a copy
+
+
+def test_strided_views_of_fortran_arrays(device_views):
+    h = np.asfortranarray(np.arange(4 * 5 * 3, dtype=np.int32).reshape(4, 5, 3))
+    a = ga.to_gpu(h)
+    for idx in [(slice(None), 1, slice(None, None, 2)), (slice(1, 3), slice(None, None, -1)), (Ellipsis, 0),
+                (0,), (None, slice(None, None, 2), 1)]:
+        g, w = a[idx], h[idx]
+        assert np.array_equal(g.get(), w) and g.strides == w.strides, idx
+        assert (g.flags.c_contiguous, g.flags.f_contiguous) == (w.flags.c_contiguous, w.flags.f_contiguous), idx
+    a[:, ::2, 1] = 0
+    h[:, ::2, 1] = 0
+    assert np.array_equal(a.get(), h)
