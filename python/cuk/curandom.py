@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from .gpuarray import GPUArray, _alloc, _canon, _module, _ty, to_gpu
+from .gpuarray import GPUArray, _alloc, _canon, _module, _ty, _write_through, to_gpu
 
 _seeds = itertools.count(12345)
 
@@ -232,7 +232,8 @@ class PhiloxGenerator:
 
     def _fill(self, kind, data):
         if data.shape:
-            _gen(kind, data.shape, data.dtype, next(self._seeds), into=data._storage())
+            seed = next(self._seeds)
+            _write_through(data, lambda d: _gen(kind, data.shape, data.dtype, seed, into=d))
         else:
             data._assign(_gen(kind, data.shape, data.dtype, next(self._seeds)))
 

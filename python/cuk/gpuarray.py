@@ -440,6 +440,18 @@ def _alloc(shape, dtype, zero=False, allocator=None):
     return _cuk.device_empty(shape, dtype.name, zero)
 
 
+def _write_through(a, write):
+    """write(storage) fills a's memory: a's own storage, or, for a strided view, a new
+    contiguous block that is then written through to the base (a view's _storage() is a
+    copy, and what a writer put there would be lost)."""
+    if a._sv is None:
+        write(a._storage())
+        return
+    tmp = _alloc(a._shape, a._dtype)
+    write(tmp)
+    a._assign(GPUArray._wrap(tmp))
+
+
 def _upload(ary, allocator=None):
     """Storage holding a copy of ary, in C order."""
     ary = np.asarray(ary, order="C")  # (np.ascontiguousarray would make a 0-d array 1-D)

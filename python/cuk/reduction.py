@@ -88,13 +88,17 @@ class ReductionKernel:
         if vals is None:
             return None
         result = out if out is not None else gpuarray.empty((), self.dtype_out)
-        dst = result._storage()
-        # the 0-d result as one element (a view of the same memory) for out=
-        if isinstance(dst, np.ndarray):
-            fn(*vals, out=dst.reshape(1))
-        else:
-            from . import _cuk
-            fn(*vals, out=_cuk.device_wrap(dst.__cuda_array_interface__["data"][0], (1,), np.dtype(dst.dtype).name, dst))
+
+        def write(dst):
+            # the 0-d result as one element (a view of the same memory) for out=
+            if isinstance(dst, np.ndarray):
+                fn(*vals, out=dst.reshape(1))
+            else:
+                from . import _cuk
+                fn(*vals, out=_cuk.device_wrap(dst.__cuda_array_interface__["data"][0], (1,), np.dtype(dst.dtype).name,
+                                               dst))
+
+        gpuarray._write_through(result, write)
         return result
 
     def _kernels(self):

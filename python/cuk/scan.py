@@ -116,7 +116,8 @@ class _ScanKernel:
         n = int(input_ary.size)
         if (n and self._lang is not None and input_ary.dtype == self.dtype and output_ary.dtype == self.dtype
                 and len(input_ary.shape) == 1 and output_ary.shape == input_ary.shape):
-            self._lang(input_ary._storage(), out=output_ary._storage())
+            src = input_ary._storage()
+            gpuarray._write_through(output_ary, lambda d: self._lang(src, out=d))
         elif n:
             self._scan(input_ary, output_ary, n, self._exclusive, stream)
         return output_ary

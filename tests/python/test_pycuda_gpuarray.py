@@ -671,3 +671,30 @@ def test_strided_views_of_fortran_arrays(device_views):
     a[:, ::2, 1] = 0
     h[:, ::2, 1] = 0
     assert np.array_equal(a.get(), h)
+
+
+def test_writers_into_strided_views_write_through(device_views):
+    """curandom's fills, a ReductionKernel's out= and a scan's output write into a strided
+    view's base memory, not into the copy a view's storage is."""
+    import cuk.curandom as cr
+    from cuk.reduction import ReductionKernel
+    from cuk.scan import InclusiveScanKernel
+
+    a = ga.zeros((6, 8), np.float32)
+    v = a[:, 1::3]
+    assert v._sv is not None
+    cr.PhiloxGenerator(seed=3).fill_uniform(v)
+    h = a.get()
+    assert np.all(h[:, 1::3] > 0) and np.all(h[:, 1::3] < 1)
+    h[:, 1::3] = 0
+    assert not h.any()  # nothing written outside the view
+
+    x = ga.to_gpu(np.arange(1, 11, dtype=np.float32))
+    b = ga.zeros(10, np.float32)
+    InclusiveScanKernel(np.float32, "a + b")(x[::2], b[1::2])
+    assert np.array_equal(b.get(), [0, 1, 0, 4, 0, 9, 0, 16, 0, 25])
+
+    r = ga.zeros(4, np.float32)
+    krn = ReductionKernel(np.float32, neutral="0", reduce_expr="a + b", map_expr="x[i]", arguments="float *x")
+    krn(x, out=r[2])
+    assert np.array_equal(r.get(), [0, 0, 55, 0])
