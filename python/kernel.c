@@ -530,11 +530,12 @@ static int pack_arg(Pack *p, int i, PyObject *o, char fmt) {
             memcpy(dst, &w, (size_t)size); /* little-endian: the low bytes */
             break;
         }
+        case 'V': break; /* a struct type (gpuarray.vec.float3, ...): its bytes, below */
         default: PyErr_Format(PyExc_ValueError, "prepared call: unsupported format letter '%c'", fmt); return -1;
         }
-        return PyErr_Occurred() ? -1 : 0;
+        if (fmt != 'V') return PyErr_Occurred() ? -1 : 0;
     }
-    int lk = launch_kind(o);
+    int lk = fmt == 'V' ? LK_VALUE : launch_kind(o);
     if (lk < 0) return -1;
     if (lk == LK_POINTER) {
         cuk_devptr d;

@@ -880,7 +880,8 @@ class GPUArray:
         if isinstance(d, _HostMemory):
             raise AttributeError("__cuda_array_interface__: this GPUArray lives on the host (no GPU is usable)")
         cai = dict(d.__cuda_array_interface__)
-        if self._f:
+        if not _is_struct(self._dtype):  # (a struct array's storage is bytes: described as such)
+            # explicit strides, C order's too, as PyCUDA gives them
             cai["shape"] = self._shape
             cai["strides"] = self.strides
         return cai

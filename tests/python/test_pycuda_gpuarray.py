@@ -698,3 +698,12 @@ def test_writers_into_strided_views_write_through(device_views):
     krn = ReductionKernel(np.float32, neutral="0", reduce_expr="a + b", map_expr="x[i]", arguments="float *x")
     krn(x, out=r[2])
     assert np.array_equal(r.get(), [0, 0, 55, 0])
+
+
+@pytest.mark.skipif(not cuk.gpu_available(), reason="__cuda_array_interface__ describes device memory")
+def test_cuda_array_interface_spells_out_strides():
+    # PyCUDA's test_gpuarray_cai: C order's strides too, not None
+    for h in (np.zeros(10, np.float32), np.zeros((3, 4), np.int16), np.zeros((3, 4), np.float64, order="F")):
+        cai = ga.to_gpu(h).__cuda_array_interface__
+        assert cai["shape"] == h.shape and cai["strides"] == h.strides and cai["typestr"] == h.dtype.str
+        assert cai["version"] == 3 and cai["stream"] is None and cai["data"][0] != 0 and not cai["data"][1]
