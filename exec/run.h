@@ -107,6 +107,7 @@ typedef struct Run {
     /* the lowest address this thread's stack may grow to before calls refuse to nest
        deeper (0: not known, no check) */
     uintptr_t stack_floor;
+    void *host_progs; /* the CPU backend's compiled scalar functions for this run (or NULL) */
 } Run;
 
 enum { MAX_CALL_DEPTH = 1000 }; /* nested calls before a run-time error, on both backends */

@@ -39,6 +39,7 @@ void run_init(Run *r, RtErr *err, FILE *out) {
     r->work = 0;
     r->depth = 0;
     r->stack_floor = stack_floor();
+    r->host_progs = NULL;
 }
 
 bool run_charge(Run *r, Loc loc, int64_t n) {

@@ -422,7 +422,12 @@ static void splat(void *dst, const void *elem, int esz, int64_t n) {
    backends compute each operation alike; nothing is allocated per element. Loops charge
    the work limit once per iteration, as the statement walker does for host loops. Sema
    refuses recursion here, so each function has one activation at a time and owns its
-   registers. */
+   registers.
+
+   Host code uses the same programs for a call of a function of scalars only (host_call):
+   there a function may recurse, so a call of an active program saves its registers
+   around the call, and calls enter and leave the run as the walker's do (the depth limit,
+   the work charged). */
 enum { FI_EW, FI_CAST, FI_MOV, FI_JZ, FI_JMP, FI_LOOP, FI_RET, FI_CALL, FI_CPART, FI_CPACK };
 
 typedef struct FProg FProg;
@@ -432,7 +437,7 @@ typedef struct FIns {
     int in[3], out, tgt;
     FProg *callee;  /* FI_CALL */
     int *cargs;     /* FI_CALL: the argument registers, one per callee parameter */
-    Loc loc;        /* FI_LOOP: charged against the work limit */
+    Loc loc;        /* FI_LOOP: charged against the work limit; FI_CALL: the call's */
 } FIns;
 
 struct FProg {
@@ -443,12 +448,15 @@ struct FProg {
     int nregs, rcap;
     int *regof;     /* by Val id, while compiling one statement */
     int ret;        /* the register the last return left its value in */
+    int active;     /* activations running (host code: recursion) */
+    bool host;      /* built for host code (host_call): calls enter the run */
     FProg *next;    /* every program of one build, to free */
 };
 
 typedef struct FBuild {
     FProg *all;
     bool oom;
+    bool host;      /* the programs are host code's (FProg.host) */
 } FBuild;
 
 static void fprog_free_all(FProg *p) {
@@ -508,7 +516,7 @@ static int fval(FBuild *b, FProg *p, const Val *v, int depth) {
     if (v->op == OP_CONST) {
         r = freg(b, p);
         if (!b->oom) cell_set(&p->regs[r], v->dt, v->c);
-    } else if (v->op == OP_CALL) {
+    } else if (v->op == OP_CALL || v->op == OP_SCALARCALL) {
         FProg *q = fprog_get(b, v->fn, depth + 1);
         int *cargs = malloc(sizeof(int) * (size_t)(v->nargs ? v->nargs : 1));
         if (!q || !cargs) {
@@ -523,7 +531,7 @@ static int fval(FBuild *b, FProg *p, const Val *v, int depth) {
             free(cargs);
             return 0;
         }
-        x->callee = q, x->cargs = cargs, x->out = r;
+        x->callee = q, x->cargs = cargs, x->out = r, x->loc = v->loc;
     } else {
         /* sema's check_scalar_calls; a complex number's parts (compiler/widen.c) */
         ASSERT(v->op < OP_EW_END || v->op == OP_CAST || v->op == OP_CPART || v->op == OP_CPACK);
@@ -629,6 +637,7 @@ static FProg *fprog_get(FBuild *b, const Fn *fn, int depth) {
     FProg *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->fn = fn;
+    p->host = b->host;
     p->next = b->all;
     b->all = p;
     p->regof = malloc(sizeof(int) * (size_t)(fn->nvals ? fn->nvals : 1));
@@ -677,15 +686,166 @@ static bool fprog_exec(Run *run, FProg *p) {
         case FI_RET: p->ret = in->in[0]; return true;
         case FI_CALL: {
             FProg *q = in->callee;
-            for (int k = 0; k < q->fn->nparams; k++) q->regs[k] = r[in->cargs[k]];
-            if (!fprog_exec(run, q)) return false;
-            r[in->out] = q->regs[q->ret];
+            Cell stack[32], *save = NULL; /* q's registers, if q is running (recursion) */
+            if (q->active) {
+                save = q->nregs <= 32 ? stack : malloc(sizeof(Cell) * (size_t)q->nregs);
+                if (!save) {
+                    rt_error(run->err, in->loc, "out of memory");
+                    return false;
+                }
+                memcpy(save, q->regs, sizeof(Cell) * (size_t)q->nregs);
+            }
+            Cell a[16], *av = q->fn->nparams <= 16 ? a : malloc(sizeof(Cell) * (size_t)q->fn->nparams);
+            bool ok = av && (!q->host || run_enter(run, in->loc, q->fn));
+            if (!av) rt_error(run->err, in->loc, "out of memory");
+            if (ok) {
+                /* the arguments read before any is written: r may be q's own registers */
+                for (int k = 0; k < q->fn->nparams; k++) av[k] = r[in->cargs[k]];
+                for (int k = 0; k < q->fn->nparams; k++) q->regs[k] = av[k];
+                q->active++;
+                ok = fprog_exec(run, q);
+                q->active--;
+                if (q->host) run_leave(run);
+            }
+            if (av != a) free(av);
+            Cell res = ok ? q->regs[q->ret] : (Cell){0};
+            if (save) {
+                memcpy(q->regs, save, sizeof(Cell) * (size_t)q->nregs);
+                if (save != stack) free(save);
+            }
+            if (!ok) return false;
+            r[in->out] = res; /* after the restore: r may be q's own registers */
             pc++;
             break;
         }
         default: die("bad per-element instruction %d", in->kind);
         }
     }
+}
+
+/* ---- host calls of functions of scalars -------------------------------------------- */
+
+/* Per run (Run.host_progs): the functions host code called, whether each is a function of
+   scalars only (host_ok), and their programs, built once in one FBuild. */
+typedef struct HostProgs {
+    FBuild b;
+    const Fn **fns;
+    signed char *ok; /* 1 yes, 0 no, -1 being decided (a recursive call: assumed yes) */
+    int n, cap;
+} HostProgs;
+
+static bool host_ok(HostProgs *h, const Fn *fn);
+
+/* v and what it reads: scalars, and ops a program has (fval); seen marks v by id. */
+static bool host_val_ok(HostProgs *h, const Fn *fn, const Val *v, unsigned char *seen) {
+    if (v->id < 0 || v->id >= fn->nvals) return false;
+    if (seen[v->id]) return true;
+    seen[v->id] = 1;
+    if (v->rank != 0 || v->nargs > 3 || v->dt == DT_VOID) return false;
+    for (int k = 0; k < v->nargs; k++)
+        if (!host_val_ok(h, fn, v->args[k], seen)) return false;
+    switch ((int)v->op) {
+    case OP_SLOT: return v->slot >= 0 && v->slot < fn->nslots;
+    case OP_CONST: return true;
+    case OP_CALL:
+    case OP_SCALARCALL: return v->fn && v->fn->nparams == v->nargs && host_ok(h, v->fn);
+    case OP_CAST: return cast_tab[v->dt][v->args[0]->dt] != NULL;
+    case OP_CPART:
+    case OP_CPACK: return true;
+    default:
+        if (!op_is_ew(v->op) || op_is_gen(v->op) || v->op >= OP_EW_END) return false;
+        return v->nargs > 0 && ew_tab[v->op][v->args[ew_info[v->op].cls == OC_SELECT ? 1 : 0]->dt] != NULL;
+    }
+}
+
+static bool host_stmts_ok(HostProgs *h, const Fn *fn, const Stmt *s, unsigned char *seen) {
+    for (; s; s = s->next) {
+        switch (s->kind) {
+        case S_SET:
+            if (!host_val_ok(h, fn, s->v, seen)) return false;
+            break;
+        case S_RETURN:
+            if (s->nvs || !s->v || !host_val_ok(h, fn, s->v, seen)) return false;
+            break;
+        case S_IF:
+        case S_WHILE:
+            if (s->v->dt != DT_BOOL || !host_val_ok(h, fn, s->v, seen) || !host_stmts_ok(h, fn, s->body, seen) ||
+                !host_stmts_ok(h, fn, s->els, seen))
+                return false;
+            break;
+        case S_FOR:
+            if (!host_val_ok(h, fn, s->v, seen) || !host_val_ok(h, fn, s->v2, seen) ||
+                !host_stmts_ok(h, fn, s->body, seen))
+                return false;
+            break;
+        default: return false; /* print, save, several results, effects: the walker */
+        }
+    }
+    return true;
+}
+
+/* fn takes scalars, returns one, and its body (and every function it calls) is what a
+   per-element program can run: then host code calls it as a program (host_call). */
+static bool host_ok(HostProgs *h, const Fn *fn) {
+    for (int i = 0; i < h->n; i++)
+        if (h->fns[i] == fn) return h->ok[i] != 0;
+    if (h->n == h->cap) {
+        int cap = h->cap ? h->cap * 2 : 16;
+        const Fn **fns = realloc(h->fns, sizeof *fns * (size_t)cap);
+        if (fns) h->fns = fns;
+        signed char *ok = fns ? realloc(h->ok, (size_t)cap) : NULL;
+        if (!ok) return false;
+        h->ok = ok;
+        h->cap = cap;
+    }
+    int me = h->n++;
+    h->fns[me] = fn;
+    h->ok[me] = -1;
+    bool ok = fn->nres == 0 && fn->ret_dt != DT_VOID && fn->ret_rank == 0 && fn->nvals > 0;
+    for (int i = 0; ok && i < fn->nslots; i++) ok = fn->slots[i].rank == 0;
+    unsigned char *seen = ok ? calloc((size_t)fn->nvals, 1) : NULL;
+    ok = seen && host_stmts_ok(h, fn, fn->body, seen);
+    free(seen);
+    h->ok[me] = ok;
+    return ok;
+}
+
+static void host_progs_free(HostProgs *h) {
+    fprog_free_all(h->b.all);
+    free(h->fns);
+    free(h->ok);
+}
+
+/* A call from host code of a function of scalars (host_ok) as its program: registers for
+   the walker's allocations and memo per operation. *handled is false when fn is not one. */
+static bool host_call(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc, bool *handled) {
+    HostProgs *h = c->host_progs;
+    *handled = h && host_ok(h, fn);
+    if (!*handled) return false;
+    for (int i = 0; i < fn->nparams; i++)
+        if (!args[i] || args[i]->rank != 0 || args[i]->dt != fn->slots[i].dt) return *handled = false;
+    h->b.host = true;
+    FProg *p = fprog_get(&h->b, fn, 0);
+    if (!p || h->b.oom) {
+        rt_error(c->err, loc, "out of memory");
+        return false;
+    }
+    if (p->active) return *handled = false; /* not reached: programs do not call the walker */
+    if (!run_enter(c, loc, fn)) return false;
+    for (int i = 0; i < fn->nparams; i++) memcpy(&p->regs[i], args[i]->data, (size_t)esize(fn->slots[i].dt));
+    p->active++;
+    bool ok = fprog_exec(c, p);
+    p->active--;
+    run_leave(c);
+    if (!ok) return false;
+    Arr *r = arr_new(fn->ret_dt, 0, NULL);
+    if (!r) {
+        rt_error(c->err, loc, "out of memory");
+        return false;
+    }
+    memcpy(r->data, &p->regs[p->ret], (size_t)esize(fn->ret_dt));
+    *result = r;
+    return true;
 }
 
 /* ---- fused elementwise programs -------------------------------------------------- */
@@ -2930,6 +3090,9 @@ static const Target cpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effec
 static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
     int nout = fn->nres ? fn->nres : 1;
     for (int k = 0; k < nout; k++) result[k] = NULL;
+    bool handled;
+    bool hok = host_call(c, fn, args, result, loc, &handled);
+    if (handled) return hok;
     if (!run_enter(c, loc, fn)) return false;
     Frame f;
     memset(&f, 0, sizeof f);
@@ -2979,6 +3142,8 @@ static void *run_job(void *arg) {
     Job *j = arg;
     Run r;
     run_init(&r, j->err, j->out);
+    HostProgs hp = {0};
+    if (!getenv("CUK_NO_HOST_PROGS")) r.host_progs = &hp;
     DieGuard g;
     guard_push(&g);
     if (setjmp(g.jb) == 0) {
@@ -2990,6 +3155,7 @@ static void *run_job(void *arg) {
         memset(j->result, 0, sizeof j->result);
         rt_error(j->err, j->fn->loc, "%s (this is a bug in cuk; please report it with the program)", g.msg);
     }
+    host_progs_free(&hp);
     return NULL;
 }
 
