@@ -13,6 +13,7 @@
 #include "kernels/ops.h"
 #include "kernels/philox.h"
 #pragma GCC diagnostic pop
+#include "exec/cpu/pool.h"
 #include "exec/run.h"
 #include "exec/sort.h"
 
@@ -901,12 +902,15 @@ typedef struct Prog {
     int64_t *idx;    /* chunk offsets scratch */
     double *dtmp;    /* chunk of doubles for generators */
     void *mem;
+    size_t per;      /* bytes of mem per node */
     Run *run;        /* NK_SCALL loops charge the work limit */
     bool failed;     /* a chunk stopped with an error */
+    bool serial;     /* NK_SCALL: its function programs own their registers, one thread */
+    bool clone;      /* a worker's copy (prog_clone): frees only its buffers */
 } Prog;
 
 static void prog_free(Prog *p) {
-    for (int i = 0; i < p->n; i++) {
+    for (int i = 0; i < p->n && !p->clone; i++) {
         arr_release(p->nodes[i].arr);
         free(p->nodes[i].xin);
         fprog_free_all(p->nodes[i].fp);
@@ -1151,6 +1155,7 @@ static bool prog_build(Frame *f, const Val *root, Prog *p) {
     for (int i = 0; i < p->n; i++)
         if (esize(p->nodes[i].dt) > wide) wide = esize(p->nodes[i].dt);
     size_t per = (size_t)((p->chunk * wide + 63) & ~63);
+    p->per = per;
     p->mem = aligned_alloc(64, per * (size_t)p->n);
     p->idx = malloc(sizeof(int64_t) * (size_t)p->chunk);
     p->dtmp = malloc(sizeof(double) * (size_t)p->chunk);
@@ -1162,6 +1167,7 @@ static bool prog_build(Frame *f, const Val *root, Prog *p) {
     for (int i = 0; i < p->n; i++) {
         PNode *nd = &p->nodes[i];
         nd->buf = (char *)p->mem + per * (size_t)i;
+        if (nd->kind == NK_SCALL) p->serial = true;
         if (nd->kind == NK_LEAF) {
             if (nd->arr->size == 1) {
                 nd->lmode = LM_SPLAT;
@@ -1382,6 +1388,81 @@ static void stream_close(Stream *s) {
     s->arr = NULL;
 }
 
+/* ---- every core (pool.h) ------------------------------------------------------------- */
+
+/* Streams of at least this many elements are computed on every core: below, waking the
+   threads costs more than it saves. */
+enum { PAR_MIN = 16 * CHUNK };
+
+/* A worker's copy of p: its own chunk buffers (the splatted ones copied) and scratch; the
+   nodes' arrays and inputs stay p's. */
+static bool prog_clone(const Prog *p, Prog *c) {
+    *c = *p;
+    c->clone = true;
+    c->nodes = malloc(sizeof(PNode) * (size_t)p->n);
+    c->mem = aligned_alloc(64, p->per * (size_t)p->n);
+    c->idx = malloc(sizeof(int64_t) * (size_t)p->chunk);
+    c->dtmp = malloc(sizeof(double) * (size_t)p->chunk);
+    if (!c->nodes || !c->mem || !c->idx || !c->dtmp) {
+        prog_free(c);
+        return false;
+    }
+    memcpy(c->nodes, p->nodes, sizeof(PNode) * (size_t)p->n);
+    memcpy(c->mem, p->mem, p->per * (size_t)p->n);
+    for (int i = 0; i < p->n; i++) c->nodes[i].buf = (char *)c->mem + p->per * (size_t)i;
+    return true;
+}
+
+/* The worker programs of a parallel loop over s's chunks: worker 0 is s's own program,
+   the others copies; how many there are (1: run on one thread). */
+typedef struct Workers {
+    Prog *progs[64];
+    Prog copies[63];
+    int n;
+} Workers;
+
+static int workers_open(Stream *s, Workers *w) {
+    w->n = 1;
+    w->progs[0] = &s->prog;
+    int want = pool_threads();
+    if (want > 64) want = 64;
+    if (want < 2 || s->size < PAR_MIN || (!s->arr && s->prog.serial)) return 1;
+    for (; w->n < want; w->n++) {
+        if (!s->arr && !prog_clone(&s->prog, &w->copies[w->n - 1])) break;
+        w->progs[w->n] = &w->copies[w->n - 1];
+    }
+    return w->n;
+}
+
+static void workers_close(Stream *s, Workers *w) {
+    for (int i = 1; i < w->n && !s->arr; i++) prog_free(&w->copies[i - 1]);
+    w->n = 0;
+}
+
+/* Chunk k of s (CHUNK elements from k * CHUNK) on worker w's program; into out if given. */
+static const void *chunk_of(Stream *s, Workers *w, int worker, int64_t k, void *out, int64_t *off, int64_t *len) {
+    *off = k * CHUNK;
+    *len = s->size - *off < CHUNK ? s->size - *off : CHUNK;
+    if (s->arr) {
+        const char *src = (const char *)s->arr->data + *off * esize(s->dt);
+        if (out) memcpy(out, src, (size_t)(*len * esize(s->dt)));
+        return src;
+    }
+    return prog_chunk(w->progs[worker], *off, *len, out);
+}
+
+typedef struct TakeJob {
+    Stream *s;
+    Workers *w;
+    char *out;
+} TakeJob;
+
+static void take_chunk(void *ctx, int worker, int64_t k) {
+    TakeJob *j = ctx;
+    int64_t off, len;
+    chunk_of(j->s, j->w, worker, k, j->out + k * CHUNK * esize(j->s->dt), &off, &len);
+}
+
 static bool stream_run(Stream *s, SinkFn sink, void *ctx) {
     int esz = esize(s->dt);
     for (int64_t off = 0; off < s->size; off += CHUNK) {
@@ -1403,7 +1484,12 @@ static Arr *stream_take(Frame *f, Stream *s, Loc loc) {
         return a;
     }
     Arr *a = new_arr(f, loc, s->dt, s->rank, s->shape);
-    if (a) {
+    Workers w;
+    if (a && workers_open(s, &w) > 1) { /* every core: the chunks are independent */
+        TakeJob j = {s, &w, a->data};
+        pool_for((s->size + CHUNK - 1) / CHUNK, w.n, take_chunk, &j);
+        workers_close(s, &w);
+    } else if (a) {
         int esz = esize(s->dt);
         for (int64_t off = 0; off < s->size; off += s->prog.chunk) {
             int64_t len = s->size - off < s->prog.chunk ? s->size - off : s->prog.chunk;
@@ -1814,6 +1900,85 @@ static bool red_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
     return true;
 }
 
+/* A reduction whose chunks can fold on their own and combine in chunk order to the bits
+   of one fold over the whole stream: float sums (each chunk's pairwise sum is what the
+   Neumaier loop adds), integer sums and products (modular), min, max, their args (the
+   earlier wins ties, the first NaN wins), any and all. Float products and lambdas fold
+   one element after another: one thread. */
+static bool red_splits(RedOp op, DType dt) {
+    switch (op) {
+    case RED_SUM:
+    case RED_MIN:
+    case RED_MAX:
+    case RED_ARGMIN:
+    case RED_ARGMAX:
+    case RED_ANY:
+    case RED_ALL: return true;
+    case RED_PROD: return !dtype_info[dt].is_float;
+    default: return false;
+    }
+}
+
+/* Folds chunk p's state into g, as if g had been fed the chunk's values. */
+static void red_merge(RedSt *g, const RedSt *p) {
+    if (g->op == RED_SUM && dtype_info[g->dt].is_float) {
+        neumaier(g, p->fsum); /* p->fsum is the chunk's pairwise sum exactly (p->fcomp is 0) */
+        return;
+    }
+    bool ordered = g->op == RED_MIN || g->op == RED_MAX || g->op == RED_ARGMIN || g->op == RED_ARGMAX;
+    if (ordered && !p->have) return;
+    red_feed(g, &p->acc, 1, 1, p->arg); /* the chunk's result as one value, at its index */
+}
+
+enum { RED_BATCH = 4096 }; /* chunk states held at once */
+
+typedef struct RedJob {
+    Stream *s;
+    Workers *w;
+    RedSink *rs;
+    RedSt *parts;
+    int64_t first;    /* the batch's first chunk */
+    void *conv[64];   /* per worker, when the values need converting */
+} RedJob;
+
+static void red_chunk(void *ctx, int worker, int64_t i) {
+    RedJob *j = ctx;
+    int64_t off, len;
+    const void *vals = chunk_of(j->s, j->w, worker, j->first + i, NULL, &off, &len);
+    if (j->rs->conv) {
+        cast_tab[j->rs->st.dt][j->rs->in_dt](j->conv[worker], vals, len);
+        vals = j->conv[worker];
+    }
+    red_start(&j->parts[i], j->rs->st.op, j->rs->st.dt, NULL);
+    red_feed(&j->parts[i], vals, len, 1, off);
+}
+
+/* stream_run(s, red_sink, rs) on every core where the reduction splits (red_splits):
+   the same bits whatever the number of threads. */
+static void red_stream(Stream *s, RedSink *rs) {
+    Workers w;
+    if (!red_splits(rs->st.op, rs->st.dt) || rs->st.lam || workers_open(s, &w) < 2) {
+        stream_run(s, red_sink, rs);
+        return;
+    }
+    RedJob j = {.s = s, .w = &w, .rs = rs};
+    int64_t nchunks = (s->size + CHUNK - 1) / CHUNK;
+    j.parts = malloc(sizeof(RedSt) * (size_t)(nchunks < RED_BATCH ? nchunks : RED_BATCH));
+    bool ok = j.parts != NULL;
+    for (int i = 0; ok && i < w.n && rs->conv; i++) ok = (j.conv[i] = malloc((size_t)CHUNK * 8)) != NULL;
+    if (ok) {
+        for (j.first = 0; j.first < nchunks; j.first += RED_BATCH) {
+            int64_t nb = nchunks - j.first < RED_BATCH ? nchunks - j.first : RED_BATCH;
+            pool_for(nb, w.n, red_chunk, &j);
+            for (int64_t i = 0; i < nb; i++) red_merge(&rs->st, &j.parts[i]);
+        }
+    }
+    for (int i = 0; i < w.n && rs->conv; i++) free(j.conv[i]);
+    free(j.parts);
+    workers_close(s, &w);
+    if (!ok) stream_run(s, red_sink, rs); /* out of memory for the states: one thread */
+}
+
 static int ew_of_red(RedOp op) {
     switch (op) {
     case RED_SUM: return OP_ADD;
@@ -1878,7 +2043,7 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
             rs.st.acc = init;
             rs.st.have = true;
         }
-        stream_run(&s, red_sink, &rs);
+        red_stream(&s, &rs);
         Cell r;
         red_result(&rs.st, v->dt, &r);
         if (hasinit && op != RED_LAMBDA && ew_of_red(op) >= 0) {

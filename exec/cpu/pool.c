@@ -1,0 +1,118 @@
+/* The CPU backend's worker threads (pool.h): started on first use, kept for the process,
+   started again in a child after fork (the threads are not copied). */
+#include "exec/cpu/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+enum { MAX_THREADS = 256 };
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    pid_t pid;       /* the process that started the threads (0: none) */
+    int nthreads;    /* started, besides the caller */
+    unsigned long gen; /* bumped per loop: a worker runs each loop once */
+    /* the loop */
+    void (*fn)(void *, int, int64_t);
+    void *ctx;
+    int64_t n;
+    int want;        /* workers that take part (indices 1 .. want - 1) */
+    _Atomic int64_t next;
+    int running;     /* workers still in the loop */
+} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+
+/* one loop at a time: a loop started while another runs (another thread's call, a nested
+   loop) runs on its caller */
+static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
+
+int pool_threads(void) {
+    static int n;
+    if (n) return n;
+    const char *e = getenv("CUK_THREADS");
+    long v = 0;
+    if (e && *e) {
+        char *end;
+        v = strtol(e, &end, 10);
+        if (*end || v < 1) v = 1;
+    } else {
+        v = sysconf(_SC_NPROCESSORS_ONLN);
+    }
+    if (v < 1) v = 1;
+    if (v > MAX_THREADS) v = MAX_THREADS;
+    n = (int)v;
+    return n;
+}
+
+static void run_chunks(int w) {
+    for (;;) {
+        int64_t k = atomic_fetch_add(&P.next, 1);
+        if (k >= P.n) return;
+        P.fn(P.ctx, w, k);
+    }
+}
+
+static void *worker(void *arg) {
+    int w = (int)(intptr_t)arg;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&P.mu);
+    for (;;) {
+        while (P.gen == seen) pthread_cond_wait(&P.go, &P.mu);
+        seen = P.gen;
+        if (w >= P.want) continue;
+        pthread_mutex_unlock(&P.mu);
+        run_chunks(w);
+        pthread_mutex_lock(&P.mu);
+        if (--P.running == 0) pthread_cond_signal(&P.done);
+    }
+    return NULL;
+}
+
+/* The threads, started for this process: false when none could be. P.mu held. */
+static bool start_threads(void) {
+    pid_t me = getpid();
+    if (P.pid == me) return P.nthreads > 0;
+    /* first use, or a child after fork: the parent's threads are not here */
+    P.pid = me;
+    P.nthreads = 0;
+    pthread_attr_t at;
+    if (pthread_attr_init(&at)) return false;
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    for (int i = 1; i < pool_threads(); i++) {
+        pthread_t t;
+        if (pthread_create(&t, &at, worker, (void *)(intptr_t)i)) break;
+        P.nthreads++;
+    }
+    pthread_attr_destroy(&at);
+    return P.nthreads > 0;
+}
+
+void pool_for(int64_t n, int workers, void (*fn)(void *ctx, int worker, int64_t k), void *ctx) {
+    if (workers > pool_threads()) workers = pool_threads();
+    if (n < 2 || workers < 2 || pthread_mutex_trylock(&busy)) {
+        for (int64_t k = 0; k < n; k++) fn(ctx, 0, k);
+        return;
+    }
+    pthread_mutex_lock(&P.mu);
+    if (!start_threads()) {
+        pthread_mutex_unlock(&P.mu);
+        pthread_mutex_unlock(&busy);
+        for (int64_t k = 0; k < n; k++) fn(ctx, 0, k);
+        return;
+    }
+    if (workers > P.nthreads + 1) workers = P.nthreads + 1;
+    P.fn = fn, P.ctx = ctx, P.n = n, P.want = workers;
+    atomic_store(&P.next, 0);
+    P.running = workers - 1;
+    P.gen++;
+    pthread_cond_broadcast(&P.go);
+    pthread_mutex_unlock(&P.mu);
+    run_chunks(0);
+    pthread_mutex_lock(&P.mu);
+    while (P.running > 0) pthread_cond_wait(&P.done, &P.mu);
+    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&busy);
+}
