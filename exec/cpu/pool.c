@@ -1,5 +1,6 @@
-/* The CPU backend's worker threads (pool.h): started on first use, kept for the process,
-   started again in a child after fork (the threads are not copied). */
+/* The CPU backend's worker threads (pool.h): started on first use, kept for the process
+   and joined at exit (so that leak checkers see none still running), started again in a
+   child after fork (the threads are not copied). */
 #include "exec/cpu/pool.h"
 
 #include <pthread.h>
@@ -15,6 +16,8 @@ static struct {
     pthread_cond_t go, done;
     pid_t pid;       /* the process that started the threads (0: none) */
     int nthreads;    /* started, besides the caller */
+    pthread_t tid[MAX_THREADS];
+    bool quit;       /* at exit: the workers return */
     unsigned long gen; /* bumped per loop: a worker runs each loop once */
     /* the loop */
     void (*fn)(void *, int, int64_t);
@@ -60,7 +63,8 @@ static void *worker(void *arg) {
     unsigned long seen = 0;
     pthread_mutex_lock(&P.mu);
     for (;;) {
-        while (P.gen == seen) pthread_cond_wait(&P.go, &P.mu);
+        while (P.gen == seen && !P.quit) pthread_cond_wait(&P.go, &P.mu);
+        if (P.quit) break;
         seen = P.gen;
         if (w >= P.want) continue;
         pthread_mutex_unlock(&P.mu);
@@ -68,7 +72,19 @@ static void *worker(void *arg) {
         pthread_mutex_lock(&P.mu);
         if (--P.running == 0) pthread_cond_signal(&P.done);
     }
+    pthread_mutex_unlock(&P.mu);
     return NULL;
+}
+
+/* atexit: the workers (of this process: not a child's inherited record) stop and are
+   joined. */
+static void stop_threads(void) {
+    pthread_mutex_lock(&P.mu);
+    int n = P.pid == getpid() ? P.nthreads : 0;
+    P.quit = true;
+    pthread_cond_broadcast(&P.go);
+    pthread_mutex_unlock(&P.mu);
+    for (int i = 0; i < n; i++) pthread_join(P.tid[i], NULL);
 }
 
 /* The threads, started for this process: false when none could be. P.mu held. */
@@ -76,17 +92,14 @@ static bool start_threads(void) {
     pid_t me = getpid();
     if (P.pid == me) return P.nthreads > 0;
     /* first use, or a child after fork: the parent's threads are not here */
+    if (!P.pid && atexit(stop_threads)) return false;
     P.pid = me;
     P.nthreads = 0;
-    pthread_attr_t at;
-    if (pthread_attr_init(&at)) return false;
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    P.quit = false;
     for (int i = 1; i < pool_threads(); i++) {
-        pthread_t t;
-        if (pthread_create(&t, &at, worker, (void *)(intptr_t)i)) break;
+        if (pthread_create(&P.tid[P.nthreads], NULL, worker, (void *)(intptr_t)i)) break;
         P.nthreads++;
     }
-    pthread_attr_destroy(&at);
     return P.nthreads > 0;
 }
 
@@ -97,7 +110,7 @@ void pool_for(int64_t n, int workers, void (*fn)(void *ctx, int worker, int64_t 
         return;
     }
     pthread_mutex_lock(&P.mu);
-    if (!start_threads()) {
+    if (P.quit || !start_threads()) {
         pthread_mutex_unlock(&P.mu);
         pthread_mutex_unlock(&busy);
         for (int64_t k = 0; k < n; k++) fn(ctx, 0, k);
