@@ -1779,6 +1779,35 @@ CTYPES(PW_FN, 0)
         case RED_ARGMIN:                                                                    \
         case RED_ARGMAX: {                                                                  \
             bool mx = s->op == RED_MAX || s->op == RED_ARGMAX;                              \
+            if (st == 1 && n >= 64) {                                                       \
+                /* no NaN here: 8 lanes (SIMD), then the first element equal to their       \
+                   extreme, folded as one value: the sequential fold's element */           \
+                int64_t bad = 0;                                                            \
+                if (isf)                                                                    \
+                    for (int64_t i = 0; i < n; i++) bad += x[i] != x[i];                    \
+                if (!bad) {                                                                 \
+                    T r[8];                                                                 \
+                    for (int j = 0; j < 8; j++) r[j] = x[j];                                \
+                    int64_t i = 8;                                                          \
+                    if (mx)                                                                 \
+                        for (; i + 8 <= n; i += 8)                                          \
+                            for (int j = 0; j < 8; j++) r[j] = x[i + j] > r[j] ? x[i + j] : r[j]; \
+                    else                                                                    \
+                        for (; i + 8 <= n; i += 8)                                          \
+                            for (int j = 0; j < 8; j++) r[j] = x[i + j] < r[j] ? x[i + j] : r[j]; \
+                    T m = r[0];                                                             \
+                    for (int j = 1; j < 8; j++) m = (mx ? r[j] > m : r[j] < m) ? r[j] : m;  \
+                    for (; i < n; i++) m = (mx ? x[i] > m : x[i] < m) ? x[i] : m;           \
+                    int64_t k = 0;                                                          \
+                    while (!(x[k] == m)) k++;                                               \
+                    if (!s->have || (mx ? x[k] > a : x[k] < a)) {                           \
+                        a = x[k];                                                           \
+                        s->arg = base + k;                                                  \
+                        s->have = true;                                                     \
+                    }                                                                       \
+                    break;                                                                  \
+                }                                                                           \
+            }                                                                               \
             int64_t i = 0;                                                                  \
             if (!s->have) {                                                                 \
                 a = x[0];                                                                   \

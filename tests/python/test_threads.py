@@ -73,3 +73,48 @@ def test_same_bits_with_any_thread_count(tmp_path):
         assert other_text == text
         for k in arrays:
             assert arrays[k].tobytes() == other_arrays[k].tobytes(), k
+
+
+def _fold(x, largest):
+    """min/max/argmin/argmax as one element after another: the first NaN wins, else the
+    first extreme (strict comparison: equal values, -0.0 and 0.0 included, keep the
+    earlier)."""
+    a, arg = x[0], 0
+    if a != a:
+        return a, 0
+    for i in range(1, len(x)):
+        y = x[i]
+        if y != y:
+            return y, i
+        if (y > a) if largest else (y < a):
+            a, arg = y, i
+    return a, arg
+
+
+def test_min_max_are_the_sequential_fold():
+    import cuk
+
+    m = cuk.compile("fn mx(x: f32[n]) -> f32 = max(x);\nfn mn(x: f32[n]) -> f32 = min(x);\n"
+                    "fn amx(x: f32[n]) -> i64 = argmax(x);\nfn amn(x: f32[n]) -> i64 = argmin(x);\n", device="cpu")
+    rng = np.random.default_rng(0)
+    for trial in range(60):
+        n = int(rng.integers(1, 5000))
+        kind = trial % 5
+        if kind == 0:
+            x = rng.integers(-3, 3, n).astype(np.float32)  # ties
+        elif kind == 1:
+            x = np.where(rng.random(n) < 0.5, np.float32(-0.0), np.float32(0.0)).astype(np.float32)
+        elif kind == 2:
+            x = rng.random(n).astype(np.float32)
+            x[rng.integers(0, n, 2)] = np.nan
+        elif kind == 3:
+            x = rng.standard_normal(n).astype(np.float32)
+        else:
+            x = np.full(n, 7, np.float32)
+        for f, largest in ((m.mx, True), (m.mn, False)):
+            want = _fold(x, largest)[0]
+            got = np.float32(f(x))
+            assert (np.isnan(got) and np.isnan(want)) or (got == want and np.signbit(got) == np.signbit(want)), (
+                trial, kind, n)
+        assert int(m.amx(x)) == _fold(x, True)[1], (trial, kind, n)
+        assert int(m.amn(x)) == _fold(x, False)[1], (trial, kind, n)
