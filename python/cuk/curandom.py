@@ -782,23 +782,23 @@ class _SobolRandomNumberGeneratorBase(_RandomNumberGeneratorBase):
                 and scramble_vector.shape == (self._g,)):
             raise TypeError(f"scramble_vector must be a {udt.name} GPUArray of shape ({self._g},)")
         self._v = to_gpu(_host(dir_vector))
+        self._tab = to_gpu(_byte_tables(_host(dir_vector)))
         self._sc = to_gpu(_host(scramble_vector))
         self._pos = np.full(self._g, int(offset), np.uint64)
 
     def _state_args(self):
-        return [self._v._storage(), self._sc._storage(), _dev(self._pos)]
+        return [self._tab._storage(), self._sc._storage(), _dev(self._pos)]
 
     @classmethod
     @functools.lru_cache(maxsize=None)
     def _source(cls, what, t, dtype, inplace):
         b = cls.generator_bits
         u = f"u{b}"
-        ps, body = cls._head([f"v: {u}[g, {b}]", f"sc: {u}[g]", "pos: u64[g]"], t if inplace else None)
-        body += ["let i = pos[j] + kq;",
-                 "let gr = reshape(i ^ (i >> u64(1)), n, 1);",
-                 f"let bit = reshape(iota({b}), 1, {b});",
-                 f"let x = sc[j] ^ reduce(|p, r| p ^ r, {u}(0), "
-                 f"where(((gr >> u64(bit)) & u64(1)) == u64(1), v[reshape(j, n, 1), bit], {u}(0)), axis=1);"]
+        ps, body = cls._head([f"tab: {u}[m]", f"sc: {u}[g]", "pos: u64[g]"], t if inplace else None)
+        # the point: the XOR of the direction vectors the Gray code's set bits pick, a byte
+        # at a time from _byte_tables (b / 8 gathers an element, neighbours read neighbours)
+        terms = " ^ ".join(f"tab[({p * 256} + i64((gr >> u64({8 * p})) & u64(255))) * g + j]" for p in range(b // 8))
+        body += ["let i = pos[j] + kq;", "let gr = i ^ (i >> u64(1));", f"let x = sc[j] ^ {terms};"]
         u53 = f"(f64(x) + 0.5) * {_P32}" if b == 32 else f"(f64(x >> u64(11)) + 0.5) * {_P53}"
         pre = ""
         if what == "uniform" and dtype.kind != "f":
@@ -824,6 +824,19 @@ class _SobolRandomNumberGeneratorBase(_RandomNumberGeneratorBase):
         body.append(f"return {v};")
         src = pre + f"fn k({', '.join(ps)}) -> {t}[n] {{\n    " + "\n    ".join(body) + "\n}\n"
         return src, (1,)
+
+
+def _byte_tables(v):
+    """Direction vectors v (dimensions g x bits b) as b / 8 tables of the XOR of every subset
+    of 8 consecutive vectors: flat, entry (p * 256 + c) * g + j is the XOR of v[j, 8p + k]
+    over the set bits k of c, so that a point is b / 8 lookups."""
+    g, b = v.shape
+    tab = np.zeros((b // 8, 256, g), v.dtype)
+    c = np.arange(256)
+    for p in range(b // 8):
+        for k in range(8):
+            tab[p] ^= np.where(((c >> k) & 1)[:, None] == 1, v[:, 8 * p + k][None, :], v.dtype.type(0))
+    return tab.reshape(-1)
 
 
 class Sobol32RandomNumberGenerator(_SobolRandomNumberGeneratorBase):
