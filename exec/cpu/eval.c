@@ -831,7 +831,7 @@ static bool host_call(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc, b
         rt_error(c->err, loc, "out of memory");
         return false;
     }
-    if (p->active) return *handled = false; /* not reached: programs do not call the walker */
+    ASSERT(!p->active); /* programs do not call the walker */
     if (!run_enter(c, loc, fn)) return false;
     for (int i = 0; i < fn->nparams; i++) memcpy(&p->regs[i], args[i]->data, (size_t)esize(fn->slots[i].dt));
     p->active++;

@@ -556,25 +556,18 @@ static bool errblk_get(GpuSession *s, Loc loc) {
     return true;
 }
 
-/* Rank-0 results land in 1-element buffers; this reads one back into a host Scalar. */
-static bool fetch_scalar(GpuSession *s, const Value *dv, DType dt, Scalar *out, Loc loc) {
-    char bytes[16] = {0};
-    if (cuk_memcpy_dtoh(bytes, dv->buf->p, (size_t)dtype_info[dt].size) != CUK_OK)
-        return gpu_fail(s, loc, "copy from the device failed");
-    *out = scalar_load(dt, bytes);
-    return check_dev_err(s);
-}
-
-/* A rank-0 value still on the device comes to the host (a synchronising copy): the
-   value itself is changed, so a memo entry or a slot is read from the device once. */
+/* A rank-0 value still on the device (a kernel's 1-element result) comes to the host, a
+   synchronising copy: the value itself is changed, so a memo entry or a slot is read from
+   the device once. */
 static bool settle(GpuSession *s, Value *v, Loc loc) {
     if (v->rank != 0 || !v->buf) return true;
-    Scalar x = {0};
-    bool ok = fetch_scalar(s, v, v->dt, &x, loc);
+    char bytes[16] = {0};
+    bool ok = cuk_memcpy_dtoh(bytes, v->buf->p, (size_t)dtype_info[v->dt].size) == CUK_OK;
+    if (!ok) gpu_fail(s, loc, "copy from the device failed");
     vrelease(s, v);
-    v->s = x;
-    v->set = ok;
-    return ok;
+    v->s = scalar_load(v->dt, bytes);
+    v->set = ok && check_dev_err(s);
+    return v->set;
 }
 
 /* K_HIST: the result starts as a copy of the destination, or, for a full()/zeros() no
