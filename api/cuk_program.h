@@ -260,6 +260,52 @@ cuk_status cuk_fn_call_quick_out(cuk_fn *f, const cuk_view *const *args, int nar
 cuk_status cuk_program_call(cuk_program *p, const char *name, cuk_array *const *args, int nargs,
                             cuk_array **result);
 
+/* ---- streams ------------------------------------------------------------------------------ */
+
+/* The stream this thread's calls of program functions queue on (every cuk_fn_call*
+   variant; NULL, the start: the legacy default stream), as CuPy's current stream. A call
+   is ordered after the work queued on its stream before it, and its kernels, copies and
+   pool blocks go there: calls on different streams run concurrently, and a device result
+   is a pool block of that stream (cuk_mem_free orders its reuse). A call waits for the
+   host only for its own stream (a scalar or a result coming to the host, a bounds
+   check). Arguments made on another stream must be ready on this one (cuk_stream_wait_*).
+   The CPU backend ignores it. */
+void cuk_call_stream_set(cuk_stream *s);
+cuk_stream *cuk_call_stream_get(void);
+/* cuk_program_call on stream s (this thread's call stream is restored after). */
+cuk_status cuk_program_call_on(cuk_program *p, const char *name, cuk_array *const *args, int nargs,
+                               cuk_array **result, cuk_stream *s);
+
+/* ---- graphs ------------------------------------------------------------------------------ */
+
+/* One call of a function recorded into a CUDA graph (every kernel, copy and fill of it,
+   the host loops of the function unrolled), replayed with one driver call. The graph
+   owns copies of the array arguments (its inputs), the memory of every intermediate and
+   the results: a replay overwrites the results in place. Scalar arguments are recorded
+   by value. A function that must bring a value back to the host during the call (a
+   size that depends on the data, a scalar used by host code, print, a bounds check that
+   reports) cannot be captured: CUK_ERR_RUNTIME or CUK_ERR_INVALID saying so. The call
+   runs once normally (it is checked, and compiled, then), then is recorded; it queues
+   after the work on this thread's call stream. GPU backend only. */
+typedef struct cuk_capture_s cuk_capture;
+cuk_status cuk_fn_capture(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_capture **c);
+cuk_status cuk_program_capture(cuk_program *p, const char *name, cuk_array *const *args, int nargs,
+                               cuk_capture **c);
+/* Replays on stream s (NULL: the legacy default stream). args NULL: the inputs as they
+   are; else one view per parameter, each copied into the graph's input (on s, before
+   the graph) unless it is that input already or NULL; arrays must have the captured
+   dtypes and shapes and scalars the captured values. Returns once queued. */
+cuk_status cuk_capture_launch(cuk_capture *c, const cuk_view *const *args, int nargs, cuk_stream *s);
+int cuk_capture_nresults(const cuk_capture *c);
+/* Result k, in the graph's memory (valid until cuk_capture_free; a replay overwrites it). */
+const cuk_view *cuk_capture_result(const cuk_capture *c, int k);
+/* The graph's input for parameter i (a device array it owns; a scalar's recorded value). */
+const cuk_view *cuk_capture_input(const cuk_capture *c, int i);
+/* The nodes of the graph. */
+size_t cuk_capture_nodes(const cuk_capture *c);
+/* Waits for its last replay, then frees the graph and its memory. NULL is a no-op. */
+void cuk_capture_free(cuk_capture *c);
+
 /* The parts of this thread's last compile or run-time error of the program API. */
 typedef struct cuk_error_info {
     char file[1024];

@@ -483,6 +483,23 @@ static void widen_scalar(cuk_dtype dt, const cuk_scalar *v, GpuVal *g) { g->s = 
    allocated here for up to 16 arguments. */
 static cuk_status session_result(GpuVal r, bool on_device, cuk_view *dres, cuk_array **hres);
 
+/* The stream this thread's program calls queue on (cuk_call_stream_set). */
+static _Thread_local cuk_stream *call_stream;
+
+void cuk_call_stream_set(cuk_stream *s) { call_stream = s; }
+cuk_stream *cuk_call_stream_get(void) { return call_stream; }
+
+/* Copies ordered on the call's stream: to the host (waiting for that stream alone), and
+   from the host (the driver takes a pageable buffer before it returns). */
+static cuk_status stream_dtoh(void *dst, cuk_devptr src, size_t bytes) {
+    if (!call_stream) return cuk_memcpy_dtoh(dst, src, bytes);
+    cuk_status s = cuk_memcpy_dtoh_async(dst, src, bytes, call_stream);
+    return s ? s : cuk_stream_synchronize(call_stream);
+}
+static cuk_status stream_htod(cuk_devptr dst, const void *src, size_t bytes) {
+    return call_stream ? cuk_memcpy_htod_async(dst, src, bytes, call_stream) : cuk_memcpy_htod(dst, src, bytes);
+}
+
 /* dres and hres have one entry per result (nout(f)). */
 static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs, const cuk_view *into, cuk_view *dres,
                                cuk_array **hres) {
@@ -502,7 +519,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
         gpuval_head(g, a);
         if (a->rank == 0) {
             cuk_scalar v = {0};
-            if (a->place == CUK_ON_DEVICE) s = cuk_memcpy_dtoh(&v, a->dev, cuk_dtype_size(a->dtype)), on_device = true;
+            if (a->place == CUK_ON_DEVICE) s = stream_dtoh(&v, a->dev, cuk_dtype_size(a->dtype)), on_device = true;
             else memcpy(&v, a->data, cuk_dtype_size(a->dtype));
             widen_scalar(a->dtype, &v, g);
             continue;
@@ -514,7 +531,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
             g->p = a->dev;
         } else if (n) {
             size_t nb = (size_t)n * cuk_dtype_size(a->dtype);
-            if (!(s = cuk_mem_alloc(&tmp[i], nb))) s = cuk_memcpy_htod(tmp[i], a->data, nb);
+            if (!(s = cuk_mem_alloc_on(&tmp[i], nb, call_stream))) s = stream_htod(tmp[i], a->data, nb);
             g->p = tmp[i];
             g->borrowed = false;
         }
@@ -532,11 +549,11 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
             iv.p = into->dev;
         }
         bool ok = gpu_call_into(f->prog->session, f->fn, gv, into ? &iv : NULL, rs, stdout, &err,
-                                on_device ? GPU_CALL_DEVICE_SCALARS : 0);
+                                on_device ? GPU_CALL_DEVICE_SCALARS : 0, call_stream);
         flush_stdout();
         if (!ok) s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
     }
-    /* Uploaded inputs go back to the pool; their last use is queued on the default
+    /* Uploaded inputs go back to the pool; their last use is queued on the call's
        stream, which orders any reuse after it. */
     for (int i = 0; i < nargs; i++)
         if (tmp[i]) cuk_mem_free(tmp[i]);
@@ -573,8 +590,8 @@ static cuk_status session_result(GpuVal r, bool on_device, cuk_view *dres, cuk_a
         if (!on_device) return cuk_array_from_host(hres, (cuk_dtype)r.dt, 0, NULL, &v, CUK_ON_HOST);
         cuk_devptr p;
         size_t nb = cuk_dtype_size((cuk_dtype)r.dt);
-        if ((s = cuk_mem_alloc(&p, nb))) return s;
-        if ((s = cuk_memcpy_htod(p, &v, nb))) {
+        if ((s = cuk_mem_alloc_on(&p, nb, call_stream))) return s;
+        if ((s = stream_htod(p, &v, nb))) {
             cuk_mem_free(p);
             return s;
         }
@@ -588,7 +605,7 @@ static cuk_status session_result(GpuVal r, bool on_device, cuk_view *dres, cuk_a
     cuk_array *out;
     s = array_head(&out, (cuk_dtype)r.dt, r.rank, r.shape);
     if (!s) s = host_storage(out);
-    if (!s && cuk_array_nbytes(out)) s = cuk_memcpy_dtoh(out->arr->data, r.p, cuk_array_nbytes(out));
+    if (!s && cuk_array_nbytes(out)) s = stream_dtoh(out->arr->data, r.p, cuk_array_nbytes(out));
     if (r.p) cuk_mem_free(r.p);
     if (s) {
         cuk_array_free(out);
@@ -774,7 +791,7 @@ static cuk_status call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, 
         gpuval_head(&iv, into);
         iv.p = into->dev;
     }
-    int rc = gpu_call_quick_into(f->prog->session, f->fn, gv, into ? &iv : NULL, &r, &err);
+    int rc = gpu_call_quick_into(f->prog->session, f->fn, gv, into ? &iv : NULL, &r, &err, call_stream);
     if (rc < 0) return err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
     if (rc == 0) return CUK_OK;
     *done = 1;
@@ -832,9 +849,9 @@ cuk_status cuk_fn_call_views_out(cuk_fn *f, const cuk_view *const *args, int nar
                     dtype_info[r.dtype].name, fmt_shape(b, sizeof b, r.rank, r.shape));
     } else if (bytes) {
         bool src_dev = r.place == CUK_ON_DEVICE, dst_dev = out->place == CUK_ON_DEVICE;
-        if (src_dev && dst_dev) s = cuk_memcpy_dtod(out->dev, r.dev, bytes);
-        else if (src_dev) s = cuk_memcpy_dtoh(out->data, r.dev, bytes);
-        else if (dst_dev) s = cuk_memcpy_htod(out->dev, r.data, bytes);
+        if (src_dev && dst_dev) s = cuk_memcpy_dtod_async(out->dev, r.dev, bytes, call_stream);
+        else if (src_dev) s = stream_dtoh(out->data, r.dev, bytes);
+        else if (dst_dev) s = stream_htod(out->dev, r.data, bytes);
         else memmove(out->data, r.data, bytes);
     }
     if (d.rank >= 0 && d.dev) cuk_mem_free(d.dev);
@@ -908,4 +925,212 @@ cuk_status cuk_program_call(cuk_program *p, const char *name, cuk_array *const *
     cuk_status s = cuk_program_function(p, name, &f);
     if (s) return s;
     return cuk_fn_call(f, args, nargs, result);
+}
+
+cuk_status cuk_program_call_on(cuk_program *p, const char *name, cuk_array *const *args, int nargs, cuk_array **result,
+                               cuk_stream *stream) {
+    cuk_stream *was = call_stream;
+    call_stream = stream;
+    cuk_status s = cuk_program_call(p, name, args, nargs, result);
+    call_stream = was;
+    return s;
+}
+
+/* ---- graphs: one call captured (cuk_fn_capture) ------------------------------------------ */
+
+struct cuk_capture_s {
+    cuk_fn *f;
+    cuk_stream *stream; /* private: where the call was captured */
+    cuk_graph *g;
+    int nargs, nres;
+    cuk_view *in;  /* the graph's inputs: device arrays it owns; scalars by value */
+    cuk_scalar *sv;
+    cuk_view res[MAX_RESULTS];
+};
+
+void cuk_capture_free(cuk_capture *c) {
+    if (!c) return;
+    /* the graph's memory goes with the graph: wait for its last launch first */
+    if (c->g) cuk_graph_destroy(c->g);
+    for (int i = 0; c->in && i < c->nargs; i++)
+        if (c->in[i].rank > 0) cuk_mem_free(c->in[i].dev);
+    for (int k = 0; k < c->nres; k++)
+        if (c->res[k].rank >= 0) cuk_mem_free(c->res[k].dev);
+    cuk_stream_destroy(c->stream);
+    free(c->in);
+    free(c->sv);
+    free(c);
+}
+
+static cuk_status capture_fail(cuk_capture *c, cuk_status s) {
+    char msg[4096];
+    snprintf(msg, sizeof msg, "%s", cuk_last_error());
+    if (c->stream) cuk_stream_synchronize(c->stream);
+    cuk_capture_free(c);
+    return err_set(s, "%s", msg);
+}
+
+cuk_status cuk_fn_capture(cuk_fn *f, const cuk_view *const *args, int nargs, cuk_capture **out) {
+    last_info_set = false;
+    if (!out || !f || nargs < 0 || (nargs && !args)) return err_set(CUK_ERR_INVALID, "cuk_fn_capture: NULL argument");
+    *out = NULL;
+    if (!f->prog->session)
+        return err_set(CUK_ERR_INVALID, "%s(): a CUDA graph needs the GPU backend; this program runs on the CPU",
+                       f->fn->name);
+    cuk_status s = check_views(f, args, nargs);
+    if (s) return s;
+    cuk_capture *c = calloc(1, sizeof *c);
+    if (!c) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    c->f = f;
+    c->nargs = nargs;
+    c->nres = 0;
+    if (!(c->in = calloc((size_t)nargs + 1, sizeof *c->in)) || !(c->sv = calloc((size_t)nargs + 1, sizeof *c->sv))) {
+        cuk_capture_free(c);
+        return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    if ((s = cuk_stream_create(&c->stream))) return capture_fail(c, s);
+    /* The inputs: the graph's own copies, so that a replay reads them wherever the
+       caller's arrays go; the copies wait for the caller's current stream. */
+    cuk_stream *was = call_stream;
+    if ((s = cuk_stream_wait_raw(cuk_stream_handle(c->stream), cuk_stream_handle(was)))) return capture_fail(c, s);
+    const cuk_view *vstack[16], **vp = nargs <= 16 ? vstack : calloc((size_t)nargs, sizeof *vp);
+    if (!vp) return capture_fail(c, err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory"));
+    for (int i = 0; i < nargs && !s; i++) {
+        const cuk_view *a = args[i];
+        cuk_view *v = &c->in[i];
+        *v = *a;
+        vp[i] = v;
+        if (a->rank == 0) { /* by value: recorded in the kernels' parameters */
+            if (a->place == CUK_ON_DEVICE) s = cuk_memcpy_dtoh(&c->sv[i], a->dev, cuk_dtype_size(a->dtype));
+            else memcpy(&c->sv[i], a->data, cuk_dtype_size(a->dtype));
+            v->place = CUK_ON_HOST;
+            v->data = &c->sv[i];
+            v->dev = 0;
+            continue;
+        }
+        size_t nb = cuk_dtype_size(a->dtype);
+        for (int k = 0; k < a->rank; k++) nb *= (size_t)a->shape[k];
+        v->place = CUK_ON_DEVICE;
+        v->data = NULL;
+        v->dev = 0;
+        if ((s = cuk_mem_alloc_on(&v->dev, nb, c->stream))) break;
+        if (nb && a->place == CUK_ON_DEVICE) s = cuk_memcpy_dtod_async(v->dev, a->dev, nb, c->stream);
+        else if (nb) s = cuk_memcpy_htod_async(v->dev, a->data, nb, c->stream);
+    }
+    /* Once for real (compiling what is not yet, the scratch sized), then recorded. */
+    cuk_view dres[MAX_RESULTS];
+    cuk_array *hres[MAX_RESULTS] = {NULL};
+    int nr = nout(f);
+    call_stream = c->stream;
+    for (int pass = 0; pass < 2 && !s; pass++) {
+        for (int k = 0; k < nr; k++) dres[k].rank = -1;
+        if (pass == 1 && (s = cuk_stream_begin_capture(c->stream))) break;
+        s = session_call(f, vp, nargs, NULL, dres, hres);
+        if (pass == 1) {
+            cuk_status e = cuk_stream_end_capture(c->stream, &c->g);
+            if (!s) s = e;
+        }
+        for (int k = 0; k < nr; k++) {
+            if (hres[k]) { /* a host result: every argument was a host scalar */
+                cuk_array_free(hres[k]);
+                hres[k] = NULL;
+                if (!s) s = err_set(CUK_ERR_INVALID, "%s(): its result is computed on the host, so a graph has nothing "
+                                                     "to record; pass at least one array", f->fn->name);
+            }
+            if (dres[k].rank < 0) continue;
+            if (pass == 0 || s) cuk_mem_free(dres[k].dev);
+            else c->res[k] = dres[k];
+        }
+        if (pass == 1 && !s) c->nres = nr;
+        if (pass == 0 && !s) s = cuk_stream_synchronize(c->stream); /* the warm-up's errors, here */
+    }
+    call_stream = was;
+    if (vp != vstack) free(vp);
+    /* the session's scratch for the private stream: the graph's now */
+    cuk_devptr held[2];
+    int nh = gpu_session_take_stream(f->prog->session, c->stream, held);
+    for (int k = 0; k < nh; k++)
+        if (c->g) cuk_graph_adopt(c->g, held[k]), cuk_mem_free(held[k]);
+        else cuk_mem_free(held[k]);
+    if (!s)
+        for (int i = 0; i < nargs && !s; i++)
+            if (c->in[i].rank > 0 && c->in[i].dev) s = cuk_graph_adopt(c->g, c->in[i].dev);
+    if (s) {
+        if (last_info_set) { /* the call's own error (file:line:col): keep it */
+            char msg[4096];
+            snprintf(msg, sizeof msg, "%s", cuk_last_error());
+            cuk_stream_synchronize(c->stream);
+            cuk_capture_free(c);
+            return err_set(s, "%s", msg);
+        }
+        return capture_fail(c, s);
+    }
+    *out = c;
+    return CUK_OK;
+}
+
+cuk_status cuk_program_capture(cuk_program *p, const char *name, cuk_array *const *args, int nargs, cuk_capture **c) {
+    if (c) *c = NULL;
+    cuk_fn *f;
+    cuk_status s = cuk_program_function(p, name, &f);
+    if (s) return s;
+    if (nargs < 0 || (nargs && !args)) return err_set(CUK_ERR_INVALID, "cuk_program_capture: NULL argument");
+    cuk_view vs[16];
+    const cuk_view *vp[16];
+    if (nargs > 16) return err_set(CUK_ERR_INVALID, "cuk_program_capture: at most 16 arguments (use cuk_fn_capture)");
+    for (int i = 0; i < nargs; i++) {
+        if (!args[i]) return err_set(CUK_ERR_INVALID, "cuk_program_capture: argument %d is NULL", i);
+        cuk_array_view(args[i], &vs[i]);
+        vp[i] = &vs[i];
+    }
+    return cuk_fn_capture(f, vp, nargs, c);
+}
+
+int cuk_capture_nresults(const cuk_capture *c) { return c ? c->nres : 0; }
+
+const cuk_view *cuk_capture_result(const cuk_capture *c, int k) {
+    return c && k >= 0 && k < c->nres ? &c->res[k] : NULL;
+}
+
+const cuk_view *cuk_capture_input(const cuk_capture *c, int i) {
+    return c && i >= 0 && i < c->nargs ? &c->in[i] : NULL;
+}
+
+size_t cuk_capture_nodes(const cuk_capture *c) { return c ? cuk_graph_nodes(c->g) : 0; }
+
+cuk_status cuk_capture_launch(cuk_capture *c, const cuk_view *const *args, int nargs, cuk_stream *s) {
+    if (!c) return err_set(CUK_ERR_INVALID, "cuk_capture_launch: NULL capture");
+    if (args && nargs != c->nargs)
+        return err_set(CUK_ERR_INVALID, "%s(): the graph was captured with %d arguments, %d given", c->f->fn->name,
+                       c->nargs, nargs);
+    cuk_status st = CUK_OK;
+    for (int i = 0; args && i < nargs && !st; i++) {
+        const cuk_view *a = args[i], *in = &c->in[i];
+        if (!a) continue; /* the graph's input as it is */
+        if (a->dtype != in->dtype || a->rank != in->rank ||
+            memcmp(a->shape, in->shape, sizeof(int64_t) * (size_t)a->rank) != 0) {
+            char x[96], y[96];
+            return err_set(CUK_ERR_INVALID, "%s(): argument %d is %s %s, but the graph was captured with %s %s; capture "
+                                            "again for other shapes",
+                           c->f->fn->name, i, dtype_info[a->dtype].name, fmt_shape(x, sizeof x, a->rank, a->shape),
+                           dtype_info[in->dtype].name, fmt_shape(y, sizeof y, in->rank, in->shape));
+        }
+        if (a->rank == 0) {
+            cuk_scalar v = {0};
+            if (a->place == CUK_ON_DEVICE) st = cuk_memcpy_dtoh(&v, a->dev, cuk_dtype_size(a->dtype));
+            else memcpy(&v, a->data, cuk_dtype_size(a->dtype));
+            if (!st && memcmp(&v, &c->sv[i], cuk_dtype_size(a->dtype)) != 0)
+                return err_set(CUK_ERR_INVALID, "%s(): argument %d, a scalar, differs from the value the graph was "
+                                                "captured with (scalars are recorded in it); capture again, or pass it "
+                                                "as a 1-element array",
+                               c->f->fn->name, i);
+            continue;
+        }
+        size_t nb = cuk_dtype_size(a->dtype);
+        for (int k = 0; k < a->rank; k++) nb *= (size_t)a->shape[k];
+        if (a->place == CUK_ON_DEVICE && a->dev == in->dev) continue;
+        st = a->place == CUK_ON_DEVICE ? cuk_memcpy_dtod_async(in->dev, a->dev, nb, s)
+                                       : cuk_memcpy_htod_async(in->dev, a->data, nb, s);
+    }
+    return st ? st : cuk_graph_launch(c->g, s);
 }

@@ -151,10 +151,13 @@ bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, F
    returned scalar that a kernel computed stays on the device: the result then has rank
    0 and p set, a one-element pool block the caller owns as an array's (a returned sum
    goes back to a caller on the device without a synchronising copy to the host and
-   back); other scalars have p 0 and s set. */
+   back); other scalars have p 0 and s set. Every launch, copy and allocation of the call
+   is queued on `stream` (NULL: the legacy default stream), after the work queued there
+   before; where a value must come to the host the call waits for that stream alone.
+   Results are pool blocks of that stream (cuk_mem_free orders their reuse after it). */
 enum { GPU_CALL_DEVICE_SCALARS = 1 };
 bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal *into, GpuVal *result, FILE *out,
-                   RtErr *err, unsigned flags);
+                   RtErr *err, unsigned flags, cuk_stream *stream);
 
 /* gpu_call's fast path, for a caller that must not block (the Python extension keeps
    the GIL for it): does the call only when fn is one kernel, already compiled, and the
@@ -163,9 +166,15 @@ bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal
    gpu_call), 0 when nothing was done and the call needs gpu_call, -1 on an error (err
    filled). */
 int gpu_call_quick(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, RtErr *err);
-/* gpu_call_quick writing into `into` as gpu_call_into does (0 when it does not fit). */
+/* gpu_call_quick writing into `into` as gpu_call_into does (0 when it does not fit), on
+   `stream` as gpu_call_into. */
 int gpu_call_quick_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal *into, GpuVal *result,
-                        RtErr *err);
+                        RtErr *err, cuk_stream *stream);
+
+/* The session's state for calls on `stream` (its scratch and error-word blocks) is
+   removed without freeing them: they go to blocks (returns how many, at most 2), for a
+   CUDA graph that captured calls on that stream and keeps using them. */
+int gpu_session_take_stream(GpuSession *s, cuk_stream *stream, cuk_devptr blocks[2]);
 
 /* CUK_TIMING=1 makes the GPU executor print start-up marks on stderr; this sets time 0. */
 void gpu_timing_start(void);

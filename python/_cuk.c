@@ -346,7 +346,7 @@ PyMODINIT_FUNC PyInit__cuk(void) {
     s_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
     s_gpudata = PyUnicode_InternFromString("gpudata");
     if (!s_cai || !s_dlpack || !s_dlpack_device || !s_gpudata) goto fail;
-    if (array_init(mod) < 0 || call_init(mod) < 0 || memory_init(mod) < 0 || stream_init(mod) < 0 || kernel_init(mod) < 0 ||
+    if (array_init(mod) < 0 || call_init(mod) < 0 || memory_init(mod) < 0 || stream_init(mod) < 0 || kernel_init(mod) < 0 || graph_init(mod) < 0 ||
         driver_init(mod) < 0)
         goto fail;
     PyModule_AddIntConstant(mod, "BACKEND_DEFAULT", CUK_BACKEND_DEFAULT);

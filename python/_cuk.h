@@ -38,6 +38,15 @@ PyObject *raise_status(cuk_status s);
         cuk_status s_ = (call);                                                                    \
         if (s_ != CUK_OK) return raise_status(s_);                                                 \
     } while (0)
+/* CHECK for functions that return -1 on error. */
+#define CHECK_INT(call)                                                                            \
+    do {                                                                                           \
+        cuk_status s_ = (call);                                                                    \
+        if (s_ != CUK_OK) {                                                                        \
+            raise_status(s_);                                                                      \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
 
 /* The object types are heap types (PyType_FromSpec, for abi3): instances are made and
    freed through the type's slots, and each instance holds a reference to its type. */
@@ -104,6 +113,7 @@ typedef struct {
     bool owns;       /* v.dev is a pool block, freed with the object */
     PyObject *base;  /* what keeps wrapped memory alive, or NULL */
     PyObject *weakrefs;
+    uintptr_t stream; /* the stream the work that made it was queued on (a raw handle; 1: legacy) */
 } DeviceArray;
 extern PyTypeObject *DeviceArray_Type;
 #define DA(self) (&((DeviceArray *)(self))->v)
@@ -199,5 +209,14 @@ int devptr_of(PyObject *o, cuk_devptr *p);
 
 /* The cuk_stream of an optional stream argument (None: the default stream). */
 int stream_of(PyObject *o, cuk_stream **s);
+
+/* call.c, for graph.c: a compiled function's arguments as views (None: NULL), its handle */
+int function_views(PyObject *f, PyObject *args, cuk_view *v, const cuk_view **vp, cuk_scalar *sv, Held *held);
+cuk_fn *function_fn(PyObject *f);
+/* graph.c: Function.capture(*args) */
+PyObject *graph_capture(PyObject *f, PyObject *args);
+int graph_init(PyObject *mod);
+/* The raw handle of this thread's call stream (cuk_call_stream_get; 1: legacy). */
+static inline uintptr_t call_stream_handle(void) { return cuk_stream_handle(cuk_call_stream_get()); }
 
 #endif

@@ -95,6 +95,7 @@ PyObject *devarray_new(const cuk_view *v, bool owns, PyObject *base) {
     d->owns = owns && v->dev;
     d->base = Py_XNewRef(base);
     d->weakrefs = NULL;
+    d->stream = call_stream_handle();
     return (PyObject *)d;
 }
 
@@ -137,14 +138,32 @@ static PyObject *devarray_cai(PyObject *self, void *c) {
     PyObject *shape = shape_tuple(v->rank, v->shape);
     if (!shape) return NULL;
     /* Version 3: strides None (C order), and the stream cuk's work on the array may still
-       be queued on: the legacy default stream, 1. A consumer on a non-blocking stream
-       must wait for it (the spec asks a producer with pending work to name its stream). */
-    return Py_BuildValue("{s:N,s:s,s:(K,O),s:i,s:O,s:[(s,s)],s:i}", "shape", shape, "typestr", typestr[v->dtype], "data",
+       be queued on: the one the call that made it ran on (1: the legacy default stream).
+       A consumer on another stream must wait for it (the spec asks a producer with
+       pending work to name its stream). */
+    return Py_BuildValue("{s:N,s:s,s:(K,O),s:i,s:O,s:[(s,s)],s:K}", "shape", shape, "typestr", typestr[v->dtype], "data",
                          view_size(v) ? (unsigned long long)v->dev : 0ULL, Py_False, "version", 3, "strides", Py_None,
-                         "descr", "", typestr[v->dtype], "stream", 1);
+                         "descr", "", typestr[v->dtype], "stream", (unsigned long long)((DeviceArray *)self)->stream);
 }
 
 static PyObject *devarray_int(PyObject *self) { return PyLong_FromUnsignedLongLong(DA(self)->dev); }
+
+/* Copies between the host and a DeviceArray on this thread's call stream, after the work
+   queued on the array's own stream (an event wait when they differ). On the legacy
+   default stream they are the runtime's synchronous ones (pinned staging for large
+   pageable buffers); on another stream asynchronous copies there, waited for when the
+   host needs the bytes. A write leaves the array on the call stream. */
+static cuk_status da_copy(DeviceArray *d, void *host, size_t nb, bool to_host) {
+    cuk_stream *cs = cuk_call_stream_get();
+    uintptr_t h = cuk_stream_handle(cs);
+    cuk_status s = d->stream != h ? cuk_stream_wait_raw(h, d->stream) : CUK_OK;
+    if (s || !nb) return s;
+    if (!cs) s = to_host ? cuk_memcpy_dtoh(host, d->v.dev, nb) : cuk_memcpy_htod(d->v.dev, host, nb);
+    else if (to_host && !(s = cuk_memcpy_dtoh_async(host, d->v.dev, nb, cs))) s = cuk_stream_synchronize(cs);
+    else if (!to_host) s = cuk_memcpy_htod_async(d->v.dev, host, nb, cs);
+    if (!s && !to_host) d->stream = h;
+    return s;
+}
 
 /* get(out=None): a NumPy copy (into out if given, which must match). */
 static PyObject *devarray_get(PyObject *self, PyObject *args, PyObject *kw) {
@@ -161,20 +180,16 @@ static PyObject *devarray_get(PyObject *self, PyObject *args, PyObject *kw) {
             PyBuffer_Release(&b);
             return PyErr_Format(PyExc_ValueError, "get(out=...): out has %zd bytes, the array %zu", b.len, nb);
         }
-        if (nb) {
-            Py_BEGIN_ALLOW_THREADS s = cuk_memcpy_dtoh(b.buf, v->dev, nb);
-            Py_END_ALLOW_THREADS
-        }
+        Py_BEGIN_ALLOW_THREADS s = da_copy((DeviceArray *)self, b.buf, nb, true);
+        Py_END_ALLOW_THREADS
         PyBuffer_Release(&b);
         if (s) return raise_status(s);
         return Py_NewRef(out);
     }
     cuk_array *h;
     CHECK(cuk_array_new(&h, v->dtype, v->rank, v->shape, CUK_ON_HOST));
-    if (nb) {
-        Py_BEGIN_ALLOW_THREADS s = cuk_memcpy_dtoh(cuk_array_host_data(h), v->dev, nb);
-        Py_END_ALLOW_THREADS
-    }
+    Py_BEGIN_ALLOW_THREADS s = da_copy((DeviceArray *)self, cuk_array_host_data(h), nb, true);
+    Py_END_ALLOW_THREADS
     if (s) {
         cuk_array_free(h);
         return raise_status(s);
@@ -192,11 +207,9 @@ static PyObject *devarray_set(PyObject *self, PyObject *src) {
         PyBuffer_Release(&b);
         return PyErr_Format(PyExc_ValueError, "set(): the array has %zu bytes but the source %zd", nb, b.len);
     }
-    cuk_status s = CUK_OK;
-    if (nb) {
-        Py_BEGIN_ALLOW_THREADS s = cuk_memcpy_htod(v->dev, b.buf, nb);
-        Py_END_ALLOW_THREADS
-    }
+    cuk_status s;
+    Py_BEGIN_ALLOW_THREADS s = da_copy((DeviceArray *)self, b.buf, nb, false);
+    Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
     if (s) return raise_status(s);
     Py_RETURN_NONE;
@@ -299,11 +312,11 @@ int stream_handle_arg(PyObject *o, bool dlpack, uintptr_t *h) {
     return 0;
 }
 
-/* Makes the consumer's stream h wait for cuk's work, which is all queued on the legacy
-   default stream: an event wait on the device, nothing when h is that stream. */
-static int order_after_cuk(uintptr_t h) {
-    if (!h || h == CUK_STREAM_LEGACY) return 0;
-    cuk_status s = cuk_stream_wait_raw(h, CUK_STREAM_LEGACY);
+/* Makes the consumer's stream h wait for cuk's work on stream `producer` (a raw handle):
+   an event wait on the device, nothing when h is that stream. */
+static int order_after_cuk(uintptr_t h, uintptr_t producer) {
+    if (!h || h == producer) return 0;
+    cuk_status s = cuk_stream_wait_raw(h, producer);
     if (s) {
         raise_status(s);
         return -1;
@@ -324,7 +337,7 @@ static PyObject *devarray_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
         if (ks) stream = ks;
     }
     uintptr_t h;
-    if (stream_handle_arg(stream, true, &h) < 0 || order_after_cuk(h) < 0) return NULL;
+    if (stream_handle_arg(stream, true, &h) < 0 || order_after_cuk(h, ((DeviceArray *)self)->stream) < 0) return NULL;
     return devarray_dlpack_capsule(self);
 }
 
@@ -333,7 +346,7 @@ static PyObject *devarray_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
 static PyObject *py_stream_wait_cuk(PyObject *m, PyObject *o) {
     (void)m;
     uintptr_t h;
-    if (stream_handle_arg(o, true, &h) < 0 || order_after_cuk(h) < 0) return NULL;
+    if (stream_handle_arg(o, true, &h) < 0 || order_after_cuk(h, call_stream_handle()) < 0) return NULL;
     Py_RETURN_NONE;
 }
 static PyObject *devarray_dlpack_device(PyObject *self, PyObject *u) {
@@ -395,9 +408,10 @@ static PyObject *devarray_alloc(cuk_dtype dt, int rank, const int64_t *shape, co
     if (nb) {
         cuk_status s;
         Py_BEGIN_ALLOW_THREADS
-        s = cuk_mem_alloc(&v.dev, nb);
-        if (!s && data) s = cuk_memcpy_htod(v.dev, data, nb);
-        else if (!s && zero) s = cuk_memset_d8(v.dev, 0, nb, NULL);
+        cuk_stream *cs = cuk_call_stream_get(); /* the array is made on the call stream */
+        s = cuk_mem_alloc_on(&v.dev, nb, cs);
+        if (!s && data) s = cs ? cuk_memcpy_htod_async(v.dev, data, nb, cs) : cuk_memcpy_htod(v.dev, data, nb);
+        else if (!s && zero) s = cuk_memset_d8(v.dev, 0, nb, cs);
         if (s && v.dev) cuk_mem_free(v.dev);
         Py_END_ALLOW_THREADS
         if (s) return raise_status(s);
@@ -529,9 +543,9 @@ int cai_arg(const char *fn, const cuk_param_info *pi, PyObject *cai, cuk_view *v
     if (PyErr_Occurred()) return -1;
     if (d != (int)pi->dtype) return wrong_dtype(fn, pi, (cuk_dtype)d);
     /* Version 3's stream: where the producer may still have work on the data. cuk's work
-       goes on the legacy default stream (1), so any other stream gets an event that the
-       legacy stream waits for (an ordering on the device; the host does not block).
-       Absent or None: nothing to wait for. */
+       goes on the call's stream, so any other stream gets an event that the call's stream
+       waits for (an ordering on the device; the host does not block). Absent or None:
+       nothing to wait for. */
     PyObject *st = PyDict_GetItemString(cai, "stream");
     uintptr_t h;
     if (stream_handle_arg(st, false, &h) < 0) {
@@ -544,8 +558,9 @@ int cai_arg(const char *fn, const cuk_param_info *pi, PyObject *cai, cuk_view *v
         Py_XDECREF(tb);
         return -1;
     }
-    if (h && h != CUK_STREAM_LEGACY) {
-        cuk_status s = cuk_stream_wait_raw(CUK_STREAM_LEGACY, h);
+    uintptr_t mine = call_stream_handle();
+    if (h && h != mine) {
+        cuk_status s = cuk_stream_wait_raw(mine, h);
         if (s) {
             raise_status(s);
             return -1;
@@ -631,14 +646,18 @@ static int dlpack_take(const char *fn, const cuk_param_info *pi, PyObject *cap, 
 
 int dlpack_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
     /* DLPack's ordering: the consumer passes the stream it will use, and the producer
-       makes that stream wait for its own pending work. cuk uses the legacy default
-       stream, 1 (stream=None would mean the same, but some producers, PyTorch among
-       them, then do nothing). */
+       makes that stream wait for its own pending work. cuk uses the call's stream (the
+       legacy default one is 1: stream=None would mean the same, but some producers,
+       PyTorch among them, then do nothing). */
     int cuda = dlpack_on_cuda(o);
     if (cuda < 0) return -1;
     PyObject *meth = PyObject_GetAttr(o, s_dlpack);
     if (!meth) return -1;
-    PyObject *cap = cuda ? PyObject_Call(meth, dl_stream_args, dl_stream_kw) : PyObject_CallNoArgs(meth);
+    uintptr_t mine = call_stream_handle();
+    PyObject *kw = !cuda || mine == CUK_STREAM_LEGACY ? Py_NewRef(dl_stream_kw)
+                                                       : Py_BuildValue("{s:K}", "stream", (unsigned long long)mine);
+    PyObject *cap = !kw ? NULL : cuda ? PyObject_Call(meth, dl_stream_args, kw) : PyObject_CallNoArgs(meth);
+    Py_XDECREF(kw);
     Py_DECREF(meth);
     if (!cap) return -1;
     return dlpack_take(fn, pi, cap, h, v);
@@ -681,9 +700,9 @@ void torch_call_begin(void) { torch_ordered.valid = false; }
    cuk's, but in Python, at 20 us a call on an H100 (2026-11-25,
    bench/exp/torch_interop_cost.py: torch.cuda.default_stream() and current_stream() are
    7.6 us each); this does the same ordering in C: the capsule from to_dlpack, then
-   PyTorch's current stream on the tensor's device, and when that is not the legacy
-   default stream cuk uses (PyTorch's handle 0), an event on it that cuk's stream waits
-   for on the device. Needs torch_fast_path(). */
+   PyTorch's current stream on the tensor's device, and when that is not the stream the
+   call runs on (PyTorch's handle 0 is the legacy default stream), an event on it that
+   the call's stream waits for on the device. Needs torch_fast_path(). */
 int torch_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cuk_view *v) {
     PyObject *cap = PyObject_CallFunctionObjArgs(torch_to_dlpack, o, NULL);
     if (!cap) return -1;
@@ -698,8 +717,10 @@ int torch_arg(const char *fn, const cuk_param_info *pi, PyObject *o, Held *h, cu
     uintptr_t s = (uintptr_t)PyLong_AsUnsignedLongLong(st);
     Py_DECREF(st);
     if (PyErr_Occurred()) return -1;
-    if (s && s != CUK_STREAM_LEGACY) {
-        cuk_status e = cuk_stream_wait_raw(CUK_STREAM_LEGACY, s);
+    uintptr_t mine = call_stream_handle();
+    if (!s) s = CUK_STREAM_LEGACY;
+    if (s != mine) {
+        cuk_status e = cuk_stream_wait_raw(mine, s);
         if (e) {
             raise_status(e);
             return -1;

@@ -674,12 +674,17 @@ static int out_view(Function *f, PyObject *o, Held *h, cuk_view *v, const cuk_vi
 static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Function *f = (Function *)self;
     Py_ssize_t n = (Py_ssize_t)(nargsf & ~CUK_VECTORCALL_ARGUMENTS_OFFSET);
-    PyObject *outobj = NULL;
+    PyObject *outobj = NULL, *streamobj = NULL;
     torch_call_begin();
     for (Py_ssize_t k = 0; kwnames && k < PyTuple_Size(kwnames); k++) {
         PyObject *name = PyTuple_GetItem(kwnames, k);
+        if (PyUnicode_CompareWithASCIIString(name, "stream") == 0) {
+            streamobj = args[n + k] == Py_None ? NULL : args[n + k];
+            continue;
+        }
         if (PyUnicode_CompareWithASCIIString(name, "out") != 0) {
-            PyErr_Format(PyExc_TypeError, "%s() takes positional arguments and out= only, not %U=", fn_name(f), name);
+            PyErr_Format(PyExc_TypeError, "%s() takes positional arguments, out= and stream= only, not %U=", fn_name(f),
+                         name);
             return NULL;
         }
         outobj = args[n + k] == Py_None ? NULL : args[n + k];
@@ -687,6 +692,24 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
     if (n != f->nparams) {
         PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s (%zd given)", fn_name(f), f->nparams, f->nparams == 1 ? "" : "s", n);
         return NULL;
+    }
+    /* stream=: the call (and the ordering of its arguments) goes on that stream; else on
+       this thread's current one (`with stream:`) */
+    cuk_stream *was = cuk_call_stream_get();
+    if (streamobj && cuk_program_backend(((Program *)f->prog)->p) == CUK_BACKEND_CPU) {
+        /* the CPU backend has no streams: a stream is accepted and means nothing */
+        if (!PyLong_Check(streamobj) && !PyObject_HasAttrString(streamobj, "__cuda_stream__") &&
+            !PyObject_HasAttrString(streamobj, "cuda_stream") && !PyObject_HasAttrString(streamobj, "ptr")) {
+            PyErr_Format(PyExc_TypeError,
+                         "stream must be a cuk.driver.Stream, a CuPy or PyTorch stream, an object with "
+                         "__cuda_stream__, a stream handle (int) or None, not %R",
+                         streamobj);
+            return NULL;
+        }
+    } else if (streamobj) {
+        cuk_stream *cs;
+        if (stream_of(streamobj, &cs) < 0) return NULL;
+        cuk_call_stream_set(cs);
     }
     int kind = KIND_NONE;
     PyObject *foreign = NULL; /* borrowed: the first foreign array, a template for the result */
@@ -843,6 +866,7 @@ done:
     if (v != vstack) PyMem_Free(v);
     if (vp != pstack) PyMem_Free((void *)vp);
     if (sv != sstack) PyMem_Free(sv);
+    cuk_call_stream_set(was);
     return result;
 }
 
@@ -862,6 +886,54 @@ static PyObject *function_call(PyObject *self, PyObject *args, PyObject *kw) {
     Py_XDECREF(names);
     if (a != stack) PyMem_Free(a);
     return r;
+}
+
+/* Arguments for a capture or a replay (graph.c): DeviceArrays, Python and NumPy scalars,
+   anything with __cuda_array_interface__, and host buffers (NumPy), as views into v
+   (held keeps what they need). -1 with an exception on a bad one. */
+int function_views(PyObject *fobj, PyObject *args, cuk_view *v, const cuk_view **vp, cuk_scalar *sv, Held *held) {
+    Function *f = (Function *)fobj;
+    Py_ssize_t n = PyTuple_Size(args);
+    if (n != f->nparams) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s (%zd given)", fn_name(f), f->nparams,
+                     f->nparams == 1 ? "" : "s", n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyTuple_GetItem(args, i);
+        const cuk_param_info *pi = &f->params[i];
+        vp[i] = &v[i];
+        int rc;
+        if (o == Py_None) {
+            vp[i] = NULL; /* a replay's "as it is" */
+            continue;
+        }
+        if (PyObject_TypeCheck(o, DeviceArray_Type)) {
+            vp[i] = DA(o);
+            if (vp[i]->dtype != pi->dtype || vp[i]->rank != pi->rank) return wrong_array(fn_name(f), pi, vp[i]);
+            continue;
+        }
+        int tk = arg_kind(o);
+        if (pi->rank == 0 && tk != TP_CAI) {
+            rc = scalar_arg(fn_name(f), pi, o, &sv[i], &v[i]);
+        } else if (tk == TP_CAI || tk == TP_TORCH) {
+            PyObject *cai = PyObject_GetAttr(o, s_cai);
+            rc = cai ? cai_arg(fn_name(f), pi, cai, &v[i]) : -1;
+            Py_XDECREF(cai);
+        } else {
+            rc = buffer_arg(fn_name(f), pi, o, &held[i], &v[i]);
+        }
+        if (rc < 0) return -1;
+        if (v[i].rank != pi->rank) return wrong_rank(fn_name(f), pi, v[i].rank, v[i].shape);
+    }
+    return 0;
+}
+
+cuk_fn *function_fn(PyObject *fobj) { return ((Function *)fobj)->f; }
+bool is_function(PyObject *o) { return PyObject_TypeCheck(o, Function_Type); }
+
+static PyObject *function_capture(PyObject *self, PyObject *args) {
+    return graph_capture(self, args);
 }
 
 static PyObject *function_params(PyObject *self, void *c) {
@@ -890,7 +962,12 @@ static PyGetSetDef function_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 static PyMemberDef function_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(Function, vectorcall), READONLY, NULL}, {NULL, 0, 0, 0, NULL}};
+static PyMethodDef function_methods[] = {
+    {"capture", function_capture, METH_VARARGS,
+     "capture(*args) -> Graph: one call recorded into a CUDA graph that replays with new data of the same shapes"},
+    {NULL, NULL, 0, NULL}};
 static PyType_Slot function_slots[] = {{Py_tp_dealloc, function_dealloc},
+                                       {Py_tp_methods, function_methods},
                                        {Py_tp_call, function_call},
                                        {Py_tp_members, function_members},
                                        {Py_tp_getset, function_getset},

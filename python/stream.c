@@ -1,4 +1,6 @@
 /* Streams and events (cuk.driver.Stream, cuk.driver.Event). */
+#include <string.h>
+
 #include "_cuk.h"
 
 typedef struct {
@@ -51,11 +53,21 @@ static PyObject *stream_wait_for_event(PyObject *self, PyObject *ev) {
 }
 static PyObject *stream_handle(PyObject *self, void *c) {
     (void)c;
-    return PyLong_FromVoidPtr(((Stream *)self)->s);
+    return PyLong_FromUnsignedLongLong(cuk_stream_handle(((Stream *)self)->s));
 }
+/* cuda.core's stream protocol: (version, handle) */
+static PyObject *stream_cuda_stream(PyObject *self, PyObject *u) {
+    (void)u;
+    return Py_BuildValue("(iK)", 0, (unsigned long long)cuk_stream_handle(((Stream *)self)->s));
+}
+static PyObject *stream_enter(PyObject *self, PyObject *u);
+static PyObject *stream_exit(PyObject *self, PyObject *args);
 static PyMethodDef stream_methods[] = {{"synchronize", stream_synchronize, METH_NOARGS, NULL},
+                                       {"__enter__", stream_enter, METH_NOARGS, "make this the current stream"},
+                                       {"__exit__", stream_exit, METH_VARARGS, "restore the current stream"},
                                        {"is_done", stream_is_done, METH_NOARGS, NULL},
                                        {"wait_for_event", stream_wait_for_event, METH_O, NULL},
+                                       {"__cuda_stream__", stream_cuda_stream, METH_NOARGS, "(0, handle)"},
                                        {NULL, NULL, 0, NULL}};
 static PyGetSetDef stream_getset[] = {{"handle", stream_handle, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL, NULL}};
 static PyType_Slot stream_slots[] = {{Py_tp_new, stream_new},         {Py_tp_dealloc, stream_dealloc},
@@ -63,17 +75,122 @@ static PyType_Slot stream_slots[] = {{Py_tp_new, stream_new},         {Py_tp_dea
                                      {Py_tp_doc, "A CUDA stream (non-blocking)."}, {0, 0}};
 static PyType_Spec stream_spec = {"cuk.driver.Stream", sizeof(Stream), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, stream_slots};
 
-int stream_of(PyObject *o, cuk_stream **s) {
-    if (!o || o == Py_None) {
+/* Wrappers of other libraries' streams (cuk_stream_wrap), by handle: made once, kept for
+   the process (a wrapper is the handle and its device; a stream the library destroyed
+   and a later one with the same handle share it harmlessly). */
+#define NWRAP 64
+static struct {
+    uintptr_t h;
+    int dev;
+    cuk_stream *s;
+} wraps[NWRAP];
+static int nwraps;
+
+static int wrap_handle(uintptr_t h, cuk_stream **s) {
+    if (h == CUK_STREAM_LEGACY) {
         *s = NULL;
         return 0;
     }
-    if (!PyObject_TypeCheck(o, Stream_Type)) {
-        PyErr_SetString(PyExc_TypeError, "stream must be a cuk.driver.Stream or None");
+    int dev = 0;
+    CHECK_INT(cuk_device_current(&dev));
+    for (int i = 0; i < nwraps; i++)
+        if (wraps[i].h == h && wraps[i].dev == dev) {
+            *s = wraps[i].s;
+            return 0;
+        }
+    cuk_stream *w;
+    CHECK_INT(cuk_stream_wrap(h, &w));
+    if (nwraps == NWRAP) { /* the oldest goes (a Python caller holds no wrapper) */
+        cuk_stream_destroy(wraps[0].s);
+        memmove(&wraps[0], &wraps[1], sizeof wraps[0] * (NWRAP - 1));
+        nwraps--;
+    }
+    wraps[nwraps].h = h;
+    wraps[nwraps].dev = dev;
+    wraps[nwraps].s = w;
+    nwraps++;
+    *s = w;
+    return 0;
+}
+
+/* A stream argument: None (the legacy default stream), a cuk.driver.Stream, or another
+   library's: an object with __cuda_stream__ (cuda.core's protocol: (version, handle)),
+   a CuPy stream (.ptr), a PyTorch stream (.cuda_stream), or a raw handle (an int: 1 the
+   legacy default stream, 2 the per-thread one, else a CUstream). */
+int stream_of(PyObject *o, cuk_stream **s) {
+    *s = NULL;
+    if (!o || o == Py_None) return 0;
+    if (PyObject_TypeCheck(o, Stream_Type)) {
+        *s = ((Stream *)o)->s;
+        return 0;
+    }
+    PyObject *h = NULL;
+    if (PyLong_Check(o)) {
+        h = Py_NewRef(o);
+    } else if (PyObject_HasAttrString(o, "__cuda_stream__")) {
+        PyObject *t = PyObject_CallMethod(o, "__cuda_stream__", NULL);
+        if (!t) return -1;
+        if (PyTuple_Check(t) && PyTuple_Size(t) == 2) h = Py_NewRef(PyTuple_GetItem(t, 1));
+        Py_DECREF(t);
+    } else if (PyObject_HasAttrString(o, "cuda_stream")) {
+        h = PyObject_GetAttrString(o, "cuda_stream");
+    } else if (PyObject_HasAttrString(o, "ptr")) {
+        h = PyObject_GetAttrString(o, "ptr");
+    }
+    if (!h || !PyLong_Check(h)) {
+        Py_XDECREF(h);
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError,
+                         "stream must be a cuk.driver.Stream, a CuPy or PyTorch stream, an object with "
+                         "__cuda_stream__, a stream handle (int) or None, not %R",
+                         o);
         return -1;
     }
-    *s = ((Stream *)o)->s;
-    return 0;
+    unsigned long long v = PyLong_AsUnsignedLongLong(h);
+    Py_DECREF(h);
+    if (PyErr_Occurred()) return -1;
+    /* CuPy's and PyTorch's default stream is handle 0, the legacy default stream there */
+    return wrap_handle(v ? (uintptr_t)v : CUK_STREAM_LEGACY, s);
+}
+
+/* `with stream:` makes the stream this thread's call stream (cuk_call_stream_set) for
+   the block, as CuPy's `with stream:` does: compiled functions, gpuarray and the rest
+   queue their work there. Blocks nest; each exit restores what the entry found. */
+#define STREAM_STACK 64
+static _Thread_local cuk_stream *stream_stack[STREAM_STACK];
+static _Thread_local int stream_depth;
+
+static PyObject *stream_enter(PyObject *self, PyObject *u) {
+    (void)u;
+    if (stream_depth == STREAM_STACK)
+        return PyErr_Format(PyExc_RuntimeError, "`with stream:` blocks nest more than %d deep", STREAM_STACK);
+    stream_stack[stream_depth++] = cuk_call_stream_get();
+    cuk_call_stream_set(((Stream *)self)->s);
+    return Py_NewRef(self);
+}
+static PyObject *stream_exit(PyObject *self, PyObject *args) {
+    (void)self;
+    (void)args;
+    if (stream_depth > 0) cuk_call_stream_set(stream_stack[--stream_depth]);
+    Py_RETURN_FALSE;
+}
+
+/* cuk.get_current_stream(): this thread's call stream, as a raw handle (1: the legacy
+   default stream). */
+static PyObject *py_current_stream(PyObject *m, PyObject *u) {
+    (void)m;
+    (void)u;
+    return PyLong_FromUnsignedLongLong(cuk_stream_handle(cuk_call_stream_get()));
+}
+
+/* cuk.set_current_stream(stream): as entering `with stream:` without the exit; None
+   goes back to the legacy default stream. The stream must outlive its use. */
+static PyObject *py_set_current_stream(PyObject *m, PyObject *o) {
+    (void)m;
+    cuk_stream *s;
+    if (stream_of(o, &s) < 0) return NULL;
+    cuk_call_stream_set(s);
+    Py_RETURN_NONE;
 }
 
 static PyObject *event_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
@@ -142,7 +259,13 @@ static PyType_Slot event_slots[] = {{Py_tp_new, event_new},
                                     {0, 0}};
 static PyType_Spec event_spec = {"cuk.driver.Event", sizeof(Event), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, event_slots};
 
+static PyMethodDef stream_funcs[] = {
+    {"get_current_stream", py_current_stream, METH_NOARGS, "this thread's current stream (a raw handle; 1: legacy)"},
+    {"set_current_stream", py_set_current_stream, METH_O, "set_current_stream(stream): this thread's current stream"},
+    {NULL, NULL, 0, NULL}};
+
 int stream_init(PyObject *mod) {
+    if (PyModule_AddFunctions(mod, stream_funcs) < 0) return -1;
     if (!(Stream_Type = make_type(mod, &stream_spec, "Stream"))) return -1;
     if (!(Event_Type = make_type(mod, &event_spec, "Event"))) return -1;
     return 0;

@@ -98,10 +98,20 @@ typedef unsigned long long cuk_devptr; /* a CUdeviceptr */
    minimum, powers of two up to 1 MiB, then quarter steps between powers of two) and a
    freed block is kept for the next request of its class. A cached block is handed out
    without a driver call. On out-of-memory every cached block is released and the
-   allocation retried once. The pool does not track streams: before freeing memory that
-   a kernel on another stream may still use, synchronise. Size 0 gives a 512-byte block. */
+   allocation retried once. Size 0 gives a 512-byte block. The pool is stream-ordered:
+   a block belongs to the stream it was allocated on (cuk_mem_alloc: the legacy default
+   stream), and cuk_mem_free returns it in that stream's order, so work already queued
+   there may still use it; a later allocation on the same stream reuses it at once, one
+   on another stream first waits (on the device, not the host) for the work queued on the
+   old stream before the free. */
 cuk_status cuk_mem_alloc(cuk_devptr *p, size_t bytes);
-/* Returns the block to the pool (no driver call). 0 is a no-op. */
+typedef struct cuk_stream_s cuk_stream; /* NULL means the default (legacy) stream */
+/* cuk_mem_alloc for use on stream s (NULL: the legacy default stream). */
+cuk_status cuk_mem_alloc_on(cuk_devptr *p, size_t bytes, cuk_stream *s);
+/* Returns the block to the pool, ordered on the stream it was allocated on (an event
+   recorded there when that is not the legacy stream; else no driver call). A stream not
+   made by cuk_stream_create (cuk_stream_wrap) must outlive the blocks allocated on it.
+   0 is a no-op. */
 cuk_status cuk_mem_free(cuk_devptr p);
 /* Releases all cached (free) blocks to the driver. */
 cuk_status cuk_mem_trim(void);
@@ -122,7 +132,6 @@ cuk_status cuk_mem_stats_get(cuk_mem_stats *s);
 cuk_status cuk_host_alloc(void **p, size_t bytes);
 cuk_status cuk_host_free(void *p);
 
-typedef struct cuk_stream_s cuk_stream; /* NULL means the default (legacy) stream */
 typedef struct cuk_event_s cuk_event;
 
 /* Synchronous copies. A host pointer may be pageable; large pageable copies go through
@@ -143,7 +152,17 @@ cuk_status cuk_memset_d8(cuk_devptr dst, unsigned char value, size_t bytes, cuk_
 
 /* A non-blocking stream (does not synchronise with the legacy default stream). */
 cuk_status cuk_stream_create(cuk_stream **s);
+/* Waits for the stream's work, then destroys it (a wrapped stream: only the wrapper). */
 cuk_status cuk_stream_destroy(cuk_stream *s);
+/* A cuk_stream for another library's stream, by raw handle (CUK_STREAM_LEGACY,
+   CUK_STREAM_PER_THREAD or a CUstream of the current device, as for
+   cuk_stream_wait_raw; 0 is rejected): cuk's work on it is ordered with the library's.
+   cuk_stream_destroy frees the wrapper and leaves the stream alone; the stream must
+   outlive it. */
+cuk_status cuk_stream_wrap(uintptr_t handle, cuk_stream **s);
+/* The raw handle of s: its CUstream, or CUK_STREAM_LEGACY for NULL (the legacy default
+   stream). What __cuda_array_interface__'s "stream" and DLPack's stream= take. */
+uintptr_t cuk_stream_handle(const cuk_stream *s);
 cuk_status cuk_stream_synchronize(cuk_stream *s);
 /* CUK_OK if all work is done, CUK_ERR_NOT_READY if not (no message set). */
 cuk_status cuk_stream_query(cuk_stream *s);
@@ -169,6 +188,32 @@ cuk_status cuk_event_elapsed(float *ms, cuk_event *start, cuk_event *end);
    cuStreamWaitEvent); the host does not block. When both are the same stream there is
    nothing to do, and no driver call is made. */
 cuk_status cuk_stream_wait_raw(uintptr_t waiter, uintptr_t producer);
+
+/* ---- graphs ------------------------------------------------------------------------------ */
+
+/* Stream capture into a CUDA graph (relaxed mode): the work this thread queues on s (a
+   stream from cuk_stream_create; the default streams cannot be captured) until
+   cuk_stream_end_capture is recorded, not run. Meanwhile the pool gives this thread
+   blocks that belong to the graph (their addresses are in it): blocks freed during the
+   capture are reused by it, and all of them stay the graph's until cuk_graph_destroy. A
+   copy to the host or a synchronisation cannot be recorded: the capture then fails at
+   its end. */
+typedef struct cuk_graph_s cuk_graph;
+cuk_status cuk_stream_begin_capture(cuk_stream *s);
+/* Ends the capture and instantiates the graph (*g; destroy with cuk_graph_destroy). */
+cuk_status cuk_stream_end_capture(cuk_stream *s, cuk_graph **g);
+/* 1 while this thread captures. */
+int cuk_capturing(void);
+/* Queues the whole graph on s, after s's earlier work (one driver call; a launch on
+   another stream than the last one first waits for the last one). */
+cuk_status cuk_graph_launch(cuk_graph *g, cuk_stream *s);
+/* How many nodes (kernels, copies, fills) the graph holds. */
+size_t cuk_graph_nodes(const cuk_graph *g);
+/* Makes the pool block p (allocated before the capture) the graph's: freed with it. */
+cuk_status cuk_graph_adopt(cuk_graph *g, cuk_devptr p);
+/* Waits for its last launch, then frees the graph and returns its blocks to the pool
+   (blocks still held by their users stay theirs). */
+cuk_status cuk_graph_destroy(cuk_graph *g);
 
 /* ---- compilation (needs NVRTC, no GPU) ------------------------------------------------ */
 

@@ -17,6 +17,7 @@ static _Atomic int selected = -1; /* index into devs, -1: not chosen yet */
 struct cuk_stream_s {
     CUstream s;
     Device *d;
+    bool owned; /* made by cuk_stream_create (else cuk_stream_wrap: another library's) */
 };
 struct cuk_event_s {
     CUevent e;
@@ -285,14 +286,39 @@ cuk_status cuk_stream_create(cuk_stream **out) {
     }
     st->s = cs;
     st->d = d;
+    st->owned = true;
     *out = st;
     return CUK_OK;
 }
 
+cuk_status cuk_stream_wrap(uintptr_t handle, cuk_stream **out) {
+    if (!out) return err_set(CUK_ERR_INVALID, "cuk_stream_wrap: NULL argument");
+    *out = NULL;
+    if (!handle)
+        return err_set(CUK_ERR_INVALID, "cuk_stream_wrap: stream handle 0 is ambiguous (the legacy or the per-thread "
+                                        "default stream?); pass 1 (CUK_STREAM_LEGACY) or 2 (CUK_STREAM_PER_THREAD)");
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    cuk_stream *st = malloc(sizeof *st);
+    if (!st) return err_set(CUK_ERR_OUT_OF_MEMORY, "cuk_stream_wrap: out of host memory");
+    *st = (cuk_stream){.s = handle == CUK_STREAM_LEGACY ? NULL : (CUstream)handle, .d = d, .owned = false};
+    *out = st;
+    return CUK_OK;
+}
+
+uintptr_t cuk_stream_handle(const cuk_stream *s) { return s && s->s ? (uintptr_t)s->s : CUK_STREAM_LEGACY; }
+
 cuk_status cuk_stream_destroy(cuk_stream *st) {
     if (!st) return CUK_OK;
+    if (!st->owned) {
+        free(st);
+        return CUK_OK;
+    }
     cuk_status s = ctx_make_current(st->d);
-    CUresult r = s ? CUDA_SUCCESS : cu.cuStreamDestroy(st->s);
+    CUresult r = s ? CUDA_SUCCESS : cu.cuStreamSynchronize(st->s);
+    if (!s) pool_stream_gone(st->s);
+    if (!s && !r) r = cu.cuStreamDestroy(st->s);
     free(st);
     if (s) return s;
     if (r) return cu_fail(r, "cuStreamDestroy_v2");

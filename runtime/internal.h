@@ -19,6 +19,10 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
+enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
 typedef size_t (*CUoccupancyB2DSize)(int blockSize);
 /* cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig, CUlaunchAttribute), with
    the one attribute we set: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION. */
@@ -139,7 +143,15 @@ enum {
     X(cuLaunchKernel, "cuLaunchKernel", 1,                                                       \
       (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, \
        void **, void **))                                                                        \
-    X(cuLaunchKernelEx, "cuLaunchKernelEx", 0, (const CUlaunchConfig *, CUfunction, void **, void **))
+    X(cuLaunchKernelEx, "cuLaunchKernelEx", 0, (const CUlaunchConfig *, CUfunction, void **, void **)) \
+    X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", 0, (CUstream, int))                      \
+    X(cuStreamEndCapture, "cuStreamEndCapture", 0, (CUstream, CUgraph *))                        \
+    X(cuStreamIsCapturing, "cuStreamIsCapturing", 0, (CUstream, int *))                          \
+    X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 0, (CUgraphExec *, CUgraph, unsigned long long)) \
+    X(cuGraphLaunch, "cuGraphLaunch", 0, (CUgraphExec, CUstream))                                \
+    X(cuGraphExecDestroy, "cuGraphExecDestroy", 0, (CUgraphExec))                                \
+    X(cuGraphDestroy, "cuGraphDestroy", 0, (CUgraph))                                            \
+    X(cuGraphGetNodes, "cuGraphGetNodes", 0, (CUgraph, CUgraphNode *, size_t *))
 
 typedef struct CuDriver {
 #define X(field, sym, req, args) CUresult (*field) args;
@@ -225,6 +237,23 @@ cuk_status ctx_make_current(Device *d);
 void pool_release_all(void); /* at shutdown: frees every block (driver present) */
 /* The size class of a request: its index (-1 if too large) and rounded size. */
 int pool_size_class(size_t bytes, size_t *size);
+/* Stream capture (graph.c): while this thread captures, the pool hands out blocks that
+   need no wait on another stream (a wait on an event from outside a capture cannot be
+   recorded): blocks freed during the capture, else new ones from the driver. Every
+   block allocated meanwhile belongs to the graph: freeing it during the capture makes
+   it reusable by the capture, after it does nothing, and the graph returns them all to
+   the pool when it is destroyed. */
+typedef struct PoolCapture PoolCapture;
+PoolCapture *pool_capture_begin(CUstream s); /* NULL without host memory */
+void pool_capture_end(PoolCapture *c);       /* the capture is over; c stays the graph's */
+/* The graph is gone (its work finished): its blocks go back to the pool; frees c. */
+void pool_capture_release(PoolCapture *c);
+/* Makes p (a live block) the graph's: freed when the graph is destroyed. */
+bool pool_capture_adopt(PoolCapture *c, CUdeviceptr p);
+
+/* A stream is being destroyed, its work finished: its blocks become the legacy
+   stream's (nothing of theirs is pending). */
+void pool_stream_gone(CUstream gone);
 
 /* compile.c */
 struct cuk_image_s {

@@ -19,8 +19,26 @@ typedef struct Block {
     size_t size; /* the class size: what the driver gave us */
     size_t req;  /* what the caller asked for (for stats) */
     Device *dev;
+    /* Stream order: the stream the block was last handed out on (NULL: the legacy
+       default stream), and when it was freed from a stream other than the legacy one, an
+       event recorded there at the free. Reusing the block on another stream first makes
+       that stream wait for the event (on the device), so no kernel still reading the
+       block from its old stream sees it overwritten. */
+    CUstream stream;
+    CUevent ev;
+    bool ev_pending; /* ev recorded at the last free, not yet waited for by a reuse */
+    struct PoolCapture *cap; /* the graph it belongs to (pool_capture_begin), or NULL */
+    bool cap_free;           /* freed by its user: the capture may reuse it */
+    struct Block *cap_next;  /* in cap->all */
     struct Block *next; /* in a bin's free list or a hash chain */
 } Block;
+
+struct PoolCapture {
+    CUstream stream;
+    bool active;
+    Block *all; /* every block of the graph */
+};
+static _Thread_local PoolCapture *capturing;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static Block *bins[MAXDEV][NCLASS];
@@ -117,6 +135,7 @@ static cuk_status free_blocks(Block *all) {
     for (Block *b = all, *nx; b; b = nx) {
         nx = b->next;
         cuk_status s = ctx_make_current(b->dev);
+        if (!s && b->ev) cu.cuEventDestroy(b->ev);
         CUresult r = s ? CUDA_SUCCESS : cu.cuMemFree(b->ptr);
         if (!s && r) s = cu_fail(r, "cuMemFree_v2");
         if (s && !first) {
@@ -144,8 +163,30 @@ static void human(char *buf, size_t n, size_t bytes) {
     snprintf(buf, n, "%.1f %s", v, u[i]);
 }
 
-cuk_status cuk_mem_alloc(cuk_devptr *out, size_t bytes) {
+/* The legacy default stream has two names: NULL and CU_STREAM_LEGACY (0x1). */
+static CUstream norm_stream(CUstream s) { return s == (CUstream)CUK_STREAM_LEGACY ? NULL : s; }
+
+/* Makes `to` wait for the work queued on b's old stream up to its free: nothing when the
+   streams are the same; the event recorded at the free when there is one; else (freed on
+   the legacy stream, reused on another) an event recorded on the legacy stream now,
+   which covers that work. Called without pool_lock. */
+static cuk_status order_reuse(Block *b, CUstream to) {
+    if (b->stream == to) return CUK_OK;
+    cuk_status s = ctx_make_current(b->dev);
+    if (s) return s;
+    if (b->ev_pending) {
+        b->ev_pending = false;
+        CU_CHECK(cu.cuStreamWaitEvent(to, b->ev, 0), "cuStreamWaitEvent");
+        return CUK_OK;
+    }
+    return cuk_stream_wait_raw(to ? (uintptr_t)to : CUK_STREAM_LEGACY, CUK_STREAM_LEGACY);
+}
+
+cuk_status cuk_mem_alloc(cuk_devptr *out, size_t bytes) { return cuk_mem_alloc_on(out, bytes, NULL); }
+
+cuk_status cuk_mem_alloc_on(cuk_devptr *out, size_t bytes, cuk_stream *on) {
     if (!out) return err_set(CUK_ERR_INVALID, "cuk_mem_alloc: NULL argument");
+    CUstream to = norm_stream(stream_raw(on));
     *out = 0;
     Device *d;
     cuk_status s = dev_selected(&d);
@@ -155,7 +196,23 @@ cuk_status cuk_mem_alloc(cuk_devptr *out, size_t bytes) {
     if (c < 0) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of device memory: asked for %zu bytes", bytes);
 
     pthread_mutex_lock(&pool_lock);
-    Block *b = bins[d->index][c];
+    Block *b = capturing ? NULL : bins[d->index][c];
+    if (capturing) {
+        /* a block this capture freed, of the same class: reused in the capture's order */
+        for (Block *x = capturing->all; x; x = x->cap_next)
+            if (x->cap_free && x->dev == d && x->size == size) {
+                x->cap_free = false;
+                x->req = bytes;
+                if (!live_insert(x)) break;
+                st.in_use += x->size;
+                st.requested += bytes;
+                st.allocs++;
+                st.hits++;
+                pthread_mutex_unlock(&pool_lock);
+                *out = x->ptr;
+                return CUK_OK;
+            }
+    }
     if (b) {
         bins[d->index][c] = b->next;
         st.cached -= b->size;
@@ -172,6 +229,15 @@ cuk_status cuk_mem_alloc(cuk_devptr *out, size_t bytes) {
         st.allocs++;
         st.hits++;
         pthread_mutex_unlock(&pool_lock);
+        if (b->stream != to || b->ev_pending) {
+            /* a block of another stream (rare: streams mostly reuse their own blocks) */
+            if ((s = order_reuse(b, to))) {
+                cuk_mem_free(b->ptr);
+                return s;
+            }
+            b->ev_pending = false;
+            b->stream = to;
+        }
         *out = b->ptr;
         return CUK_OK;
     }
@@ -209,6 +275,12 @@ cuk_status cuk_mem_alloc(cuk_devptr *out, size_t bytes) {
     b->size = size;
     b->req = bytes;
     b->dev = d;
+    b->stream = to;
+    b->ev = NULL;
+    b->ev_pending = false;
+    b->cap = capturing;
+    b->cap_free = false;
+    b->cap_next = NULL;
     b->next = NULL;
     pthread_mutex_lock(&pool_lock);
     if (!live_insert(b)) {
@@ -221,6 +293,10 @@ cuk_status cuk_mem_alloc(cuk_devptr *out, size_t bytes) {
     st.requested += bytes;
     st.allocs++;
     st.driver_allocs++;
+    if (b->cap) {
+        b->cap_next = b->cap->all;
+        b->cap->all = b;
+    }
     note_peak();
     pthread_mutex_unlock(&pool_lock);
     *out = p;
@@ -236,6 +312,43 @@ cuk_status cuk_mem_free(cuk_devptr p) {
         return err_set(CUK_ERR_INVALID,
                        "cuk_mem_free: 0x%llx was not allocated by cuk_mem_alloc (or was freed already)", p);
     }
+    if (b->cap || capturing) {
+        /* a graph's block: reusable by its capture while that runs, else the graph's
+           until it is destroyed. An ordinary block freed while this thread captures
+           (work outside the capture may still use it) is retired into the capture:
+           never reused by it, back to the pool with the graph. */
+        st.in_use -= b->size;
+        st.requested -= b->req;
+        if (!b->cap) {
+            b->cap = capturing;
+            b->cap_next = capturing->all;
+            capturing->all = b;
+        } else {
+            b->cap_free = b->cap->active || b->cap_free;
+        }
+        pthread_mutex_unlock(&pool_lock);
+        return CUK_OK;
+    }
+    if (b->stream) {
+        /* freed from a non-legacy stream: remember where that stream is (an event) for a
+           reuse on another one. A failure here (the stream is gone) leaves the block out
+           of the cache: it is released to the driver, which orders that itself. */
+        pthread_mutex_unlock(&pool_lock);
+        cuk_status s = ctx_make_current(b->dev);
+        CUresult r = s ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+        if (!r && !b->ev) r = cu.cuEventCreate(&b->ev, CU_EVENT_DISABLE_TIMING);
+        if (!r) r = cu.cuEventRecord(b->ev, b->stream);
+        pthread_mutex_lock(&pool_lock);
+        if (r) {
+            st.in_use -= b->size;
+            st.requested -= b->req;
+            pthread_mutex_unlock(&pool_lock);
+            b->next = NULL;
+            if (!s) cu.cuCtxSynchronize();
+            return free_blocks(b);
+        }
+        b->ev_pending = true;
+    }
     size_t ignored;
     int c = pool_size_class(b->size, &ignored);
     st.in_use -= b->size;
@@ -245,6 +358,72 @@ cuk_status cuk_mem_free(cuk_devptr p) {
     bins[b->dev->index][c] = b;
     pthread_mutex_unlock(&pool_lock);
     return CUK_OK;
+}
+
+PoolCapture *pool_capture_begin(CUstream s) {
+    PoolCapture *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->stream = s;
+    c->active = true;
+    capturing = c;
+    return c;
+}
+
+void pool_capture_end(PoolCapture *c) {
+    if (capturing == c) capturing = NULL;
+    c->active = false;
+}
+
+bool pool_capture_adopt(PoolCapture *c, CUdeviceptr p) {
+    pthread_mutex_lock(&pool_lock);
+    Block *b = NULL;
+    if (live_cap)
+        for (b = live[slot(p)]; b && b->ptr != p; b = b->next) {}
+    if (b && !b->cap) {
+        b->cap = c;
+        b->cap_next = c->all;
+        c->all = b;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return b != NULL;
+}
+
+void pool_capture_release(PoolCapture *c) {
+    if (!c) return;
+    if (capturing == c) capturing = NULL;
+    pthread_mutex_lock(&pool_lock);
+    for (Block *b = c->all, *nx; b; b = nx) {
+        nx = b->cap_next;
+        Block *x = NULL;
+        if (live_cap)
+            for (x = live[slot(b->ptr)]; x && x != b; x = x->next) {}
+        b->cap = NULL;
+        b->cap_next = NULL;
+        b->cap_free = false;
+        b->stream = NULL; /* the graph's work is finished */
+        b->ev_pending = false;
+        if (x) continue; /* still held by a user: an ordinary block now */
+        size_t ignored;
+        int k = pool_size_class(b->size, &ignored);
+        st.cached += b->size;
+        b->next = bins[b->dev->index][k];
+        bins[b->dev->index][k] = b;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    free(c);
+}
+
+void pool_stream_gone(CUstream gone) {
+    if (!(gone = norm_stream(gone))) return;
+    pthread_mutex_lock(&pool_lock);
+    for (size_t i = 0; i < live_cap; i++)
+        for (Block *b = live[i]; b; b = b->next)
+            if (b->stream == gone) b->stream = NULL;
+    for (int d = 0; d < MAXDEV; d++)
+        for (int c = 0; c < NCLASS; c++)
+            for (Block *b = bins[d][c]; b; b = b->next)
+                if (b->stream == gone) b->stream = NULL, b->ev_pending = false;
+    pthread_mutex_unlock(&pool_lock);
 }
 
 cuk_status cuk_mem_stats_get(cuk_mem_stats *s) {

@@ -16,6 +16,7 @@
 #pragma GCC diagnostic pop
 #include "compiler/bundle.h"
 #include "compiler/pipeline.h"
+#include "exec/gpu/order.h"
 #include "exec/gpu/sort.h"
 #include "exec/run.h"
 #include "runtime/cuk.h"
@@ -118,12 +119,12 @@ struct GpuSession {
     const Bundle *bundle; /* when set, modules are loaded from its images, not compiled */
     pthread_mutex_t lock; /* one call at a time */
     DBuf *free_bufs;
-    cuk_devptr scratch;  /* reduction partials, scan tile states: stream-ordered reuse */
-    size_t scratch_size;
-    cuk_devptr errblk;   /* 4 words per plan for the kernels' bounds checks (KP_ERR) */
+    /* What calls on one stream reuse from call to call; a call on another stream has its
+       own, so that calls on different streams never share memory while both run. */
+    struct SState *sstates; /* most recently used first, at most MAX_SSTATES */
+    struct SState *ss;      /* the running call's stream's */
     RowDevice row_dev;   /* what row launches need of the device (row_device) */
     bool row_dev_known;
-    bool err_pending;    /* a kernel with a KP_ERR word ran since the block was read */
     /* the call in progress */
     bool dev_scalars;    /* the caller takes a returned scalar on the device (GPU_CALL_DEVICE_SCALARS) */
     RtErr *err;
@@ -134,6 +135,77 @@ struct GpuSession {
     const GpuVal *into;
     bool into_used;
 };
+
+/* Per stream (GpuSession.sstates): the scratch block (reduction partials, scan tile
+   states), reused by the stream's calls in its order, and the bounds checks' error words. */
+typedef struct SState {
+    cuk_stream *stream;  /* a cuk_stream_wrap of the stream's handle (NULL: legacy) */
+    uintptr_t handle;    /* cuk_stream_handle */
+    cuk_devptr scratch;
+    size_t scratch_size;
+    cuk_devptr errblk;   /* 4 words per plan for the kernels' bounds checks (KP_ERR) */
+    bool err_pending;    /* a kernel with a KP_ERR word ran since the block was read */
+    struct SState *next;
+} SState;
+#define MAX_SSTATES 16
+
+/* The stream of the call this thread is making (order.h). */
+static _Thread_local cuk_stream *call_stream;
+
+/* gpu_read refused to wait during a capture (gpu_fail says so). */
+static _Thread_local bool read_refused;
+
+cuk_stream *gpu_stream(void) { return call_stream; }
+
+bool gpu_read(void *dst, cuk_devptr src, size_t bytes) {
+    if (cuk_capturing()) return !(read_refused = true); /* gpu_fail says why */
+    if (!call_stream) return cuk_memcpy_dtoh(dst, src, bytes) == CUK_OK;
+    return cuk_memcpy_dtoh_async(dst, src, bytes, call_stream) == CUK_OK && cuk_stream_synchronize(call_stream) == CUK_OK;
+}
+
+bool gpu_write(cuk_devptr dst, const void *src, size_t bytes) {
+    if (!call_stream) return cuk_memcpy_htod(dst, src, bytes) == CUK_OK;
+    return cuk_memcpy_htod_async(dst, src, bytes, call_stream) == CUK_OK;
+}
+
+bool gpu_alloc(cuk_devptr *p, size_t bytes) { return cuk_mem_alloc_on(p, bytes, call_stream) == CUK_OK; }
+
+static void sstate_free(SState *t) {
+    cuk_mem_free(t->scratch); /* in the stream's order: no wait */
+    cuk_mem_free(t->errblk);
+    cuk_stream_destroy(t->stream);
+    free(t);
+}
+
+/* The state of stream `on` (the call's), made the session's current one; NULL without
+   host memory. Past MAX_SSTATES streams the least recently used one's goes. */
+static SState *sstate_use(GpuSession *s, cuk_stream *on) {
+    uintptr_t h = cuk_stream_handle(on);
+    SState **pp = &s->sstates, *t;
+    int n = 0;
+    for (; (t = *pp); pp = &t->next, n++)
+        if (t->handle == h) break;
+    if (t) {
+        *pp = t->next; /* to the front */
+    } else {
+        if (n >= MAX_SSTATES) {
+            SState **q = &s->sstates;
+            while ((*q)->next) q = &(*q)->next;
+            sstate_free(*q);
+            *q = NULL;
+        }
+        if (!(t = calloc(1, sizeof *t))) return NULL;
+        t->handle = h;
+        if (h != CUK_STREAM_LEGACY && cuk_stream_wrap(h, &t->stream) != CUK_OK) {
+            free(t);
+            return NULL;
+        }
+    }
+    t->next = s->sstates;
+    s->sstates = t;
+    s->ss = t;
+    return t;
+}
 
 struct Frame {
     GpuSession *s;
@@ -193,6 +265,13 @@ static DBuf *dbuf_new(GpuSession *s) {
 }
 
 static bool gpu_fail(GpuSession *s, Loc loc, const char *what) {
+    /* a capture (cuk_stream_begin_capture) records work; it cannot wait for a value */
+    if (!s->err->set && read_refused)
+        rt_error(s->err, loc,
+                 "%s: a CUDA graph cannot record a value coming back to the host (a size that depends on the data, a "
+                 "scalar used by host code, print, or a reported bounds check); capture a function without one",
+                 what);
+    read_refused = false;
     if (!s->err->set) rt_error(s->err, loc, "%s: %s", what, cuk_last_error());
     return false;
 }
@@ -201,7 +280,7 @@ static bool dalloc(GpuSession *s, Value *v, Loc loc) {
     v->buf = dbuf_new(s);
     if (!v->buf) return gpu_fail(s, loc, "out of host memory");
     size_t bytes = (size_t)nelem(v) * (size_t)dtype_info[v->dt].size;
-    if (cuk_mem_alloc(&v->buf->p, bytes) != CUK_OK) {
+    if (!gpu_alloc(&v->buf->p, bytes)) {
         v->buf->next = s->free_bufs;
         s->free_bufs = v->buf;
         v->buf = NULL;
@@ -216,12 +295,12 @@ static bool dalloc(GpuSession *s, Value *v, Loc loc) {
 /* Reads the kernels' error words (a synchronising copy) and reports the first error
    found, as the CPU backend words it. Clears the block. */
 static bool check_dev_err(GpuSession *s) {
-    if (!s->err_pending || !s->errblk) return true;
-    s->err_pending = false;
+    if (!s->ss->err_pending || !s->ss->errblk || cuk_capturing()) return true;
+    s->ss->err_pending = false;
     unsigned long long stack[4 * 16], *e = stack;
     size_t bytes = (size_t)s->nfs * 32;
     if (s->nfs > 16 && !(e = malloc(bytes))) return gpu_fail(s, (Loc){0}, "out of host memory");
-    bool ok = cuk_memcpy_dtoh(e, s->errblk, bytes) == CUK_OK;
+    bool ok = gpu_read(e, s->ss->errblk, bytes);
     if (!ok) gpu_fail(s, (Loc){0}, "a kernel failed");
     for (int i = 0; ok && i < s->nfs; i++) {
         unsigned long long *w = &e[4 * i];
@@ -240,7 +319,7 @@ static bool check_dev_err(GpuSession *s) {
             ok = shape_index(s->err, loc, (long long)w[1], v ? v->axis : 0, (long long)w[2], &t);
             ASSERT(!ok); /* a kernel only reports an index that is out of bounds */
         }
-        if (cuk_memset_d8(s->errblk, 0, bytes, NULL) != CUK_OK) break;
+        if (cuk_memset_d8(s->ss->errblk, 0, bytes, gpu_stream()) != CUK_OK) break;
     }
     if (e != stack) free(e);
     return ok;
@@ -255,7 +334,7 @@ static Arr *download(GpuSession *s, const Value *v, Loc loc) {
         return NULL;
     }
     size_t bytes = (size_t)a->size * (size_t)dtype_info[v->dt].size;
-    if (bytes && cuk_memcpy_dtoh(a->data, v->buf->p, bytes) != CUK_OK) {
+    if (bytes && !gpu_read(a->data, v->buf->p, bytes)) {
         arr_release(a);
         gpu_fail(s, loc, "copy from the device failed");
         return NULL;
@@ -532,27 +611,27 @@ static bool kernel_fn(Frame *f, const Kernel *k, KState *ks) {
 
 /* Makes sure the session's scratch block holds bytes, zeroed (ordered on the stream). */
 static bool scratch_get(GpuSession *s, size_t bytes, bool zero, Loc loc) {
-    if (bytes > s->scratch_size) {
+    if (bytes > s->ss->scratch_size) {
         /* the old block goes back to the pool; later kernels that reuse it are queued
            after the ones that used it, on the same stream */
-        cuk_mem_free(s->scratch);
-        s->scratch = 0;
-        size_t want = bytes < 2 * s->scratch_size ? 2 * s->scratch_size : bytes;
-        if (cuk_mem_alloc(&s->scratch, want) != CUK_OK) {
-            s->scratch_size = 0;
+        cuk_mem_free(s->ss->scratch);
+        s->ss->scratch = 0;
+        size_t want = bytes < 2 * s->ss->scratch_size ? 2 * s->ss->scratch_size : bytes;
+        if (!gpu_alloc(&s->ss->scratch, want)) {
+            s->ss->scratch_size = 0;
             return gpu_fail(s, loc, "scratch allocation failed");
         }
-        s->scratch_size = want;
+        s->ss->scratch_size = want;
     }
-    if (zero && cuk_memset_d8(s->scratch, 0, bytes, NULL) != CUK_OK) return gpu_fail(s, loc, "clearing scratch failed");
+    if (zero && cuk_memset_d8(s->ss->scratch, 0, bytes, gpu_stream()) != CUK_OK) return gpu_fail(s, loc, "clearing scratch failed");
     return true;
 }
 
 static bool errblk_get(GpuSession *s, Loc loc) {
-    if (s->errblk) return true;
+    if (s->ss->errblk) return true;
     size_t bytes = (size_t)s->nfs * 32;
-    if (cuk_mem_alloc(&s->errblk, bytes) != CUK_OK) return gpu_fail(s, loc, "device allocation failed");
-    if (cuk_memset_d8(s->errblk, 0, bytes, NULL) != CUK_OK) return gpu_fail(s, loc, "clearing memory failed");
+    if (!gpu_alloc(&s->ss->errblk, bytes)) return gpu_fail(s, loc, "device allocation failed");
+    if (cuk_memset_d8(s->ss->errblk, 0, bytes, gpu_stream()) != CUK_OK) return gpu_fail(s, loc, "clearing memory failed");
     return true;
 }
 
@@ -562,7 +641,7 @@ static bool errblk_get(GpuSession *s, Loc loc) {
 static bool settle(GpuSession *s, Value *v, Loc loc) {
     if (v->rank != 0 || !v->buf) return true;
     char bytes[16] = {0};
-    bool ok = cuk_memcpy_dtoh(bytes, v->buf->p, (size_t)dtype_info[v->dt].size) == CUK_OK;
+    bool ok = gpu_read(bytes, v->buf->p, (size_t)dtype_info[v->dt].size);
     if (!ok) gpu_fail(s, loc, "copy from the device failed");
     vrelease(s, v);
     v->s = scalar_load(v->dt, bytes);
@@ -585,19 +664,19 @@ static bool hist_init(Frame *f, const Kernel *k, Value *out, Loc loc) {
         bool zero = true;
         for (size_t i = 0; i < esz; i++) zero = zero && one[i] == 0;
         if (zero) {
-            if (cuk_memset_d8(out->buf->p, 0, bytes, NULL) != CUK_OK) return gpu_fail(s, loc, "clearing memory failed");
+            if (cuk_memset_d8(out->buf->p, 0, bytes, gpu_stream()) != CUK_OK) return gpu_fail(s, loc, "clearing memory failed");
             return true;
         }
         unsigned char *host = malloc(bytes);
         if (!host) return gpu_fail(s, loc, "out of host memory");
         for (size_t i = 0; i < bytes; i += esz) memcpy(host + i, one, esz);
-        bool ok = cuk_memcpy_htod(out->buf->p, host, bytes) == CUK_OK;
+        bool ok = gpu_write(out->buf->p, host, bytes);
         free(host);
         return ok ? true : gpu_fail(s, loc, "copy to the device failed");
     }
     Value dv;
     if (!eval(f, d, &dv)) return false;
-    bool ok = cuk_memcpy_dtod_async(out->buf->p, dv.buf->p, bytes, NULL) == CUK_OK;
+    bool ok = cuk_memcpy_dtod_async(out->buf->p, dv.buf->p, bytes, gpu_stream()) == CUK_OK;
     vrelease(s, &dv);
     return ok ? true : gpu_fail(s, loc, "copy on the device failed");
 }
@@ -620,7 +699,7 @@ static bool compact_space(Frame *f, const Kernel *k, const Value *space, Value *
    (kernel.h, COMPACT_COUNT_OFFSET), becomes the result's size. */
 static bool compact_count(GpuSession *s, Value *out, Loc loc) {
     long long cnt = 0;
-    if (cuk_memcpy_dtoh(&cnt, s->scratch + COMPACT_COUNT_OFFSET, sizeof cnt) != CUK_OK)
+    if (!gpu_read(&cnt, s->ss->scratch + COMPACT_COUNT_OFFSET, sizeof cnt))
         return gpu_fail(s, loc, "copy from the device failed");
     if (cnt < 0 || cnt > out->shape[0]) die("compaction kept %lld of %lld elements", cnt, (long long)out->shape[0]);
     out->shape[0] = cnt;
@@ -715,9 +794,9 @@ static bool segred_launch(GpuSession *s, const Kernel *k, KState *ks, long long 
     cuk_dim3 gsp = {(unsigned)(bsp > SEGRED_AUX_GRID ? SEGRED_AUX_GRID : bsp), 1, 1};
     cuk_dim3 gt = {ntiles, 1, 1};
     cuk_dim3 gsf = {(unsigned)(bsf < 1 ? 1 : bsf > SEGRED_AUX_GRID ? SEGRED_AUX_GRID : bsf), 1, 1};
-    if (cuk_launch(ks->sp, gsp, b, 0, NULL, args) != CUK_OK ||
-        (ntiles > 0 && cuk_launch(ks->fn, gt, b, 0, NULL, args) != CUK_OK) ||
-        cuk_launch(ks->sf, gsf, b, 0, NULL, args) != CUK_OK)
+    if (cuk_launch(ks->sp, gsp, b, 0, gpu_stream(), args) != CUK_OK ||
+        (ntiles > 0 && cuk_launch(ks->fn, gt, b, 0, gpu_stream(), args) != CUK_OK) ||
+        cuk_launch(ks->sf, gsf, b, 0, gpu_stream(), args) != CUK_OK)
         return gpu_fail(s, loc, "kernel launch failed");
     return true;
 }
@@ -768,7 +847,7 @@ static bool blas_launch(Frame *f, const Kernel *k) {
         a.m = x.shape[a.trans_a], a.k = x.shape[!a.trans_a], a.n = y.rank == 2 ? y.shape[!a.trans_b] : 1;
         a.a = x.buf ? x.buf->p : 0, a.b = y.buf ? y.buf->p : 0, a.d = out.buf->p;
         a.bias = bias.buf ? bias.buf->p : 0;
-        if (cuk_matmul(&a, NULL) != CUK_OK) ok = gpu_fail(s, loc, "the matrix product failed");
+        if (cuk_matmul(&a, gpu_stream()) != CUK_OK) ok = gpu_fail(s, loc, "the matrix product failed");
     }
     vrelease(s, &x);
     vrelease(s, &y);
@@ -980,8 +1059,8 @@ static bool launch(Frame *f, const Kernel *k) {
         }
         case KP_ERR:
             ok = errblk_get(s, loc);
-            if (ok) w[i] = (long long)(s->errblk + (cuk_devptr)f->st->pi * 32);
-            s->err_pending = true;
+            if (ok) w[i] = (long long)(s->ss->errblk + (cuk_devptr)f->st->pi * 32);
+            s->ss->err_pending = true;
             break;
         case KP_GLEN:
             ok = shape_of(f, p->v->args[0], &x);
@@ -1007,7 +1086,7 @@ static bool launch(Frame *f, const Kernel *k) {
     if (ok && scratch_bytes) ok = scratch_get(s, scratch_bytes, !kernel_segred(k), loc);
     for (int i = 0; i < k->nparams; i++) {
         if (k->params[i].kind == KP_FLAT) w[i] = flat | (ix32 ? KFLAT_IX32 : 0);
-        if (k->params[i].kind == KP_SCRATCH) w[i] = (long long)s->scratch;
+        if (k->params[i].kind == KP_SCRATCH) w[i] = (long long)s->ss->scratch;
     }
     bool empty = (k->kind == K_MAP || k->kind == K_SCAN || k->kind == K_ROW || k->kind == K_MATMUL ||
                   k->kind == K_COMPACT) &&
@@ -1031,18 +1110,18 @@ static bool launch(Frame *f, const Kernel *k) {
     } else if (ok && !empty) {
         void *args[1] = {w};
         cuk_dim3 g = {grid, 1, 1}, b = {block, 1, 1};
-        bool launched = cluster && cuk_launch_cluster(entry, g, b, cluster, 0, NULL, args) == CUK_OK;
+        bool launched = cluster && cuk_launch_cluster(entry, g, b, cluster, 0, gpu_stream(), args) == CUK_OK;
         if (cluster && !launched) {
             /* a device or driver that cannot: no clusters from now on */
             s->row_dev.clusters = false;
             entry = ks->fn, g.x = grid0, b.x = (unsigned)k->block, cluster = 0;
             row_config(f, k, ks, len, outer, &entry, &g.x, &b.x, &cluster);
         }
-        if (!launched && cuk_launch(entry, g, b, (unsigned)kernel_shmem(k, inner), NULL, args) != CUK_OK)
+        if (!launched && cuk_launch(entry, g, b, (unsigned)kernel_shmem(k, inner), gpu_stream(), args) != CUK_OK)
             ok = gpu_fail(s, loc, "kernel launch failed");
         if (timing_on && !timing_first_done) {
             timing_first_done = true;
-            cuk_synchronize();
+            cuk_stream_synchronize(gpu_stream());
             timing_mark("first kernel done");
         }
         /* a compaction's size: the total its last tile wrote (one word to the host) */
@@ -1091,7 +1170,7 @@ static __attribute__((noinline)) bool eval_load(Frame *f, Val *v, Value *r) {
         r->s = arr_get(a, 0);
     } else if ((ok = dalloc(s, r, v->loc))) {
         size_t bytes = (size_t)a->size * (size_t)dtype_info[a->dt].size;
-        if (bytes && cuk_memcpy_htod(r->buf->p, a->data, bytes) != CUK_OK) {
+        if (bytes && !gpu_write(r->buf->p, a->data, bytes)) {
             ok = gpu_fail(s, v->loc, "copy to the device failed");
             vrelease(s, r);
         }
@@ -1137,7 +1216,7 @@ static __attribute__((noinline)) bool eval_elem(Frame *f, Val *v, Value *r) {
     }
     char bytes[16] = {0};
     int sz = dtype_info[v->dt].size;
-    if (ok && cuk_memcpy_dtoh(bytes, x.buf->p + (cuk_devptr)(off * sz), (size_t)sz) != CUK_OK)
+    if (ok && !gpu_read(bytes, x.buf->p + (cuk_devptr)(off * sz), (size_t)sz))
         ok = gpu_fail(s, v->loc, "copy from the device failed");
     if (ok) ok = check_dev_err(s);
     vrelease(s, &x);
@@ -1333,8 +1412,8 @@ static bool eval_k(Frame *f, Val *v, Value *out, bool keep) {
         if (a.buf && b.buf) {
             size_t ps = (size_t)dtype_info[a.dt].size;
             ok = dalloc(f->s, &r, v->loc);
-            if (ok && (cuk_memcpy_dtod(r.buf->p, a.buf->p, ps) != CUK_OK ||
-                       cuk_memcpy_dtod(r.buf->p + ps, b.buf->p, ps) != CUK_OK)) {
+            if (ok && (cuk_memcpy_dtod_async(r.buf->p, a.buf->p, ps, gpu_stream()) != CUK_OK ||
+                       cuk_memcpy_dtod_async(r.buf->p + ps, b.buf->p, ps, gpu_stream()) != CUK_OK)) {
                 ok = gpu_fail(f->s, v->loc, "device copy failed");
                 vrelease(f->s, &r);
             }
@@ -1656,6 +1735,24 @@ static void fnstate_init(GpuSession *s, FnState *st, int pi) {
     st->direct = nd && *nd && strcmp(nd, "0") != 0 ? NULL : direct_kernel(fn, pl);
 }
 
+int gpu_session_take_stream(GpuSession *s, cuk_stream *stream, cuk_devptr blocks[2]) {
+    pthread_mutex_lock(&s->lock);
+    uintptr_t h = cuk_stream_handle(stream);
+    int n = 0;
+    for (SState **pp = &s->sstates, *t; (t = *pp); pp = &t->next)
+        if (t->handle == h) {
+            *pp = t->next;
+            if (t->scratch) blocks[n++] = t->scratch;
+            if (t->errblk) blocks[n++] = t->errblk;
+            cuk_stream_destroy(t->stream);
+            free(t);
+            break;
+        }
+    s->ss = NULL;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 GpuSession *gpu_session_new(const Compiled *c, const Bundle *b, RtErr *err) {
     ASSERT(c->prog && c->plans && c->cuda); /* compiled to STAGE_CUDA */
     if (cuk_init() != CUK_OK) {
@@ -1688,8 +1785,11 @@ GpuSession *gpu_session_new(const Compiled *c, const Bundle *b, RtErr *err) {
 void gpu_session_free(GpuSession *s) {
     if (!s) return;
     for (int i = 0; i < s->nfs; i++) frame_free(s->fs[i].spare);
-    cuk_mem_free(s->scratch);
-    cuk_mem_free(s->errblk);
+    while (s->sstates) {
+        SState *t = s->sstates;
+        s->sstates = t->next;
+        sstate_free(t);
+    }
     while (s->free_bufs) {
         DBuf *b = s->free_bufs;
         s->free_bufs = b->next;
@@ -1736,7 +1836,7 @@ static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
                 memcmp(in->shape, shape->shape, sizeof(int64_t) * (size_t)k->rank) == 0;
     if (s->into && !into) return true; /* the general path says what differs */
     if (into) out = in->p;
-    else if (cuk_mem_alloc(&out, (size_t)n * (size_t)dtype_info[o->dt].size) != CUK_OK)
+    else if (!gpu_alloc(&out, (size_t)n * (size_t)dtype_info[o->dt].size))
         return true; /* the general path reports it */
     long long w[64];
     for (int i = 0; i < k->nparams; i++) {
@@ -1757,7 +1857,7 @@ static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
     if (n > 0) {
         void *kargs[1] = {w};
         cuk_dim3 g = {grid, 1, 1}, b = {(unsigned)k->block, 1, 1};
-        if (cuk_launch(ks->fn, g, b, 0, NULL, kargs) != CUK_OK) {
+        if (cuk_launch(ks->fn, g, b, 0, gpu_stream(), kargs) != CUK_OK) {
             if (!into) cuk_mem_free(out);
             return gpu_fail(s, o->loc, "kernel launch failed");
         }
@@ -1788,7 +1888,7 @@ static bool into_finish(GpuSession *s, const Fn *fn, const GpuVal *into, Value *
         return false;
     }
     size_t bytes = gv_bytes(into);
-    if (r->buf->p != into->p && bytes && cuk_memcpy_dtod_async(into->p, r->buf->p, bytes, NULL) != CUK_OK)
+    if (r->buf->p != into->p && bytes && cuk_memcpy_dtod_async(into->p, r->buf->p, bytes, gpu_stream()) != CUK_OK)
         return gpu_fail(s, fn->loc, "copying the result into out= failed");
     *res = *into;
     res->borrowed = true;
@@ -1831,7 +1931,7 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
     s->into = into_target(st, args, into);
     s->into_used = false;
     s->depth = 0;
-    if (st->direct && !s->err_pending && (!into || s->into)) {
+    if (st->direct && !s->ss->err_pending && (!into || s->into)) {
         bool handled;
         bool ok = call_direct(s, st, args, result, &handled);
         if (handled || !ok) return ok;
@@ -1891,9 +1991,9 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
             /* an argument passed through (or one array returned twice): the caller
                gets its own copy */
             size_t bytes = (size_t)nelem(r) * (size_t)dtype_info[r->dt].size;
-            ok = cuk_mem_alloc(&result[k].p, bytes) == CUK_OK;
+            ok = gpu_alloc(&result[k].p, bytes);
             if (!ok) gpu_fail(s, fn->loc, "device allocation failed");
-            else if (bytes && cuk_memcpy_dtod(result[k].p, r->buf->p, bytes) != CUK_OK) {
+            else if (bytes && cuk_memcpy_dtod_async(result[k].p, r->buf->p, bytes, gpu_stream()) != CUK_OK) {
                 ok = gpu_fail(s, fn->loc, "device copy failed");
                 cuk_mem_free(result[k].p);
                 result[k].p = 0;
@@ -1918,11 +2018,11 @@ static bool call_locked(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
 }
 
 bool gpu_call(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, FILE *out, RtErr *err) {
-    return gpu_call_into(s, fn, args, NULL, result, out, err, 0);
+    return gpu_call_into(s, fn, args, NULL, result, out, err, 0, NULL);
 }
 
 bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal *into, GpuVal *result, FILE *out,
-                   RtErr *err, unsigned flags) {
+                   RtErr *err, unsigned flags, cuk_stream *stream) {
     for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) result[k] = (GpuVal){.dt = DT_VOID};
     FnState *st = fn_state(s, fn);
     if (!st) {
@@ -1930,6 +2030,12 @@ bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal
         return false;
     }
     pthread_mutex_lock(&s->lock);
+    if (!sstate_use(s, stream)) {
+        pthread_mutex_unlock(&s->lock);
+        rt_error(err, fn->loc, "%s(): %s", fn->name, cuk_last_error());
+        return false;
+    }
+    call_stream = stream;
     Run run;
     run_init(&run, err, out);
     s->err = err;
@@ -1953,22 +2059,28 @@ bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal
     s->run = NULL;
     s->into = NULL;
     s->dev_scalars = false;
+    call_stream = NULL;
     pthread_mutex_unlock(&s->lock);
     return ok;
 }
 
 int gpu_call_quick(GpuSession *s, const Fn *fn, const GpuVal *args, GpuVal *result, RtErr *err) {
-    return gpu_call_quick_into(s, fn, args, NULL, result, err);
+    return gpu_call_quick_into(s, fn, args, NULL, result, err, NULL);
 }
 
 int gpu_call_quick_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal *into, GpuVal *result,
-                        RtErr *err) {
+                        RtErr *err, cuk_stream *stream) {
     *result = (GpuVal){.dt = DT_VOID};
     FnState *st = fn_state(s, fn);
     if (!st || !st->direct) return 0;
     pthread_mutex_lock(&s->lock);
     int rc = 0;
-    if (!s->err_pending) {
+    if (!sstate_use(s, stream)) {
+        pthread_mutex_unlock(&s->lock);
+        return 0; /* the general path reports it */
+    }
+    call_stream = stream;
+    if (!s->ss->err_pending) {
         s->err = err;
         s->into = into_target(st, args, into); /* NULL (an overlap): the general path copies */
         bool handled = false, ok = true;
@@ -1977,6 +2089,7 @@ int gpu_call_quick_into(GpuSession *s, const Fn *fn, const GpuVal *args, const G
         s->err = NULL;
         s->into = NULL;
     }
+    call_stream = NULL;
     pthread_mutex_unlock(&s->lock);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/gpu/order.h"
 #include "exec/gpu/sort.h"
 #include "lang/embedded.h"
 
@@ -77,7 +78,7 @@ static bool launch(SortMod *sm, const char *fn, int64_t grid_x, unsigned grid_y,
     if (cuk_module_function(sm->m, fn, &f) != CUK_OK)
         return fail(sm->why, sm->whylen, "the GPU sort kernel %s is missing: %s", fn, cuk_last_error());
     cuk_dim3 g = {(unsigned)(grid_x < 1 ? 1 : grid_x), grid_y ? grid_y : 1, 1}, b = {block, 1, 1};
-    if (cuk_launch(f, g, b, 0, NULL, args) != CUK_OK)
+    if (cuk_launch(f, g, b, 0, gpu_stream(), args) != CUK_OK)
         return fail(sm->why, sm->whylen, "launching the GPU sort kernel %s failed: %s", fn, cuk_last_error());
     return true;
 }
@@ -90,7 +91,7 @@ typedef struct Scratch {
 
 static bool scratch(Scratch *sc, SortMod *sm, size_t bytes, cuk_devptr *out) {
     if (bytes == 0) bytes = 8;
-    if (cuk_mem_alloc(out, bytes) != CUK_OK)
+    if (!gpu_alloc(out, bytes))
         return fail(sm->why, sm->whylen, "out of device memory for the sort's scratch (%zu bytes): %s", bytes,
                     cuk_last_error());
     sc->p[sc->n++] = *out;
@@ -141,7 +142,7 @@ static bool pass_launch(SortMod *sm, const Pass *ps, cuk_devptr kin, cuk_devptr 
     int64_t bstride = (int64_t)sort_passes(sm->dt) * 256;
     cuk_devptr lb = ps->lb, ticket = ps->lb + (cuk_devptr)(tiles * 256 * 4);
     int shift = ps->shift, d = ps->desc;
-    if (cuk_memset_d8(lb, 0, ((size_t)tiles * 256 + 1) * 4, NULL) != CUK_OK)
+    if (cuk_memset_d8(lb, 0, ((size_t)tiles * 256 + 1) * 4, gpu_stream()) != CUK_OK)
         return fail(sm->why, sm->whylen, "clearing the sort's tile states failed: %s", cuk_last_error());
     int64_t tp = tpr;
     void *a[] = {&kin, &pin, &kout, &pout, &n, &base, &shift, &d, &bins, &bins_out, &lb, &ticket, &tp, &bstride};
@@ -222,7 +223,7 @@ static bool sort_long(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool
               (!big || scratch(&sc, sm, (size_t)nport * 256 * 8, &chain)) &&
               scratch(&sc, sm, ((size_t)tiles * 256 + 1) * 4, &lb);
     cuk_devptr odd = hist + hbytes, same = odd + 8;
-    if (ok && cuk_memset_d8(hist, 0, hbytes + 8 * 9, NULL) != CUK_OK)
+    if (ok && cuk_memset_d8(hist, 0, hbytes + 8 * 9, gpu_stream()) != CUK_OK)
         ok = fail(sm->why, sm->whylen, "clearing the sort's counts failed: %s", cuk_last_error());
     int d = desc;
     if (ok) {
@@ -239,7 +240,7 @@ static bool sort_long(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, bool
     int run[8], nrun = 0;
     unsigned long long back[9] = {0};
     const bool fl = dtype_info[dt].is_float && !arg;
-    if (ok && (fl || n >= SKIP_MIN_KEYS) && cuk_memcpy_dtoh(back, odd, sizeof back) != CUK_OK)
+    if (ok && (fl || n >= SKIP_MIN_KEYS) && !gpu_read(back, odd, sizeof back))
         ok = fail(sm->why, sm->whylen, "reading the sort's counts failed: %s", cuk_last_error());
     for (int p = 0; p < passes; p++)
         if (n < SKIP_MIN_KEYS || back[1 + p] < (unsigned long long)rows) run[nrun++] = p;
@@ -412,15 +413,15 @@ bool gpu_unique(DType dt, cuk_devptr x, int64_t n, cuk_devptr (*alloc)(void *ctx
     cuk_devptr table, st;
     UniqState h = {.pos_max = INT64_MAX, .pos_zero = INT64_MAX};
     bool ok = scratch(&sc, &sm, (size_t)slots * (size_t)kb, &table) && scratch(&sc, &sm, sizeof h + 8, &st);
-    if (ok && (cuk_memset_d8(table, 0xff, (size_t)slots * (size_t)kb, NULL) != CUK_OK ||
-               cuk_memcpy_htod(st, &h, sizeof h) != CUK_OK || cuk_memset_d8(st + sizeof h, 0, 8, NULL) != CUK_OK))
+    if (ok && (cuk_memset_d8(table, 0xff, (size_t)slots * (size_t)kb, gpu_stream()) != CUK_OK ||
+               !gpu_write(st, &h, sizeof h) || cuk_memset_d8(st + sizeof h, 0, 8, gpu_stream()) != CUK_OK))
         ok = fail(why, whylen, "setting up unique()'s table failed: %s", cuk_last_error());
     int64_t tmask = slots - 1;
     if (ok) {
         void *a[] = {&x, &n, &table, &tmask, &st};
         ok = launch(&sm, "uniq_insert", resident_grid(&sm, "uniq_insert", 256, (n + 2047) / 2048, 4), 1, 256, a);
     }
-    if (ok && cuk_memcpy_dtoh(&h, st, sizeof h) != CUK_OK)
+    if (ok && !gpu_read(&h, st, sizeof h))
         ok = fail(why, whylen, "reading unique()'s count failed: %s", cuk_last_error());
     if (ok && !h.full) {
         /* the distinct values packed, then sorted into the result */
@@ -493,7 +494,7 @@ bool gpu_topk_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, int64_t k,
              scratch(&sc, &sm, (size_t)(rows * cap) * 4, &bi[i]);
     ok = ok && scratch(&sc, &sm, (size_t)rows * 8 * TOPK_ROUNDS, &cnt) &&
          scratch(&sc, &sm, (size_t)rows * (size_t)kb, &thk) && scratch(&sc, &sm, (size_t)rows * 4, &thi);
-    if (ok && cuk_memset_d8(cnt, 0, (size_t)rows * 8 * TOPK_ROUNDS, NULL) != CUK_OK)
+    if (ok && cuk_memset_d8(cnt, 0, (size_t)rows * 8 * TOPK_ROUNDS, gpu_stream()) != CUK_OK)
         ok = fail(why, whylen, "clearing top_k's counts failed: %s", cuk_last_error());
     /* every round launched without reading anything back: a row that needs no more
        filtering is left in its round's buffer (the later rounds' kernels skip it). The
@@ -524,7 +525,7 @@ bool gpu_topk_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, int64_t k,
         void *a[] = {&bk[0], &bi[0], &bk[1], &bi[1], &cnt, &nr, &cap, &rows, &k, &out};
         ok = launch(&sm, "topk_final", rgrid, 1, TOPK_THREADS, a);
     }
-    if (ok && cuk_memcpy_dtoh(h, clast, (size_t)rows * 8) != CUK_OK)
+    if (ok && !gpu_read(h, clast, (size_t)rows * 8))
         ok = fail(why, whylen, "reading top_k's counts failed: %s", cuk_last_error());
     /* the rows selection failed for (bad luck): sorted */
     for (int64_t i = 0; ok && i < rows; i++)

@@ -1,6 +1,6 @@
 /* Sorting on the GPU: sort, argsort and searchsorted of device arrays (kernels/sort.cuh,
    compiled through NVRTC on first use, one module per element type). Every launch goes
-   on the default stream, as the executor's kernels do. */
+   on the running call's stream (order.h), as the executor's kernels do. */
 #ifndef CUK_EXEC_GPU_SORT_H
 #define CUK_EXEC_GPU_SORT_H
 

@@ -24,10 +24,13 @@ from ._cuk import (  # noqa: E402,F401
     CompileError,
     DeviceArray,
     Error,
+    Graph,
     LaunchError,
     LogicError,
     NoDeviceError,
     RunError,
+    get_current_stream,
+    set_current_stream,
 )
 
 __version__ = _cuk.version()
@@ -175,8 +178,9 @@ def _result_maker(tp):
     ``(owner, ptr, nbytes, shape, dtype_index, device_id)``; ``None`` means the general
     path (:func:`_convert_result`).
 
-    cuk computed the result on the legacy default stream; the caller's library goes on
-    using it on its current stream, which may be a non-blocking one (a
+    cuk computed the result on the call's stream (``stream=``, else the current one, the
+    legacy default stream unless a ``with stream:`` block says otherwise); the caller's
+    library goes on using it on its own current stream, which may be another one (a
     ``torch.cuda.stream(s)`` or ``cupy.cuda.Stream(non_blocking=True)`` block): the maker
     makes that stream wait for cuk's work (an event wait on the device).
 
@@ -196,9 +200,9 @@ def _result_maker(tp):
             def make_cupy(owner, ptr, nbytes, shape, dt, dev):
                 if dt == _BF16:
                     return owner
-                s = current_stream().ptr
-                if s:  # 0 is CuPy's null stream, the legacy one, already after cuk's work
-                    wait_cuk(s)
+                # 0 is CuPy's null stream, the legacy one (1); nothing is done when cuk's
+                # call ran there too
+                wait_cuk(current_stream().ptr or 1)
                 # the memory stays owned by the DeviceArray `owner`, which CuPy keeps alive
                 return ndarray(shape, dts[dt], memptr(unowned(ptr, nbytes, owner, dev), 0))
 

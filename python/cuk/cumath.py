@@ -5,7 +5,7 @@ log10, sqrt, sin, cos, tan, sinh, cosh and tanh (NumPy's complex loops, principa
 branches); the others raise TypeError."""
 import numpy as np
 
-from .gpuarray import GPUArray, _binary, _out, _unary
+from .gpuarray import GPUArray, _binary, _out, _stream_all, _unary
 
 
 def _f(op):
@@ -145,3 +145,7 @@ def frexp(arg, stream=None):
     m2 = if_positive(nz.astype(np.int32), m2, 0.0)
     e2 = if_positive(nz.astype(np.int32), e2, 0.0)
     return m2.copy(), e2.copy()
+
+
+_stream_all(globals(), [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
+                        and not n.startswith("_")])

@@ -1866,3 +1866,75 @@ def _register_vector_types():
 
 
 _register_vector_types()
+
+
+# ---- stream= ------------------------------------------------------------------------------
+
+class _on:
+    """``with _on(stream):`` queues the block's cuk work on ``stream`` (a cuk, CuPy or
+    PyTorch stream, an object with ``__cuda_stream__`` or a raw handle; None leaves this
+    thread's current stream as it is)."""
+
+    __slots__ = ("_s", "_was")
+
+    def __init__(self, stream):
+        self._s = stream
+
+    def __enter__(self):
+        if self._s is not None:
+            self._was = _cuk.get_current_stream()
+            _cuk.set_current_stream(self._s)
+        return self
+
+    def __exit__(self, *exc):
+        if self._s is not None:
+            _cuk.set_current_stream(self._was)
+        return False
+
+
+def _streamed(fn):
+    """fn with PyCUDA's ``stream=`` honoured: with a stream, the work runs there and a
+    lazy GPUArray result is computed there at once (PyCUDA queues each kernel on the
+    stream it is given when it is called); without one, fn itself, lazy as before."""
+    import functools
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return fn
+    if "stream" not in params:
+        return fn
+    pos = params.index("stream")
+
+    @functools.wraps(fn)
+    def call(*args, **kw):
+        stream = kw.get("stream", args[pos] if len(args) > pos else None)
+        if stream is None:
+            return fn(*args, **kw)
+        with _on(stream):
+            r = fn(*args, **kw)
+            for x in r if isinstance(r, tuple) else (r,):
+                if isinstance(x, GPUArray) and x._sv is None and x._data is None:
+                    x._storage()
+            return r
+
+    return call
+
+
+def _stream_all(namespace, names=None):
+    """Wraps every function (and GPUArray method) of namespace taking ``stream=``."""
+    for name in names if names is not None else list(namespace):
+        f = namespace[name] if isinstance(namespace, dict) else getattr(namespace, name)
+        if callable(f) and not isinstance(f, type) and not name.startswith("__"):
+            w = _streamed(f)
+            if w is not f:
+                if isinstance(namespace, dict):
+                    namespace[name] = w
+                else:
+                    setattr(namespace, name, w)
+
+
+_stream_all(GPUArray, [n for n, v in vars(GPUArray).items() if callable(v) and not isinstance(v, (staticmethod, classmethod))])
+_stream_all(globals(), [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
+                        and not n.startswith("_")])

@@ -156,7 +156,7 @@ int main(void) {
     for (int q = 0; q < 4; q++) {
         err = (RtErr){0};
         ok = gpu_call_into(s, program_find(prog, dev_fns[q]), &args[1], NULL, &r, stdout, &err,
-                           GPU_CALL_DEVICE_SCALARS) && r.rank == 0;
+                           GPU_CALL_DEVICE_SCALARS, NULL) && r.rank == 0;
         double got = r.s.f, scale = q >= 2 ? 2.0 : 1.0;
         bool on_dev = r.p != 0;
         float fv = 0;
@@ -168,7 +168,7 @@ int main(void) {
     }
     GpuVal r2[2];
     err = (RtErr){0};
-    ok = gpu_call_into(s, program_find(prog, "both"), &args[1], NULL, r2, stdout, &err, GPU_CALL_DEVICE_SCALARS);
+    ok = gpu_call_into(s, program_find(prog, "both"), &args[1], NULL, r2, stdout, &err, GPU_CALL_DEVICE_SCALARS, NULL);
     ok = ok && r2[0].p && r2[1].p && r2[0].p != r2[1].p; /* one block returned twice: two blocks */
     float f2[2] = {0, 0};
     ok = ok && cuk_memcpy_dtoh(&f2[0], r2[0].p, 4) == CUK_OK && cuk_memcpy_dtoh(&f2[1], r2[1].p, 4) == CUK_OK;
@@ -179,7 +179,7 @@ int main(void) {
 
     /* a complex sum: its two part sums packed on the device */
     err = (RtErr){0};
-    ok = gpu_call_into(s, program_find(prog, "csum"), &args[1], NULL, &r, stdout, &err, GPU_CALL_DEVICE_SCALARS);
+    ok = gpu_call_into(s, program_find(prog, "csum"), &args[1], NULL, &r, stdout, &err, GPU_CALL_DEVICE_SCALARS, NULL);
     ok = ok && r.dt == DT_C64 && r.rank == 0 && r.p;
     float cz[2] = {0, 0};
     ok = ok && cuk_memcpy_dtoh(cz, r.p, 8) == CUK_OK;

@@ -1,0 +1,152 @@
+/* CUDA graphs of compiled functions (Function.capture, cuk.Graph): one call recorded
+   with cuk_fn_capture, replayed with new data of the same shapes. */
+#include <string.h>
+
+#include "_cuk.h"
+
+typedef struct {
+    PyObject_HEAD
+    cuk_capture *c;
+    PyObject *fn;      /* the Function: keeps its program alive */
+    uintptr_t last;    /* the stream of the last replay (a raw handle) */
+} Graph;
+static PyTypeObject *Graph_Type;
+
+/* A new DeviceArray over memory of the graph: not owned (the graph frees it), the graph
+   its base, so the graph lives while it does. */
+static PyObject *graph_view(Graph *g, const cuk_view *v) {
+    PyObject *d = devarray_new(v, false, (PyObject *)g);
+    if (d) ((DeviceArray *)d)->stream = g->last;
+    return d;
+}
+
+/* The results, as the function's call returns them: None, one array, or a tuple. */
+static PyObject *graph_results(Graph *g) {
+    int nr = cuk_capture_nresults(g->c);
+    if (nr == 0) Py_RETURN_NONE;
+    if (nr == 1) return graph_view(g, cuk_capture_result(g->c, 0));
+    PyObject *t = PyTuple_New(nr);
+    for (int k = 0; t && k < nr; k++) {
+        PyObject *d = graph_view(g, cuk_capture_result(g->c, k));
+        if (!d) Py_CLEAR(t);
+        else PyTuple_SetItem(t, k, d);
+    }
+    return t;
+}
+
+PyObject *graph_capture(PyObject *f, PyObject *args) {
+    Py_ssize_t n = PyTuple_Size(args);
+    if (n > 64) return PyErr_Format(PyExc_TypeError, "capture: at most 64 arguments");
+    cuk_view v[64];
+    const cuk_view *vp[64];
+    cuk_scalar sv[64];
+    Held held[64];
+    memset(held, 0, sizeof held);
+    PyObject *r = NULL;
+    if (function_views(f, args, v, vp, sv, held) == 0) {
+        for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++)
+            if (!vp[i]) PyErr_Format(PyExc_TypeError, "capture: argument %zd is None; pass an array or a scalar", i);
+        cuk_capture *c = NULL;
+        cuk_status s = CUK_OK;
+        if (!PyErr_Occurred()) {
+            Py_BEGIN_ALLOW_THREADS s = cuk_fn_capture(function_fn(f), vp, (int)n, &c);
+            Py_END_ALLOW_THREADS
+            if (s) raise_status(s);
+        }
+        Graph *g = c ? (Graph *)heap_alloc(Graph_Type) : NULL;
+        if (g) {
+            g->c = c;
+            g->fn = Py_NewRef(f);
+            g->last = call_stream_handle();
+            r = (PyObject *)g;
+        } else if (c) {
+            cuk_capture_free(c);
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) held_release(&held[i]);
+    return r;
+}
+
+static void graph_dealloc(PyObject *self) {
+    Graph *g = (Graph *)self;
+    if (g->c) {
+        Py_BEGIN_ALLOW_THREADS cuk_capture_free(g->c);
+        Py_END_ALLOW_THREADS
+    }
+    Py_XDECREF(g->fn);
+    heap_free(self);
+}
+
+/* g(*args, stream=None): copies the array arguments given (None or none at all: the
+   inputs as they are) into the graph's inputs, replays it on the stream (else the
+   current one) and returns its results: arrays over the graph's memory, which the next
+   replay overwrites (copy what you keep). */
+static PyObject *graph_call(PyObject *self, PyObject *args, PyObject *kw) {
+    Graph *g = (Graph *)self;
+    PyObject *so = kw ? PyDict_GetItemString(kw, "stream") : NULL;
+    if (kw && PyDict_Size(kw) > (so ? 1 : 0))
+        return PyErr_Format(PyExc_TypeError, "a Graph takes positional arguments and stream= only");
+    cuk_stream *cs = cuk_call_stream_get();
+    if (so && so != Py_None && stream_of(so, &cs) < 0) return NULL;
+    Py_ssize_t n = PyTuple_Size(args);
+    if (n > 64) return PyErr_Format(PyExc_TypeError, "a Graph takes at most 64 arguments");
+    cuk_view v[64];
+    const cuk_view *vp[64];
+    cuk_scalar sv[64];
+    Held held[64];
+    memset(held, 0, sizeof held);
+    cuk_stream *was = cuk_call_stream_get();
+    cuk_call_stream_set(cs); /* arguments are ordered before it (their streams) */
+    int rc = n ? function_views(g->fn, args, v, vp, sv, held) : 0;
+    cuk_call_stream_set(was);
+    PyObject *r = NULL;
+    if (rc == 0) {
+        cuk_status s = cuk_capture_launch(g->c, n ? vp : NULL, (int)n, cs);
+        if (s) raise_status(s);
+        else {
+            g->last = cuk_stream_handle(cs);
+            r = graph_results(g);
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) held_release(&held[i]);
+    return r;
+}
+
+static PyObject *graph_get_results(PyObject *self, void *c) {
+    (void)c;
+    return graph_results((Graph *)self);
+}
+static PyObject *graph_inputs(PyObject *self, void *c) {
+    (void)c;
+    Graph *g = (Graph *)self;
+    PyObject *fn_params = PyObject_GetAttrString(g->fn, "params");
+    if (!fn_params) return NULL;
+    Py_ssize_t n = PyList_Size(fn_params);
+    Py_DECREF(fn_params);
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t && i < n; i++) {
+        const cuk_view *iv = cuk_capture_input(g->c, (int)i);
+        PyObject *d = iv->rank > 0 ? graph_view(g, iv) : Py_NewRef(Py_None);
+        if (!d) Py_CLEAR(t);
+        else PyTuple_SetItem(t, i, d);
+    }
+    return t;
+}
+static PyObject *graph_nodes(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromSize_t(cuk_capture_nodes(((Graph *)self)->c));
+}
+static PyGetSetDef graph_getset[] = {
+    {"results", graph_get_results, NULL, "the results of the last replay (arrays over the graph's memory)", NULL},
+    {"inputs", graph_inputs, NULL, "the graph's inputs: arrays it reads at each replay (None for scalars)", NULL},
+    {"nodes", graph_nodes, NULL, "how many nodes (kernels, copies, fills) the graph holds", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+static PyType_Slot graph_slots[] = {{Py_tp_dealloc, graph_dealloc},
+                                    {Py_tp_call, graph_call},
+                                    {Py_tp_getset, graph_getset},
+                                    {Py_tp_doc, "One call of a compiled function recorded into a CUDA graph."},
+                                    {0, 0}};
+static PyType_Spec graph_spec = {"cuk.Graph", sizeof(Graph), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                 graph_slots};
+
+int graph_init(PyObject *mod) { return (Graph_Type = make_type(mod, &graph_spec, "Graph")) ? 0 : -1; }
