@@ -149,4 +149,85 @@ static PyType_Slot graph_slots[] = {{Py_tp_dealloc, graph_dealloc},
 static PyType_Spec graph_spec = {"cuk.Graph", sizeof(Graph), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
                                  graph_slots};
 
-int graph_init(PyObject *mod) { return (Graph_Type = make_type(mod, &graph_spec, "Graph")) ? 0 : -1; }
+/* ---- raw stream capture (cuk.core's GraphBuilder) ----------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    cuk_graph *g;
+} RawGraph;
+static PyTypeObject *RawGraph_Type;
+
+static void rawgraph_dealloc(PyObject *self) {
+    RawGraph *r = (RawGraph *)self;
+    if (r->g) {
+        Py_BEGIN_ALLOW_THREADS cuk_graph_destroy(r->g);
+        Py_END_ALLOW_THREADS
+    }
+    heap_free(self);
+}
+static PyObject *rawgraph_launch(PyObject *self, PyObject *so) {
+    RawGraph *r = (RawGraph *)self;
+    if (!r->g) return PyErr_Format(PyExc_RuntimeError, "the graph was closed");
+    cuk_stream *s;
+    if (stream_of(so, &s) < 0) return NULL;
+    CHECK(cuk_graph_launch(r->g, s));
+    Py_RETURN_NONE;
+}
+static PyObject *rawgraph_close(PyObject *self, PyObject *u) {
+    (void)u;
+    RawGraph *r = (RawGraph *)self;
+    if (r->g) {
+        cuk_status s;
+        Py_BEGIN_ALLOW_THREADS s = cuk_graph_destroy(r->g);
+        Py_END_ALLOW_THREADS
+        r->g = NULL;
+        if (s) return raise_status(s);
+    }
+    Py_RETURN_NONE;
+}
+static PyObject *rawgraph_nodes(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromSize_t(cuk_graph_nodes(((RawGraph *)self)->g));
+}
+static PyMethodDef rawgraph_methods[] = {{"launch", rawgraph_launch, METH_O, "launch(stream)"},
+                                         {"close", rawgraph_close, METH_NOARGS, NULL},
+                                         {NULL, NULL, 0, NULL}};
+static PyGetSetDef rawgraph_getset[] = {{"nodes", rawgraph_nodes, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL, NULL}};
+static PyType_Slot rawgraph_slots[] = {{Py_tp_dealloc, rawgraph_dealloc},
+                                       {Py_tp_methods, rawgraph_methods},
+                                       {Py_tp_getset, rawgraph_getset},
+                                       {Py_tp_doc, "An executable CUDA graph from stream capture."},
+                                       {0, 0}};
+static PyType_Spec rawgraph_spec = {"cuk._cuk.RawGraph", sizeof(RawGraph), 0,
+                                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, rawgraph_slots};
+
+static PyObject *py_begin_capture(PyObject *m, PyObject *so) {
+    (void)m;
+    cuk_stream *s;
+    if (stream_of(so, &s) < 0) return NULL;
+    CHECK(cuk_stream_begin_capture(s));
+    Py_RETURN_NONE;
+}
+static PyObject *py_end_capture(PyObject *m, PyObject *so) {
+    (void)m;
+    cuk_stream *s;
+    if (stream_of(so, &s) < 0) return NULL;
+    cuk_graph *g;
+    CHECK(cuk_stream_end_capture(s, &g));
+    RawGraph *r = (RawGraph *)heap_alloc(RawGraph_Type);
+    if (!r) {
+        cuk_graph_destroy(g);
+        return NULL;
+    }
+    r->g = g;
+    return (PyObject *)r;
+}
+static PyMethodDef graph_funcs[] = {{"begin_capture", py_begin_capture, METH_O, "begin_capture(stream)"},
+                                    {"end_capture", py_end_capture, METH_O, "end_capture(stream) -> RawGraph"},
+                                    {NULL, NULL, 0, NULL}};
+
+int graph_init(PyObject *mod) {
+    if (!(Graph_Type = make_type(mod, &graph_spec, "Graph"))) return -1;
+    if (!(RawGraph_Type = make_type(mod, &rawgraph_spec, NULL))) return -1;
+    return PyModule_AddFunctions(mod, graph_funcs);
+}

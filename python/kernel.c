@@ -97,28 +97,57 @@ out:
 /* nvrtc_compile(source, options, arch, ptx, program_name) -> bytes: CUDA C compiled by
    NVRTC for arch ("sm_90") without a GPU, through the disk cache (cuk_compile); PTX text
    if ptx, else a cubin (relocatable with "-rdc=true", for link()). */
+/* nvrtc_compile_ex(source, options, arch, target, names, program_name) -> (image, lowered
+   names, log): cuk.core's Program.compile (target "ptx", "cubin" or "ltoir"). */
+static PyObject *nvrtc_compile(const char *src, PyObject *opts, const char *arch, int kind, PyObject *names,
+                               const char *pname);
+static PyObject *py_nvrtc_compile_ex(PyObject *m, PyObject *args) {
+    (void)m;
+    const char *src, *arch, *target, *pname = NULL;
+    PyObject *opts, *names;
+    if (!PyArg_ParseTuple(args, "sOssO|z", &src, &opts, &arch, &target, &names, &pname)) return NULL;
+    int kind = !strcmp(target, "ptx") ? CUK_IMAGE_PTX : !strcmp(target, "ltoir") ? CUK_IMAGE_LTOIR : CUK_IMAGE_CUBIN;
+    return nvrtc_compile(src, opts, arch, kind, names, pname);
+}
+
 static PyObject *py_nvrtc_compile(PyObject *m, PyObject *args) {
     (void)m;
     const char *src, *arch, *pname = NULL;
     PyObject *opts;
     int ptx;
     if (!PyArg_ParseTuple(args, "sOsp|z", &src, &opts, &arch, &ptx, &pname)) return NULL;
+    return nvrtc_compile(src, opts, arch, ptx ? CUK_IMAGE_PTX : CUK_IMAGE_CUBIN, NULL, pname);
+}
+
+static PyObject *nvrtc_compile(const char *src, PyObject *opts, const char *arch, int kind, PyObject *names,
+                               const char *pname) {
+    bool ptx = kind == CUK_IMAGE_PTX;
     PyObject *ot = PySequence_Tuple(opts);
     if (!ot) return NULL;
-    Py_ssize_t no = PyTuple_Size(ot);
+    PyObject *nt = names ? PySequence_Tuple(names) : PyTuple_New(0);
+    if (!nt) {
+        Py_DECREF(ot);
+        return NULL;
+    }
+    Py_ssize_t no = PyTuple_Size(ot), nn = PyTuple_Size(nt);
     const char **ov = PyMem_Calloc((size_t)no + 1, sizeof(char *));
+    const char **nv = PyMem_Calloc((size_t)nn + 1, sizeof(char *));
     PyObject *r = NULL;
-    if (!ov) {
+    if (!ov || !nv) {
         PyErr_NoMemory();
         goto out;
     }
     for (Py_ssize_t i = 0; i < no; i++)
         if (!(ov[i] = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(ot, i), NULL))) goto out;
+    for (Py_ssize_t i = 0; i < nn; i++)
+        if (!(nv[i] = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(nt, i), NULL))) goto out;
     cuk_compile_opts o = {0};
     o.arch = arch;
-    o.kind = ptx ? CUK_IMAGE_PTX : CUK_IMAGE_CUBIN;
+    o.kind = (cuk_image_kind)kind;
     o.options = ov;
     o.noptions = (int)no;
+    o.names = nv;
+    o.nnames = (int)nn;
     o.program_name = pname;
     cuk_image *im = NULL;
     cuk_status s;
@@ -134,10 +163,17 @@ static PyObject *py_nvrtc_compile(PyObject *m, PyObject *args) {
         r = PyBytes_FromStringAndSize(data, (Py_ssize_t)(ptx && size ? size - 1 : size));
     else
         raise_status(CUK_ERR_INVALID);
+    if (r && names) { /* (image, lowered names, log) */
+        PyObject *low = PyList_New(nn);
+        for (Py_ssize_t i = 0; low && i < nn; i++) PyList_SetItem(low, i, PyUnicode_FromString(cuk_image_lowered_name(im, nv[i])));
+        r = low ? Py_BuildValue("(NNs)", r, low, "") : (Py_DECREF(r), NULL);
+    }
     cuk_image_free(im);
 out:
     PyMem_Free(ov);
+    PyMem_Free(nv);
     Py_DECREF(ot);
+    Py_DECREF(nt);
     return r;
 }
 
@@ -638,8 +674,8 @@ static int kdim3(Kernel *k, int which, PyObject *o, cuk_dim3 *d) {
 }
 
 /* The launch shared by __call__ and the prepared calls. Returns seconds if timed. */
-static PyObject *do_launch(Kernel *k, const char *fmt, PyObject *const *argv, Py_ssize_t n, cuk_dim3 grid, cuk_dim3 block,
-                           cuk_stream *s, unsigned shared, bool timed) {
+static PyObject *do_launch_ex(Kernel *k, const char *fmt, PyObject *const *argv, Py_ssize_t n, cuk_dim3 grid,
+                              cuk_dim3 block, cuk_stream *s, unsigned shared, bool timed, cuk_dim3 cluster, bool coop) {
     if (fmt && n != k->nfmt)
         return PyErr_Format(PyExc_TypeError, "prepared call: %d arguments were prepared, %zd given", k->nfmt, n);
     Pack p;
@@ -667,7 +703,13 @@ static PyObject *do_launch(Kernel *k, const char *fmt, PyObject *const *argv, Py
             goto out;
         }
     }
-    st = cuk_launch(k->f, grid, block, shared, s, p.ptrs);
+    if (cluster.x || coop) {
+        cuk_launch_opts lo = {.grid = grid, .block = block, .shared = shared, .stream = s, .cluster = cluster,
+                              .cooperative = coop};
+        st = cuk_launch_ex(k->f, &lo, p.ptrs);
+    } else {
+        st = cuk_launch(k->f, grid, block, shared, s, p.ptrs);
+    }
     if (st) {
         raise_status(st);
         goto out;
@@ -701,6 +743,51 @@ out:
     pack_free(&p, launched && r);
     if (r && PyErr_Occurred()) Py_CLEAR(r);
     return r;
+}
+
+static PyObject *do_launch(Kernel *k, const char *fmt, PyObject *const *argv, Py_ssize_t n, cuk_dim3 grid, cuk_dim3 block,
+                           cuk_stream *s, unsigned shared, bool timed) {
+    return do_launch_ex(k, fmt, argv, n, grid, block, s, shared, timed, (cuk_dim3){0, 0, 0}, false);
+}
+
+/* launch_ex(kernel, args, grid, block, shared, stream, cluster, cooperative): cuk.core's
+   launch (LaunchConfig's fields as dim3 tuples; cluster None for none). */
+static PyObject *py_launch_ex(PyObject *m, PyObject *a) {
+    (void)m;
+    PyObject *ko, *args, *go, *bo, *so, *co;
+    unsigned shared;
+    int coop;
+    if (!PyArg_ParseTuple(a, "OO!OOIOOp", &ko, &PyTuple_Type, &args, &go, &bo, &shared, &so, &co, &coop)) return NULL;
+    if (!PyObject_TypeCheck(ko, Kernel_Type)) return PyErr_Format(PyExc_TypeError, "launch_ex: not a kernel");
+    cuk_dim3 grid, block, cluster = {0, 0, 0};
+    cuk_stream *s;
+    if (dim3_arg(go, &grid, "grid") < 0 || dim3_arg(bo, &block, "block") < 0 || stream_of(so, &s) < 0) return NULL;
+    if (co != Py_None && dim3_arg(co, &cluster, "cluster") < 0) return NULL;
+    Py_ssize_t n = PyTuple_Size(args);
+    if (n > 256) return PyErr_Format(PyExc_TypeError, "launch: at most 256 kernel arguments, %zd given", n);
+    PyObject *items[256];
+    for (Py_ssize_t i = 0; i < n; i++) items[i] = PyTuple_GetItem(args, i);
+    return do_launch_ex((Kernel *)ko, NULL, items, n, grid, block, s, shared, false, cluster, coop);
+}
+
+/* occupancy(kernel, block, shared) -> (resident blocks per SM, suggested block size) */
+static PyObject *py_occupancy(PyObject *m, PyObject *a) {
+    (void)m;
+    PyObject *ko;
+    unsigned block, shared;
+    if (!PyArg_ParseTuple(a, "OII", &ko, &block, &shared)) return NULL;
+    if (!PyObject_TypeCheck(ko, Kernel_Type)) return PyErr_Format(PyExc_TypeError, "occupancy: not a kernel");
+    cuk_function *f = ((Kernel *)ko)->f;
+    int blocks = 0;
+    cuk_function_info fi;
+    CHECK(cuk_function_info_get(f, &fi));
+    if (block) CHECK(cuk_function_resident(f, block, shared, &blocks));
+    cuk_device_props props;
+    int dev = 0;
+    CHECK(cuk_device_current(&dev));
+    CHECK(cuk_device_props_get(dev, &props));
+    return Py_BuildValue("(ii)", block && props.sm_count ? blocks / props.sm_count : fi.blocks_per_sm,
+                         fi.occupancy_block);
 }
 
 static PyObject *s_block, *s_grid, *s_stream, *s_shared, *s_time_kernel, *s_texrefs;
@@ -944,6 +1031,9 @@ static PyMethodDef kernel_funcs[] = {{"module_compile", py_module_compile, METH_
                                      {"nvrtc_compile", py_nvrtc_compile, METH_VARARGS,
                                       "nvrtc_compile(source, options, arch, ptx, program_name=None) -> bytes"},
                                      {"module_load", py_module_load, METH_O, "module_load(image) -> Module"},
+                                     {"launch_ex", py_launch_ex, METH_VARARGS, NULL},
+                                     {"nvrtc_compile_ex", py_nvrtc_compile_ex, METH_VARARGS, NULL},
+                                     {"occupancy", py_occupancy, METH_VARARGS, NULL},
                                      {"link", py_link, METH_VARARGS, "link([(kind, bytes or path, name)], options) -> cubin"},
                                      {"nvjitlink_path", py_nvjitlink_path, METH_NOARGS, NULL},
                                      {NULL, NULL, 0, NULL}};

@@ -179,6 +179,21 @@ static PyObject *py_mem_trim(PyObject *m, PyObject *u) {
     CHECK(cuk_mem_trim());
     Py_RETURN_NONE;
 }
+/* mem_alloc_on(nbytes, stream) -> int: a pool block for that stream (cuk.core's
+   DeviceMemoryResource); freed with mem_free(int). */
+static PyObject *py_mem_alloc_on(PyObject *m, PyObject *args) {
+    (void)m;
+    Py_ssize_t n;
+    PyObject *so = Py_None;
+    if (!PyArg_ParseTuple(args, "n|O", &n, &so)) return NULL;
+    if (n < 0) return PyErr_Format(PyExc_ValueError, "mem_alloc_on: negative size");
+    cuk_stream *s;
+    if (stream_of(so, &s) < 0) return NULL;
+    cuk_devptr p;
+    CHECK(cuk_mem_alloc_on(&p, (size_t)n, s));
+    return PyLong_FromUnsignedLongLong(p);
+}
+
 static PyObject *py_mem_free(PyObject *m, PyObject *arg) {
     (void)m;
     cuk_devptr p;
@@ -253,6 +268,7 @@ static PyMethodDef memory_funcs[] = {
     {"host_alloc", py_host_alloc, METH_O, "host_alloc(nbytes) -> pinned buffer"},
     {"mem_alloc", py_mem_alloc, METH_O, "mem_alloc(nbytes) -> DeviceAllocation"},
     {"mem_free", py_mem_free, METH_O, NULL},
+    {"mem_alloc_on", py_mem_alloc_on, METH_VARARGS, "mem_alloc_on(nbytes, stream=None) -> int"},
     {"mem_info", py_mem_info, METH_NOARGS, "(free, total) bytes"},
     {"mem_stats", py_mem_stats, METH_NOARGS, NULL},
     {"mem_trim", py_mem_trim, METH_NOARGS, NULL},

@@ -259,7 +259,21 @@ static PyType_Slot event_slots[] = {{Py_tp_new, event_new},
                                     {0, 0}};
 static PyType_Spec event_spec = {"cuk.driver.Event", sizeof(Event), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, event_slots};
 
+/* stream_wait_event_raw(handle, Event): the stream (any stream argument) waits for the
+   event on the device (cuk.core's Stream.wait). */
+static PyObject *py_stream_wait_event_raw(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *so, *eo;
+    if (!PyArg_ParseTuple(args, "OO", &so, &eo)) return NULL;
+    if (!PyObject_TypeCheck(eo, Event_Type)) return PyErr_Format(PyExc_TypeError, "wait needs an Event");
+    cuk_stream *s;
+    if (stream_of(so, &s) < 0) return NULL;
+    CHECK(cuk_stream_wait_event(s, ((Event *)eo)->e));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef stream_funcs[] = {
+    {"stream_wait_event_raw", py_stream_wait_event_raw, METH_VARARGS, NULL},
     {"get_current_stream", py_current_stream, METH_NOARGS, "this thread's current stream (a raw handle; 1: legacy)"},
     {"set_current_stream", py_set_current_stream, METH_O, "set_current_stream(stream): this thread's current stream"},
     {NULL, NULL, 0, NULL}};

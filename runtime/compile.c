@@ -837,10 +837,18 @@ static cuk_status nvrtc_compile(const Nvrtc *n, const char *source, const cuk_co
     if (!im->names) im->names = malloc(1);
     im->names_len = nl;
     size_t sz = 0;
-    r = kind == CUK_IMAGE_CUBIN ? n->nvrtcGetCUBINSize(prog, &sz) : n->nvrtcGetPTXSize(prog, &sz);
+    if (kind == CUK_IMAGE_LTOIR && (!n->nvrtcGetLTOIRSize || !n->nvrtcGetLTOIR)) {
+        s = err_set(CUK_ERR_COMPILE, "this NVRTC cannot produce LTO-IR (CUDA 12.0 or later needed)");
+        goto done;
+    }
+    r = kind == CUK_IMAGE_CUBIN ? n->nvrtcGetCUBINSize(prog, &sz)
+        : kind == CUK_IMAGE_LTOIR ? n->nvrtcGetLTOIRSize(prog, &sz)
+                                  : n->nvrtcGetPTXSize(prog, &sz);
     if (r || sz == 0) {
-        s = err_set(CUK_ERR_COMPILE, "NVRTC produced no %s for %s: %s", kind == CUK_IMAGE_CUBIN ? "cubin" : "PTX",
-                    arch, r ? n->nvrtcGetErrorString(r) : "empty output");
+        s = err_set(CUK_ERR_COMPILE, "NVRTC produced no %s for %s: %s%s",
+                    kind == CUK_IMAGE_CUBIN ? "cubin" : kind == CUK_IMAGE_LTOIR ? "LTO-IR" : "PTX", arch,
+                    r ? n->nvrtcGetErrorString(r) : "empty output",
+                    kind == CUK_IMAGE_LTOIR ? " (LTO-IR needs the option -dlto)" : "");
         goto done;
     }
     im->data = malloc(sz + 1);
@@ -848,7 +856,9 @@ static cuk_status nvrtc_compile(const Nvrtc *n, const char *source, const cuk_co
         s = err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    r = kind == CUK_IMAGE_CUBIN ? n->nvrtcGetCUBIN(prog, (char *)im->data) : n->nvrtcGetPTX(prog, (char *)im->data);
+    r = kind == CUK_IMAGE_CUBIN ? n->nvrtcGetCUBIN(prog, (char *)im->data)
+        : kind == CUK_IMAGE_LTOIR ? n->nvrtcGetLTOIR(prog, (char *)im->data)
+                                  : n->nvrtcGetPTX(prog, (char *)im->data);
     if (r) {
         s = err_set(CUK_ERR_COMPILE, "NVRTC could not return the output: %s", n->nvrtcGetErrorString(r));
         goto done;
@@ -919,10 +929,10 @@ cuk_status cuk_compile(const char *source, const cuk_compile_opts *o, cuk_image 
                        o->arch, list);
     }
     char arch[32];
-    if (o->kind == CUK_IMAGE_CUBIN) {
+    if (o->kind == CUK_IMAGE_CUBIN || o->kind == CUK_IMAGE_LTOIR) {
         if (virt)
-            return err_set(CUK_ERR_INVALID, "cannot make a cubin for the virtual architecture %s; use sm_%s",
-                           o->arch, o->arch + 8);
+            return err_set(CUK_ERR_INVALID, "cannot make a %s for the virtual architecture %s; use sm_%s",
+                           o->kind == CUK_IMAGE_CUBIN ? "cubin" : "LTO-IR", o->arch, o->arch + 8);
         snprintf(arch, sizeof arch, "%s", o->arch);
     } else if (o->kind == CUK_IMAGE_PTX) {
         /* PTX for a real arch means the virtual arch behind it. */

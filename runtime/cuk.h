@@ -217,7 +217,8 @@ cuk_status cuk_graph_destroy(cuk_graph *g);
 
 /* ---- compilation (needs NVRTC, no GPU) ------------------------------------------------ */
 
-typedef enum cuk_image_kind { CUK_IMAGE_PTX = 0, CUK_IMAGE_CUBIN = 1 } cuk_image_kind;
+/* LTO-IR (NVRTC with -dlto) is for linking with nvJitLink, not for loading. */
+typedef enum cuk_image_kind { CUK_IMAGE_PTX = 0, CUK_IMAGE_CUBIN = 1, CUK_IMAGE_LTOIR = 2 } cuk_image_kind;
 
 typedef struct cuk_compile_opts {
     /* Target: "sm_90" (also "sm_90a", "compute_90"). cuk_compile needs it; for
@@ -289,6 +290,19 @@ cuk_status cuk_launch(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned s
    cannot run it: CUK_ERR_DRIVER with the reason, nothing launched. */
 cuk_status cuk_launch_cluster(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned cluster,
                               unsigned shared_bytes, cuk_stream *s, void **args);
+/* cuk_launch with everything cuLaunchKernelEx offers that cuk uses: thread-block
+   clusters (cluster: blocks per cluster in each dimension, zero for none; the grid a
+   multiple of it; compute capability 9.0) and cooperative launches (grid-wide sync; the
+   grid must fit on the device at once). Without either it is cuk_launch (block and grid
+   must be given). */
+typedef struct cuk_launch_opts {
+    cuk_dim3 grid, block;
+    unsigned shared;
+    cuk_stream *stream;
+    cuk_dim3 cluster;
+    int cooperative;
+} cuk_launch_opts;
+cuk_status cuk_launch_ex(cuk_function *f, const cuk_launch_opts *o, void **args);
 /* A 1-D configuration covering n threads: block from occupancy, grid = ceil(n / block)
    (at least 1). */
 cuk_status cuk_launch_config_1d(cuk_function *f, size_t n, unsigned shared_bytes, cuk_dim3 *grid,

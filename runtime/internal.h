@@ -26,7 +26,7 @@ enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
 typedef size_t (*CUoccupancyB2DSize)(int blockSize);
 /* cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig, CUlaunchAttribute), with
    the one attribute we set: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION. */
-enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
+enum { CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
 typedef struct CUlaunchAttribute {
     int id;
     char pad[4];
@@ -35,6 +35,7 @@ typedef struct CUlaunchAttribute {
         struct {
             unsigned x, y, z;
         } clusterDim;
+        int cooperative;
     } value;
 } CUlaunchAttribute;
 typedef struct CUlaunchConfig {
@@ -179,7 +180,9 @@ enum { NVRTC_SUCCESS = 0, NVRTC_ERROR_COMPILATION = 6 };
     X(nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", 1, (nvrtcProgram, size_t *))             \
     X(nvrtcGetProgramLog, "nvrtcGetProgramLog", 1, (nvrtcProgram, char *))                       \
     X(nvrtcAddNameExpression, "nvrtcAddNameExpression", 1, (nvrtcProgram, const char *))         \
-    X(nvrtcGetLoweredName, "nvrtcGetLoweredName", 1, (nvrtcProgram, const char *, const char **))
+    X(nvrtcGetLoweredName, "nvrtcGetLoweredName", 1, (nvrtcProgram, const char *, const char **)) \
+    X(nvrtcGetLTOIRSize, "nvrtcGetLTOIRSize", 0, (nvrtcProgram, size_t *))                       \
+    X(nvrtcGetLTOIR, "nvrtcGetLTOIR", 0, (nvrtcProgram, char *))
 
 typedef struct Nvrtc {
 #define X(field, sym, req, args) nvrtcResult (*field) args;

@@ -336,25 +336,50 @@ cuk_status cuk_launch(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned s
     return r ? launch_failed(f, r, "cuLaunchKernel", grid, block, shared, 0) : CUK_OK;
 }
 
+cuk_status cuk_launch_ex(cuk_function *f, const cuk_launch_opts *o, void **args) {
+    if (!f || !o) return err_set(CUK_ERR_INVALID, "cuk_launch_ex: NULL argument");
+    cuk_dim3 grid = dims(o->grid), block = dims(o->block), cl = o->cluster;
+    bool cluster = cl.x || cl.y || cl.z;
+    if (cluster) cl = dims(cl);
+    if (!block.x || !grid.x)
+        return err_set(CUK_ERR_INVALID, "kernel '%s': the grid and the block must be given (got grid.x %u, block.x %u)",
+                       f->name, grid.x, block.x);
+    if (cluster && (grid.x % cl.x || grid.y % cl.y || grid.z % cl.z))
+        return err_set(CUK_ERR_INVALID, "kernel '%s': the grid (%u, %u, %u) must be a multiple of the cluster (%u, %u, %u) "
+                                        "in every dimension", f->name, grid.x, grid.y, grid.z, cl.x, cl.y, cl.z);
+    cuk_status s = ctx_make_current(f->d);
+    if (s) return s;
+    if (!cluster && !o->cooperative) return cuk_launch(f, grid, block, o->shared, o->stream, args);
+    if (!cu.cuLaunchKernelEx || (cluster && f->d->props.cc_major < 9))
+        return err_set(CUK_ERR_DRIVER, "%s needs %sa driver with cuLaunchKernelEx (kernel '%s')",
+                       cluster ? "a thread-block cluster" : "a cooperative launch",
+                       cluster ? "compute capability 9.0 and " : "", f->name);
+    CUlaunchAttribute at[2];
+    memset(at, 0, sizeof at);
+    unsigned na = 0;
+    if (cluster) {
+        at[na].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        at[na].value.clusterDim.x = cl.x, at[na].value.clusterDim.y = cl.y, at[na].value.clusterDim.z = cl.z;
+        na++;
+    }
+    if (o->cooperative) {
+        at[na].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        at[na].value.cooperative = 1;
+        na++;
+    }
+    CUlaunchConfig c = {grid.x, grid.y, grid.z, block.x, block.y, block.z, o->shared, stream_raw(o->stream), at, na};
+    CUresult r = cu.cuLaunchKernelEx(&c, f->fn, args, NULL);
+    return r ? launch_failed(f, r, "cuLaunchKernelEx", grid, block, o->shared, cl.x * cl.y * cl.z) : CUK_OK;
+}
+
 cuk_status cuk_launch_cluster(cuk_function *f, cuk_dim3 grid, cuk_dim3 block, unsigned cluster, unsigned shared,
                               cuk_stream *st, void **args) {
     if (!f) return err_set(CUK_ERR_INVALID, "cuk_launch_cluster: NULL function");
     if (!block.x || !grid.x || !cluster || grid.x % cluster)
         return err_set(CUK_ERR_INVALID, "cuk_launch_cluster: grid.x (%u) must be a positive multiple of the cluster (%u), "
                                         "and the block given", grid.x, cluster);
-    cuk_status s = ctx_make_current(f->d);
-    if (s) return s;
-    if (!cu.cuLaunchKernelEx || f->d->props.cc_major < 9)
-        return err_set(CUK_ERR_DRIVER, "thread-block clusters need compute capability 9.0 and a driver with "
-                                            "cuLaunchKernelEx (kernel '%s')", f->name);
-    grid = dims(grid), block = dims(block);
-    CUlaunchAttribute at;
-    memset(&at, 0, sizeof at);
-    at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    at.value.clusterDim.x = cluster, at.value.clusterDim.y = at.value.clusterDim.z = 1;
-    CUlaunchConfig c = {grid.x, grid.y, grid.z, block.x, block.y, block.z, shared, stream_raw(st), &at, 1};
-    CUresult r = cu.cuLaunchKernelEx(&c, f->fn, args, NULL);
-    return r ? launch_failed(f, r, "cuLaunchKernelEx", grid, block, shared, cluster) : CUK_OK;
+    cuk_launch_opts o = {.grid = grid, .block = block, .shared = shared, .stream = st, .cluster = {cluster, 1, 1}};
+    return cuk_launch_ex(f, &o, args);
 }
 
 cuk_status cuk_launch_config_1d(cuk_function *f, size_t n, unsigned shared, cuk_dim3 *grid, cuk_dim3 *block) {

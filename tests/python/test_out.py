@@ -58,7 +58,7 @@ def test_out_may_be_an_argument(m):
     (lambda m, x: m.f(x, x, out=np.zeros((5, 1), np.float32)), cuk.ArgumentError, "out"),
     (lambda m, x: m.f(x, x, out=np.zeros(10, np.float32)[::2]), cuk.ArgumentError, "writable C-contiguous"),
     (lambda m, x: m.f(x, x, out=[0.0] * 5), cuk.ArgumentError, "writable C-contiguous"),
-    (lambda m, x: m.f(x, x, oops=x), TypeError, "takes positional arguments and out= only, not oops="),
+    (lambda m, x: m.f(x, x, oops=x), TypeError, "takes positional arguments, out= and stream= only, not oops="),
 ])
 def test_bad_out(m, call, err, msg):
     x = np.linspace(0, 1, 5, dtype=np.float32)

@@ -1,0 +1,1175 @@
+"""``cuda.core`` on cuk: NVIDIA's object model for CUDA from Python (devices, streams,
+events, programs compiled by NVRTC, kernels, launch configurations, buffers and memory
+resources, graphs), with cuda.core 1.x's names and semantics, over libcuk's runtime. Code
+written for ``cuda.core`` ports by changing the import::
+
+    from cuk.core import Device, LaunchConfig, Program, ProgramOptions, launch
+
+What cuk does not have (yet) raises NotImplementedError naming it: IPC-shared and
+virtual memory resources, managed memory, texture and tensor-map objects, conditional
+graph nodes built by hand, and StridedMemoryView."""
+import collections
+import dataclasses
+import os
+import threading
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _cuk
+from . import driver as _drv
+
+__all__ = [
+    "Buffer", "ComputeCapability", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
+    "EventOptions", "Graph", "GraphBuilder", "Kernel", "LaunchConfig", "Linker", "LinkerOptions", "MemoryResource",
+    "ObjectCode", "PinnedMemoryResource", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
+]
+
+ComputeCapability = collections.namedtuple("ComputeCapability", ("major", "minor"))
+
+
+class CUDAError(RuntimeError):
+    """A CUDA call failed (cuda.core's ``cuda.core.CUDAError``)."""
+
+
+def _check_int(name, v, lo=0):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, not {type(v).__name__}")
+    if v < lo:
+        raise ValueError(f"{name} must be at least {lo}, got {v}")
+    return int(v)
+
+
+# ---- system -------------------------------------------------------------------------------
+
+
+class _System:
+    """``cuda.core.system``: the machine's driver and devices."""
+
+    @property
+    def num_devices(self):
+        return _cuk.device_count()
+
+    @property
+    def driver_version(self):
+        v = _cuk.device_props(0)["driver_version"] if _cuk.device_count() else 0
+        return (v // 1000, (v % 1000) // 10)
+
+    @property
+    def devices(self):
+        return tuple(Device(i) for i in range(self.num_devices))
+
+    def get_num_devices(self):
+        return self.num_devices
+
+    def get_driver_version(self):
+        return self.driver_version
+
+
+system = _System()
+
+
+# ---- device ---------------------------------------------------------------------------------
+
+
+class DeviceProperties:
+    """Every ``CUdevice_attribute`` of a device as a lower-case property
+    (``dev.properties.max_threads_per_block``, ``.multiprocessor_count``, ...)."""
+
+    def __init__(self, ordinal):
+        self._ordinal = ordinal
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        key = name.upper()
+        aliases = {"MULTIPROCESSOR_COUNT": "MULTIPROCESSOR_COUNT", "MAX_SHARED_MEMORY_PER_BLOCK": "MAX_SHARED_MEMORY_PER_BLOCK"}
+        key = aliases.get(key, key)
+        if key not in _drv.device_attribute.__members__:
+            raise AttributeError(f"'DeviceProperties' has no attribute '{name}' (no such CUdevice_attribute)")
+        v = _cuk.device_attribute(self._ordinal, int(_drv.device_attribute[key]))
+        return bool(v) if key.startswith(("CAN_", "SUPPORTS_", "UNIFIED_", "HOST_", "MANAGED_", "CONCURRENT_",
+                                          "COOPERATIVE_", "ECC_", "INTEGRATED", "GLOBAL_L1", "LOCAL_L1",
+                                          "STREAM_PRIORITIES", "PAGEABLE", "DIRECT_", "GPU_DIRECT",
+                                          "MEMORY_POOLS", "VIRTUAL_", "HANDLE_", "TCC_", "KERNEL_EXEC",
+                                          "IPC_", "DEFERRED_", "SPARSE_", "TIMELINE_", "CLUSTER_LAUNCH",
+                                          "READ_ONLY_HOST", "COMPUTE_PREEMPTION", "MPS_", "D3D12_", "HOST_NUMA",
+                                          "ONLY_PARTIAL")) and v in (0, 1) else v
+
+    def __dir__(self):
+        return [k.lower() for k in _drv.device_attribute.__members__]
+
+
+_devices = {}
+_tls = threading.local()
+
+
+class Device:
+    """A GPU (cuda.core's ``Device``): ``Device()`` is the current one (device 0 before any
+    set_current), ``Device(i)`` the i-th. One object per device and thread is returned."""
+
+    def __new__(cls, device_id: Optional[int] = None):
+        n = _cuk.device_count()
+        if device_id is None:
+            device_id = getattr(_tls, "current", None)
+            if device_id is None:
+                device_id = _cuk.device_current() if n else 0
+        device_id = _check_int("device_id", device_id)
+        if device_id >= n:
+            raise ValueError(f"device_id must be within [0, {n}), got {device_id}")
+        d = _devices.get(device_id)
+        if d is None:
+            d = object.__new__(cls)
+            d._id = device_id
+            d._props = None
+            d._mr = None
+            _devices[device_id] = d
+        return d
+
+    @property
+    def device_id(self) -> int:
+        return self._id
+
+    def __int__(self):
+        return self._id
+
+    def __index__(self):
+        return self._id
+
+    @property
+    def _p(self):
+        if self._props is None:
+            self._props = _cuk.device_props(self._id)
+        return self._props
+
+    @property
+    def name(self) -> str:
+        return self._p["name"]
+
+    @property
+    def compute_capability(self) -> ComputeCapability:
+        return ComputeCapability(*self._p["compute_capability"])
+
+    @property
+    def arch(self) -> str:
+        """'90' for compute capability 9.0: what ``sm_`` and ``compute_`` take."""
+        cc = self.compute_capability
+        return f"{cc.major}{cc.minor}"
+
+    @property
+    def properties(self) -> DeviceProperties:
+        return DeviceProperties(self._id)
+
+    @property
+    def pci_bus_id(self) -> str:
+        p = self.properties
+        return f"{p.pci_domain_id:08X}:{p.pci_bus_id:02X}:{p.pci_device_id:02X}.0"
+
+    @property
+    def uuid(self) -> str:
+        raise NotImplementedError("Device.uuid: cuk does not read the device UUID yet")
+
+    @property
+    def context(self):
+        return _drv.Context(_drv.Device(self._id))
+
+    def set_current(self, ctx=None):
+        """Makes this device current on this thread (its primary context)."""
+        if ctx is not None:
+            raise NotImplementedError("set_current(ctx): cuk uses each device's primary context only")
+        _cuk.device_select(self._id)
+        _tls.current = self._id
+
+    @property
+    def memory_resource(self) -> "MemoryResource":
+        if self._mr is None:
+            self._mr = DeviceMemoryResource(self._id)
+        return self._mr
+
+    @memory_resource.setter
+    def memory_resource(self, mr):
+        if not isinstance(mr, MemoryResource):
+            raise TypeError("memory_resource must be a MemoryResource")
+        self._mr = mr
+
+    @property
+    def default_stream(self) -> "Stream":
+        return Stream._legacy(self)
+
+    def create_stream(self, obj=None, options: Optional["StreamOptions"] = None) -> "Stream":
+        """A new stream (non-blocking by default), or a Stream over another library's
+        (``obj`` with ``__cuda_stream__``)."""
+        if obj is not None:
+            return Stream._from_obj(obj, self)
+        return Stream._new(self, options)
+
+    def create_event(self, options: Optional["EventOptions"] = None) -> "Event":
+        return Event._new(self, options)
+
+    def allocate(self, size: int, stream: Optional["Stream"] = None) -> "Buffer":
+        return self.memory_resource.allocate(size, stream)
+
+    def sync(self):
+        _cuk.device_select(self._id)
+        _cuk.synchronize()
+
+    def create_graph_builder(self) -> "GraphBuilder":
+        return self.create_stream().create_graph_builder()
+
+    def __repr__(self):
+        return f"<Device {self._id} ({self.name})>"
+
+
+# ---- streams and events ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class StreamOptions:
+    nonblocking: bool = True
+    priority: Optional[int] = None
+
+
+class Stream:
+    """A CUDA stream (cuda.core's ``Stream``). Make one with ``Device.create_stream``."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Stream objects cannot be instantiated directly: use Device.create_stream()")
+
+    @classmethod
+    def _wrap(cls, device, handle, owner):
+        s = object.__new__(cls)
+        s._dev = device
+        s._handle = handle
+        s._owner = owner  # a cuk.driver.Stream we made, or the foreign object
+        s._nonblocking = True
+        s._priority = 0
+        return s
+
+    @classmethod
+    def _new(cls, device, options):
+        options = options or StreamOptions()
+        if not options.nonblocking:
+            raise NotImplementedError("StreamOptions(nonblocking=False): cuk's streams are non-blocking")
+        if options.priority not in (None, 0):
+            raise NotImplementedError("StreamOptions(priority=): cuk's streams have the default priority")
+        device.set_current()
+        st = _drv.Stream()
+        return cls._wrap(device, st.handle, st)
+
+    @classmethod
+    def _legacy(cls, device):
+        s = cls._wrap(device, 1, None)
+        s._nonblocking = False
+        return s
+
+    @classmethod
+    def _from_obj(cls, obj, device):
+        if not hasattr(obj, "__cuda_stream__"):
+            raise TypeError(f"{type(obj).__name__} has no __cuda_stream__: cannot make a Stream of it")
+        info = obj.__cuda_stream__() if callable(obj.__cuda_stream__) else obj.__cuda_stream__
+        if not (isinstance(info, tuple) and len(info) == 2):
+            raise RuntimeError(f"__cuda_stream__ must give (version, handle), got {info!r}")
+        return cls._wrap(device, int(info[1]) or 1, obj)
+
+    @property
+    def handle(self) -> int:
+        return self._handle
+
+    def __cuda_stream__(self):
+        return (0, self._handle)
+
+    @property
+    def device(self) -> Device:
+        return self._dev
+
+    @property
+    def context(self):
+        return self._dev.context
+
+    @property
+    def is_nonblocking(self) -> bool:
+        return self._nonblocking
+
+    @property
+    def priority(self) -> int:
+        return self._priority
+
+    def _cuk(self):
+        """What cuk's functions take as stream=."""
+        return self._owner if isinstance(self._owner, _drv.Stream) else self._handle
+
+    def sync(self):
+        if isinstance(self._owner, _drv.Stream):
+            self._owner.synchronize()
+        else:
+            e = self.record()
+            e.sync()
+
+    def record(self, event: Optional["Event"] = None, options: Optional["EventOptions"] = None) -> "Event":
+        if event is None:
+            event = Event._new(self._dev, options)
+        event._ev.record(self._cuk() if isinstance(self._owner, _drv.Stream) else _drv_stream(self._handle))
+        return event
+
+    def wait(self, event_or_stream):
+        if isinstance(event_or_stream, Event):
+            ev = event_or_stream
+        elif isinstance(event_or_stream, Stream):
+            ev = event_or_stream.record()
+        elif hasattr(event_or_stream, "__cuda_stream__"):
+            ev = Stream._from_obj(event_or_stream, self._dev).record()
+        else:
+            raise TypeError("wait() takes an Event or a Stream")
+        _cuk.stream_wait_event_raw(self._handle, ev._ev)
+
+    def create_graph_builder(self) -> "GraphBuilder":
+        return GraphBuilder(self)
+
+    def close(self):
+        self._owner = None
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and other._handle == self._handle
+
+    def __hash__(self):
+        return hash(self._handle)
+
+    def __repr__(self):
+        return f"<Stream handle={self._handle:#x}>"
+
+
+def _drv_stream(handle):
+    return handle  # cuk's stream arguments take raw handles as they are
+
+
+@dataclasses.dataclass
+class EventOptions:
+    enable_timing: bool = False
+    busy_waited_sync: bool = False
+    ipc_enabled: bool = False
+
+
+class Event:
+    """A CUDA event (cuda.core's ``Event``): ``Stream.record()`` makes one; ``e2 - e1`` is
+    the time between two timed events in milliseconds."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Event objects cannot be instantiated directly: use Stream.record() or Device.create_event()")
+
+    @classmethod
+    def _new(cls, device, options):
+        options = options or EventOptions()
+        if options.ipc_enabled:
+            raise NotImplementedError("EventOptions(ipc_enabled=True): cuk has no IPC events yet")
+        e = object.__new__(cls)
+        e._dev = device
+        e._timing = bool(options.enable_timing)
+        e._ev = _drv.Event()
+        return e
+
+    @property
+    def device(self):
+        return self._dev
+
+    @property
+    def is_timing_disabled(self) -> bool:
+        return not self._timing
+
+    @property
+    def is_sync_busy_waited(self) -> bool:
+        return False
+
+    @property
+    def is_ipc_enabled(self) -> bool:
+        return False
+
+    @property
+    def is_done(self) -> bool:
+        return self._ev.query()
+
+    def sync(self):
+        self._ev.synchronize()
+
+    def __sub__(self, other):
+        if not isinstance(other, Event):
+            return NotImplemented
+        if not (self._timing and other._timing):
+            raise RuntimeError("timing is disabled on one of the events: make both with "
+                               "EventOptions(enable_timing=True)")
+        return self._ev.time_since(other._ev)
+
+    def close(self):
+        pass
+
+    @property
+    def handle(self):
+        return id(self._ev)
+
+
+# ---- memory -----------------------------------------------------------------------------------
+
+
+class MemoryResource:
+    """Where Buffers come from (cuda.core's abstract ``MemoryResource``)."""
+
+    def allocate(self, size, stream=None) -> "Buffer":
+        raise NotImplementedError
+
+    def deallocate(self, ptr, size, stream=None):
+        raise NotImplementedError
+
+    @property
+    def is_device_accessible(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def is_host_accessible(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def device_id(self) -> int:
+        raise NotImplementedError
+
+
+@dataclasses.dataclass
+class DeviceMemoryResourceOptions:
+    ipc_enabled: bool = False
+    max_size: int = 0
+
+
+class DeviceMemoryResource(MemoryResource):
+    """Device memory from cuk's stream-ordered caching pool: a block allocated on a stream
+    is reused by that stream at once and by another only after an event wait."""
+
+    def __init__(self, device_id, options: Optional[DeviceMemoryResourceOptions] = None):
+        self._dev = int(device_id)
+        if options is not None and options.ipc_enabled:
+            raise NotImplementedError("DeviceMemoryResourceOptions(ipc_enabled=True): cuk's pool has no IPC export yet")
+
+    def allocate(self, size, stream=None) -> "Buffer":
+        size = _check_int("size", size)
+        Device(self._dev).set_current()
+        st = stream._cuk() if isinstance(stream, Stream) else stream
+        ptr = _cuk.mem_alloc_on(size, st)
+        return Buffer._make(ptr, size, self, owned=True)
+
+    def deallocate(self, ptr, size, stream=None):
+        _cuk.mem_free(int(ptr))
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return False
+
+    @property
+    def device_id(self):
+        return self._dev
+
+
+class PinnedMemoryResource(MemoryResource):
+    """Page-locked host memory (cuMemHostAlloc), reachable from every device."""
+
+    def __init__(self, options=None):
+        self._held = {}
+
+    def allocate(self, size, stream=None) -> "Buffer":
+        size = _check_int("size", size)
+        host = _cuk.host_alloc(max(size, 1))
+        ptr = np.frombuffer(host, dtype=np.uint8).ctypes.data
+        b = Buffer._make(ptr, size, self, owned=True)
+        self._held[ptr] = host
+        return b
+
+    def deallocate(self, ptr, size, stream=None):
+        self._held.pop(int(ptr), None)
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+    @property
+    def device_id(self):
+        return -1
+
+
+class Buffer:
+    """A span of memory from a MemoryResource (cuda.core's ``Buffer``): ``handle`` is its
+    address; close(stream) gives it back in that stream's order."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Buffer objects cannot be instantiated directly: use MemoryResource.allocate() or "
+                           "Buffer.from_handle()")
+
+    @classmethod
+    def _make(cls, ptr, size, mr, owned):
+        b = object.__new__(cls)
+        b._ptr = int(ptr)
+        b._size = int(size)
+        b._mr = mr
+        b._owned = owned
+        return b
+
+    @classmethod
+    def from_handle(cls, ptr, size, mr=None):
+        return cls._make(int(ptr), _check_int("size", size), mr, owned=False)
+
+    @property
+    def handle(self) -> int:
+        return self._ptr
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def memory_resource(self):
+        return self._mr
+
+    @property
+    def is_device_accessible(self):
+        return self._mr.is_device_accessible if self._mr is not None else True
+
+    @property
+    def is_host_accessible(self):
+        return self._mr.is_host_accessible if self._mr is not None else False
+
+    @property
+    def device_id(self):
+        return self._mr.device_id if self._mr is not None else _cuk.device_current()
+
+    def __int__(self):
+        return self._ptr
+
+    def close(self, stream=None):
+        if self._owned and self._ptr:
+            self._mr.deallocate(self._ptr, self._size, stream)
+        self._ptr = 0
+        self._size = 0
+        self._owned = False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def copy_to(self, dst: Optional["Buffer"] = None, *, stream) -> "Buffer":
+        if stream is None:
+            raise ValueError("copy_to: stream must be given")
+        if dst is None:
+            dst = self._mr.allocate(self._size, stream) if self._mr is not None else Device().allocate(self._size, stream)
+        if dst.size != self._size:
+            raise ValueError(f"copy_to: the buffers' sizes differ ({self._size} and {dst.size} bytes)")
+        _copy(dst, self, self._size, stream)
+        return dst
+
+    def copy_from(self, src: "Buffer", *, stream):
+        if stream is None:
+            raise ValueError("copy_from: stream must be given")
+        if src.size != self._size:
+            raise ValueError(f"copy_from: the buffers' sizes differ ({src.size} and {self._size} bytes)")
+        _copy(self, src, self._size, stream)
+
+    def fill(self, value, width=1, *, stream):
+        if width != 1 or not 0 <= int(value) < 256:
+            raise NotImplementedError("Buffer.fill: cuk fills bytes (width=1, a value 0-255)")
+        _cuk.memset_d8(self._ptr, int(value), self._size, _stream_arg(stream))
+
+    def __dlpack_device__(self):
+        return (2 if not self.is_host_accessible else 3, self.device_id if not self.is_host_accessible else 0)
+
+    def __repr__(self):
+        return f"<Buffer ptr={self._ptr:#x} size={self._size}>"
+
+
+def _stream_arg(stream):
+    if stream is None:
+        return None
+    if isinstance(stream, Stream):
+        return stream._cuk()
+    if isinstance(stream, GraphBuilder):
+        return stream._stream._cuk()
+    return stream
+
+
+def _copy(dst, src, n, stream):
+    if n:
+        _cuk.memcpy_dtod(dst.handle, src.handle, n, _stream_arg(stream), True)
+
+
+# ---- programs, object code, kernels -----------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ProgramOptions:
+    """NVRTC's options by name (cuda.core's ``ProgramOptions``); the ones cuk passes on."""
+
+    name: Optional[str] = "default_program"
+    arch: Optional[str] = None
+    relocatable_device_code: Optional[bool] = None
+    extensible_whole_program: Optional[bool] = None
+    debug: Optional[bool] = None
+    lineinfo: Optional[bool] = None
+    device_code_optimize: Optional[bool] = None
+    ptxas_options: Optional[Union[str, Sequence[str]]] = None
+    max_register_count: Optional[int] = None
+    ftz: Optional[bool] = None
+    prec_sqrt: Optional[bool] = None
+    prec_div: Optional[bool] = None
+    fma: Optional[bool] = None
+    use_fast_math: Optional[bool] = None
+    extra_device_vectorization: Optional[bool] = None
+    link_time_optimization: Optional[bool] = None
+    gen_opt_lto: Optional[bool] = None
+    define_macro: Optional[Union[str, Tuple[str, str], Sequence]] = None
+    undefine_macro: Optional[Union[str, Sequence[str]]] = None
+    include_path: Optional[Union[str, Sequence[str]]] = None
+    pre_include: Optional[Union[str, Sequence[str]]] = None
+    no_source_include: Optional[bool] = None
+    std: Optional[str] = None
+    builtin_move_forward: Optional[bool] = None
+    builtin_initializer_list: Optional[bool] = None
+    disable_warnings: Optional[bool] = None
+    restrict: Optional[bool] = None
+    device_as_default_execution_space: Optional[bool] = None
+    device_int128: Optional[bool] = None
+    optimization_info: Optional[str] = None
+    no_display_error_number: Optional[bool] = None
+    diag_error: Optional[Union[int, Sequence[int]]] = None
+    diag_suppress: Optional[Union[int, Sequence[int]]] = None
+    diag_warn: Optional[Union[int, Sequence[int]]] = None
+    brief_diagnostics: Optional[bool] = None
+    time: Optional[str] = None
+    split_compile: Optional[int] = None
+    fdevice_syntax_only: Optional[bool] = None
+    minimal: Optional[bool] = None
+
+    def _as_nvrtc(self):
+        o = []
+
+        def many(v):
+            return [v] if isinstance(v, (str, int)) else list(v)
+
+        if self.relocatable_device_code:
+            o.append("-rdc=true")
+        if self.extensible_whole_program:
+            o.append("-ewp")
+        if self.debug:
+            o.append("-G")
+        if self.lineinfo:
+            o.append("-lineinfo")
+        if self.device_code_optimize is not None:
+            o.append(f"-dopt={'on' if self.device_code_optimize else 'off'}")
+        if self.ptxas_options is not None:
+            o += [f"-Xptxas={x}" for x in many(self.ptxas_options)]
+        if self.max_register_count is not None:
+            o.append(f"-maxrregcount={int(self.max_register_count)}")
+        for flag, v in (("-ftz", self.ftz), ("-prec-sqrt", self.prec_sqrt), ("-prec-div", self.prec_div),
+                        ("-fmad", self.fma)):
+            if v is not None:
+                o.append(f"{flag}={'true' if v else 'false'}")
+        if self.use_fast_math:
+            o.append("-use_fast_math")
+        if self.extra_device_vectorization:
+            o.append("-extra-device-vectorization")
+        if self.link_time_optimization or self.gen_opt_lto:
+            o.append("-dlto")
+        if self.define_macro is not None:
+            dm = self.define_macro
+            for d in ([dm] if isinstance(dm, (str, tuple)) else dm):
+                o.append(f"-D{d[0]}={d[1]}" if isinstance(d, tuple) else f"-D{d}")
+        if self.undefine_macro is not None:
+            o += [f"-U{u}" for u in many(self.undefine_macro)]
+        if self.include_path is not None:
+            o += [f"-I{p}" for p in many(self.include_path)]
+        if self.pre_include is not None:
+            o += [f"-include={p}" for p in many(self.pre_include)]
+        if self.no_source_include:
+            o.append("-no-source-include")
+        if self.std is not None:
+            o.append(f"-std={self.std}")
+        if self.builtin_move_forward is not None:
+            o.append(f"-builtin-move-forward={'true' if self.builtin_move_forward else 'false'}")
+        if self.builtin_initializer_list is not None:
+            o.append(f"-builtin-initializer-list={'true' if self.builtin_initializer_list else 'false'}")
+        if self.disable_warnings:
+            o.append("-w")
+        if self.restrict:
+            o.append("-restrict")
+        if self.device_as_default_execution_space:
+            o.append("-default-device")
+        if self.device_int128:
+            o.append("-device-int128")
+        if self.no_display_error_number:
+            o.append("-no-err-no")
+        for flag, v in (("-diag-error", self.diag_error), ("-diag-suppress", self.diag_suppress),
+                        ("-diag-warn", self.diag_warn)):
+            if v is not None:
+                o.append(f"{flag}={','.join(str(x) for x in many(v))}")
+        if self.brief_diagnostics:
+            o.append("-brief-diagnostics=true")
+        if self.minimal:
+            o.append("-minimal")
+        if self.fdevice_syntax_only:
+            o.append("-fdevice-syntax-only")
+        return o
+
+
+_CODE_TYPES = ("c++", "ptx", "nvvm")
+_TARGETS = ("ptx", "cubin", "ltoir")
+
+
+class Program:
+    """Source code and how to compile it (cuda.core's ``Program``): C++ through NVRTC, PTX
+    through nvJitLink."""
+
+    def __init__(self, code, code_type, options: Optional[ProgramOptions] = None):
+        if not isinstance(code, (str, bytes)):
+            raise TypeError("code must be a str (or bytes for PTX)")
+        code_type = code_type.lower()
+        if code_type not in _CODE_TYPES:
+            raise RuntimeError(f"Unsupported code_type='{code_type}' (supported: {', '.join(_CODE_TYPES)})")
+        if code_type == "nvvm":
+            raise NotImplementedError("code_type='nvvm': cuk has no NVVM backend")
+        self._code = code if isinstance(code, str) else code.decode()
+        self._type = code_type
+        self._opts = options if options is not None else ProgramOptions()
+        if not isinstance(self._opts, ProgramOptions):
+            raise TypeError("options must be a ProgramOptions")
+
+    @property
+    def backend(self):
+        return "NVRTC" if self._type == "c++" else "nvJitLink"
+
+    @property
+    def handle(self):
+        return None
+
+    def close(self):
+        pass
+
+    def _arch(self):
+        a = self._opts.arch
+        if a is None:
+            return f"sm_{Device().arch}"
+        return a if a.startswith(("sm_", "compute_")) else f"sm_{a}"
+
+    def compile(self, target_type, name_expressions=(), logs=None) -> "ObjectCode":
+        if target_type not in _TARGETS:
+            raise ValueError(f"Unsupported target_type='{target_type}' (supported: {', '.join(_TARGETS)})")
+        arch = self._arch()
+        if self._type == "ptx":
+            if target_type != "cubin":
+                raise ValueError("a PTX program compiles to 'cubin' only")
+            cubin = _cuk.link([(2, self._code.encode() + b"\0", self._opts.name or "program.ptx")], [f"-arch={arch}"])
+            return ObjectCode._make(cubin, "cubin", {}, self._opts.name)
+        opts = self._opts._as_nvrtc()
+        if target_type == "ltoir" and "-dlto" not in opts:
+            opts.append("-dlto")
+        if target_type == "ptx" and arch.startswith("sm_"):
+            arch = "compute_" + arch[3:]
+        names = tuple(name_expressions)
+        image, lowered, log = _cuk.nvrtc_compile_ex(self._code, opts, arch, target_type, names,
+                                                    self._opts.name or "default_program")
+        if logs is not None and log:
+            logs.write(log)
+        return ObjectCode._make(image, target_type, dict(zip(names, lowered)), self._opts.name)
+
+
+class ObjectCode:
+    """Compiled code (cuda.core's ``ObjectCode``): cubin, PTX or LTO-IR; ``get_kernel``
+    loads it on the current device."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("ObjectCode objects cannot be instantiated directly: use Program.compile() or "
+                           "ObjectCode.from_cubin()/from_ptx()/from_ltoir()")
+
+    @classmethod
+    def _make(cls, code, code_type, names, name=None):
+        o = object.__new__(cls)
+        o._code = code
+        o._type = code_type
+        o._names = names
+        o._name = name or ""
+        o._mod = None
+        return o
+
+    @classmethod
+    def _from(cls, module, code_type, name, symbol_mapping):
+        if isinstance(module, (str, os.PathLike)) and not (isinstance(module, str) and "\n" in module):
+            with open(module, "rb") as f:
+                module = f.read()
+        if isinstance(module, str):
+            module = module.encode()
+        return cls._make(bytes(module), code_type, dict(symbol_mapping or {}), name)
+
+    @classmethod
+    def from_cubin(cls, module, *, name="", symbol_mapping=None):
+        return cls._from(module, "cubin", name, symbol_mapping)
+
+    @classmethod
+    def from_ptx(cls, module, *, name="", symbol_mapping=None):
+        return cls._from(module, "ptx", name, symbol_mapping)
+
+    @classmethod
+    def from_ltoir(cls, module, *, name="", symbol_mapping=None):
+        return cls._from(module, "ltoir", name, symbol_mapping)
+
+    @property
+    def code(self):
+        return self._code
+
+    @property
+    def code_type(self):
+        return self._type
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def handle(self):
+        return self._module()
+
+    def _module(self):
+        if self._type == "ltoir":
+            raise RuntimeError("LTO-IR cannot be loaded: link it with a Linker into a cubin first")
+        if self._mod is None:
+            code = self._code
+            if self._type == "ptx" and not code.endswith(b"\0"):
+                code = code + b"\0"
+            self._mod = _cuk.module_load(code)
+        return self._mod
+
+    def get_kernel(self, name) -> "Kernel":
+        if isinstance(name, bytes):
+            name = name.decode()
+        lowered = self._names.get(name, name)
+        return Kernel._make(self._module().get_function(lowered), self)
+
+
+class _KernelAttributes:
+    _ATTRS = {"max_threads_per_block": 0, "shared_size_bytes": 1, "const_size_bytes": 2, "local_size_bytes": 3,
+              "num_regs": 4, "ptx_version": 5, "binary_version": 6, "cache_mode_ca": 7,
+              "max_dynamic_shared_size_bytes": 8, "preferred_shared_memory_carveout": 9}
+
+    def __init__(self, k):
+        self._k = k
+
+    def __getattr__(self, name):
+        if name not in self._ATTRS:
+            raise AttributeError(name)
+
+        def get(device_id=None):
+            return self._k._f.get_attribute(self._ATTRS[name])
+
+        return get
+
+
+class _Occupancy:
+    def __init__(self, k):
+        self._k = k
+
+    def max_active_blocks_per_multiprocessor(self, block_size, dynamic_shared_memory_size):
+        return _cuk.occupancy(self._k._f, int(block_size), int(dynamic_shared_memory_size))[0]
+
+    def max_potential_block_size(self, dynamic_shared_memory_needed, block_size_limit):
+        if not isinstance(dynamic_shared_memory_needed, int):
+            raise NotImplementedError("max_potential_block_size with a function of the block size")
+        per_sm, block = _cuk.occupancy(self._k._f, 0, int(dynamic_shared_memory_needed))
+        block = min(block, int(block_size_limit)) if block_size_limit else block
+        sms = Device().properties.multiprocessor_count
+        return collections.namedtuple("MaxPotentialBlockSizeOccupancyResult", ("min_grid_size", "max_block_size"))(
+            per_sm * sms, block)
+
+
+class Kernel:
+    """A kernel of loaded code (cuda.core's ``Kernel``)."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Kernel objects cannot be instantiated directly: use ObjectCode.get_kernel()")
+
+    @classmethod
+    def _make(cls, f, obj):
+        k = object.__new__(cls)
+        k._f = f
+        k._obj = obj
+        return k
+
+    @property
+    def attributes(self):
+        return _KernelAttributes(self)
+
+    @property
+    def occupancy(self):
+        return _Occupancy(self)
+
+    @property
+    def handle(self):
+        return self._f
+
+
+# ---- launch ------------------------------------------------------------------------------------
+
+
+def _dim3(name, v):
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        v = (int(v),)
+    if not isinstance(v, tuple) or not 1 <= len(v) <= 3:
+        raise ValueError(f"{name} must be an int, or a tuple of 1 to 3 ints, got {v!r}")
+    for x in v:
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
+            raise ValueError(f"{name} must be positive ints, got {v!r}")
+    return tuple(int(x) for x in v) + (1,) * (3 - len(v))
+
+
+@dataclasses.dataclass
+class LaunchConfig:
+    """grid and block (an int or a 1-3 tuple), shmem_size (dynamic shared memory, bytes),
+    cluster (blocks per thread-block cluster; compute capability 9.0), and
+    cooperative_launch (grid-wide synchronisation)."""
+
+    grid: Union[tuple, int] = None
+    cluster: Union[tuple, int] = None
+    block: Union[tuple, int] = None
+    shmem_size: Optional[int] = None
+    cooperative_launch: Optional[bool] = False
+
+    def __post_init__(self):
+        self.grid = _dim3("grid", self.grid)
+        self.block = _dim3("block", self.block)
+        if self.cluster is not None:
+            cc = Device().compute_capability
+            if cc < (9, 0):
+                raise RuntimeError(f"thread-block clusters need compute capability 9.0 (this device has "
+                                   f"{cc.major}.{cc.minor})")
+            self.cluster = _dim3("cluster", self.cluster)
+        if self.shmem_size is None:
+            self.shmem_size = 0
+        self.shmem_size = _check_int("shmem_size", self.shmem_size)
+        if self.cooperative_launch and not Device().properties.cooperative_launch:
+            raise RuntimeError("this device does not support cooperative launches")
+
+
+def _kernel_arg(a, i):
+    """One kernel argument as the bytes cuk's launcher passes: a Buffer's address, NumPy
+    scalars as they are, Python int as intptr_t, float as double, bool as bool, complex as
+    complex<double>, ctypes scalars by value."""
+    if isinstance(a, Buffer):
+        return np.uint64(a.handle)
+    if isinstance(a, np.generic):
+        return a
+    if isinstance(a, bool):
+        return np.bool_(a)
+    if isinstance(a, int):
+        return np.intp(a)
+    if isinstance(a, float):
+        return np.float64(a)
+    if isinstance(a, complex):
+        return np.complex128(a)
+    import ctypes
+
+    if isinstance(a, ctypes._SimpleCData):
+        return np.frombuffer(bytes(a), dtype=np.uint8).view(np.dtype(f"V{ctypes.sizeof(a)}"))[0]
+    if hasattr(a, "__cuda_array_interface__"):
+        return np.uint64(a.__cuda_array_interface__["data"][0])
+    raise TypeError(f"kernel argument {i}: unsupported type {type(a).__name__} (pass a Buffer, a NumPy scalar, "
+                    "an int, a float, a bool, a complex or a ctypes scalar)")
+
+
+def launch(stream, config: LaunchConfig, kernel: Kernel, *kernel_args):
+    """Queues kernel on stream (a Stream, a GraphBuilder, or an object with
+    __cuda_stream__) with config's grid, block, shared memory, cluster and cooperation."""
+    if isinstance(stream, GraphBuilder):
+        stream = stream._stream
+    if not isinstance(stream, Stream):
+        if hasattr(stream, "__cuda_stream__"):
+            stream = Stream._from_obj(stream, Device())
+        else:
+            raise ValueError(f"stream must be a Stream or have __cuda_stream__, got {type(stream).__name__}")
+    if not isinstance(config, LaunchConfig):
+        raise TypeError("config must be a LaunchConfig")
+    if not isinstance(kernel, Kernel):
+        raise TypeError("kernel must be a Kernel")
+    args = tuple(_kernel_arg(a, i) for i, a in enumerate(kernel_args))
+    _cuk.launch_ex(kernel._f, args, config.grid, config.block, config.shmem_size, stream._cuk(), config.cluster,
+                   bool(config.cooperative_launch))
+
+
+# ---- graphs ---------------------------------------------------------------------------------------
+
+
+class Graph:
+    """An executable graph (cuda.core's ``Graph``): ``launch(stream)`` replays it."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Graph objects cannot be instantiated directly: use GraphBuilder.complete()")
+
+    @classmethod
+    def _make(cls, raw):
+        g = object.__new__(cls)
+        g._raw = raw
+        return g
+
+    def upload(self, stream):
+        """Accepted: the first launch uploads the graph."""
+
+    def launch(self, stream):
+        self._raw.launch(_stream_arg(stream))
+
+    def update(self, builder):
+        raise NotImplementedError("Graph.update: capture the work again and complete a new graph")
+
+    def close(self):
+        self._raw.close()
+
+
+class GraphBuilder:
+    """Builds a graph by capturing the work queued on a stream between begin_building and
+    end_building (cuda.core's ``GraphBuilder``); ``launch(builder, ...)`` records into it."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._raw = None
+        self._building = False
+
+    @property
+    def stream(self):
+        return self._stream
+
+    @property
+    def is_building(self):
+        return self._building
+
+    def __cuda_stream__(self):
+        return self._stream.__cuda_stream__()
+
+    def begin_building(self, mode="relaxed"):
+        if mode not in ("global", "thread_local", "relaxed"):
+            raise ValueError(f"Unsupported build mode: {mode}")
+        if self._building:
+            raise RuntimeError("the graph is being built already")
+        _cuk.begin_capture(self._stream._cuk())
+        self._building = True
+        return self
+
+    def end_building(self):
+        if not self._building:
+            raise RuntimeError("the graph is not being built: call begin_building() first")
+        self._building = False
+        self._raw = _cuk.end_capture(self._stream._cuk())
+        return self
+
+    def complete(self, options=None) -> Graph:
+        if self._raw is None:
+            raise RuntimeError("complete() needs a built graph: begin_building(), queue work, end_building()")
+        g, self._raw = Graph._make(self._raw), None
+        return g
+
+    def split(self, count):
+        raise NotImplementedError("GraphBuilder.split: cuk builds one stream's graph")
+
+    def close(self):
+        self._raw = None
+
+
+# ---- linking ----------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class LinkerOptions:
+    name: Optional[str] = "cuda_core_linker"
+    arch: Optional[str] = None
+    max_register_count: Optional[int] = None
+    time: Optional[bool] = None
+    verbose: Optional[bool] = None
+    link_time_optimization: Optional[bool] = None
+    ptx: Optional[bool] = None
+    optimization_level: Optional[int] = None
+    debug: Optional[bool] = None
+    lineinfo: Optional[bool] = None
+    ftz: Optional[bool] = None
+    prec_div: Optional[bool] = None
+    prec_sqrt: Optional[bool] = None
+    fma: Optional[bool] = None
+    kernels_used: Optional[Union[str, Sequence[str]]] = None
+    variables_used: Optional[Union[str, Sequence[str]]] = None
+    optimize_unused_variables: Optional[bool] = None
+    ptxas_options: Optional[Union[str, Sequence[str]]] = None
+    split_compile: Optional[int] = None
+    split_compile_extended: Optional[int] = None
+    no_cache: Optional[bool] = None
+
+    def _as_nvjitlink(self):
+        arch = self.arch or f"sm_{Device().arch}"
+        o = [f"-arch={arch if arch.startswith(('sm_', 'compute_')) else 'sm_' + arch}"]
+        if self.max_register_count is not None:
+            o.append(f"-maxrregcount={int(self.max_register_count)}")
+        if self.verbose:
+            o.append("-verbose")
+        if self.link_time_optimization:
+            o.append("-lto")
+        if self.ptx:
+            o.append("-ptx")
+        if self.optimization_level is not None:
+            o.append(f"-O{int(self.optimization_level)}")
+        if self.debug:
+            o.append("-g")
+        if self.lineinfo:
+            o.append("-lineinfo")
+        for flag, v in (("-ftz", self.ftz), ("-prec-div", self.prec_div), ("-prec-sqrt", self.prec_sqrt),
+                        ("-fma", self.fma)):
+            if v is not None:
+                o.append(f"{flag}={'true' if v else 'false'}")
+        if self.ptxas_options is not None:
+            po = [self.ptxas_options] if isinstance(self.ptxas_options, str) else self.ptxas_options
+            o += [f"-Xptxas={x}" for x in po]
+        return o
+
+
+_KINDS = {"cubin": 1, "ptx": 2, "ltoir": 3, "fatbin": 4, "object": 5, "library": 6}
+
+
+class Linker:
+    """Links ObjectCodes (cubin, PTX, LTO-IR) into one with nvJitLink (cuda.core's
+    ``Linker``)."""
+
+    def __init__(self, *object_codes, options: Optional[LinkerOptions] = None):
+        if not object_codes:
+            raise ValueError("At least one ObjectCode object must be provided")
+        for o in object_codes:
+            if not isinstance(o, ObjectCode):
+                raise TypeError("Linker takes ObjectCode objects")
+        self._objs = object_codes
+        self._opts = options if options is not None else LinkerOptions()
+
+    @property
+    def backend(self):
+        return "nvJitLink"
+
+    def link(self, target_type) -> ObjectCode:
+        if target_type not in ("cubin", "ptx"):
+            raise ValueError(f"Unsupported target_type='{target_type}'")
+        inputs = []
+        names = {}
+        for i, o in enumerate(self._objs):
+            code = o.code if isinstance(o.code, bytes) else o.code.encode()
+            if o.code_type == "ptx" and not code.endswith(b"\0"):
+                code += b"\0"
+            inputs.append((_KINDS[o.code_type], code, o.name or f"input{i}"))
+            names.update(o._names)
+        opts = self._opts._as_nvjitlink()
+        if target_type == "ptx" and "-ptx" not in opts:
+            opts.append("-ptx")
+        out = _cuk.link(inputs, opts)
+        return ObjectCode._make(out, target_type, names, self._opts.name)
+
+    def close(self):
+        pass
