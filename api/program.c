@@ -1104,6 +1104,7 @@ cuk_status cuk_capture_launch(cuk_capture *c, const cuk_view *const *args, int n
         return err_set(CUK_ERR_INVALID, "%s(): the graph was captured with %d arguments, %d given", c->f->fn->name,
                        c->nargs, nargs);
     cuk_status st = CUK_OK;
+    /* every argument checked before anything is copied */
     for (int i = 0; args && i < nargs && !st; i++) {
         const cuk_view *a = args[i], *in = &c->in[i];
         if (!a) continue; /* the graph's input as it is */
@@ -1115,20 +1116,23 @@ cuk_status cuk_capture_launch(cuk_capture *c, const cuk_view *const *args, int n
                            c->f->fn->name, i, dtype_info[a->dtype].name, fmt_shape(x, sizeof x, a->rank, a->shape),
                            dtype_info[in->dtype].name, fmt_shape(y, sizeof y, in->rank, in->shape));
         }
-        if (a->rank == 0) {
-            cuk_scalar v = {0};
-            if (a->place == CUK_ON_DEVICE) st = cuk_memcpy_dtoh(&v, a->dev, cuk_dtype_size(a->dtype));
-            else memcpy(&v, a->data, cuk_dtype_size(a->dtype));
-            if (!st && memcmp(&v, &c->sv[i], cuk_dtype_size(a->dtype)) != 0)
-                return err_set(CUK_ERR_INVALID, "%s(): argument %d, a scalar, differs from the value the graph was "
-                                                "captured with (scalars are recorded in it); capture again, or pass it "
-                                                "as a 1-element array",
-                               c->f->fn->name, i);
-            continue;
-        }
+        if (a->rank > 0) continue;
+        cuk_scalar v = {0};
+        if (a->place == CUK_ON_DEVICE) st = cuk_memcpy_dtoh(&v, a->dev, cuk_dtype_size(a->dtype));
+        else memcpy(&v, a->data, cuk_dtype_size(a->dtype));
+        if (!st && memcmp(&v, &c->sv[i], cuk_dtype_size(a->dtype)) != 0)
+            return err_set(CUK_ERR_INVALID, "%s(): argument %d, a scalar, differs from the value the graph was captured "
+                                            "with (scalars are recorded in it); capture again, or pass it as a "
+                                            "1-element array",
+                           c->f->fn->name, i);
+    }
+    /* the copies into the inputs come after the last replay, wherever it ran */
+    if (!st && args) st = cuk_graph_join(c->g, s);
+    for (int i = 0; args && i < nargs && !st; i++) {
+        const cuk_view *a = args[i], *in = &c->in[i];
+        if (!a || a->rank == 0 || (a->place == CUK_ON_DEVICE && a->dev == in->dev)) continue;
         size_t nb = cuk_dtype_size(a->dtype);
         for (int k = 0; k < a->rank; k++) nb *= (size_t)a->shape[k];
-        if (a->place == CUK_ON_DEVICE && a->dev == in->dev) continue;
         st = a->place == CUK_ON_DEVICE ? cuk_memcpy_dtod_async(in->dev, a->dev, nb, s)
                                        : cuk_memcpy_htod_async(in->dev, a->data, nb, s);
     }

@@ -207,6 +207,10 @@ int cuk_capturing(void);
 /* Queues the whole graph on s, after s's earlier work (one driver call; a launch on
    another stream than the last one first waits for the last one). */
 cuk_status cuk_graph_launch(cuk_graph *g, cuk_stream *s);
+/* Makes s wait for the graph's last launch (or, before the first, for the stream it was
+   captured on) unless that was on s; later launches on s need no wait. For work on s
+   that touches the graph's memory before a launch. */
+cuk_status cuk_graph_join(cuk_graph *g, cuk_stream *s);
 /* How many nodes (kernels, copies, fills) the graph holds. */
 size_t cuk_graph_nodes(const cuk_graph *g);
 /* Makes the pool block p (allocated before the capture) the graph's: freed with it. */

@@ -91,20 +91,27 @@ cuk_status cuk_stream_end_capture(cuk_stream *st, cuk_graph **out) {
     }
     size_t n = 0;
     if (cu.cuGraphGetNodes && cu.cuGraphGetNodes(g, NULL, &n)) n = 0;
-    *gr = (cuk_graph){.g = g, .x = x, .d = d, .cap = c, .nodes = n};
+    /* the first launch comes after what the capturing stream did before the capture */
+    *gr = (cuk_graph){.g = g, .x = x, .d = d, .cap = c, .nodes = n, .last = cuk_stream_handle(st)};
     *out = gr;
     return CUK_OK;
 }
 
-cuk_status cuk_graph_launch(cuk_graph *g, cuk_stream *st) {
-    if (!g) return err_set(CUK_ERR_INVALID, "cuk_graph_launch: NULL graph");
+cuk_status cuk_graph_join(cuk_graph *g, cuk_stream *st) {
+    if (!g) return err_set(CUK_ERR_INVALID, "cuk_graph_join: NULL graph");
     cuk_status s = ctx_make_current(g->d);
     if (s) return s;
     uintptr_t h = cuk_stream_handle(st);
     /* launches on different streams must not overlap: they share the graph's memory */
     if (g->last && g->last != h && (s = cuk_stream_wait_raw(h, g->last))) return s;
-    CU_CHECK(cu.cuGraphLaunch(g->x, stream_raw(st)), "cuGraphLaunch");
     g->last = h;
+    return CUK_OK;
+}
+
+cuk_status cuk_graph_launch(cuk_graph *g, cuk_stream *st) {
+    cuk_status s = cuk_graph_join(g, st);
+    if (s) return s;
+    CU_CHECK(cu.cuGraphLaunch(g->x, stream_raw(st)), "cuGraphLaunch");
     return CUK_OK;
 }
 

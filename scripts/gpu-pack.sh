@@ -25,6 +25,16 @@ if [[ -n ${PYCUDA_SRC:-} ]]; then
   ref=${PYCUDA_REF:-../shared/pycuda-suite-2026-11-24.txt}
   [[ -f $ref ]] && cp "$ref" .carry/pycuda-ref.txt
 fi
+# For the cudacore stage: CCEX=<a folder of cuda.core's example scripts> and
+# CCWHEELS=<cuda-core, cuda-bindings and cuda-pathfinder wheels for the GPU machine's Python>.
+if [[ -n ${CCEX:-} ]]; then
+  mkdir -p .carry/ccex
+  cp "$CCEX"/*.py .carry/ccex/
+fi
+if [[ -n ${CCWHEELS:-} ]]; then
+  mkdir -p .carry/ccwheels
+  cp "$CCWHEELS"/*.whl .carry/ccwheels/
+fi
 if [[ -n ${WHEELS:-} ]]; then
   mkdir -p .carry/wheels
   cp "$WHEELS"/*.whl .carry/wheels/

@@ -22,7 +22,7 @@ from . import driver as _drv
 __all__ = [
     "Buffer", "ComputeCapability", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
     "EventOptions", "Graph", "GraphBuilder", "Kernel", "LaunchConfig", "Linker", "LinkerOptions", "MemoryResource",
-    "ObjectCode", "PinnedMemoryResource", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
+    "LegacyPinnedMemoryResource", "ObjectCode", "PinnedMemoryResource", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
 ]
 
 ComputeCapability = collections.namedtuple("ComputeCapability", ("major", "minor"))
@@ -499,6 +499,10 @@ class PinnedMemoryResource(MemoryResource):
         return -1
 
 
+class LegacyPinnedMemoryResource(PinnedMemoryResource):
+    """Pinned host memory from cuMemHostAlloc (cuda.core's LegacyPinnedMemoryResource)."""
+
+
 class Buffer:
     """A span of memory from a MemoryResource (cuda.core's ``Buffer``): ``handle`` is its
     address; close(stream) gives it back in that stream's order."""
@@ -583,7 +587,18 @@ class Buffer:
         _cuk.memset_d8(self._ptr, int(value), self._size, _stream_arg(stream))
 
     def __dlpack_device__(self):
-        return (2 if not self.is_host_accessible else 3, self.device_id if not self.is_host_accessible else 0)
+        # host-accessible memory as CPU memory (what NumPy takes), else CUDA memory
+        return (1, 0) if self.is_host_accessible else (2, self.device_id)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The bytes as a 1-D int8 tensor (cuda.core's convention)."""
+        if self.is_host_accessible:
+            import ctypes
+
+            raw = (ctypes.c_int8 * self._size).from_address(self._ptr)
+            return np.frombuffer(raw, dtype=np.int8).__dlpack__()
+        d = _cuk.device_wrap(self._ptr, (self._size,), "int8", self)
+        return d.__dlpack__(stream=stream)
 
     def __repr__(self):
         return f"<Buffer ptr={self._ptr:#x} size={self._size}>"
@@ -943,6 +958,8 @@ class LaunchConfig:
     cooperative_launch: Optional[bool] = False
 
     def __post_init__(self):
+        # with a cluster, grid counts clusters (cuda.core's convention): grid=4, cluster=2
+        # launches 8 blocks
         self.grid = _dim3("grid", self.grid)
         self.block = _dim3("block", self.block)
         if self.cluster is not None:
@@ -999,7 +1016,10 @@ def launch(stream, config: LaunchConfig, kernel: Kernel, *kernel_args):
     if not isinstance(kernel, Kernel):
         raise TypeError("kernel must be a Kernel")
     args = tuple(_kernel_arg(a, i) for i, a in enumerate(kernel_args))
-    _cuk.launch_ex(kernel._f, args, config.grid, config.block, config.shmem_size, stream._cuk(), config.cluster,
+    grid = config.grid
+    if config.cluster is not None:  # grid counts clusters: the driver takes blocks
+        grid = tuple(g * c for g, c in zip(grid, config.cluster))
+    _cuk.launch_ex(kernel._f, args, grid, config.block, config.shmem_size, stream._cuk(), config.cluster,
                    bool(config.cooperative_launch))
 
 

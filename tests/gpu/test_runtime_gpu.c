@@ -510,6 +510,57 @@ int main(int argc, char **argv) {
         }
         OK("pinned free", cuk_host_free(pin));
     }
+    /* Stream-ordered pool: a block freed on s while a kernel there still writes it, then
+       taken on s2: s2's fill must land after s's (the wait on the free's event). */
+    {
+        cuk_stream *s2 = NULL;
+        OK("stream create 2", cuk_stream_create(&s2));
+        cuk_devptr blk = 0, blk2 = 0;
+        long long nn = N;
+        float one = 1.0f, two = 2.0f;
+        OK("alloc on s", cuk_mem_alloc_on(&blk, N * sizeof(float), s));
+        void *sp[] = {&cycles};
+        OK("spin on s", cuk_launch(spin, (cuk_dim3){1, 1, 1}, (cuk_dim3){1, 1, 1}, 0, s, sp));
+        void *f1[] = {&blk, &one, &nn};
+        OK("fill 1 on s", cuk_launch(fill, (cuk_dim3){64, 1, 1}, (cuk_dim3){256, 1, 1}, 0, s, f1));
+        OK("free on s (pending)", cuk_mem_free(blk));
+        OK("alloc on s2", cuk_mem_alloc_on(&blk2, N * sizeof(float), s2));
+        CHECK("the same block comes back", blk2 == blk);
+        void *f2[] = {&blk2, &two, &nn};
+        OK("fill 2 on s2", cuk_launch(fill, (cuk_dim3){64, 1, 1}, (cuk_dim3){256, 1, 1}, 0, s2, f2));
+        float got[2] = {0, 0};
+        OK("s2 sync", cuk_stream_synchronize(s2));
+        OK("read back", cuk_memcpy_dtoh(got, blk2 + (N - 2) * sizeof(float), sizeof got));
+        CHECK("s2's fill after s's (ordered by the free's event)", got[0] == 2.0f && got[1] == 2.0f);
+        cuk_mem_free(blk2);
+
+        /* A graph: spin + fill captured on s2, replayed twice on s. */
+        cuk_devptr gb = 0;
+        OK("alloc for graph", cuk_mem_alloc_on(&gb, N * sizeof(float), s2));
+        OK("begin capture", cuk_stream_begin_capture(s2));
+        CHECK("capturing", cuk_capturing() == 1);
+        cuk_devptr tmp = 0;
+        OK("alloc during capture", cuk_mem_alloc_on(&tmp, 4096, s2));
+        float three = 3.0f;
+        void *f3[] = {&gb, &three, &nn};
+        OK("fill captured", cuk_launch(fill, (cuk_dim3){64, 1, 1}, (cuk_dim3){256, 1, 1}, 0, s2, f3));
+        OK("free during capture", cuk_mem_free(tmp));
+        cuk_graph *g = NULL;
+        OK("end capture", cuk_stream_end_capture(s2, &g));
+        CHECK("not capturing", cuk_capturing() == 0);
+        CHECK("graph has its node", g && cuk_graph_nodes(g) >= 1);
+        OK("clear", cuk_memset_d8(gb, 0, N * sizeof(float), s2));
+        OK("graph launch", cuk_graph_launch(g, s));
+        OK("graph launch again", cuk_graph_launch(g, s));
+        OK("sync s", cuk_stream_synchronize(s));
+        got[0] = 0;
+        OK("read graph result", cuk_memcpy_dtoh(got, gb, sizeof(float)));
+        CHECK("graph replay wrote", got[0] == 3.0f);
+        CHECK("capture of a default stream refused", cuk_stream_begin_capture(NULL) == CUK_ERR_INVALID);
+        OK("graph destroy", cuk_graph_destroy(g));
+        cuk_mem_free(gb);
+        OK("stream destroy 2", cuk_stream_destroy(s2));
+    }
     OK("event destroy", cuk_event_destroy(e0));
     OK("event destroy 2", cuk_event_destroy(e1));
     OK("stream destroy", cuk_stream_destroy(s));
