@@ -18,7 +18,7 @@ SRC = r"""
 fn burn(v: f32) -> f32 {
     var x = v;
     var k: i32 = 0;
-    while k < 20000 {
+    while k < 200000 {
         x = x * 0.9999 + 0.0001;
         k = k + 1;
     }
@@ -40,7 +40,7 @@ fn jacobi100(u: f32[n, m]) -> f32[n, m] {
 fn chain10(x: f32[n]) -> f32[n] {
     var y = x;
     for it in 0..10 {
-        y = sum(y) * 0.0 + y * 1.0001;
+        y = y * 1.0001 + 0.5;
     }
     return y;
 }

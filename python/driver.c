@@ -2,51 +2,23 @@
    and the kernel cache's counters. */
 #include "_cuk.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The few Driver API calls cuk's public API does not wrap (any device attribute, the
-   context limits), looked up in the libcuda cuk_init() loaded: the same library, so
-   the same initialised driver. NULL with a Python exception set on failure. */
-static void *drv_sym(const char *name) {
-    cuk_status s = cuk_init();
-    if (s) {
-        raise_status(s);
-        return NULL;
-    }
-    static void *h;
-    if (!h) {
-        const char *path = getenv("CUK_LIBCUDA");
-        h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    }
-    void *f = h ? dlsym(h, name) : NULL;
-    if (!f) PyErr_Format(Error, "the CUDA driver has no %s: update the NVIDIA driver", name);
-    return f;
-}
-
-/* A Driver API failure as cuk.driver.LogicError (a bad attribute or limit) or Error. */
-static PyObject *drv_fail(int r, const char *call) {
-    const char *name = NULL;
-    int (*get_name)(int, const char **) = (int (*)(int, const char **))drv_sym("cuGetErrorName");
-    if (!get_name) PyErr_Clear();
-    else get_name(r, &name);
-    /* 1 CUDA_ERROR_INVALID_VALUE, 101 CUDA_ERROR_INVALID_DEVICE, 215 CUDA_ERROR_UNSUPPORTED_LIMIT */
-    PyObject *type = r == 1 || r == 101 || r == 215 ? LogicError : Error;
-    return PyErr_Format(type, "%s failed: %s (CUresult %d)", call, name ? name : "unknown error", r);
+/* A runtime failure for a value the caller chose (an attribute, a limit) is
+   cuk.driver.LogicError, as PyCUDA raises; others as usual. */
+static PyObject *value_error(cuk_status s) {
+    if (s == CUK_ERR_INVALID) return PyErr_Format(LogicError, "%s", cuk_last_error());
+    return raise_status(s);
 }
 
 /* device_attribute(ordinal, attribute number) -> int (cuDeviceGetAttribute). */
 static PyObject *py_device_attribute(PyObject *m, PyObject *args) {
     (void)m;
-    int ordinal, attr;
+    int ordinal, attr, v = 0;
     if (!PyArg_ParseTuple(args, "ii", &ordinal, &attr)) return NULL;
-    int (*dev_get)(int *, int) = (int (*)(int *, int))drv_sym("cuDeviceGet");
-    int (*get_attr)(int *, int, int) = dev_get ? (int (*)(int *, int, int))drv_sym("cuDeviceGetAttribute") : NULL;
-    if (!get_attr) return NULL;
-    int dev, v = 0, r = dev_get(&dev, ordinal);
-    if (r) return drv_fail(r, "cuDeviceGet");
-    if ((r = get_attr(&v, attr, dev))) return drv_fail(r, "cuDeviceGetAttribute");
+    cuk_status s = cuk_device_attribute(ordinal, attr, &v);
+    if (s) return value_error(s);
     return PyLong_FromLong(v);
 }
 
@@ -57,22 +29,15 @@ static PyObject *py_ctx_limit(PyObject *m, PyObject *args) {
     int limit;
     PyObject *value = NULL;
     if (!PyArg_ParseTuple(args, "i|O", &limit, &value)) return NULL;
-    int dev;
-    CHECK(cuk_device_current(&dev)); /* makes the primary context current */
+    cuk_status s;
     if (value) {
         size_t v = PyLong_AsSize_t(value);
         if (PyErr_Occurred()) return NULL;
-        int (*set)(int, size_t) = (int (*)(int, size_t))drv_sym("cuCtxSetLimit");
-        if (!set) return NULL;
-        int r = set(limit, v);
-        if (r) return drv_fail(r, "cuCtxSetLimit");
+        if ((s = cuk_ctx_limit_set(limit, v))) return value_error(s);
         Py_RETURN_NONE;
     }
-    int (*get)(size_t *, int) = (int (*)(size_t *, int))drv_sym("cuCtxGetLimit");
-    if (!get) return NULL;
     size_t v = 0;
-    int r = get(&v, limit);
-    if (r) return drv_fail(r, "cuCtxGetLimit");
+    if ((s = cuk_ctx_limit_get(limit, &v))) return value_error(s);
     return PyLong_FromSize_t(v);
 }
 

@@ -66,6 +66,15 @@ typedef struct cuk_device_props {
 } cuk_device_props;
 cuk_status cuk_device_props_get(int index, cuk_device_props *p);
 
+/* *value = any CUdevice_attribute of device `index` (cuDeviceGetAttribute; the numbers
+   of CUDA's cuda.h). An attribute this driver does not know: CUK_ERR_INVALID. */
+cuk_status cuk_device_attribute(int index, int attribute, int *value);
+/* A limit of the current device's primary context (cuCtxGetLimit / cuCtxSetLimit:
+   CU_LIMIT_STACK_SIZE 0, PRINTF_FIFO_SIZE 1, MALLOC_HEAP_SIZE 2, ...). A limit this
+   driver or device does not support: CUK_ERR_INVALID. */
+cuk_status cuk_ctx_limit_get(int limit, size_t *value);
+cuk_status cuk_ctx_limit_set(int limit, size_t value);
+
 /* The device later calls use, process-wide. -1 picks $CUK_DEVICE, else 0. Before any
    selection the first GPU call behaves as cuk_device_select(-1). The device's primary
    context is retained once and made current on each calling thread as needed, so cuk

@@ -115,6 +115,53 @@ cuk_status cuk_device_props_get(int index, cuk_device_props *p) {
     return s;
 }
 
+/* A driver failure for a value the caller chose (an attribute, a limit): CUDA_ERROR_INVALID_VALUE
+   (1) and CUDA_ERROR_UNSUPPORTED_LIMIT (215) are the caller's, CUK_ERR_INVALID. */
+static cuk_status value_fail(CUresult r, const char *call, const char *what, int which) {
+    if (r == CUDA_ERROR_INVALID_VALUE || r == 215) {
+        const char *name = NULL;
+        cu.cuGetErrorName(r, &name);
+        return err_set(CUK_ERR_INVALID, "%s: %s %d is not one this driver or device supports (%s)", call, what, which,
+                       name ? name : "?");
+    }
+    return cu_fail(r, call);
+}
+
+cuk_status cuk_device_attribute(int index, int attribute, int *value) {
+    if (!value) return err_set(CUK_ERR_INVALID, "cuk_device_attribute: NULL argument");
+    *value = 0;
+    cuk_status s = driver_load();
+    if (s) return s;
+    pthread_mutex_lock(&dev_lock);
+    s = check_index_locked(index);
+    pthread_mutex_unlock(&dev_lock);
+    if (s) return s;
+    CUdevice dev;
+    CU_CHECK(cu.cuDeviceGet(&dev, index), "cuDeviceGet");
+    CUresult r = cu.cuDeviceGetAttribute(value, attribute, dev);
+    return r ? value_fail(r, "cuDeviceGetAttribute", "attribute", attribute) : CUK_OK;
+}
+
+cuk_status cuk_ctx_limit_get(int limit, size_t *value) {
+    if (!value) return err_set(CUK_ERR_INVALID, "cuk_ctx_limit_get: NULL argument");
+    *value = 0;
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    if (!cu.cuCtxGetLimit) return err_set(CUK_ERR_DRIVER, "the CUDA driver has no cuCtxGetLimit: update it");
+    CUresult r = cu.cuCtxGetLimit(value, limit);
+    return r ? value_fail(r, "cuCtxGetLimit", "limit", limit) : CUK_OK;
+}
+
+cuk_status cuk_ctx_limit_set(int limit, size_t value) {
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    if (!cu.cuCtxSetLimit) return err_set(CUK_ERR_DRIVER, "the CUDA driver has no cuCtxSetLimit: update it");
+    CUresult r = cu.cuCtxSetLimit(limit, value);
+    return r ? value_fail(r, "cuCtxSetLimit", "limit", limit) : CUK_OK;
+}
+
 /* $CUK_DEVICE, else 0. A malformed value is a user error, not silently 0. */
 static cuk_status env_device(int *index) {
     const char *e = getenv("CUK_DEVICE");

@@ -103,6 +103,8 @@ enum {
     X(cuCtxGetCurrent, "cuCtxGetCurrent", 1, (CUcontext *))                                      \
     X(cuCtxSetCurrent, "cuCtxSetCurrent", 1, (CUcontext))                                        \
     X(cuCtxSynchronize, "cuCtxSynchronize", 1, (void))                                           \
+    X(cuCtxGetLimit, "cuCtxGetLimit", 0, (size_t *, int))                                        \
+    X(cuCtxSetLimit, "cuCtxSetLimit", 0, (int, size_t))                                          \
     X(cuCtxPushCurrent, "cuCtxPushCurrent_v2", 1, (CUcontext))                                   \
     X(cuCtxPopCurrent, "cuCtxPopCurrent_v2", 1, (CUcontext *))                                   \
     X(cuMemGetInfo, "cuMemGetInfo_v2", 1, (size_t *, size_t *))                                  \
