@@ -148,7 +148,7 @@ cuk_status cuk_ctx_limit_get(int limit, size_t *value) {
     Device *d;
     cuk_status s = dev_current(&d);
     if (s) return s;
-    if (!cu.cuCtxGetLimit) return err_set(CUK_ERR_DRIVER, "the CUDA driver has no cuCtxGetLimit: update it");
+    if (!cu.cuCtxGetLimit) return err_set(CUK_ERR_DRIVER, "the CUDA driver has no cuCtxGetLimit: update the NVIDIA driver");
     CUresult r = cu.cuCtxGetLimit(value, limit);
     return r ? value_fail(r, "cuCtxGetLimit", "limit", limit) : CUK_OK;
 }
@@ -157,7 +157,7 @@ cuk_status cuk_ctx_limit_set(int limit, size_t value) {
     Device *d;
     cuk_status s = dev_current(&d);
     if (s) return s;
-    if (!cu.cuCtxSetLimit) return err_set(CUK_ERR_DRIVER, "the CUDA driver has no cuCtxSetLimit: update it");
+    if (!cu.cuCtxSetLimit) return err_set(CUK_ERR_DRIVER, "the CUDA driver has no cuCtxSetLimit: update the NVIDIA driver");
     CUresult r = cu.cuCtxSetLimit(limit, value);
     return r ? value_fail(r, "cuCtxSetLimit", "limit", limit) : CUK_OK;
 }
