@@ -2,7 +2,6 @@
    packing by PyCUDA's rules, the PyCUDA-style launch and the prepared calls. */
 #include "_cuk.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,164 +197,68 @@ static PyObject *py_module_load(PyObject *m, PyObject *arg) {
     return (PyObject *)mo;
 }
 
-/* ---- linking (nvJitLink, loaded with dlopen on first use) ----------------------------------
+/* ---- linking (the runtime's cuk_link, on nvJitLink) ----------------------------------------- */
 
-   Relocatable device code (-rdc=true) from several sources, PTX, cubins and libraries
-   such as the toolkit's libcudadevrt.a (dynamic parallelism) linked into one cubin, on
-   the host: no GPU is needed until the result is loaded. */
-typedef struct NvJitLink NvJitLink;
-static struct {
-    int (*create)(NvJitLink **, unsigned, const char **);
-    int (*destroy)(NvJitLink **);
-    int (*add_data)(NvJitLink *, int, const void *, size_t, const char *);
-    int (*add_file)(NvJitLink *, int, const char *);
-    int (*complete)(NvJitLink *);
-    int (*cubin_size)(NvJitLink *, size_t *);
-    int (*cubin)(NvJitLink *, void *);
-    int (*error_log_size)(NvJitLink *, size_t *);
-    int (*error_log)(NvJitLink *, char *);
-    char path[1024]; /* the library's file, "" until loaded */
-} jl;
-
-/* Loads nvJitLink: $CUK_NVJITLINK (final), else the toolkit's as cuk finds NVRTC. 0, or
-   -1 with NoDeviceError set saying what to install. */
-static int jl_load(void) {
-    if (jl.path[0]) return 0;
-    char cands[4][1024];
-    int n = 0;
-    const char *env = getenv("CUK_NVJITLINK"), *home = getenv("CUDA_HOME");
-    if (env && *env) snprintf(cands[n++], sizeof cands[0], "%s", env);
-    else {
-        snprintf(cands[n++], sizeof cands[0], "libnvJitLink.so.13");
-        snprintf(cands[n++], sizeof cands[0], "/usr/local/cuda/lib64/libnvJitLink.so.13");
-        if (home && *home) snprintf(cands[n++], sizeof cands[0], "%s/lib64/libnvJitLink.so.13", home);
-        snprintf(cands[n++], sizeof cands[0], "libnvJitLink.so.12");
-    }
-    void *h = NULL;
-    int i = 0;
-    for (; i < n && !h; i++) h = dlopen(cands[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        PyErr_Format(NoDeviceError, "nvJitLink not found (%s): linking needs the CUDA toolkit's libnvJitLink; "
-                     "install it or set CUDA_HOME or CUK_NVJITLINK", cands[0]);
-        return -1;
-    }
-    const char *names[] = {"nvJitLinkCreate", "nvJitLinkDestroy", "nvJitLinkAddData", "nvJitLinkAddFile",
-                           "nvJitLinkComplete", "nvJitLinkGetLinkedCubinSize", "nvJitLinkGetLinkedCubin",
-                           "nvJitLinkGetErrorLogSize", "nvJitLinkGetErrorLog"};
-    void **slots[] = {(void **)&jl.create, (void **)&jl.destroy, (void **)&jl.add_data, (void **)&jl.add_file,
-                      (void **)&jl.complete, (void **)&jl.cubin_size, (void **)&jl.cubin,
-                      (void **)&jl.error_log_size, (void **)&jl.error_log};
-    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
-        if (!(*slots[k] = dlsym(h, names[k]))) {
-            PyErr_Format(NoDeviceError, "%s lacks %s: it is too old; install CUDA 12.0 or later", cands[i - 1], names[k]);
-            dlclose(h);
-            return -1;
-        }
-    snprintf(jl.path, sizeof jl.path, "%s", cands[i - 1]);
-    return 0;
-}
-
-/* An nvJitLink failure as CompileError with the linker's log. */
-static void jl_fail(NvJitLink *h, int r, const char *what) {
-    size_t n = 0;
-    char *log = NULL;
-    if (h && !jl.error_log_size(h, &n) && n && (log = PyMem_Malloc(n + 1))) {
-        log[0] = 0;
-        if (jl.error_log(h, log)) log[0] = 0;
-        log[n] = 0;
-    }
-    PyErr_Format(CompileError, "nvJitLink: %s failed (nvJitLinkResult %d)%s%s", what, r, log && *log ? ":\n" : "",
-                 log ? log : "");
-    PyMem_Free(log);
-}
-
-/* link(inputs, options) -> cubin bytes. inputs: (kind, bytes or file name, name) with
-   nvJitLink's input kinds (1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin, 5 object, 6 library,
-   10 any); options: nvJitLink's ("-arch=sm_90", ...). */
+/* link(inputs, options[, ptx]) -> cubin (or PTX) bytes. inputs: (kind, bytes or file
+   name, name) with nvJitLink's input kinds (cuk_link); options: nvJitLink's
+   ("-arch=sm_90", ...). */
 static PyObject *py_link(PyObject *m, PyObject *args) {
     (void)m;
     PyObject *inputs, *opts;
-    if (!PyArg_ParseTuple(args, "OO", &inputs, &opts)) return NULL;
-    if (jl_load() < 0) return NULL;
+    int ptx = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &inputs, &opts, &ptx)) return NULL;
     PyObject *it = PySequence_Tuple(inputs), *ot = it ? PySequence_Tuple(opts) : NULL, *r = NULL;
     if (!ot) {
         Py_XDECREF(it);
         return NULL;
     }
-    Py_ssize_t no = PyTuple_Size(ot);
+    Py_ssize_t no = PyTuple_Size(ot), ni = PyTuple_Size(it);
     const char **ov = PyMem_Calloc((size_t)no + 1, sizeof(char *));
-    NvJitLink *h = NULL;
-    int e;
-    if (!ov) {
+    cuk_link_input *in = PyMem_Calloc((size_t)ni + 1, sizeof *in);
+    Py_buffer *bufs = PyMem_Calloc((size_t)ni + 1, sizeof *bufs);
+    Py_ssize_t nb = 0; /* buffers held */
+    if (!ov || !in || !bufs) {
         PyErr_NoMemory();
         goto out;
     }
     for (Py_ssize_t i = 0; i < no; i++)
         if (!(ov[i] = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(ot, i), NULL))) goto out;
-    if ((e = jl.create(&h, (unsigned)no, ov))) {
-        jl_fail(h, e, "nvJitLinkCreate (check the link options)");
-        goto out;
-    }
-    for (Py_ssize_t i = 0; i < PyTuple_Size(it); i++) {
-        int kind;
+    for (Py_ssize_t i = 0; i < ni; i++) {
         PyObject *data;
-        const char *name;
-        if (!PyArg_ParseTuple(PyTuple_GetItem(it, i), "iOs", &kind, &data, &name)) goto out;
+        if (!PyArg_ParseTuple(PyTuple_GetItem(it, i), "iOs", &in[i].kind, &data, &in[i].name)) goto out;
         if (PyUnicode_Check(data)) {
-            const char *path = PyUnicode_AsUTF8AndSize(data, NULL);
-            if (!path) goto out;
-            if ((e = jl.add_file(h, kind, path))) {
-                PyObject *what = PyUnicode_FromFormat("adding the file %s", path);
-                jl_fail(h, e, what ? PyUnicode_AsUTF8AndSize(what, NULL) : "adding a file");
-                Py_XDECREF(what);
-                goto out;
-            }
+            if (!(in[i].path = PyUnicode_AsUTF8AndSize(data, NULL))) goto out;
             continue;
         }
-        Py_buffer b;
-        if (PyObject_GetBuffer(data, &b, PyBUF_SIMPLE) < 0) goto out;
-        e = jl.add_data(h, kind, b.buf, (size_t)b.len, name);
-        PyBuffer_Release(&b);
-        if (e) {
-            PyObject *what = PyUnicode_FromFormat("adding %s", name);
-            jl_fail(h, e, what ? PyUnicode_AsUTF8AndSize(what, NULL) : "adding data");
-            Py_XDECREF(what);
-            goto out;
-        }
+        if (PyObject_GetBuffer(data, &bufs[nb], PyBUF_SIMPLE) < 0) goto out;
+        in[i].data = bufs[nb].buf;
+        in[i].size = (size_t)bufs[nb].len;
+        nb++;
     }
-    Py_BEGIN_ALLOW_THREADS e = jl.complete(h);
-    Py_END_ALLOW_THREADS if (e) {
-        jl_fail(h, e, "linking");
-        goto out;
-    }
+    unsigned char *img = NULL;
     size_t size = 0;
-    if ((e = jl.cubin_size(h, &size)) || !size) {
-        jl_fail(h, e, "nvJitLinkGetLinkedCubinSize");
-        goto out;
-    }
-    r = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
-    if (r && (e = jl.cubin(h, PyBytes_AsString(r)))) {
-        Py_CLEAR(r);
-        jl_fail(h, e, "nvJitLinkGetLinkedCubin");
-    }
+    cuk_status s;
+    Py_BEGIN_ALLOW_THREADS s = cuk_link(in, (int)ni, ov, (int)no, ptx, &img, &size);
+    Py_END_ALLOW_THREADS
+    if (s) raise_status(s);
+    else r = PyBytes_FromStringAndSize((const char *)img, (Py_ssize_t)size);
+    free(img);
 out:
-    if (h) jl.destroy(&h);
+    for (Py_ssize_t i = 0; i < nb; i++) PyBuffer_Release(&bufs[i]);
+    PyMem_Free(bufs);
+    PyMem_Free(in);
     PyMem_Free(ov);
     Py_DECREF(it);
     Py_DECREF(ot);
     return r;
 }
 
-/* The file of the nvJitLink library in use (loading it first), for finding the toolkit's
-   libraries beside it. */
 static PyObject *py_nvjitlink_path(PyObject *m, PyObject *u) {
     (void)m;
     (void)u;
-    if (jl_load() < 0) return NULL;
-    void *sym = (void *)jl.create;
-    Dl_info info;
-    if (dladdr(sym, &info) && info.dli_fname) return PyUnicode_FromString(info.dli_fname);
-    return PyUnicode_FromString(jl.path);
+    const char *p;
+    CHECK(cuk_nvjitlink_path(&p));
+    return PyUnicode_FromString(p);
 }
 
 static PyObject *module_get_function(PyObject *self, PyObject *arg) {

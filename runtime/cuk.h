@@ -261,6 +261,25 @@ const char *cuk_image_lowered_name(const cuk_image *im, const char *name);
 void cuk_image_free(cuk_image *im);
 
 cuk_status cuk_nvrtc_version(int *major, int *minor);
+
+/* Links relocatable device code with nvJitLink (loaded on first use: $CUK_NVJITLINK, else
+   the toolkit's, found as NVRTC is): inputs of nvJitLink's kinds (1 cubin, 2 PTX, 3
+   LTO-IR, 4 fatbin, 5 object, 6 library such as libcudadevrt.a, 10 any), each bytes in
+   memory (data, size, name) or a file (path), with nvJitLink's options ("-arch=sm_90",
+   "-lto", ...). *out (malloc'ed, free() it) is the cubin, or the PTX text with ptx set
+   (and "-ptx" among the options). No nvJitLink: CUK_ERR_NO_NVRTC saying what to
+   install; a link error: CUK_ERR_COMPILE with nvJitLink's log. No GPU needed. */
+typedef struct cuk_link_input {
+    int kind;
+    const void *data;
+    size_t size;
+    const char *name;
+    const char *path; /* instead of data: a file to add */
+} cuk_link_input;
+cuk_status cuk_link(const cuk_link_input *in, int n, const char *const *options, int noptions, int ptx,
+                    unsigned char **out, size_t *size);
+/* The file nvJitLink was loaded from (loads it). */
+cuk_status cuk_nvjitlink_path(const char **path);
 /* The arch cuk compiles for on a device of compute capability major.minor: "sm_XY" if
    NVRTC knows it, else "compute_NN" of the newest NVRTC supports (the driver JITs the
    PTX). kind gets CUBIN or PTX accordingly. */

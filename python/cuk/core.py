@@ -1188,7 +1188,7 @@ class Linker:
         opts = self._opts._as_nvjitlink()
         if target_type == "ptx" and "-ptx" not in opts:
             opts.append("-ptx")
-        out = _cuk.link(inputs, opts)
+        out = _cuk.link(inputs, opts, target_type == "ptx")
         return ObjectCode._make(out, target_type, names, self._opts.name)
 
     def close(self):
