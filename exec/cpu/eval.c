@@ -2020,6 +2020,55 @@ static int ew_of_red(RedOp op) {
     }
 }
 
+/* One axis reduction over a materialised x of shape (outer, len, inner): tile k is the
+   outer index k / ntiles and the TILE outputs from inner index (k % ntiles) * TILE,
+   folded in tiles of TILE lines x TILE elements, so that lines next to each other share
+   cache lines when the axis is not the last. */
+typedef struct AxisJob {
+    const Arr *x;
+    Arr *res;
+    RedOp op;
+    DType fdt, odt;
+    SProg *lp;
+    bool hasinit;
+    Cell init;
+    int64_t outer, len, inner, ntiles;
+    RedSt *sts; /* TILE per worker */
+} AxisJob;
+
+static void axis_tile(void *ctx, int worker, int64_t k) {
+    AxisJob *j = ctx;
+    RedSt *sts = j->sts + (size_t)worker * TILE;
+    int64_t o = k / j->ntiles, i0 = (k % j->ntiles) * TILE, len = j->len, inner = j->inner;
+    int64_t nc = inner - i0 < TILE ? inner - i0 : TILE;
+    int fesz = esize(j->fdt), oesz = esize(j->odt);
+    for (int64_t c = 0; c < nc; c++) {
+        red_start(&sts[c], j->op, j->fdt, j->lp);
+        if (j->hasinit && j->op == RED_LAMBDA) {
+            sts[c].acc = j->init;
+            sts[c].have = true;
+        }
+    }
+    int64_t step = inner == 1 ? len : TILE; /* whole lines when contiguous */
+    for (int64_t j0 = 0; j0 < len; j0 += step) {
+        int64_t nr = len - j0 < step ? len - j0 : step;
+        for (int64_t c = 0; c < nc; c++)
+            red_feed(&sts[c], (const char *)j->x->data + ((o * len + j0) * inner + i0 + c) * fesz, nr, inner, j0);
+    }
+    for (int64_t c = 0; c < nc; c++) {
+        Cell r;
+        red_result(&sts[c], j->odt, &r);
+        if (j->hasinit && j->op != RED_LAMBDA && ew_of_red(j->op) >= 0) {
+            Cell t = r;
+            if (len == 0)
+                r = j->init;
+            else
+                ew_tab[ew_of_red(j->op)][j->odt](&r, &j->init, &t, NULL, 1);
+        }
+        memcpy((char *)j->res->data + (o * inner + i0 + c) * oesz, &r, (size_t)oesz);
+    }
+}
+
 static Arr *eval_reduce(Frame *f, const Val *v) {
     const Val *x = v->args[0];
     const Val *initv = v->init ? v->init : v->nargs > 1 ? v->args[1] : NULL;
@@ -2097,47 +2146,24 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
             arr_release(xa);
             s.arr = xa = ca;
         }
-        int64_t outer = 1, inner = 1;
-        for (int k = 0; k < axis; k++) outer *= xa->shape[k];
-        for (int k = axis + 1; k < xa->rank; k++) inner *= xa->shape[k];
-        int fesz = esize(fdt);
-        sts = malloc(sizeof(RedSt) * TILE);
+        AxisJob j = {.x = xa, .res = res, .op = op, .fdt = fdt, .odt = v->dt, .lp = lp, .hasinit = hasinit,
+                     .init = init, .len = len};
+        j.outer = 1;
+        for (int k = 0; k < axis; k++) j.outer *= xa->shape[k];
+        j.inner = 1;
+        for (int k = axis + 1; k < xa->rank; k++) j.inner *= xa->shape[k];
+        j.ntiles = (j.inner + TILE - 1) / TILE;
+        /* every (outer, tile) on its own: a tile's outputs fold their lines in the same
+           order whatever the thread, so the bits do not depend on the thread count */
+        int nw = lp || j.outer * j.ntiles < 2 ? 1 : pool_threads();
+        if (nw > 64) nw = 64;
+        sts = malloc(sizeof(RedSt) * TILE * (size_t)nw);
         if (!sts) {
             rt_error(f->c->err, v->loc, "out of memory");
             goto fail;
         }
-        for (int64_t o = 0; o < outer; o++) {
-            for (int64_t i0 = 0; i0 < inner; i0 += TILE) {
-                int64_t nc = inner - i0 < TILE ? inner - i0 : TILE;
-                for (int64_t c = 0; c < nc; c++) {
-                    red_start(&sts[c], op, fdt, lp);
-                    if (hasinit && op == RED_LAMBDA) {
-                        sts[c].acc = init;
-                        sts[c].have = true;
-                    }
-                }
-                int64_t step = inner == 1 ? len : TILE; /* whole lines when contiguous */
-                for (int64_t j0 = 0; j0 < len; j0 += step) {
-                    int64_t nr = len - j0 < step ? len - j0 : step;
-                    for (int64_t c = 0; c < nc; c++)
-                        red_feed(&sts[c],
-                                 (const char *)xa->data + ((o * len + j0) * inner + i0 + c) * fesz,
-                                 nr, inner, j0);
-                }
-                for (int64_t c = 0; c < nc; c++) {
-                    Cell r;
-                    red_result(&sts[c], v->dt, &r);
-                    if (hasinit && op != RED_LAMBDA && ew_of_red(op) >= 0) {
-                        Cell t = r;
-                        if (len == 0)
-                            r = init;
-                        else
-                            ew_tab[ew_of_red(op)][v->dt](&r, &init, &t, NULL, 1);
-                    }
-                    memcpy((char *)res->data + (o * inner + i0 + c) * oesz, &r, (size_t)oesz);
-                }
-            }
-        }
+        j.sts = sts;
+        pool_for(j.outer * j.ntiles, nw, axis_tile, &j);
     }
     goto out;
 fail:

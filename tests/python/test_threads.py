@@ -1,6 +1,6 @@
 """The CPU backend on every core (exec/cpu/pool.c): the same bits with CUK_THREADS=1, 2
 and 3, for the parallel paths (materialised fused maps, reductions that split into
-chunks) and the ones that stay on one thread (float products, lambdas, scalar calls)."""
+chunks, axis reductions by tiles of outputs) and the ones that stay on one thread (float products, lambdas, scalar calls)."""
 import os
 import subprocess
 
@@ -26,6 +26,9 @@ fn main() {
     save("OUT/h.npy", f16(z) * f16(3.0));
     save("OUT/b.npy", reshape(x, 7, 42858)[:, 1:] + reshape(y, 7, 42858)[:, :42857]);
     save("OUT/p.npy", pick(x * 3.0));
+    save("OUT/a0.npy", sum(reshape(z, 6, 50001), axis=0));
+    save("OUT/a1.npy", max(reshape(y, 3, 100002) * 2.0, axis=1));
+    save("OUT/a2.npy", sum(reshape(f64(y), 6, 50001), axis=1, keepdims=true));
     print(sum(z));
     print(sum(f32(iota(n)) * 0.5));
     print(sum(i8(iota(n))));
@@ -60,7 +63,7 @@ def test_same_bits_with_any_thread_count(tmp_path):
         r = subprocess.run([cukc, "run", "--device", "cpu", str(src)], capture_output=True, text=True, env=env,
                            timeout=600)
         assert r.returncode == 0, r.stderr
-        arrays = {k: np.load(d / (k + ".npy")) for k in ("z", "h", "b", "p")}
+        arrays = {k: np.load(d / (k + ".npy")) for k in ("z", "h", "b", "p", "a0", "a1", "a2")}
         outs.append((r.stdout, arrays))
     text, arrays = outs[0]
     lines = text.splitlines()
