@@ -128,6 +128,66 @@ def main():
     ref = m.jacobi100(u).get()
     print("jacobi100 graph result equals the call:", bool(np.array_equal(np.asarray(gj().get()), ref)))
 
+    # 4. the same with PyTorch's CUDA graphs, in the same run
+    try:
+        import torch
+    except ImportError:
+        print("torch: not installed")
+        return
+    t = torch.from_numpy(np.asarray(u.get())).cuda()
+
+    def tstep(x):
+        inner = 0.25 * (x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:])
+        mid = torch.cat((x[1:-1, 0:1], inner, x[1:-1, -1:]), dim=1)
+        return torch.cat((x[0:1, :], mid, x[-1:, :]), dim=0)
+
+    def t100(x):
+        for _ in range(100):
+            x = tstep(x)
+        return x
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            t100(t)
+    torch.cuda.current_stream().wait_stream(side)
+    tg = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(tg):
+        tout = t100(t)
+    tg.replay()
+    torch.cuda.synchronize()
+    best_t = 1e30
+    for _ in range(5):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        tg.replay()
+        b.record()
+        b.synchronize()
+        best_t = min(best_t, a.elapsed_time(b))
+    print(f"torch jacobi100 CUDA graph: {best_t:.3f} ms (cuk graph / torch graph {best_g / best_t:.3f}); "
+          f"same result: {bool(np.allclose(tout.cpu().numpy(), ref, rtol=1e-5, atol=1e-6))}")
+    xs = torch.ones(1 << 10, device="cuda")
+
+    def tchain(y):
+        for _ in range(10):
+            y = y * 1.0001 + 0.5
+        return y
+
+    tc = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side):
+        tchain(xs)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(tc):
+        tchain(xs)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        tc.replay()
+    t_tl = (time.perf_counter() - t0) / reps
+    torch.cuda.synchronize()
+    print(f"torch chain10 CUDA graph replay (host) {t_tl * 1e6:.2f} us/launch")
+
 
 if __name__ == "__main__":
     main()

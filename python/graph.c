@@ -34,16 +34,38 @@ static PyObject *graph_results(Graph *g) {
     return t;
 }
 
-PyObject *graph_capture(PyObject *f, PyObject *args) {
-    Py_ssize_t n = PyTuple_Size(args);
-    if (n > 64) return PyErr_Format(PyExc_TypeError, "capture: at most 64 arguments");
+/* A capture's or a replay's arguments as views (function_views), and what they hold. */
+typedef struct GArgs {
+    Py_ssize_t n;
     cuk_view v[64];
     const cuk_view *vp[64];
     cuk_scalar sv[64];
     Held held[64];
-    memset(held, 0, sizeof held);
+} GArgs;
+
+/* 0, or -1 with an exception. Call gargs_close after either. No arguments at all is
+   fine where empty_ok (a replay of the inputs as they are). */
+static int gargs_open(GArgs *a, PyObject *fn, PyObject *args, const char *who, bool empty_ok) {
+    a->n = PyTuple_Size(args);
+    memset(a->held, 0, sizeof a->held);
+    if (a->n > 64) {
+        a->n = 0;
+        PyErr_Format(PyExc_TypeError, "%s: at most 64 arguments", who);
+        return -1;
+    }
+    return a->n || !empty_ok ? function_views(fn, args, a->v, a->vp, a->sv, a->held) : 0;
+}
+
+static void gargs_close(GArgs *a) {
+    for (Py_ssize_t i = 0; i < a->n; i++) held_release(&a->held[i]);
+}
+
+PyObject *graph_capture(PyObject *f, PyObject *args) {
+    GArgs ga;
     PyObject *r = NULL;
-    if (function_views(f, args, v, vp, sv, held) == 0) {
+    Py_ssize_t n = PyTuple_Size(args);
+    const cuk_view **vp = ga.vp;
+    if (gargs_open(&ga, f, args, "capture", false) == 0) {
         for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++)
             if (!vp[i]) PyErr_Format(PyExc_TypeError, "capture: argument %zd is None; pass an array or a scalar", i);
         cuk_capture *c = NULL;
@@ -63,7 +85,7 @@ PyObject *graph_capture(PyObject *f, PyObject *args) {
             cuk_capture_free(c);
         }
     }
-    for (Py_ssize_t i = 0; i < n; i++) held_release(&held[i]);
+    gargs_close(&ga);
     return r;
 }
 
@@ -88,27 +110,21 @@ static PyObject *graph_call(PyObject *self, PyObject *args, PyObject *kw) {
         return PyErr_Format(PyExc_TypeError, "a Graph takes positional arguments and stream= only");
     cuk_stream *cs = cuk_call_stream_get();
     if (so && so != Py_None && stream_of(so, &cs) < 0) return NULL;
-    Py_ssize_t n = PyTuple_Size(args);
-    if (n > 64) return PyErr_Format(PyExc_TypeError, "a Graph takes at most 64 arguments");
-    cuk_view v[64];
-    const cuk_view *vp[64];
-    cuk_scalar sv[64];
-    Held held[64];
-    memset(held, 0, sizeof held);
+    GArgs ga;
     cuk_stream *was = cuk_call_stream_get();
     cuk_call_stream_set(cs); /* arguments are ordered before it (their streams) */
-    int rc = n ? function_views(g->fn, args, v, vp, sv, held) : 0;
+    int rc = gargs_open(&ga, g->fn, args, "a Graph", true);
     cuk_call_stream_set(was);
     PyObject *r = NULL;
     if (rc == 0) {
-        cuk_status s = cuk_capture_launch(g->c, n ? vp : NULL, (int)n, cs);
+        cuk_status s = cuk_capture_launch(g->c, ga.n ? ga.vp : NULL, (int)ga.n, cs);
         if (s) raise_status(s);
         else {
             g->last = cuk_stream_handle(cs);
             r = graph_results(g);
         }
     }
-    for (Py_ssize_t i = 0; i < n; i++) held_release(&held[i]);
+    gargs_close(&ga);
     return r;
 }
 

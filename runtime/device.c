@@ -142,25 +142,25 @@ cuk_status cuk_device_attribute(int index, int attribute, int *value) {
     return r ? value_fail(r, "cuDeviceGetAttribute", "attribute", attribute) : CUK_OK;
 }
 
+/* cuCtxGetLimit into *get, or cuCtxSetLimit to set when get is NULL. */
+static cuk_status ctx_limit(int limit, size_t *get, size_t set) {
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    const char *call = get ? "cuCtxGetLimit" : "cuCtxSetLimit";
+    if (get ? !cu.cuCtxGetLimit : !cu.cuCtxSetLimit)
+        return err_set(CUK_ERR_DRIVER, "the CUDA driver has no %s: update the NVIDIA driver", call);
+    CUresult r = get ? cu.cuCtxGetLimit(get, limit) : cu.cuCtxSetLimit(limit, set);
+    return r ? value_fail(r, call, "limit", limit) : CUK_OK;
+}
+
 cuk_status cuk_ctx_limit_get(int limit, size_t *value) {
     if (!value) return err_set(CUK_ERR_INVALID, "cuk_ctx_limit_get: NULL argument");
     *value = 0;
-    Device *d;
-    cuk_status s = dev_current(&d);
-    if (s) return s;
-    if (!cu.cuCtxGetLimit) return err_set(CUK_ERR_DRIVER, "the CUDA driver has no cuCtxGetLimit: update the NVIDIA driver");
-    CUresult r = cu.cuCtxGetLimit(value, limit);
-    return r ? value_fail(r, "cuCtxGetLimit", "limit", limit) : CUK_OK;
+    return ctx_limit(limit, value, 0);
 }
 
-cuk_status cuk_ctx_limit_set(int limit, size_t value) {
-    Device *d;
-    cuk_status s = dev_current(&d);
-    if (s) return s;
-    if (!cu.cuCtxSetLimit) return err_set(CUK_ERR_DRIVER, "the CUDA driver has no cuCtxSetLimit: update the NVIDIA driver");
-    CUresult r = cu.cuCtxSetLimit(limit, value);
-    return r ? value_fail(r, "cuCtxSetLimit", "limit", limit) : CUK_OK;
-}
+cuk_status cuk_ctx_limit_set(int limit, size_t value) { return ctx_limit(limit, NULL, value); }
 
 /* $CUK_DEVICE, else 0. A malformed value is a user error, not silently 0. */
 static cuk_status env_device(int *index) {

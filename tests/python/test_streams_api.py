@@ -4,6 +4,7 @@ capture says it needs the GPU. tests/gpu/python/test_gpu_streams_graphs.py cover
 import numpy as np
 import pytest
 
+import cukpath  # noqa: F401  (puts the built package on sys.path)
 import cuk
 
 SRC = "fn scale(x: f32[n], a: f32) -> f32[n] = x * a;\n"
