@@ -2036,6 +2036,75 @@ typedef struct AxisJob {
     RedSt *sts; /* TILE per worker */
 } AxisJob;
 
+/* pw_f32 / pw_f64 of nc neighbouring columns at once (column c: x[c], x[c + st], ...),
+   each with exactly its own pw_* arithmetic (the same split, the same 8 accumulators, the
+   same order), vectorised across the columns: an axis sum of a non-last axis reads its
+   rows contiguously. out gets nc sums. */
+#define PWC_FN(DTN, CT)                                                                     \
+    static void pwc_##DTN(const CT *x, int64_t n, int64_t st, int64_t nc, double *out) {    \
+        if (n <= 128) {                                                                     \
+            double r[8][TILE];                                                              \
+            for (int j = 0; j < 8; j++)                                                     \
+                for (int64_t c = 0; c < nc; c++) r[j][c] = 0;                               \
+            int64_t i = 0;                                                                  \
+            for (; i + 8 <= n; i += 8)                                                      \
+                for (int j = 0; j < 8; j++) {                                               \
+                    const CT *row = x + (i + j) * st;                                       \
+                    for (int64_t c = 0; c < nc; c++) r[j][c] += (double)row[c];             \
+                }                                                                           \
+            for (int64_t c = 0; c < nc; c++)                                                \
+                out[c] = ((r[0][c] + r[1][c]) + (r[2][c] + r[3][c])) +                      \
+                         ((r[4][c] + r[5][c]) + (r[6][c] + r[7][c]));                       \
+            for (; i < n; i++) {                                                            \
+                const CT *row = x + i * st;                                                 \
+                for (int64_t c = 0; c < nc; c++) out[c] += (double)row[c];                  \
+            }                                                                               \
+            return;                                                                         \
+        }                                                                                   \
+        int64_t h = n / 2;                                                                  \
+        h -= h % 8;                                                                         \
+        double b[TILE];                                                                     \
+        pwc_##DTN(x, h, st, nc, out);                                                       \
+        pwc_##DTN(x + h * st, n - h, st, nc, b);                                            \
+        for (int64_t c = 0; c < nc; c++) out[c] += b[c];                                    \
+    }
+PWC_FN(F32, float)
+PWC_FN(F64, double)
+
+/* min or max (mx) of nc neighbouring columns over n rows, each column folded in row order
+   exactly as red_feed folds it (the first NaN wins and fixes the result; otherwise a
+   value replaces the accumulator only when strictly beyond it), contiguous across the
+   columns. The accumulators are the states' own (sts[c].acc, .have, .nan). */
+#define MMC_FN(DTN, CT)                                                                     \
+    static void mmc_##DTN(RedSt *sts, const CT *x, int64_t n, int64_t st, int64_t nc, bool mx) { \
+        CT a[TILE];                                                                         \
+        bool have[TILE], nan[TILE];                                                         \
+        for (int64_t c = 0; c < nc; c++) {                                                  \
+            memcpy(&a[c], &sts[c].acc, sizeof a[c]);                                        \
+            have[c] = sts[c].have;                                                          \
+            nan[c] = sts[c].nan;                                                            \
+        }                                                                                   \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            const CT *row = x + i * st;                                                     \
+            for (int64_t c = 0; c < nc; c++) {                                              \
+                CT y = row[c];                                                              \
+                if (nan[c]) continue;                                                       \
+                if (y != y || !have[c] || (mx ? y > a[c] : y < a[c])) {                     \
+                    a[c] = y;                                                               \
+                    nan[c] = y != y;                                                        \
+                    have[c] = true;                                                         \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (int64_t c = 0; c < nc; c++) {                                                  \
+            memcpy(&sts[c].acc, &a[c], sizeof a[c]);                                        \
+            sts[c].have = have[c];                                                          \
+            sts[c].nan = nan[c];                                                            \
+        }                                                                                   \
+    }
+MMC_FN(F32, float)
+MMC_FN(F64, double)
+
 static void axis_tile(void *ctx, int worker, int64_t k) {
     AxisJob *j = ctx;
     RedSt *sts = j->sts + (size_t)worker * TILE;
@@ -2050,10 +2119,25 @@ static void axis_tile(void *ctx, int worker, int64_t k) {
         }
     }
     int64_t step = inner == 1 ? len : TILE; /* whole lines when contiguous */
+    bool fl = j->fdt == DT_F32 || j->fdt == DT_F64;
+    bool cols = j->op == RED_SUM && inner > 1 && fl;
+    bool mm = (j->op == RED_MIN || j->op == RED_MAX) && inner > 1 && fl;
     for (int64_t j0 = 0; j0 < len; j0 += step) {
         int64_t nr = len - j0 < step ? len - j0 : step;
-        for (int64_t c = 0; c < nc; c++)
-            red_feed(&sts[c], (const char *)j->x->data + ((o * len + j0) * inner + i0 + c) * fesz, nr, inner, j0);
+        const char *at = (const char *)j->x->data + ((o * len + j0) * inner + i0) * fesz;
+        if (cols) { /* what red_feed does column by column, for the nc columns at once */
+            double part[TILE];
+            if (j->fdt == DT_F32) pwc_F32((const float *)at, nr, inner, nc, part);
+            else pwc_F64((const double *)at, nr, inner, nc, part);
+            for (int64_t c = 0; c < nc; c++) neumaier(&sts[c], part[c]);
+            continue;
+        }
+        if (mm) {
+            if (j->fdt == DT_F32) mmc_F32(sts, (const float *)at, nr, inner, nc, j->op == RED_MAX);
+            else mmc_F64(sts, (const double *)at, nr, inner, nc, j->op == RED_MAX);
+            continue;
+        }
+        for (int64_t c = 0; c < nc; c++) red_feed(&sts[c], at + c * fesz, nr, inner, j0);
     }
     for (int64_t c = 0; c < nc; c++) {
         Cell r;

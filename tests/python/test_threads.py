@@ -121,3 +121,23 @@ def test_min_max_are_the_sequential_fold():
                 trial, kind, n)
         assert int(m.amx(x)) == _fold(x, True)[1], (trial, kind, n)
         assert int(m.amn(x)) == _fold(x, False)[1], (trial, kind, n)
+
+
+def test_axis_reductions_by_columns_match_numpy():
+    """Sums, minima and maxima along a non-last axis (folded for many columns at once):
+    NumPy's values, NaN propagating per column, for f32 and f64."""
+    import cuk
+
+    m = cuk.compile("fn s(x: f32[n, k]) -> f32[k] = sum(x, axis=0);\n"
+                    "fn mx(x: f64[a, n, k]) -> f64[a, k] = max(x, axis=1);\n"
+                    "fn mn(x: f32[n, k]) -> f32[k] = min(x * 2.0, axis=0);\n", device="cpu")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1000, 300)).astype(np.float32)
+    x[5, 3] = np.nan
+    x[999, 299] = np.nan
+    y = rng.standard_normal((3, 700, 260))
+    y[1, 600, 7] = np.nan
+    np.testing.assert_allclose(m.s(x), x.sum(0), rtol=1e-5, atol=1e-4)
+    assert np.isnan(m.s(x)[3]) and np.isnan(m.s(x)[299])
+    np.testing.assert_array_equal(m.mx(y), y.max(1))
+    np.testing.assert_array_equal(m.mn(x), (x * 2).min(0))
