@@ -26,9 +26,13 @@ fn total(x: f32[n]) -> f32 = sum(x);
 fn dot(x: f32[n], y: f32[n]) -> f32 = sum(x * y);
 fn top(x: f32[n]) -> f32 = max(x);
 fn noise(x: f32[n]) -> f32[n] = x + rand(len(x), seed=7);
+fn sum0(x: f32[r, c]) -> f32[c] = sum(x, axis=0);
+fn sum1(x: f32[r, c]) -> f32[r] = sum(x, axis=1);
+fn max0(x: f32[r, c]) -> f32[c] = max(x, axis=0);
 """
 
-JOBS = ["saxpy", "chain", "total", "dot", "top", "noise"]
+JOBS = ["saxpy", "chain", "total", "dot", "top", "noise", "sum0", "sum1", "max0"]
+COLS = 256  # the axis jobs: x as (n / 256, 256)
 
 
 def timeit(f, runs):
@@ -53,6 +57,8 @@ def cuk_times(logn, runs):
     a = np.float32(2.5)
     calls = {"saxpy": lambda: m.saxpy(a, x, y), "chain": lambda: m.chain(x, y), "total": lambda: m.total(x),
              "dot": lambda: m.dot(x, y), "top": lambda: m.top(x), "noise": lambda: m.noise(x)}
+    x2 = x.reshape(-1, COLS)
+    calls.update({"sum0": lambda: m.sum0(x2), "sum1": lambda: m.sum1(x2), "max0": lambda: m.max0(x2)})
     return {j: timeit(calls[j], runs) for j in JOBS}
 
 
@@ -65,6 +71,8 @@ def peer_times(logn, runs):
            "chain": lambda: np.sin(x) * np.cos(y) + np.exp(-x * x) * np.float32(0.5) - np.sqrt(np.abs(y)),
            "total": lambda: x.sum(), "dot": lambda: np.dot(x, y), "top": lambda: x.max(),
            "noise": lambda: x + rng.random(n, np.float32)}
+    x2 = x.reshape(-1, COLS)
+    npy.update({"sum0": lambda: x2.sum(0), "sum1": lambda: x2.sum(1), "max0": lambda: x2.max(0)})
     out = {"numpy": {j: timeit(npy[j], runs) for j in JOBS}}
     try:
         import numexpr as ne

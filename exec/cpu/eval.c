@@ -2034,7 +2034,20 @@ typedef struct AxisJob {
     Cell init;
     int64_t outer, len, inner, ntiles;
     RedSt *sts; /* TILE per worker */
+    /* float sums, minima and maxima (axis_cols): nrc chunks of TILE rows per tile, each
+       chunk's partial results per column, folded in chunk order by axis_fold */
+    int64_t nrc;
+    double *psum;        /* [tile][chunk][TILE] */
+    Cell *pmm;           /* [tile][chunk][TILE] */
+    unsigned char *pnan; /* [tile][chunk][TILE] */
 } AxisJob;
+
+/* Whether axis_part/axis_fold do j's reduction: a float sum, min or max along a non-last
+   axis. */
+static bool axis_cols(const AxisJob *j) {
+    return (j->op == RED_SUM || j->op == RED_MIN || j->op == RED_MAX) && j->inner > 1 &&
+           (j->fdt == DT_F32 || j->fdt == DT_F64) && !j->hasinit;
+}
 
 /* pw_f32 / pw_f64 of nc neighbouring columns at once (column c: x[c], x[c + st], ...),
    each with exactly its own pw_* arithmetic (the same split, the same 8 accumulators, the
@@ -2071,39 +2084,63 @@ typedef struct AxisJob {
 PWC_FN(F32, float)
 PWC_FN(F64, double)
 
-/* min or max (mx) of nc neighbouring columns over n rows, each column folded in row order
-   exactly as red_feed folds it (the first NaN wins and fixes the result; otherwise a
-   value replaces the accumulator only when strictly beyond it), contiguous across the
-   columns. The accumulators are the states' own (sts[c].acc, .have, .nan). */
+/* min or max (mx) of nc neighbouring columns over n rows from scratch, each column folded
+   in row order exactly as red_feed folds it (the first NaN wins and fixes the result;
+   otherwise a value replaces the accumulator only when strictly beyond it), contiguous
+   across the columns: a[c] (the value's bits in a Cell), nan[c]. Without a NaN in the
+   rows the fold runs without branches. */
 #define MMC_FN(DTN, CT)                                                                     \
-    static void mmc_##DTN(RedSt *sts, const CT *x, int64_t n, int64_t st, int64_t nc, bool mx) { \
+    static void mmc_##DTN(const CT *x, int64_t n, int64_t st, int64_t nc, bool mx, Cell *out, \
+                          unsigned char *nan) {                                             \
         CT a[TILE];                                                                         \
-        bool have[TILE], nan[TILE];                                                         \
-        for (int64_t c = 0; c < nc; c++) {                                                  \
-            memcpy(&a[c], &sts[c].acc, sizeof a[c]);                                        \
-            have[c] = sts[c].have;                                                          \
-            nan[c] = sts[c].nan;                                                            \
-        }                                                                                   \
+        bool bad = false;                                                                   \
         for (int64_t i = 0; i < n; i++) {                                                   \
             const CT *row = x + i * st;                                                     \
-            for (int64_t c = 0; c < nc; c++) {                                              \
-                CT y = row[c];                                                              \
-                if (nan[c]) continue;                                                       \
-                if (y != y || !have[c] || (mx ? y > a[c] : y < a[c])) {                     \
-                    a[c] = y;                                                               \
-                    nan[c] = y != y;                                                        \
-                    have[c] = true;                                                         \
+            for (int64_t c = 0; c < nc; c++) bad |= row[c] != row[c];                       \
+        }                                                                                   \
+        for (int64_t c = 0; c < nc; c++) a[c] = x[c], nan[c] = x[c] != x[c];                \
+        for (int64_t i = 1; i < n; i++) {                                                   \
+            const CT *row = x + i * st;                                                     \
+            if (!bad && mx)                                                                 \
+                for (int64_t c = 0; c < nc; c++) a[c] = row[c] > a[c] ? row[c] : a[c];      \
+            else if (!bad)                                                                  \
+                for (int64_t c = 0; c < nc; c++) a[c] = row[c] < a[c] ? row[c] : a[c];      \
+            else                                                                            \
+                for (int64_t c = 0; c < nc; c++) {                                          \
+                    CT y = row[c];                                                          \
+                    if (nan[c]) continue;                                                   \
+                    if (y != y || (mx ? y > a[c] : y < a[c])) {                             \
+                        a[c] = y;                                                           \
+                        nan[c] = y != y;                                                    \
+                    }                                                                       \
                 }                                                                           \
-            }                                                                               \
         }                                                                                   \
         for (int64_t c = 0; c < nc; c++) {                                                  \
-            memcpy(&sts[c].acc, &a[c], sizeof a[c]);                                        \
-            sts[c].have = have[c];                                                          \
-            sts[c].nan = nan[c];                                                            \
+            out[c].u64 = 0;                                                                 \
+            memcpy(&out[c], &a[c], sizeof a[c]);                                            \
         }                                                                                   \
     }
 MMC_FN(F32, float)
 MMC_FN(F64, double)
+
+/* Chunk k % nrc (TILE rows) of tile k / nrc: each column's partial result, computed as
+   red_feed computes a chunk (axis_cols), for axis_tile to fold in chunk order. */
+static void axis_part(void *ctx, int worker, int64_t k) {
+    (void)worker;
+    AxisJob *j = ctx;
+    int64_t t = k / j->nrc, r = k % j->nrc, o = t / j->ntiles, i0 = (t % j->ntiles) * TILE, inner = j->inner;
+    int64_t nc = inner - i0 < TILE ? inner - i0 : TILE, j0 = r * TILE, nr = j->len - j0 < TILE ? j->len - j0 : TILE;
+    const char *at = (const char *)j->x->data + ((o * j->len + j0) * inner + i0) * esize(j->fdt);
+    size_t p = (size_t)(k * TILE);
+    if (j->op == RED_SUM) {
+        if (j->fdt == DT_F32) pwc_F32((const float *)at, nr, inner, nc, j->psum + p);
+        else pwc_F64((const double *)at, nr, inner, nc, j->psum + p);
+    } else if (j->fdt == DT_F32) {
+        mmc_F32((const float *)at, nr, inner, nc, j->op == RED_MAX, j->pmm + p, j->pnan + p);
+    } else {
+        mmc_F64((const double *)at, nr, inner, nc, j->op == RED_MAX, j->pmm + p, j->pnan + p);
+    }
+}
 
 static void axis_tile(void *ctx, int worker, int64_t k) {
     AxisJob *j = ctx;
@@ -2119,24 +2156,30 @@ static void axis_tile(void *ctx, int worker, int64_t k) {
         }
     }
     int64_t step = inner == 1 ? len : TILE; /* whole lines when contiguous */
-    bool fl = j->fdt == DT_F32 || j->fdt == DT_F64;
-    bool cols = j->op == RED_SUM && inner > 1 && fl;
-    bool mm = (j->op == RED_MIN || j->op == RED_MAX) && inner > 1 && fl;
+    bool cols = axis_cols(j);
     for (int64_t j0 = 0; j0 < len; j0 += step) {
         int64_t nr = len - j0 < step ? len - j0 : step;
+        if (cols) { /* the chunk's partial results (axis_part), as red_feed would fold the chunk */
+            size_t at = (size_t)((k * j->nrc + j0 / TILE) * TILE);
+            for (int64_t c = 0; c < nc; c++) {
+                if (j->op == RED_SUM) {
+                    neumaier(&sts[c], j->psum[at + c]);
+                    continue;
+                }
+                if (sts[c].nan) continue;
+                Cell y = j->pmm[at + c];
+                double yv = j->fdt == DT_F32 ? (double)y.f32 : y.f64;
+                double av = j->fdt == DT_F32 ? (double)sts[c].acc.f32 : sts[c].acc.f64;
+                bool mx = j->op == RED_MAX;
+                if (j->pnan[at + c] || !sts[c].have || (mx ? yv > av : yv < av)) {
+                    sts[c].acc = y;
+                    sts[c].nan = j->pnan[at + c];
+                    sts[c].have = true;
+                }
+            }
+            continue;
+        }
         const char *at = (const char *)j->x->data + ((o * len + j0) * inner + i0) * fesz;
-        if (cols) { /* what red_feed does column by column, for the nc columns at once */
-            double part[TILE];
-            if (j->fdt == DT_F32) pwc_F32((const float *)at, nr, inner, nc, part);
-            else pwc_F64((const double *)at, nr, inner, nc, part);
-            for (int64_t c = 0; c < nc; c++) neumaier(&sts[c], part[c]);
-            continue;
-        }
-        if (mm) {
-            if (j->fdt == DT_F32) mmc_F32(sts, (const float *)at, nr, inner, nc, j->op == RED_MAX);
-            else mmc_F64(sts, (const double *)at, nr, inner, nc, j->op == RED_MAX);
-            continue;
-        }
         for (int64_t c = 0; c < nc; c++) red_feed(&sts[c], at + c * fesz, nr, inner, j0);
     }
     for (int64_t c = 0; c < nc; c++) {
@@ -2247,7 +2290,24 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
             goto fail;
         }
         j.sts = sts;
+        if (axis_cols(&j) && len > 0) {
+            /* the chunks of rows on every core first, then their partials folded in
+               order: the same bits as folding the rows one chunk after the other */
+            j.nrc = (len + TILE - 1) / TILE;
+            size_t np = (size_t)(j.outer * j.ntiles * j.nrc) * TILE;
+            bool sum = op == RED_SUM;
+            j.psum = sum ? malloc(np * sizeof(double)) : NULL;
+            j.pmm = sum ? NULL : malloc(np * sizeof(Cell));
+            j.pnan = sum ? NULL : malloc(np);
+            if (sum ? !j.psum : !j.pmm || !j.pnan) {
+                free(j.psum), free(j.pmm), free(j.pnan);
+                rt_error(f->c->err, v->loc, "out of memory");
+                goto fail;
+            }
+            pool_for(j.outer * j.ntiles * j.nrc, pool_threads() < 64 ? pool_threads() : 64, axis_part, &j);
+        }
         pool_for(j.outer * j.ntiles, nw, axis_tile, &j);
+        free(j.psum), free(j.pmm), free(j.pnan);
     }
     goto out;
 fail:
