@@ -2033,6 +2033,7 @@ typedef struct AxisJob {
     bool hasinit;
     Cell init;
     int64_t outer, len, inner, ntiles;
+    int64_t ob;  /* outer indices per work item (short contiguous lines go in groups) */
     RedSt *sts; /* TILE per worker */
     /* float sums, minima and maxima (axis_cols): nrc chunks of TILE rows per tile, each
        chunk's partial results per column, folded in chunk order by axis_fold */
@@ -2142,8 +2143,16 @@ static void axis_part(void *ctx, int worker, int64_t k) {
     }
 }
 
+static void axis_tile1(AxisJob *j, int worker, int64_t k);
+
 static void axis_tile(void *ctx, int worker, int64_t k) {
     AxisJob *j = ctx;
+    int64_t b = k / j->ntiles, t = k % j->ntiles;
+    for (int64_t o = b * j->ob; o < (b + 1) * j->ob && o < j->outer; o++) axis_tile1(j, worker, o * j->ntiles + t);
+}
+
+/* Outer index k / ntiles, tile k % ntiles. */
+static void axis_tile1(AxisJob *j, int worker, int64_t k) {
     RedSt *sts = j->sts + (size_t)worker * TILE;
     int64_t o = k / j->ntiles, i0 = (k % j->ntiles) * TILE, len = j->len, inner = j->inner;
     int64_t nc = inner - i0 < TILE ? inner - i0 : TILE;
@@ -2280,9 +2289,12 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
         j.inner = 1;
         for (int k = axis + 1; k < xa->rank; k++) j.inner *= xa->shape[k];
         j.ntiles = (j.inner + TILE - 1) / TILE;
+        /* lines shorter than a chunk, in groups of about a chunk of elements per item */
+        j.ob = j.inner == 1 && len > 0 && len < CHUNK ? CHUNK / len : 1;
+        int64_t items = (j.outer + j.ob - 1) / j.ob * j.ntiles;
         /* every (outer, tile) on its own: a tile's outputs fold their lines in the same
            order whatever the thread, so the bits do not depend on the thread count */
-        int nw = lp || j.outer * j.ntiles < 2 ? 1 : pool_threads();
+        int nw = lp || items < 2 ? 1 : pool_threads();
         if (nw > 64) nw = 64;
         sts = malloc(sizeof(RedSt) * TILE * (size_t)nw);
         if (!sts) {
@@ -2306,7 +2318,7 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
             }
             pool_for(j.outer * j.ntiles * j.nrc, pool_threads() < 64 ? pool_threads() : 64, axis_part, &j);
         }
-        pool_for(j.outer * j.ntiles, nw, axis_tile, &j);
+        pool_for(items, nw, axis_tile, &j);
         free(j.psum), free(j.pmm), free(j.pnan);
     }
     goto out;
