@@ -231,3 +231,116 @@ def test_fake_driver_event_waits(fake_driver, tmp_path):
     # the context stack through the runtime (no second dlopen of the driver; the
     # module's globals too, checked in run_fake)
     assert s["context"] == ["push", "pop"]
+
+
+# ---- calls on streams and graphs of calls, against the logging fake driver ------------------
+
+STREAMS_CHILD = r"""
+import os, sys
+import numpy as np
+import cukpath, cuk, cuk.driver as drv
+log = os.environ["CUK_FAKE_LOG"]
+
+def mark(s):
+    with open(log, "a") as f:
+        f.write("# " + s + "\n")
+
+try:
+    m = cuk.compile('''
+fn scale(x: f32[n], a: f32) -> f32[n] = x * a;
+fn total(x: f32[n]) -> f32 = sum(x * 2.0);
+fn steps(u: f32[n], k: i64) -> f32[n] {
+    var x = u;
+    for i in 0..k {
+        x = x * 0.5 + 1.0;
+    }
+    return x;
+}
+fn keep(x: f32[n]) -> f32[?] = x[x > 0.5];
+''', device="gpu")
+except cuk.NoDeviceError as e:
+    print("skip", e)
+    print("ok")
+    sys.exit(0)
+x = cuk.to_device(np.arange(1 << 16, dtype=np.float32))
+s, s2 = drv.Stream(), drv.Stream()
+print("streams %#x %#x" % (s.handle, s2.handle))
+m.scale(x, 1.0)  # compiled and warm
+mark("stream=")
+y = m.scale(x, 2.0, stream=s)
+mark("free then reuse on another stream")
+del y
+z = m.scale(x, 3.0, stream=s2)
+mark("with")
+with s:
+    m.scale(x, 4.0)
+mark("scalar")
+m.total(np.arange(1 << 16, dtype=np.float32), stream=s)  # a host argument: the sum comes to the host
+mark("capture")
+g = m.steps.capture(x, 3)
+print("nodes", g.nodes)
+mark("replay")
+g()
+mark("replay new data on s2")
+g(cuk.to_device(np.ones(1 << 16, np.float32)), 3, stream=s2)
+mark("refused")
+try:
+    m.keep.capture(x)
+    print("keep captured?!")
+except cuk.Error as e:
+    print("refused", "cannot record" in str(e))
+mark("end")
+print("ok")
+"""
+
+
+def test_fake_driver_calls_on_streams_and_graphs(fake_driver, tmp_path):
+    logf = tmp_path / "driver.log"
+    r = subprocess.run([sys.executable, "-c", STREAMS_CHILD], cwd=os.path.join(cukpath.ROOT, "tests", "python"),
+                       capture_output=True, text=True, timeout=300,
+                       env=cukpath.python_child_env(CUK_LIBCUDA=fake_driver, CUK_FAKE_LOG=str(logf),
+                                                    CUK_CACHE_DIR=str(tmp_path / "cache"), CUK_FAKE_GPU="1"))
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "ok", r.stdout + r.stderr[-3000:]
+    out = r.stdout.splitlines()
+    if out[0].startswith("skip"):
+        pytest.skip("needs NVRTC: " + out[0])
+    s1, s2 = out[0].split()[1:]
+    s1, s2 = "0x%x" % int(s1, 16), "0x%x" % int(s2, 16)
+    sec, cur = {}, None
+    for line in logf.read_text().splitlines():
+        if line.startswith("# "):
+            cur = sec.setdefault(line[2:], [])
+        elif cur is not None:
+            cur.append(line)
+    # stream=: the kernel goes on that stream, nothing on the legacy one
+    assert [l for l in sec["stream="] if l.startswith("launch")] == ["launch on " + s1]
+    # a block freed in s1's order and taken by s2: s2 waits for an event recorded on s1
+    rec = [l for l in sec["free then reuse on another stream"] if l.startswith(("record", "wait"))]
+    assert rec[0].startswith("record e") and rec[0].endswith(" on " + s1), rec
+    assert "wait %s for %s" % (s2, rec[0].split()[1]) in rec, rec
+    assert "launch on " + s2 in sec["free then reuse on another stream"]
+    # `with stream:` is the current stream
+    assert [l for l in sec["with"] if l.startswith("launch")] == ["launch on " + s1]
+    # a host argument and a scalar coming back: the upload, the kernel and the copy back on
+    # the call's stream, and a wait for that stream alone, not the device
+    sc = sec["scalar"]
+    assert "htod on " + s1 in sc and "launch on " + s1 in sc, sc
+    assert "dtoh on " + s1 in sc and "sync " + s1 in sc and "ctxsync" not in sc, sc
+    # capture: one run, then the same launches recorded on the private stream
+    cap = sec["capture"]
+    begin = [i for i, l in enumerate(cap) if l.startswith("capture begin")]
+    assert len(begin) == 1 and cap[begin[0]].endswith("mode 2"), cap  # relaxed
+    c = cap[begin[0]].split()[2]
+    recorded = cap[begin[0] + 1:]
+    assert [l for l in recorded if l.startswith("launch")] == ["launch on " + c] * 3, cap
+    assert recorded[-1].startswith("capture end %s (3 launches)" % c)
+    assert "nodes 3" in out
+    # a replay: one graph launch, after the capture stream's earlier work
+    rep = sec["replay"]
+    assert rep[-1] == "graph launch on 0x0" and not any(l.startswith("launch") for l in rep), rep
+    assert rep[0].startswith("record") and rep[0].endswith(" on " + c)
+    # new data on s2: the copy into the graph's input, then the graph, both on s2, after the last replay
+    new = [l for l in sec["replay new data on s2"] if not l.startswith(("fill", "destroy"))]
+    assert new[-2:] == ["dtod on " + s2, "graph launch on " + s2], new
+    assert any(l.startswith("wait %s for" % s2) for l in new), new
+    assert "refused True" in out
