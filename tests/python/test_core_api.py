@@ -1,0 +1,156 @@
+"""cuk.core (cuda.core's API, docs/core.md) where no GPU is needed: programs compiled by
+NVRTC to PTX, cubin and LTO-IR, linking by nvJitLink, LaunchConfig's checks; and, against
+the logging fake driver (tests/python/fake_cuda_log.c), devices, streams, launches and
+graph builders. tests/gpu/python/test_gpu_core.py runs it all on a GPU."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import cukpath
+import cuk
+from cuk.core import LaunchConfig, Linker, LinkerOptions, ObjectCode, Program, ProgramOptions
+
+CODE = r"""
+template<typename T> __global__ void axpy(T a, const T* x, T* y, size_t n) {
+    size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def compiled(target, **opts):
+    try:
+        return Program(CODE, "c++", ProgramOptions(std="c++17", arch="sm_90", **opts)).compile(
+            target, name_expressions=("axpy<float>",))
+    except cuk.NoDeviceError as e:
+        pytest.skip(f"no NVRTC: {e}")
+
+
+def test_program_to_ptx_cubin_and_ltoir():
+    ptx = compiled("ptx")
+    assert ptx.code_type == "ptx" and b".entry" in ptx.code and b"sm_90" in ptx.code
+    cubin = compiled("cubin")
+    assert cubin.code_type == "cubin" and cubin.code[:4] == b"\x7fELF"
+    assert cubin._names["axpy<float>"].startswith("_Z4axpyIfEv")
+    lto = compiled("ltoir", link_time_optimization=True)
+    assert lto.code_type == "ltoir" and len(lto.code) > 0
+    try:
+        linked = Linker(lto, options=LinkerOptions(arch="sm_90", link_time_optimization=True)).link("cubin")
+    except cuk.NoDeviceError as e:
+        pytest.skip(f"no nvJitLink: {e}")
+    assert linked.code[:4] == b"\x7fELF" and "axpy<float>" in linked._names
+    assert ObjectCode.from_cubin(cubin.code).code == cubin.code
+
+
+def test_program_errors():
+    with pytest.raises(RuntimeError, match="Unsupported code_type='fortran'"):
+        Program(CODE, "fortran")
+    p = Program(CODE, "c++", ProgramOptions(arch="sm_90"))
+    with pytest.raises(ValueError, match="Unsupported target_type='exe'"):
+        p.compile("exe")
+    with pytest.raises(cuk.CompileError, match="error"):
+        compiled_bad = Program("__global__ void f( {", "c++", ProgramOptions(arch="sm_90"))
+        try:
+            compiled_bad.compile("ptx")
+        except cuk.NoDeviceError as e:
+            pytest.skip(f"no NVRTC: {e}")
+    with pytest.raises(ValueError, match="At least one ObjectCode"):
+        Linker()
+
+
+def test_program_options_become_nvrtc_options():
+    o = ProgramOptions(std="c++17", debug=True, lineinfo=True, use_fast_math=True, max_register_count=64,
+                       define_macro=("N", "4"), include_path=["/a", "/b"], ftz=False)._as_nvrtc()
+    assert o == ["-G", "-lineinfo", "-maxrregcount=64", "-ftz=false", "-use_fast_math", "-DN=4", "-I/a", "-I/b",
+                 "-std=c++17"]
+
+
+@pytest.mark.parametrize("kw,err", [({"grid": 0, "block": 1}, "positive"), ({"grid": (1, 2, 3, 4), "block": 1}, "1 to 3"),
+                                    ({"grid": 1.5, "block": 1}, "an int"), ({"grid": 1, "block": -2}, "positive"),
+                                    ({"grid": 1, "block": 1, "shmem_size": -1}, "at least 0")])
+def test_launch_config_checks(kw, err):
+    with pytest.raises(ValueError, match=err):
+        LaunchConfig(**kw)
+    assert LaunchConfig(grid=4, block=(32, 2)).grid == (4, 1, 1)
+
+
+@pytest.fixture(scope="module")
+def fake_driver(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("fakecuda"))
+    cc = cukpath.build_fake_driver(d)[0]
+    lib = os.path.join(d, "libcudalog.so")
+    subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-o", lib, os.path.join(cukpath.ROOT, "tests", "python", "fake_cuda_log.c"),
+                    "-Wl,--no-as-needed", "-L" + d, "-lfakecuda", "-Wl,-rpath," + d], check=True)
+    return lib
+
+
+CHILD = r"""
+import os, sys
+import numpy as np
+import cukpath, cuk
+from cuk.core import Device, LaunchConfig, Program, ProgramOptions, launch, system
+log = os.environ["CUK_FAKE_LOG"]
+
+def mark(s):
+    with open(log, "a") as f:
+        f.write("# " + s + "\n")
+
+dev = Device()
+dev.set_current()
+print("device", system.num_devices, dev.arch, dev.properties.multiprocessor_count, Device(0) is dev)
+try:
+    mod = Program(%r, "c++", ProgramOptions(std="c++17", arch="sm_90")).compile("cubin", name_expressions=("axpy<float>",))
+except cuk.NoDeviceError as e:
+    print("skip", e)
+    print("ok")
+    sys.exit(0)
+k = mod.get_kernel("axpy<float>")
+s = dev.create_stream()
+print("stream %%#x" %% s.handle)
+x, y = dev.allocate(4096, stream=s), dev.allocate(4096, stream=s)
+mark("launch")
+launch(s, LaunchConfig(grid=4, block=256), k, np.float32(2), x, y, np.uint64(1024))
+mark("graph")
+gb = s.create_graph_builder()
+gb.begin_building()
+launch(gb, LaunchConfig(grid=4, block=256), k, np.float32(2), x, y, np.uint64(1024))
+launch(gb, LaunchConfig(grid=4, block=256), k, np.float32(3), x, y, np.uint64(1024))
+g = gb.end_building().complete()
+g.launch(s)
+mark("cluster")
+try:
+    launch(s, LaunchConfig(grid=2, cluster=2, block=32), k, np.float32(2), x, y, np.uint64(1))
+    print("cluster launched")
+except cuk.Error as e:
+    print("cluster:", "cuLaunchKernelEx" in str(e))
+mark("end")
+print("ok")
+""" % CODE
+
+
+def test_core_on_the_fake_driver(fake_driver, tmp_path):
+    logf = tmp_path / "driver.log"
+    r = subprocess.run([sys.executable, "-c", CHILD], cwd=os.path.join(cukpath.ROOT, "tests", "python"),
+                       capture_output=True, text=True, timeout=300,
+                       env=cukpath.python_child_env(CUK_LIBCUDA=fake_driver, CUK_FAKE_LOG=str(logf),
+                                                    CUK_CACHE_DIR=str(tmp_path / "cache")))
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "ok", r.stdout + r.stderr[-3000:]
+    out = r.stdout.splitlines()
+    assert out[0] == "device 1 90 132 True"  # the fake's answers
+    if out[1].startswith("skip"):
+        pytest.skip("needs NVRTC: " + out[1])
+    st = "0x%x" % int(out[1].split()[1], 16)
+    sec, cur = {}, None
+    for line in logf.read_text().splitlines():
+        if line.startswith("# "):
+            cur = sec.setdefault(line[2:], [])
+        elif cur is not None:
+            cur.append(line)
+    assert sec["launch"] == ["launch on " + st]
+    g = sec["graph"]
+    assert g[0] == "capture begin %s mode 2" % st and g[1:3] == ["launch on " + st] * 2, g
+    assert g[3] == "capture end %s (2 launches)" % st and g[-1] == "graph launch on " + st, g
+    assert "cluster: True" in out  # the fake has no cuLaunchKernelEx: said so, nothing launched
+    assert not any(l.startswith("launch") for l in sec["cluster"])
