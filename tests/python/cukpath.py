@@ -39,6 +39,40 @@ def build_fake_driver(d):
     return cc, lib
 
 
+def build_fake_log_driver(d):
+    """bench/fake_libcuda.c with tests/python/fake_cuda_log.c's logging layer over it
+    (d/libcudalog.so): every stream, event, launch, copy and graph call it makes is a
+    line in $CUK_FAKE_LOG."""
+    import subprocess
+
+    cc = build_fake_driver(d)[0]
+    lib = os.path.join(d, "libcudalog.so")
+    # --no-as-needed: the layer uses nothing of the fake, but must name it as a dependency
+    subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-o", lib, os.path.join(ROOT, "tests", "python", "fake_cuda_log.c"),
+                    "-Wl,--no-as-needed", "-L" + d, "-lfakecuda", "-Wl,-rpath," + d], check=True)
+    return lib
+
+
+def run_fake_logged(lib, tmp_path, child, **env):
+    """Runs the Python source child on the logging fake driver lib: (its stdout lines, the
+    log's sections: {"mark": [lines after `# mark`]}). The child must print "ok" last."""
+    import subprocess
+
+    logf = tmp_path / "driver.log"
+    r = subprocess.run([sys.executable, "-c", child], cwd=os.path.join(ROOT, "tests", "python"), capture_output=True,
+                       text=True, timeout=300,
+                       env=python_child_env(CUK_LIBCUDA=lib, CUK_FAKE_LOG=str(logf), CUK_CACHE_DIR=str(tmp_path / "cache"),
+                                            **env))
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "ok", r.stdout + r.stderr[-3000:]
+    sections, cur = {}, None
+    for line in (logf.read_text().splitlines() if logf.exists() else []):
+        if line.startswith("# "):
+            cur = sections.setdefault(line[2:], [])
+        elif cur is not None:
+            cur.append(line)
+    return r.stdout.splitlines(), sections
+
+
 class HostDL:
     """A NumPy array offered through DLPack only (NumPy's own __dlpack__: a host tensor,
     kDLCPU), for the tests of cuk's DLPack import."""

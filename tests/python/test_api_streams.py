@@ -143,13 +143,7 @@ def test_device_array_exports_its_stream():
 
 @pytest.fixture(scope="module")
 def fake_driver(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("fakecuda"))
-    cc = cukpath.build_fake_driver(d)[0]
-    lib = os.path.join(d, "libcudalog.so")
-    # --no-as-needed: the layer uses nothing of the fake, but must name it as a dependency
-    subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-o", lib, os.path.join(cukpath.ROOT, "tests", "python", "fake_cuda_log.c"),
-                    "-Wl,--no-as-needed", "-L" + d, "-lfakecuda", "-Wl,-rpath," + d], check=True)
-    return lib
+    return cukpath.build_fake_log_driver(str(tmp_path_factory.mktemp("fakecuda")))
 
 
 CHILD = r"""
@@ -295,23 +289,11 @@ print("ok")
 
 
 def test_fake_driver_calls_on_streams_and_graphs(fake_driver, tmp_path):
-    logf = tmp_path / "driver.log"
-    r = subprocess.run([sys.executable, "-c", STREAMS_CHILD], cwd=os.path.join(cukpath.ROOT, "tests", "python"),
-                       capture_output=True, text=True, timeout=300,
-                       env=cukpath.python_child_env(CUK_LIBCUDA=fake_driver, CUK_FAKE_LOG=str(logf),
-                                                    CUK_CACHE_DIR=str(tmp_path / "cache"), CUK_FAKE_GPU="1"))
-    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "ok", r.stdout + r.stderr[-3000:]
-    out = r.stdout.splitlines()
+    out, sec = cukpath.run_fake_logged(fake_driver, tmp_path, STREAMS_CHILD, CUK_FAKE_GPU="1")
     if out[0].startswith("skip"):
         pytest.skip("needs NVRTC: " + out[0])
     s1, s2 = out[0].split()[1:]
     s1, s2 = "0x%x" % int(s1, 16), "0x%x" % int(s2, 16)
-    sec, cur = {}, None
-    for line in logf.read_text().splitlines():
-        if line.startswith("# "):
-            cur = sec.setdefault(line[2:], [])
-        elif cur is not None:
-            cur.append(line)
     # stream=: the kernel goes on that stream, nothing on the legacy one
     assert [l for l in sec["stream="] if l.startswith("launch")] == ["launch on " + s1]
     # a block freed in s1's order and taken by s2: s2 waits for an event recorded on s1

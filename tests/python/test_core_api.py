@@ -2,10 +2,6 @@
 NVRTC to PTX, cubin and LTO-IR, linking by nvJitLink, LaunchConfig's checks; and, against
 the logging fake driver (tests/python/fake_cuda_log.c), devices, streams, launches and
 graph builders. tests/gpu/python/test_gpu_core.py runs it all on a GPU."""
-import os
-import subprocess
-import sys
-
 import pytest
 
 import cukpath
@@ -78,12 +74,7 @@ def test_launch_config_checks(kw, err):
 
 @pytest.fixture(scope="module")
 def fake_driver(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("fakecuda"))
-    cc = cukpath.build_fake_driver(d)[0]
-    lib = os.path.join(d, "libcudalog.so")
-    subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-o", lib, os.path.join(cukpath.ROOT, "tests", "python", "fake_cuda_log.c"),
-                    "-Wl,--no-as-needed", "-L" + d, "-lfakecuda", "-Wl,-rpath," + d], check=True)
-    return lib
+    return cukpath.build_fake_log_driver(str(tmp_path_factory.mktemp("fakecuda")))
 
 
 CHILD = r"""
@@ -131,23 +122,11 @@ print("ok")
 
 
 def test_core_on_the_fake_driver(fake_driver, tmp_path):
-    logf = tmp_path / "driver.log"
-    r = subprocess.run([sys.executable, "-c", CHILD], cwd=os.path.join(cukpath.ROOT, "tests", "python"),
-                       capture_output=True, text=True, timeout=300,
-                       env=cukpath.python_child_env(CUK_LIBCUDA=fake_driver, CUK_FAKE_LOG=str(logf),
-                                                    CUK_CACHE_DIR=str(tmp_path / "cache")))
-    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "ok", r.stdout + r.stderr[-3000:]
-    out = r.stdout.splitlines()
+    out, sec = cukpath.run_fake_logged(fake_driver, tmp_path, CHILD)
     assert out[0] == "device 1 90 132 True"  # the fake's answers
     if out[1].startswith("skip"):
         pytest.skip("needs NVRTC: " + out[1])
     st = "0x%x" % int(out[1].split()[1], 16)
-    sec, cur = {}, None
-    for line in logf.read_text().splitlines():
-        if line.startswith("# "):
-            cur = sec.setdefault(line[2:], [])
-        elif cur is not None:
-            cur.append(line)
     assert sec["launch"] == ["launch on " + st]
     g = sec["graph"]
     assert g[0] == "capture begin %s mode 2" % st and g[1:3] == ["launch on " + st] * 2, g
