@@ -1439,16 +1439,23 @@ static void workers_close(Stream *s, Workers *w) {
     w->n = 0;
 }
 
+/* Elements [off, off + len) of s: the array's own, or computed by p (s's program or a
+   worker's copy of it); copied or computed into out when it is given. NULL when the
+   program failed. */
+static const void *stream_vals(Stream *s, Prog *p, int64_t off, int64_t len, void *out) {
+    if (s->arr) {
+        const char *src = (const char *)s->arr->data + off * esize(s->dt);
+        if (out) memcpy(out, src, (size_t)(len * esize(s->dt)));
+        return src;
+    }
+    return prog_chunk(p, off, len, out);
+}
+
 /* Chunk k of s (CHUNK elements from k * CHUNK) on worker w's program; into out if given. */
 static const void *chunk_of(Stream *s, Workers *w, int worker, int64_t k, void *out, int64_t *off, int64_t *len) {
     *off = k * CHUNK;
     *len = s->size - *off < CHUNK ? s->size - *off : CHUNK;
-    if (s->arr) {
-        const char *src = (const char *)s->arr->data + *off * esize(s->dt);
-        if (out) memcpy(out, src, (size_t)(*len * esize(s->dt)));
-        return src;
-    }
-    return prog_chunk(w->progs[worker], *off, *len, out);
+    return stream_vals(s, w->progs[worker], *off, *len, out);
 }
 
 typedef struct TakeJob {
@@ -1464,11 +1471,9 @@ static void take_chunk(void *ctx, int worker, int64_t k) {
 }
 
 static bool stream_run(Stream *s, SinkFn sink, void *ctx) {
-    int esz = esize(s->dt);
     for (int64_t off = 0; off < s->size; off += CHUNK) {
         int64_t len = s->size - off < CHUNK ? s->size - off : CHUNK;
-        const void *vals = s->arr ? (const char *)s->arr->data + off * esz
-                                  : prog_chunk(&s->prog, off, len, NULL);
+        const void *vals = stream_vals(s, &s->prog, off, len, NULL);
         if (!vals && s->prog.failed) return false;
         if (!sink(ctx, vals, off, len)) return false;
     }
@@ -2904,10 +2909,6 @@ out:
    fused producer (x > 0.5, a * b) is never stored; the kept elements go straight to the
    result, allocated at x's size (the most it can hold) and copied into an array of the
    count's size when fewer are kept. */
-static const void *stream_chunk(Stream *s, int64_t off, int64_t len) {
-    return s->arr ? (const char *)s->arr->data + off * esize(s->dt) : prog_chunk(&s->prog, off, len, NULL);
-}
-
 static Arr *eval_compact(Frame *f, const Val *v) {
     Stream xs, ms;
     Arr *r = NULL;
@@ -2926,8 +2927,8 @@ static Arr *eval_compact(Frame *f, const Val *v) {
     char *dst = r->data;
     for (int64_t off = 0; off < n; off += CHUNK) {
         int64_t len = n - off < CHUNK ? n - off : CHUNK;
-        const uint8_t *m = stream_chunk(&ms, off, len);
-        const char *x = stream_chunk(&xs, off, len);
+        const uint8_t *m = stream_vals(&ms, &ms.prog, off, len, NULL);
+        const char *x = stream_vals(&xs, &xs.prog, off, len, NULL);
         switch (esz) {
 #define COMPACT_LOOP(T)                                                                     \
     for (int64_t i = 0; i < len; i++) {                                                     \
