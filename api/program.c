@@ -1055,16 +1055,7 @@ cuk_status cuk_fn_capture(cuk_fn *f, const cuk_view *const *args, int nargs, cuk
     if (!s)
         for (int i = 0; i < nargs && !s; i++)
             if (c->in[i].rank > 0 && c->in[i].dev) s = cuk_graph_adopt(c->g, c->in[i].dev);
-    if (s) {
-        if (last_info_set) { /* the call's own error (file:line:col): keep it */
-            char msg[4096];
-            snprintf(msg, sizeof msg, "%s", cuk_last_error());
-            cuk_stream_synchronize(c->stream);
-            cuk_capture_free(c);
-            return err_set(s, "%s", msg);
-        }
-        return capture_fail(c, s);
-    }
+    if (s) return capture_fail(c, s); /* the call's own error (file:line:col) kept */
     *out = c;
     return CUK_OK;
 }

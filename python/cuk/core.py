@@ -83,8 +83,6 @@ class DeviceProperties:
         if name.startswith("_"):
             raise AttributeError(name)
         key = name.upper()
-        aliases = {"MULTIPROCESSOR_COUNT": "MULTIPROCESSOR_COUNT", "MAX_SHARED_MEMORY_PER_BLOCK": "MAX_SHARED_MEMORY_PER_BLOCK"}
-        key = aliases.get(key, key)
         if key not in _drv.device_attribute.__members__:
             raise AttributeError(f"'DeviceProperties' has no attribute '{name}' (no such CUdevice_attribute)")
         v = _cuk.device_attribute(self._ordinal, int(_drv.device_attribute[key]))
@@ -308,7 +306,7 @@ class Stream:
     def record(self, event: Optional["Event"] = None, options: Optional["EventOptions"] = None) -> "Event":
         if event is None:
             event = Event._new(self._dev, options)
-        event._ev.record(self._cuk() if isinstance(self._owner, _drv.Stream) else _drv_stream(self._handle))
+        event._ev.record(self._cuk())
         return event
 
     def wait(self, event_or_stream):
@@ -336,10 +334,6 @@ class Stream:
 
     def __repr__(self):
         return f"<Stream handle={self._handle:#x}>"
-
-
-def _drv_stream(handle):
-    return handle  # cuk's stream arguments take raw handles as they are
 
 
 @dataclasses.dataclass

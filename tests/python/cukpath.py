@@ -53,6 +53,20 @@ def build_fake_log_driver(d):
     return lib
 
 
+# What a child of run_fake_logged starts with: cuk imported, and mark(s), which writes a
+# section line "# s" into the driver's log.
+FAKE_CHILD_PRELUDE = r"""
+import os, sys
+import numpy as np
+import cukpath, cuk, cuk.driver as drv
+log = os.environ["CUK_FAKE_LOG"]
+
+def mark(s):
+    with open(log, "a") as f:
+        f.write("# " + s + "\n")
+"""
+
+
 def run_fake_logged(lib, tmp_path, child, **env):
     """Runs the Python source child on the logging fake driver lib: (its stdout lines, the
     log's sections: {"mark": [lines after `# mark`]}). The child must print "ok" last."""

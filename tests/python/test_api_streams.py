@@ -146,16 +146,7 @@ def fake_driver(tmp_path_factory):
     return cukpath.build_fake_log_driver(str(tmp_path_factory.mktemp("fakecuda")))
 
 
-CHILD = r"""
-import os, sys
-import numpy as np
-import cukpath, cuk, cuk.driver as drv
-log = os.environ["CUK_FAKE_LOG"]
-
-def mark(s):
-    with open(log, "a") as f:
-        f.write("# " + s + "\n")
-
+CHILD = cukpath.FAKE_CHILD_PRELUDE + r"""
 m = cuk.compile("fn total(x: f32[n]) -> f32 = sum(x);", device="cpu")
 a = cuk.to_device(np.arange(4, dtype=np.float32))
 
@@ -229,16 +220,7 @@ def test_fake_driver_event_waits(fake_driver, tmp_path):
 
 # ---- calls on streams and graphs of calls, against the logging fake driver ------------------
 
-STREAMS_CHILD = r"""
-import os, sys
-import numpy as np
-import cukpath, cuk, cuk.driver as drv
-log = os.environ["CUK_FAKE_LOG"]
-
-def mark(s):
-    with open(log, "a") as f:
-        f.write("# " + s + "\n")
-
+STREAMS_CHILD = cukpath.FAKE_CHILD_PRELUDE + r"""
 try:
     m = cuk.compile('''
 fn scale(x: f32[n], a: f32) -> f32[n] = x * a;

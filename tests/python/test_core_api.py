@@ -77,16 +77,8 @@ def fake_driver(tmp_path_factory):
     return cukpath.build_fake_log_driver(str(tmp_path_factory.mktemp("fakecuda")))
 
 
-CHILD = r"""
-import os, sys
-import numpy as np
-import cukpath, cuk
+CHILD = cukpath.FAKE_CHILD_PRELUDE + r"""
 from cuk.core import Device, LaunchConfig, Program, ProgramOptions, launch, system
-log = os.environ["CUK_FAKE_LOG"]
-
-def mark(s):
-    with open(log, "a") as f:
-        f.write("# " + s + "\n")
 
 dev = Device()
 dev.set_current()
