@@ -209,6 +209,8 @@ int devptr_of(PyObject *o, cuk_devptr *p);
 
 /* The cuk_stream of an optional stream argument (None: the default stream). */
 int stream_of(PyObject *o, cuk_stream **s);
+/* Another library's stream (or a raw handle) as a raw handle, without touching a device. */
+int stream_handle_of(PyObject *o, uintptr_t *h);
 
 /* call.c, for graph.c: a compiled function's arguments as views (None: NULL), its handle */
 int function_views(PyObject *f, PyObject *args, cuk_view *v, const cuk_view **vp, cuk_scalar *sv, Held *held);

@@ -697,15 +697,9 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args, size
        this thread's current one (`with stream:`) */
     cuk_stream *was = cuk_call_stream_get();
     if (streamobj && cuk_program_backend(((Program *)f->prog)->p) == CUK_BACKEND_CPU) {
-        /* the CPU backend has no streams: a stream is accepted and means nothing */
-        if (!PyLong_Check(streamobj) && !PyObject_HasAttrString(streamobj, "__cuda_stream__") &&
-            !PyObject_HasAttrString(streamobj, "cuda_stream") && !PyObject_HasAttrString(streamobj, "ptr")) {
-            PyErr_Format(PyExc_TypeError,
-                         "stream must be a cuk.driver.Stream, a CuPy or PyTorch stream, an object with "
-                         "__cuda_stream__, a stream handle (int) or None, not %R",
-                         streamobj);
-            return NULL;
-        }
+        /* the CPU backend has no streams: a stream is checked, and means nothing */
+        uintptr_t h;
+        if (stream_handle_of(streamobj, &h) < 0) return NULL; /* a cuk Stream has __cuda_stream__ */
     } else if (streamobj) {
         cuk_stream *cs;
         if (stream_of(streamobj, &cs) < 0) return NULL;

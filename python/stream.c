@@ -113,32 +113,27 @@ static int wrap_handle(uintptr_t h, cuk_stream **s) {
     return 0;
 }
 
-/* A stream argument: None (the legacy default stream), a cuk.driver.Stream, or another
-   library's: an object with __cuda_stream__ (cuda.core's protocol: (version, handle)),
-   a CuPy stream (.ptr), a PyTorch stream (.cuda_stream), or a raw handle (an int: 1 the
-   legacy default stream, 2 the per-thread one, else a CUstream). */
-int stream_of(PyObject *o, cuk_stream **s) {
-    *s = NULL;
-    if (!o || o == Py_None) return 0;
-    if (PyObject_TypeCheck(o, Stream_Type)) {
-        *s = ((Stream *)o)->s;
-        return 0;
-    }
-    PyObject *h = NULL;
+/* Another library's stream as a raw handle: an object with __cuda_stream__ (cuda.core's
+   protocol: (version, handle)), a CuPy stream (.ptr), a PyTorch stream (.cuda_stream), or
+   a raw handle (an int: 1 the legacy default stream, 2 the per-thread one, else a
+   CUstream; CuPy's and PyTorch's 0 is their legacy default stream, 1). Touches no device.
+   -1 with TypeError for anything else. */
+int stream_handle_of(PyObject *o, uintptr_t *h) {
+    PyObject *v = NULL;
     if (PyLong_Check(o)) {
-        h = Py_NewRef(o);
+        v = Py_NewRef(o);
     } else if (PyObject_HasAttrString(o, "__cuda_stream__")) {
         PyObject *t = PyObject_CallMethod(o, "__cuda_stream__", NULL);
         if (!t) return -1;
-        if (PyTuple_Check(t) && PyTuple_Size(t) == 2) h = Py_NewRef(PyTuple_GetItem(t, 1));
+        if (PyTuple_Check(t) && PyTuple_Size(t) == 2) v = Py_NewRef(PyTuple_GetItem(t, 1));
         Py_DECREF(t);
     } else if (PyObject_HasAttrString(o, "cuda_stream")) {
-        h = PyObject_GetAttrString(o, "cuda_stream");
+        v = PyObject_GetAttrString(o, "cuda_stream");
     } else if (PyObject_HasAttrString(o, "ptr")) {
-        h = PyObject_GetAttrString(o, "ptr");
+        v = PyObject_GetAttrString(o, "ptr");
     }
-    if (!h || !PyLong_Check(h)) {
-        Py_XDECREF(h);
+    if (!v || !PyLong_Check(v)) {
+        Py_XDECREF(v);
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_TypeError,
                          "stream must be a cuk.driver.Stream, a CuPy or PyTorch stream, an object with "
@@ -146,11 +141,25 @@ int stream_of(PyObject *o, cuk_stream **s) {
                          o);
         return -1;
     }
-    unsigned long long v = PyLong_AsUnsignedLongLong(h);
-    Py_DECREF(h);
+    unsigned long long u = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
     if (PyErr_Occurred()) return -1;
-    /* CuPy's and PyTorch's default stream is handle 0, the legacy default stream there */
-    return wrap_handle(v ? (uintptr_t)v : CUK_STREAM_LEGACY, s);
+    *h = u ? (uintptr_t)u : CUK_STREAM_LEGACY;
+    return 0;
+}
+
+/* A stream argument: None (the legacy default stream), a cuk.driver.Stream, or another
+   library's (stream_handle_of), wrapped once per handle. */
+int stream_of(PyObject *o, cuk_stream **s) {
+    *s = NULL;
+    if (!o || o == Py_None) return 0;
+    if (PyObject_TypeCheck(o, Stream_Type)) {
+        *s = ((Stream *)o)->s;
+        return 0;
+    }
+    uintptr_t h;
+    if (stream_handle_of(o, &h) < 0) return -1;
+    return wrap_handle(h, s);
 }
 
 /* `with stream:` makes the stream this thread's call stream (cuk_call_stream_set) for

@@ -39,7 +39,7 @@ cuk_status cuk_stream_begin_capture(cuk_stream *st) {
     if (cur.s) return err_set(CUK_ERR_INVALID, "cuk_stream_begin_capture: this thread is capturing already");
     Device *d;
     if ((s = dev_current(&d))) return s;
-    PoolCapture *c = pool_capture_begin(raw);
+    PoolCapture *c = pool_capture_begin();
     if (!c) return err_set(CUK_ERR_OUT_OF_MEMORY, "cuk_stream_begin_capture: out of host memory");
     CUresult r = cu.cuStreamBeginCapture(raw, CU_STREAM_CAPTURE_MODE_RELAXED);
     if (r) {

@@ -249,7 +249,7 @@ int pool_size_class(size_t bytes, size_t *size);
    it reusable by the capture, after it does nothing, and the graph returns them all to
    the pool when it is destroyed. */
 typedef struct PoolCapture PoolCapture;
-PoolCapture *pool_capture_begin(CUstream s); /* NULL without host memory */
+PoolCapture *pool_capture_begin(void); /* NULL without host memory */
 void pool_capture_end(PoolCapture *c);       /* the capture is over; c stays the graph's */
 /* The graph is gone (its work finished): its blocks go back to the pool; frees c. */
 void pool_capture_release(PoolCapture *c);

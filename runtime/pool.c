@@ -34,7 +34,6 @@ typedef struct Block {
 } Block;
 
 struct PoolCapture {
-    CUstream stream;
     bool active;
     Block *all; /* every block of the graph */
 };
@@ -360,10 +359,9 @@ cuk_status cuk_mem_free(cuk_devptr p) {
     return CUK_OK;
 }
 
-PoolCapture *pool_capture_begin(CUstream s) {
+PoolCapture *pool_capture_begin(void) {
     PoolCapture *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->stream = s;
     c->active = true;
     capturing = c;
     return c;

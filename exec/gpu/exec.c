@@ -139,8 +139,7 @@ struct GpuSession {
 /* Per stream (GpuSession.sstates): the scratch block (reduction partials, scan tile
    states), reused by the stream's calls in its order, and the bounds checks' error words. */
 typedef struct SState {
-    cuk_stream *stream;  /* a cuk_stream_wrap of the stream's handle (NULL: legacy) */
-    uintptr_t handle;    /* cuk_stream_handle */
+    uintptr_t handle;    /* the stream's (cuk_stream_handle) */
     cuk_devptr scratch;
     size_t scratch_size;
     cuk_devptr errblk;   /* 4 words per plan for the kernels' bounds checks (KP_ERR) */
@@ -173,7 +172,6 @@ bool gpu_alloc(cuk_devptr *p, size_t bytes) { return cuk_mem_alloc_on(p, bytes, 
 static void sstate_free(SState *t) {
     cuk_mem_free(t->scratch); /* in the stream's order: no wait */
     cuk_mem_free(t->errblk);
-    cuk_stream_destroy(t->stream);
     free(t);
 }
 
@@ -196,10 +194,6 @@ static SState *sstate_use(GpuSession *s, cuk_stream *on) {
         }
         if (!(t = calloc(1, sizeof *t))) return NULL;
         t->handle = h;
-        if (h != CUK_STREAM_LEGACY && cuk_stream_wrap(h, &t->stream) != CUK_OK) {
-            free(t);
-            return NULL;
-        }
     }
     t->next = s->sstates;
     s->sstates = t;
@@ -1744,7 +1738,6 @@ int gpu_session_take_stream(GpuSession *s, cuk_stream *stream, cuk_devptr blocks
             *pp = t->next;
             if (t->scratch) blocks[n++] = t->scratch;
             if (t->errblk) blocks[n++] = t->errblk;
-            cuk_stream_destroy(t->stream);
             free(t);
             break;
         }
@@ -2032,7 +2025,7 @@ bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal
     pthread_mutex_lock(&s->lock);
     if (!sstate_use(s, stream)) {
         pthread_mutex_unlock(&s->lock);
-        rt_error(err, fn->loc, "%s(): %s", fn->name, cuk_last_error());
+        rt_error(err, fn->loc, "%s(): out of host memory", fn->name);
         return false;
     }
     call_stream = stream;
