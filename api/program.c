@@ -489,17 +489,6 @@ static _Thread_local cuk_stream *call_stream;
 void cuk_call_stream_set(cuk_stream *s) { call_stream = s; }
 cuk_stream *cuk_call_stream_get(void) { return call_stream; }
 
-/* Copies ordered on the call's stream: to the host (waiting for that stream alone), and
-   from the host (the driver takes a pageable buffer before it returns). */
-static cuk_status stream_dtoh(void *dst, cuk_devptr src, size_t bytes) {
-    if (!call_stream) return cuk_memcpy_dtoh(dst, src, bytes);
-    cuk_status s = cuk_memcpy_dtoh_async(dst, src, bytes, call_stream);
-    return s ? s : cuk_stream_synchronize(call_stream);
-}
-static cuk_status stream_htod(cuk_devptr dst, const void *src, size_t bytes) {
-    return call_stream ? cuk_memcpy_htod_async(dst, src, bytes, call_stream) : cuk_memcpy_htod(dst, src, bytes);
-}
-
 /* dres and hres have one entry per result (nout(f)). */
 static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs, const cuk_view *into, cuk_view *dres,
                                cuk_array **hres) {
@@ -519,7 +508,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
         gpuval_head(g, a);
         if (a->rank == 0) {
             cuk_scalar v = {0};
-            if (a->place == CUK_ON_DEVICE) s = stream_dtoh(&v, a->dev, cuk_dtype_size(a->dtype)), on_device = true;
+            if (a->place == CUK_ON_DEVICE) s = cuk_memcpy_dtoh_on(&v, a->dev, cuk_dtype_size(a->dtype), call_stream), on_device = true;
             else memcpy(&v, a->data, cuk_dtype_size(a->dtype));
             widen_scalar(a->dtype, &v, g);
             continue;
@@ -531,7 +520,7 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
             g->p = a->dev;
         } else if (n) {
             size_t nb = (size_t)n * cuk_dtype_size(a->dtype);
-            if (!(s = cuk_mem_alloc_on(&tmp[i], nb, call_stream))) s = stream_htod(tmp[i], a->data, nb);
+            if (!(s = cuk_mem_alloc_on(&tmp[i], nb, call_stream))) s = cuk_memcpy_htod_on(tmp[i], a->data, nb, call_stream);
             g->p = tmp[i];
             g->borrowed = false;
         }
@@ -591,7 +580,7 @@ static cuk_status session_result(GpuVal r, bool on_device, cuk_view *dres, cuk_a
         cuk_devptr p;
         size_t nb = cuk_dtype_size((cuk_dtype)r.dt);
         if ((s = cuk_mem_alloc_on(&p, nb, call_stream))) return s;
-        if ((s = stream_htod(p, &v, nb))) {
+        if ((s = cuk_memcpy_htod_on(p, &v, nb, call_stream))) {
             cuk_mem_free(p);
             return s;
         }
@@ -605,7 +594,7 @@ static cuk_status session_result(GpuVal r, bool on_device, cuk_view *dres, cuk_a
     cuk_array *out;
     s = array_head(&out, (cuk_dtype)r.dt, r.rank, r.shape);
     if (!s) s = host_storage(out);
-    if (!s && cuk_array_nbytes(out)) s = stream_dtoh(out->arr->data, r.p, cuk_array_nbytes(out));
+    if (!s && cuk_array_nbytes(out)) s = cuk_memcpy_dtoh_on(out->arr->data, r.p, cuk_array_nbytes(out), call_stream);
     if (r.p) cuk_mem_free(r.p);
     if (s) {
         cuk_array_free(out);
@@ -850,8 +839,8 @@ cuk_status cuk_fn_call_views_out(cuk_fn *f, const cuk_view *const *args, int nar
     } else if (bytes) {
         bool src_dev = r.place == CUK_ON_DEVICE, dst_dev = out->place == CUK_ON_DEVICE;
         if (src_dev && dst_dev) s = cuk_memcpy_dtod_async(out->dev, r.dev, bytes, call_stream);
-        else if (src_dev) s = stream_dtoh(out->data, r.dev, bytes);
-        else if (dst_dev) s = stream_htod(out->dev, r.data, bytes);
+        else if (src_dev) s = cuk_memcpy_dtoh_on(out->data, r.dev, bytes, call_stream);
+        else if (dst_dev) s = cuk_memcpy_htod_on(out->dev, r.data, bytes, call_stream);
         else memmove(out->data, r.data, bytes);
     }
     if (d.rank >= 0 && d.dev) cuk_mem_free(d.dev);

@@ -158,9 +158,7 @@ static cuk_status da_copy(DeviceArray *d, void *host, size_t nb, bool to_host) {
     uintptr_t h = cuk_stream_handle(cs);
     cuk_status s = d->stream != h ? cuk_stream_wait_raw(h, d->stream) : CUK_OK;
     if (s || !nb) return s;
-    if (!cs) s = to_host ? cuk_memcpy_dtoh(host, d->v.dev, nb) : cuk_memcpy_htod(d->v.dev, host, nb);
-    else if (to_host && !(s = cuk_memcpy_dtoh_async(host, d->v.dev, nb, cs))) s = cuk_stream_synchronize(cs);
-    else if (!to_host) s = cuk_memcpy_htod_async(d->v.dev, host, nb, cs);
+    s = to_host ? cuk_memcpy_dtoh_on(host, d->v.dev, nb, cs) : cuk_memcpy_htod_on(d->v.dev, host, nb, cs);
     if (!s && !to_host) d->stream = h;
     return s;
 }
@@ -410,7 +408,7 @@ static PyObject *devarray_alloc(cuk_dtype dt, int rank, const int64_t *shape, co
         Py_BEGIN_ALLOW_THREADS
         cuk_stream *cs = cuk_call_stream_get(); /* the array is made on the call stream */
         s = cuk_mem_alloc_on(&v.dev, nb, cs);
-        if (!s && data) s = cs ? cuk_memcpy_htod_async(v.dev, data, nb, cs) : cuk_memcpy_htod(v.dev, data, nb);
+        if (!s && data) s = cuk_memcpy_htod_on(v.dev, data, nb, cs);
         else if (!s && zero) s = cuk_memset_d8(v.dev, 0, nb, cs);
         if (s && v.dev) cuk_mem_free(v.dev);
         Py_END_ALLOW_THREADS

@@ -154,6 +154,12 @@ cuk_status cuk_memcpy_dtod(cuk_devptr dst, cuk_devptr src, size_t bytes);
 cuk_status cuk_memcpy_htod_async(cuk_devptr dst, const void *src, size_t bytes, cuk_stream *s);
 cuk_status cuk_memcpy_dtoh_async(void *dst, cuk_devptr src, size_t bytes, cuk_stream *s);
 cuk_status cuk_memcpy_dtod_async(cuk_devptr dst, cuk_devptr src, size_t bytes, cuk_stream *s);
+/* Copies ordered on stream s, after the work queued there: to the host, returning when
+   the bytes are there (waiting for s alone); from the host, returning once src may be
+   reused. NULL: the synchronous copies above (pinned staging for large pageable
+   buffers). */
+cuk_status cuk_memcpy_dtoh_on(void *dst, cuk_devptr src, size_t bytes, cuk_stream *s);
+cuk_status cuk_memcpy_htod_on(cuk_devptr dst, const void *src, size_t bytes, cuk_stream *s);
 /* Fills bytes with value, ordered on stream s (NULL: the default stream). */
 cuk_status cuk_memset_d8(cuk_devptr dst, unsigned char value, size_t bytes, cuk_stream *s);
 

@@ -720,6 +720,16 @@ cuk_status cuk_memcpy_dtoh(void *dst, cuk_devptr src, size_t bytes) {
     return CUK_OK;
 }
 
+cuk_status cuk_memcpy_dtoh_on(void *dst, cuk_devptr src, size_t bytes, cuk_stream *s) {
+    if (!s) return cuk_memcpy_dtoh(dst, src, bytes);
+    cuk_status st = cuk_memcpy_dtoh_async(dst, src, bytes, s);
+    return st ? st : cuk_stream_synchronize(s);
+}
+
+cuk_status cuk_memcpy_htod_on(cuk_devptr dst, const void *src, size_t bytes, cuk_stream *s) {
+    return s ? cuk_memcpy_htod_async(dst, src, bytes, s) : cuk_memcpy_htod(dst, src, bytes);
+}
+
 cuk_status cuk_memcpy_dtod(cuk_devptr dst, cuk_devptr src, size_t bytes) {
     WITH_DEV();
     if (!bytes) return CUK_OK;

@@ -158,13 +158,11 @@ cuk_stream *gpu_stream(void) { return call_stream; }
 
 bool gpu_read(void *dst, cuk_devptr src, size_t bytes) {
     if (cuk_capturing()) return !(read_refused = true); /* gpu_fail says why */
-    if (!call_stream) return cuk_memcpy_dtoh(dst, src, bytes) == CUK_OK;
-    return cuk_memcpy_dtoh_async(dst, src, bytes, call_stream) == CUK_OK && cuk_stream_synchronize(call_stream) == CUK_OK;
+    return cuk_memcpy_dtoh_on(dst, src, bytes, call_stream) == CUK_OK;
 }
 
 bool gpu_write(cuk_devptr dst, const void *src, size_t bytes) {
-    if (!call_stream) return cuk_memcpy_htod(dst, src, bytes) == CUK_OK;
-    return cuk_memcpy_htod_async(dst, src, bytes, call_stream) == CUK_OK;
+    return cuk_memcpy_htod_on(dst, src, bytes, call_stream) == CUK_OK;
 }
 
 bool gpu_alloc(cuk_devptr *p, size_t bytes) { return cuk_mem_alloc_on(p, bytes, call_stream) == CUK_OK; }
