@@ -114,6 +114,10 @@ typedef struct {
     PyObject *base;  /* what keeps wrapped memory alive, or NULL */
     PyObject *weakrefs;
     uintptr_t stream; /* the stream the work that made it was queued on (a raw handle; 1: legacy) */
+    /* When that stream is another library's (cuk_stream_is_foreign), which it may destroy
+       before the array goes: an event recorded there after the work, which waits use
+       instead of naming the stream again. NULL otherwise. */
+    cuk_event *ready;
 } DeviceArray;
 extern PyTypeObject *DeviceArray_Type;
 #define DA(self) (&((DeviceArray *)(self))->v)
@@ -127,6 +131,7 @@ static inline size_t view_nbytes(const cuk_view *v) { return (size_t)view_size(v
 
 /* A DeviceArray for v; with owns, it takes over v->dev (freed here if that fails). */
 PyObject *devarray_new(const cuk_view *v, bool owns, PyObject *base);
+int devarray_mark_ready(DeviceArray *d, cuk_stream *cs);
 /* A NumPy array (or NumPy scalar for rank 0) that takes over a host cuk_array. */
 PyObject *numpy_from_host(cuk_array *a, bool scalar_for_rank0);
 /* The cuk dtype of a buffer, or an error naming what. */

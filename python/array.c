@@ -95,14 +95,43 @@ PyObject *devarray_new(const cuk_view *v, bool owns, PyObject *base) {
     d->owns = owns && v->dev;
     d->base = Py_XNewRef(base);
     d->weakrefs = NULL;
-    d->stream = call_stream_handle();
+    d->ready = NULL;
+    cuk_stream *cs = cuk_call_stream_get();
+    d->stream = cuk_stream_handle(cs);
+    if (cuk_stream_is_foreign(cs) && devarray_mark_ready(d, cs) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
     return (PyObject *)d;
+}
+
+/* Records d's ready event on cs, another library's stream, after the work queued there. */
+int devarray_mark_ready(DeviceArray *d, cuk_stream *cs) {
+    cuk_status s = d->ready ? CUK_OK : cuk_event_create(&d->ready);
+    if (!s) s = cuk_event_record(d->ready, cs);
+    if (s) {
+        raise_status(s);
+        return -1;
+    }
+    return 0;
+}
+
+/* Makes the stream `waiter` (a raw handle) wait, on the device, for the work on d. */
+static int devarray_order(DeviceArray *d, uintptr_t waiter) {
+    if (!waiter || waiter == d->stream) return 0;
+    cuk_status s = d->ready ? cuk_stream_wait_event_raw(waiter, d->ready) : cuk_stream_wait_raw(waiter, d->stream);
+    if (s) {
+        raise_status(s);
+        return -1;
+    }
+    return 0;
 }
 
 static void devarray_dealloc(PyObject *self) {
     DeviceArray *d = (DeviceArray *)self;
     if (d->weakrefs) PyObject_ClearWeakRefs(self);
     if (d->owns) cuk_mem_free(d->v.dev);
+    if (d->ready) cuk_event_destroy(d->ready);
     Py_XDECREF(d->base);
     heap_free(self);
 }
@@ -146,7 +175,49 @@ static PyObject *devarray_cai(PyObject *self, void *c) {
                          "descr", "", typestr[v->dtype], "stream", (unsigned long long)((DeviceArray *)self)->stream);
 }
 
+/* int(a) is the device pointer (PyCUDA's convention for device memory, which kernels and
+   copies take); float(a), bool(a) and a.item() are the value of a one-element array, as in
+   NumPy, read after the array's pending work. */
 static PyObject *devarray_int(PyObject *self) { return PyLong_FromUnsignedLongLong(DA(self)->dev); }
+
+static PyObject *devarray_item(PyObject *self, PyObject *u) {
+    (void)u;
+    const cuk_view *v = DA(self);
+    if (view_size(v) != 1) {
+        PyObject *shape = shape_tuple(v->rank, v->shape);
+        if (shape)
+            PyErr_Format(PyExc_TypeError,
+                         "only a DeviceArray of one element converts to a Python scalar; this one has shape %R: use .get() "
+                         "for a NumPy array",
+                         shape);
+        Py_XDECREF(shape);
+        return NULL;
+    }
+    PyObject *h = PyObject_CallMethod(self, "get", NULL);
+    if (!h) return NULL;
+    PyObject *r = PyObject_CallMethod(h, "item", NULL);
+    Py_DECREF(h);
+    return r;
+}
+static PyObject *devarray_float(PyObject *self) {
+    PyObject *x = devarray_item(self, NULL);
+    if (!x) return NULL;
+    PyObject *r = PyNumber_Float(x); /* a complex value raises, as NumPy */
+    Py_DECREF(x);
+    return r;
+}
+static int devarray_bool(PyObject *self) {
+    if (view_size(DA(self)) != 1) {
+        PyErr_SetString(PyExc_ValueError, "the truth value of a DeviceArray of other than one element is ambiguous: use "
+                                          ".get() and NumPy's any() or all()");
+        return -1;
+    }
+    PyObject *x = devarray_item(self, NULL);
+    if (!x) return -1;
+    int r = PyObject_IsTrue(x);
+    Py_DECREF(x);
+    return r;
+}
 
 /* Copies between the host and a DeviceArray on this thread's call stream, after the work
    queued on the array's own stream (an event wait when they differ). On the legacy
@@ -156,10 +227,20 @@ static PyObject *devarray_int(PyObject *self) { return PyLong_FromUnsignedLongLo
 static cuk_status da_copy(DeviceArray *d, void *host, size_t nb, bool to_host) {
     cuk_stream *cs = cuk_call_stream_get();
     uintptr_t h = cuk_stream_handle(cs);
-    cuk_status s = d->stream != h ? cuk_stream_wait_raw(h, d->stream) : CUK_OK;
+    cuk_status s = CUK_OK;
+    if (d->stream != h) s = d->ready ? cuk_stream_wait_event_raw(h, d->ready) : cuk_stream_wait_raw(h, d->stream);
     if (s || !nb) return s;
     s = to_host ? cuk_memcpy_dtoh_on(host, d->v.dev, nb, cs) : cuk_memcpy_htod_on(d->v.dev, host, nb, cs);
-    if (!s && !to_host) d->stream = h;
+    if (!s && !to_host) {
+        d->stream = h;
+        if (cuk_stream_is_foreign(cs)) {
+            if (!d->ready) s = cuk_event_create(&d->ready);
+            if (!s) s = cuk_event_record(d->ready, cs);
+        } else if (d->ready) {
+            cuk_event_destroy(d->ready);
+            d->ready = NULL;
+        }
+    }
     return s;
 }
 
@@ -335,7 +416,7 @@ static PyObject *devarray_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
         if (ks) stream = ks;
     }
     uintptr_t h;
-    if (stream_handle_arg(stream, true, &h) < 0 || order_after_cuk(h, ((DeviceArray *)self)->stream) < 0) return NULL;
+    if (stream_handle_arg(stream, true, &h) < 0 || devarray_order((DeviceArray *)self, h) < 0) return NULL;
     return devarray_dlpack_capsule(self);
 }
 
@@ -361,6 +442,7 @@ static PyMethodDef devarray_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))devarray_dlpack, METH_VARARGS | METH_KEYWORDS,
      "a DLPack capsule sharing the memory"},
     {"__dlpack_device__", devarray_dlpack_device, METH_NOARGS, "(kDLCUDA, device index)"},
+    {"item", devarray_item, METH_NOARGS, "the value of a one-element array, as a Python scalar"},
     {NULL, NULL, 0, NULL}};
 static PyMemberDef devarray_members[] = {
     {"__weaklistoffset__", T_PYSSIZET, offsetof(DeviceArray, weakrefs), READONLY, NULL}, {NULL, 0, 0, 0, NULL}};
@@ -381,6 +463,8 @@ static PyType_Slot devarray_slots[] = {{Py_tp_dealloc, devarray_dealloc},
                                        {Py_tp_repr, devarray_repr},
                                        {Py_nb_int, devarray_int},
                                        {Py_nb_index, devarray_int},
+                                       {Py_nb_float, devarray_float},
+                                       {Py_nb_bool, devarray_bool},
                                        {Py_tp_doc, "A dense, C-ordered array in device memory."},
                                        {0, 0}};
 static PyType_Spec devarray_spec = {"cuk.DeviceArray", sizeof(DeviceArray), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,

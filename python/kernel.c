@@ -2,6 +2,8 @@
    packing by PyCUDA's rules, the PyCUDA-style launch and the prepared calls. */
 #include "_cuk.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -383,7 +385,7 @@ static int launch_kind(PyObject *o) {
     else if (PyObject_TypeCheck(o, DeviceArray_Type) || PyObject_TypeCheck(o, Alloc_Type) || PyObject_HasAttr(o, s_cai) ||
              PyObject_HasAttr(o, s_gpudata))
         kind = LK_POINTER;
-    else if (PyObject_CheckBuffer(o) && !PyLong_Check(o) && !PyFloat_Check(o))
+    else if (PyObject_CheckBuffer(o) && !PyLong_CheckExact(o) && !PyFloat_CheckExact(o)) /* numpy.float64 is a float */
         kind = LK_VALUE;
     else if (!PyLong_Check(o) && PyType_GetSlot(tp, Py_nb_index))
         /* an object that is a pointer (cuk.driver.PointerHolderBase, a pool's allocation);
@@ -867,7 +869,16 @@ static PyObject *kernel_prepared_timed_call(PyObject *self, PyObject *const *arg
     Py_DECREF(t);
     return r;
 }
+/* get_attribute(attr): a CUfunction_attribute number (cuk.driver.function_attribute, as
+   PyCUDA) or one of the names kernel_attrs gives. */
 static PyObject *kernel_get_attribute(PyObject *self, PyObject *attr) {
+    if (PyLong_Check(attr)) {
+        long a = PyLong_AsLong(attr);
+        if (a == -1 && PyErr_Occurred()) return NULL;
+        int v = 0;
+        CHECK(cuk_function_attribute(((Kernel *)self)->f, a < 0 || a > INT_MAX ? -1 : (int)a, &v));
+        return PyLong_FromLong(v);
+    }
     PyObject *d = kernel_attrs(self, NULL);
     if (!d) return NULL;
     PyObject *r = PyObject_GetItem(d, attr);
@@ -883,10 +894,11 @@ static PyObject *kernel_attr_get(PyObject *self, void *name) {
     if (!r && !PyErr_Occurred()) PyErr_SetString(PyExc_AttributeError, (const char *)name);
     return r;
 }
-static PyObject *kernel_zero(PyObject *self, void *c) {
-    (void)self;
-    (void)c;
-    return PyLong_FromLong(0);
+/* A CUfunction_attribute as a property; c is the number (the getset's closure). */
+static PyObject *kernel_attr_num(PyObject *self, void *c) {
+    int v = 0;
+    CHECK(cuk_function_attribute(((Kernel *)self)->f, (int)(intptr_t)c, &v));
+    return PyLong_FromLong(v);
 }
 static PyObject *kernel_noop(PyObject *self, PyObject *arg) {
     (void)self;
@@ -897,8 +909,8 @@ static PyGetSetDef kernel_getset[] = {
     {"num_regs", kernel_attr_get, NULL, "registers per thread", "num_regs"},
     {"shared_size_bytes", kernel_attr_get, NULL, "static shared memory", "shared_size_bytes"},
     {"max_threads_per_block", kernel_attr_get, NULL, NULL, "max_threads_per_block"},
-    {"local_size_bytes", kernel_zero, NULL, NULL, NULL},
-    {"const_size_bytes", kernel_zero, NULL, NULL, NULL},
+    {"local_size_bytes", kernel_attr_num, NULL, "local memory per thread", (void *)(intptr_t)3},
+    {"const_size_bytes", kernel_attr_num, NULL, "constant memory", (void *)(intptr_t)2},
     {NULL, NULL, NULL, NULL, NULL}};
 static PyMemberDef kernel_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(Kernel, vectorcall), READONLY, NULL}, {NULL, 0, 0, 0, NULL}};

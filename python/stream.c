@@ -118,6 +118,19 @@ static int wrap_handle(uintptr_t h, cuk_stream **s) {
    a raw handle (an int: 1 the legacy default stream, 2 the per-thread one, else a
    CUstream; CuPy's and PyTorch's 0 is their legacy default stream, 1). Touches no device.
    -1 with TypeError for anything else. */
+/* Whether o's type is named like a stream (PyTorch's and CuPy's Stream, ExternalStream):
+   their handles are .cuda_stream and .ptr, which arrays have too (a GPUArray's .ptr is its
+   device address, and must never be taken for a stream). */
+static bool is_stream_type(PyObject *o) {
+    PyObject *nm = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__name__");
+    const char *name = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8AndSize(nm, NULL) : NULL;
+    size_t n = name ? strlen(name) : 0;
+    bool r = n >= 6 && strcmp(name + n - 6, "Stream") == 0;
+    Py_XDECREF(nm);
+    PyErr_Clear();
+    return r;
+}
+
 int stream_handle_of(PyObject *o, uintptr_t *h) {
     PyObject *v = NULL;
     if (PyLong_Check(o)) {
@@ -127,9 +140,9 @@ int stream_handle_of(PyObject *o, uintptr_t *h) {
         if (!t) return -1;
         if (PyTuple_Check(t) && PyTuple_Size(t) == 2) v = Py_NewRef(PyTuple_GetItem(t, 1));
         Py_DECREF(t);
-    } else if (PyObject_HasAttrString(o, "cuda_stream")) {
+    } else if (is_stream_type(o) && PyObject_HasAttrString(o, "cuda_stream")) {
         v = PyObject_GetAttrString(o, "cuda_stream");
-    } else if (PyObject_HasAttrString(o, "ptr")) {
+    } else if (is_stream_type(o) && PyObject_HasAttrString(o, "ptr")) {
         v = PyObject_GetAttrString(o, "ptr");
     }
     if (!v || !PyLong_Check(v)) {

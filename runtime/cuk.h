@@ -178,6 +178,10 @@ cuk_status cuk_stream_wrap(uintptr_t handle, cuk_stream **s);
 /* The raw handle of s: its CUstream, or CUK_STREAM_LEGACY for NULL (the legacy default
    stream). What __cuda_array_interface__'s "stream" and DLPack's stream= take. */
 uintptr_t cuk_stream_handle(const cuk_stream *s);
+/* Whether s is another library's stream (cuk_stream_wrap of a CUstream), which that
+   library may destroy at any time without telling cuk: cuk names it in driver calls only
+   while work is being queued on it (a call on it), never later (a free, a wait). */
+int cuk_stream_is_foreign(const cuk_stream *s); /* 1 or 0 */
 cuk_status cuk_stream_synchronize(cuk_stream *s);
 /* CUK_OK if all work is done, CUK_ERR_NOT_READY if not (no message set). */
 cuk_status cuk_stream_query(cuk_stream *s);
@@ -203,6 +207,8 @@ cuk_status cuk_event_elapsed(float *ms, cuk_event *start, cuk_event *end);
    cuStreamWaitEvent); the host does not block. When both are the same stream there is
    nothing to do, and no driver call is made. */
 cuk_status cuk_stream_wait_raw(uintptr_t waiter, uintptr_t producer);
+/* Makes stream `waiter` (a raw handle, as above) wait for event e on the device. */
+cuk_status cuk_stream_wait_event_raw(uintptr_t waiter, cuk_event *e);
 
 /* ---- graphs ------------------------------------------------------------------------------ */
 
@@ -354,6 +360,10 @@ typedef struct cuk_function_info {
     int blocks_per_sm;      /* resident blocks per SM at that block size */
 } cuk_function_info;
 cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info);
+/* *value = the kernel's CUfunction_attribute `attr` (the driver's numbering: 0 max threads
+   per block, 1 static shared bytes, 2 constant bytes, 3 local bytes, 4 registers, 5 PTX
+   version, 6 binary version, ...). */
+cuk_status cuk_function_attribute(cuk_function *f, int attr, int *value);
 /* *blocks = how many blocks of `block` threads with `shared_bytes` of dynamic shared
    memory the device holds at once (resident blocks per SM times the SMs). */
 cuk_status cuk_function_resident(cuk_function *f, unsigned block, unsigned shared_bytes, int *blocks);

@@ -354,6 +354,10 @@ cuk_status cuk_stream_wrap(uintptr_t handle, cuk_stream **out) {
     return CUK_OK;
 }
 
+int cuk_stream_is_foreign(const cuk_stream *s) {
+    return s && !s->owned && s->s && s->s != (CUstream)CUK_STREAM_LEGACY && s->s != (CUstream)CUK_STREAM_PER_THREAD;
+}
+
 uintptr_t cuk_stream_handle(const cuk_stream *s) { return s && s->s ? (uintptr_t)s->s : CUK_STREAM_LEGACY; }
 
 cuk_status cuk_stream_destroy(cuk_stream *st) {
@@ -395,6 +399,17 @@ cuk_status cuk_stream_wait_event(cuk_stream *st, cuk_event *e) {
     cuk_status s = ctx_make_current(e->d);
     if (s) return s;
     CU_CHECK(cu.cuStreamWaitEvent(raw_stream(st), e->e, 0), "cuStreamWaitEvent");
+    return CUK_OK;
+}
+
+cuk_status cuk_stream_wait_event_raw(uintptr_t waiter, cuk_event *e) {
+    if (!e) return err_set(CUK_ERR_INVALID, "cuk_stream_wait_event_raw: NULL event");
+    if (!waiter)
+        return err_set(CUK_ERR_INVALID, "cuk_stream_wait_event_raw: stream handle 0 is ambiguous (the legacy or the "
+                                        "per-thread default stream?); pass 1 (CUK_STREAM_LEGACY) or 2 (CUK_STREAM_PER_THREAD)");
+    cuk_status s = ctx_make_current(e->d);
+    if (s) return s;
+    CU_CHECK(cu.cuStreamWaitEvent((CUstream)waiter, e->e, 0), "cuStreamWaitEvent"); /* 1 and 2 are the driver's too */
     return CUK_OK;
 }
 

@@ -407,6 +407,17 @@ cuk_status cuk_function_resident(cuk_function *f, unsigned block, unsigned share
     return CUK_OK;
 }
 
+cuk_status cuk_function_attribute(cuk_function *f, int attr, int *value) {
+    if (!f || !value) return err_set(CUK_ERR_INVALID, "cuk_function_attribute: NULL argument");
+    if (attr < 0 || attr > 64)
+        return err_set(CUK_ERR_INVALID, "cuk_function_attribute: %d is not a CUfunction_attribute (0 to 64)", attr);
+    cuk_status s = ctx_make_current(f->d);
+    if (s) return s;
+    *value = 0;
+    CU_CHECK(cu.cuFuncGetAttribute(value, attr, f->fn), "cuFuncGetAttribute");
+    return CUK_OK;
+}
+
 cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info) {
     if (!f || !info) return err_set(CUK_ERR_INVALID, "cuk_function_info_get: NULL argument");
     int ob = 0, per_sm = 0;

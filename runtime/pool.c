@@ -27,6 +27,12 @@ typedef struct Block {
     CUstream stream;
     CUevent ev;
     bool ev_pending; /* ev recorded at the last free, not yet waited for by a reuse */
+    /* The stream is another library's (cuk_stream_is_foreign), which may be destroyed
+       without cuk knowing: no driver call names it after the allocation. Freed, such a
+       block is reused on its own stream as is, and on another only after the context's
+       work is finished (foreign_pending). */
+    bool foreign;
+    bool foreign_pending;
     struct PoolCapture *cap; /* the graph it belongs to (pool_capture_begin), or NULL */
     bool cap_free;           /* freed by its user: the capture may reuse it */
     struct Block *cap_next;  /* in cap->all */
@@ -173,6 +179,12 @@ static cuk_status order_reuse(Block *b, CUstream to) {
     if (b->stream == to) return CUK_OK;
     cuk_status s = ctx_make_current(b->dev);
     if (s) return s;
+    if (b->foreign_pending) {
+        /* the stream that last used it cannot be named: wait for all the work */
+        b->foreign_pending = false;
+        CU_CHECK(cu.cuCtxSynchronize(), "cuCtxSynchronize");
+        return CUK_OK;
+    }
     if (b->ev_pending) {
         b->ev_pending = false;
         CU_CHECK(cu.cuStreamWaitEvent(to, b->ev, 0), "cuStreamWaitEvent");
@@ -194,8 +206,20 @@ cuk_status cuk_mem_alloc_on(cuk_devptr *out, size_t bytes, cuk_stream *on) {
     int c = pool_size_class(bytes, &size);
     if (c < 0) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of device memory: asked for %zu bytes", bytes);
 
+    bool foreign = cuk_stream_is_foreign(on);
     pthread_mutex_lock(&pool_lock);
-    Block *b = capturing ? NULL : bins[d->index][c];
+    Block *b = NULL, **bp = &bins[d->index][c];
+    if (!capturing && *bp) {
+        /* a block of this stream if one of the first few is (no ordering needed), else
+           the most recently freed */
+        Block **q = bp;
+        for (int k = 0; k < 8 && *q; k++, q = &(*q)->next)
+            if ((*q)->stream == to) {
+                bp = q;
+                break;
+            }
+        b = *bp;
+    }
     if (capturing) {
         /* a block this capture freed, of the same class: reused in the capture's order */
         for (Block *x = capturing->all; x; x = x->cap_next)
@@ -213,7 +237,7 @@ cuk_status cuk_mem_alloc_on(cuk_devptr *out, size_t bytes, cuk_stream *on) {
             }
     }
     if (b) {
-        bins[d->index][c] = b->next;
+        *bp = b->next;
         st.cached -= b->size;
         b->req = bytes;
         if (!live_insert(b)) { /* host OOM: put it back */
@@ -237,6 +261,8 @@ cuk_status cuk_mem_alloc_on(cuk_devptr *out, size_t bytes, cuk_stream *on) {
             b->ev_pending = false;
             b->stream = to;
         }
+        b->foreign = foreign;
+        b->foreign_pending = false;
         *out = b->ptr;
         return CUK_OK;
     }
@@ -277,6 +303,8 @@ cuk_status cuk_mem_alloc_on(cuk_devptr *out, size_t bytes, cuk_stream *on) {
     b->stream = to;
     b->ev = NULL;
     b->ev_pending = false;
+    b->foreign = foreign;
+    b->foreign_pending = false;
     b->cap = capturing;
     b->cap_free = false;
     b->cap_next = NULL;
@@ -328,7 +356,9 @@ cuk_status cuk_mem_free(cuk_devptr p) {
         pthread_mutex_unlock(&pool_lock);
         return CUK_OK;
     }
-    if (b->stream) {
+    if (b->stream && b->foreign) {
+        b->foreign_pending = true; /* another library's stream: not named again */
+    } else if (b->stream) {
         /* freed from a non-legacy stream: remember where that stream is (an event) for a
            reuse on another one. A failure here (the stream is gone) leaves the block out
            of the cache: it is released to the driver, which orders that itself. */
@@ -400,6 +430,7 @@ void pool_capture_release(PoolCapture *c) {
         b->cap_free = false;
         b->stream = NULL; /* the graph's work is finished */
         b->ev_pending = false;
+        b->foreign = b->foreign_pending = false;
         if (x) continue; /* still held by a user: an ordinary block now */
         size_t ignored;
         int k = pool_size_class(b->size, &ignored);

@@ -100,25 +100,34 @@ def main():
     targets = []
     for f in a.files.split(","):
         targets.append(os.path.join(edir, "test_examples.py") if f == "examples" else os.path.join(tdir, f))
-    xml = os.path.join(work, "junit.xml")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "--junitxml", xml, "-o", "junit_family=xunit1", "--continue-on-collection-errors"] + targets
-    if a.k:
-        cmd += ["-k", a.k]
-    cmd += a.pytest_args.split()
-    subprocess.run(cmd, cwd=work)
+    # one pytest run per file, so that a crash (a signal) loses only its own file's rows
     rows = []
-    for tc in ET.parse(xml).getroot().iter("testcase"):
-        cls = tc.get("classname", "")
-        mods = [m for m in cls.split(".") if m.startswith("test_")]
-        f = "examples" if "test_examples" in cls else (mods[-1] + ".py" if mods else cls)
-        outcome, why = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            e = tc.find(tag)
-            if e is not None:
-                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[tag]
-                why = " ".join((e.get("message") or "").split())[:160]
-        rows.append((f, tc.get("name"), outcome, why))
+    for t in targets:
+        name = os.path.basename(t)
+        xml = os.path.join(work, name + ".junit.xml")
+        if os.path.exists(xml):
+            os.remove(xml)
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "--junitxml", xml, "-o", "junit_family=xunit1", "--continue-on-collection-errors", t]
+        if a.k:
+            cmd += ["-k", a.k]
+        cmd += a.pytest_args.split()
+        p = subprocess.run(cmd, cwd=work)
+        if not os.path.exists(xml):
+            f = "examples" if name == "test_examples.py" else name
+            rows.append((f, "(the whole file)", "crashed", f"pytest exited with {p.returncode} and no report"))
+            continue
+        for tc in ET.parse(xml).getroot().iter("testcase"):
+            cls = tc.get("classname", "")
+            mods = [m for m in cls.split(".") if m.startswith("test_")]
+            f = "examples" if "test_examples" in cls else (mods[-1] + ".py" if mods else cls)
+            outcome, why = "passed", ""
+            for tag in ("failure", "error", "skipped"):
+                e = tc.find(tag)
+                if e is not None:
+                    outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[tag]
+                    why = " ".join((e.get("message") or "").split())[:160]
+            rows.append((f, tc.get("name"), outcome, why))
     counts = {}
     for f, name, outcome, why in rows:
         counts[outcome] = counts.get(outcome, 0) + 1

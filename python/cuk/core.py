@@ -590,7 +590,12 @@ class Buffer:
             import ctypes
 
             raw = (ctypes.c_int8 * self._size).from_address(self._ptr)
-            return np.frombuffer(raw, dtype=np.int8).__dlpack__()
+            host = np.frombuffer(raw, dtype=np.int8)
+            if max_version is not None and np.lib.NumpyVersion(np.__version__) >= "2.1.0":
+                # a versioned capsule: consumers keep it writable (NumPy imports the
+                # unversioned kind read-only)
+                return host.__dlpack__(max_version=max_version)
+            return host.__dlpack__()
         d = _cuk.device_wrap(self._ptr, (self._size,), "int8", self)
         return d.__dlpack__(stream=stream)
 

@@ -421,9 +421,17 @@ class func_cache:  # noqa: N801
 
 
 class function_attribute:  # noqa: N801
-    MAX_THREADS_PER_BLOCK = "max_threads_per_block"
-    SHARED_SIZE_BYTES = "shared_size_bytes"
-    NUM_REGS = "num_regs"
+    """CUfunction_attribute numbers: Function.get_attribute(function_attribute.NUM_REGS)."""
+    MAX_THREADS_PER_BLOCK = 0
+    SHARED_SIZE_BYTES = 1
+    CONST_SIZE_BYTES = 2
+    LOCAL_SIZE_BYTES = 3
+    NUM_REGS = 4
+    PTX_VERSION = 5
+    BINARY_VERSION = 6
+    CACHE_MODE_CA = 7
+    MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+    PREFERRED_SHARED_MEMORY_CARVEOUT = 9
 
 
 def _format_of(arg_types):

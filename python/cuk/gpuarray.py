@@ -884,6 +884,10 @@ class GPUArray:
             # explicit strides, C order's too, as PyCUDA gives them
             cai["shape"] = self._shape
             cai["strides"] = self.strides
+        if cai.get("stream") == 1:
+            # as PyCUDA's GPUArray: work on the legacy default stream names no stream (every
+            # blocking stream is ordered after it)
+            cai["stream"] = None
         return cai
 
     def __len__(self):
@@ -1907,8 +1911,14 @@ def _streamed(fn):
         return fn
     pos = params.index("stream")
 
+    takes_out = "out" in params
+
     @functools.wraps(fn)
     def call(*args, **kw):
+        if takes_out and len(args) > pos and isinstance(args[pos], GPUArray) and "out" not in kw:
+            # PyCUDA's positional stream_or_out: an array there is the output
+            kw["out"] = args[pos]
+            args = args[:pos] + (None,) + args[pos + 1:]
         stream = kw.get("stream", args[pos] if len(args) > pos else None)
         if stream is None:
             return fn(*args, **kw)

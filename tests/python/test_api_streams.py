@@ -250,6 +250,13 @@ z = m.scale(x, 3.0, stream=s2)
 mark("with")
 with s:
     m.scale(x, 4.0)
+mark("foreign")
+other = 0x4321  # another library's stream: cuk may name it only while it queues work there
+f = m.scale(x, 5.0, stream=other)
+mark("foreign gone")
+fh = f.get()
+del f
+r = m.scale(x, 6.0)  # may take f's block: after all the work, as the old stream cannot be named
 mark("scalar")
 m.total(np.arange(1 << 16, dtype=np.float32), stream=s)  # a host argument: the sum comes to the host
 mark("capture")
@@ -285,6 +292,13 @@ def test_fake_driver_calls_on_streams_and_graphs(fake_driver, tmp_path):
     assert "launch on " + s2 in sec["free then reuse on another stream"]
     # `with stream:` is the current stream
     assert [l for l in sec["with"] if l.startswith("launch")] == ["launch on " + s1]
+    # another library's stream: the result's event is recorded while the call runs there;
+    # afterwards (its read-back, its free, its block's reuse) that stream is never named
+    fs = sec["foreign"]
+    assert "launch on 0x4321" in fs and any(l.startswith("record") and l.endswith(" on 0x4321") for l in fs), fs
+    gone = sec["foreign gone"]
+    assert not any("0x4321" in l for l in gone), gone
+    assert any(l.startswith("wait 0x1 for e") for l in gone) and "ctxsync" in gone, gone
     # a host argument and a scalar coming back: the upload, the kernel and the copy back on
     # the call's stream, and a wait for that stream alone, not the device
     sc = sec["scalar"]

@@ -707,3 +707,15 @@ def test_cuda_array_interface_spells_out_strides():
         cai = ga.to_gpu(h).__cuda_array_interface__
         assert cai["shape"] == h.shape and cai["strides"] == h.strides and cai["typestr"] == h.dtype.str
         assert cai["version"] == 3 and cai["stream"] is None and cai["data"][0] != 0 and not cai["data"][1]
+
+
+def test_cumath_positional_stream_or_out():
+    # PyCUDA's stream_or_out: an array in the stream's place is the output; an array is
+    # never taken for a stream (its .ptr is a device address)
+    a = np.linspace(-1, 1, 7).astype(np.float32)
+    A = ga.to_gpu(a)
+    O = ga.empty_like(A)
+    assert cm.exp(A, O) is O
+    np.testing.assert_allclose(O.get(), np.exp(a), rtol=1e-6)
+    with pytest.raises(TypeError, match="stream"):
+        cm.exp(A, stream=A)

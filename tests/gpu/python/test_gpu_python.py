@@ -51,6 +51,25 @@ def test_compile_gpu_numpy_and_device_arrays():
     assert abs(float(np.asarray(t.get())) - x.sum()) / x.sum() < 1e-5
 
 
+def test_device_array_scalars():
+    """float(), bool() and .item() of a one-element DeviceArray are its value (as NumPy);
+    int() stays the device pointer (PyCUDA's convention); other sizes refuse."""
+    m = cuk.compile("fn total(x: f32[n]) -> f32 = sum(x);\nfn any_pos(x: f32[n]) -> bool = any(x > 0.0);",
+                    device="gpu")
+    x = cuk.to_device(np.arange(10, dtype=np.float32))
+    t = m.total(x)
+    assert isinstance(t, cuk.DeviceArray) and t.shape == ()
+    assert float(t) == 45.0 and t.item() == 45.0
+    assert int(t) == t.ptr
+    assert bool(m.any_pos(x)) is True
+    assert bool(m.any_pos(cuk.to_device(-np.ones(3, np.float32)))) is False
+    assert float(cuk.to_device(np.array([2.5], np.float32))) == 2.5
+    with pytest.raises(TypeError, match="one element"):
+        float(x)
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(x)
+
+
 def test_gpu_matches_cpu_backend():
     g = cuk.compile(SAXPY, device="gpu")
     c = cuk.compile(SAXPY, device="cpu")

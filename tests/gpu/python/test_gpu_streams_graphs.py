@@ -156,6 +156,50 @@ def test_cupy_stream_object_is_accepted(m):
     assert float(r) == N
 
 
+CHILD = r"""
+import sys
+sys.path[:0] = sys.argv[1:3]
+import numpy as np, cupy as cp, cuk
+m = cuk.compile("fn total(x: f32[n]) -> f32 = sum(x);\nfn twice(x: f32[n]) -> f32[n] = x * 2.0;", device="gpu")
+for order in range(3):
+    s = cp.cuda.Stream(non_blocking=True)
+    x = cp.ones(1 << 20, cp.float32)
+    r = m.total(x, stream=s)          # cuk's blocks and results on CuPy's stream
+    y = m.twice(x, stream=s)
+    keep = cuk.to_device(np.ones(5, np.float32))
+    z = m.twice(keep, stream=s)       # a DeviceArray made on CuPy's stream
+    if order == 0:
+        del s                         # the stream goes first: cuk must not name it again
+        want = float(r)
+    else:
+        s.synchronize()
+        want = float(r)
+        del s
+    assert want == float(1 << 20), want
+    assert float(y.sum()) == float(1 << 21)
+    assert z.get().tolist() == [2.0] * 5   # waits for its work without the gone stream
+    del r, y, x, z
+    # the freed blocks are reused on the legacy stream and on a new one
+    for _ in range(3):
+        assert float(m.total(cp.ones(1 << 20, cp.float32))) == float(1 << 20)
+        t = cp.cuda.Stream(non_blocking=True)
+        assert float(m.total(cp.ones(1 << 20, cp.float32), stream=t)) == float(1 << 20)
+        del t
+print("ok")
+"""
+
+
+def test_foreign_stream_destroyed_before_its_arrays():
+    """A CuPy stream destroyed while cuk's arrays and pool blocks made on it live: freeing
+    and reading them later names no dead stream (a crash, in a child process)."""
+    pytest.importorskip("cupy")
+    import subprocess
+    p = subprocess.run([sys.executable, "-c", CHILD,
+                        os.path.join(BUILD, "python"), os.path.join(ROOT, "python")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (p.returncode, p.stdout[-2000:], p.stderr[-3000:])
+
+
 def test_bad_stream_argument(m):
     x = cuk.to_device(np.ones(4, np.float32))
     with pytest.raises(TypeError, match="stream must be"):
