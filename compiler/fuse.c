@@ -1025,6 +1025,14 @@ Plan *fuse_fn(Arena *a, Fn *fn) {
 
     walk_stmts(&f, fn->body, true);
     param_keys(&f);
+    /* Every shape key, producers first: each is then one step from its operands' (already
+       known), however deep the expression (a first query from the top of a long chain
+       would pass dkey_compute's depth limit and split the kernel on a shape it could not
+       prove equal). */
+    for (int i = 0; i < f.order.n; i++) {
+        Val *v = f.val[f.order.v[i]];
+        for (int k = 0; k < v->rank; k++) dkey(&f, v, k, 0);
+    }
     for (int i = 0; i < f.order.n; i++) {
         Val *v = f.val[f.order.v[i]];
         for (int j = 0; j < v->nargs; j++) add_user(&f, v->args[j], v);

@@ -83,6 +83,8 @@ typedef struct Ctx {
     Scope *scope;
     int inline_depth;
     long inlined;     /* calls inlined so far (MAX_INLINED) */
+    struct UseMemo *umemo; /* let_uses's answers, by let node (open addressing) */
+    int umemo_cap, umemo_n;
     long nvals_made;  /* IR values made so far, every function (MAX_VALS) */
     bool inline_stop; /* an inline limit was hit: the calls being unwound give no more errors */
     const char *map_fn; /* non-NULL while inlining a scalar function applied elementwise */
@@ -3562,21 +3564,71 @@ static bool lower_let_checked(Ctx *c, Node *s, Node *rest) {
 
 /* The statements of rest that use name, looking through the lets that will most
    likely be bound straight themselves (each used in one statement after it, by the same
-   rule, up to USES_DEPTH lets deep): in `let d = x - m; let v = mean(d * d); return d /
-   v;` d's one use is the return, so d fuses into it with v. At most max are recorded;
-   *loop_use when one is a loop. Returns the count (max + 1 when there are more). */
-#define USES_DEPTH 4
-static int stmt_uses(Node *rest, const char *name, Node **set, int max, bool *loop_use, int depth) {
+   rule, however many lets deep): in `let d = x - m; let v = mean(d * d); return d / v;`
+   d's one use is the return, so d fuses into it with v. At most max are recorded;
+   *loop_use when one is a loop. Returns the count (max + 1 when there are more). A
+   let's own answer depends only on the statements after it, so let_uses keeps it: a
+   chain of lets (a generator's rounds, a long formula) is walked once, not once per
+   path through it. */
+#define USES_DEPTH 256 /* a guard on the recursion only */
+typedef struct UseMemo {
+    const Node *let;
+    int n;
+    Node *sub;
+    bool loop_use;
+} UseMemo;
+static int stmt_uses(Ctx *c, Node *rest, const char *name, Node **set, int max, bool *loop_use, int depth);
+
+/* stmt_uses(let->next, let->name, sub, 1, ...), remembered per let node. */
+static int let_uses(Ctx *c, Node *let, Node **sub, bool *loop_use, int depth) {
+    size_t h = ((uintptr_t)let >> 4) * 0x9E3779B97F4A7C15u;
+    if (c->umemo_cap) {
+        for (size_t i = h & (size_t)(c->umemo_cap - 1);; i = (i + 1) & (size_t)(c->umemo_cap - 1)) {
+            UseMemo *m = &c->umemo[i];
+            if (!m->let) break;
+            if (m->let == let) {
+                *sub = m->sub;
+                *loop_use = m->loop_use;
+                return m->n;
+            }
+        }
+    }
+    Node *s1[1] = {NULL};
+    bool lu = false;
+    int n = stmt_uses(c, let->next, let->name, s1, 1, &lu, depth);
+    if (2 * (c->umemo_n + 1) > c->umemo_cap) { /* grow (arena memory; the old table is dropped) */
+        int cap = c->umemo_cap ? 2 * c->umemo_cap : 256;
+        UseMemo *t = NEWN(c->a, UseMemo, (size_t)cap);
+        for (int i = 0; i < c->umemo_cap; i++) {
+            UseMemo *m = &c->umemo[i];
+            if (!m->let) continue;
+            size_t j = (((uintptr_t)m->let >> 4) * 0x9E3779B97F4A7C15u) & (size_t)(cap - 1);
+            while (t[j].let) j = (j + 1) & (size_t)(cap - 1);
+            t[j] = *m;
+        }
+        c->umemo = t;
+        c->umemo_cap = cap;
+    }
+    size_t i = h & (size_t)(c->umemo_cap - 1);
+    while (c->umemo[i].let) i = (i + 1) & (size_t)(c->umemo_cap - 1);
+    c->umemo[i] = (UseMemo){let, n, s1[0], lu};
+    c->umemo_n++;
+    *sub = s1[0];
+    *loop_use = lu;
+    return n;
+}
+
+static int stmt_uses(Ctx *c, Node *rest, const char *name, Node **set, int max, bool *loop_use, int depth) {
     int n = 0;
     for (Node *r = rest; r && n <= max; r = r->next) {
         if (count_ident(r, name, 0)) {
             Node *u = r;
             if (r->kind == N_LET && depth < USES_DEPTH && strcmp(r->name, name) != 0) {
-                Node *sub[1];
+                Node *sub = NULL;
                 bool lu = false;
-                int ns = stmt_uses(r->next, r->name, sub, 1, &lu, depth + 1);
-                if (ns == 0) u = NULL;               /* never used: bound straight and unread */
-                else if (ns == 1 && !lu) u = sub[0]; /* bound straight: its use is this one's */
+                int ns = let_uses(c, r, &sub, &lu, depth + 1);
+                if (ns == 0) u = NULL;            /* never used: bound straight and unread */
+                else if (ns == 1 && !lu) u = sub; /* bound straight: its use is this one's */
             }
             if (u == r && (r->kind == N_FOR || r->kind == N_WHILE)) *loop_use = true;
             bool dup = u == NULL;
@@ -3597,7 +3649,7 @@ static void bind_value(Ctx *c, const char *name, Loc loc, Val *val, bool mut, No
     if (!mut) {
         bool loop_use = false;
         Node *set[2];
-        int stmts_using = stmt_uses(rest, name, set, 1, &loop_use, 0);
+        int stmts_using = stmt_uses(c, rest, name, set, 1, &loop_use, 0);
         /* Half the nesting limit is left to the statement that uses it. */
         bool shallow = val_height(c, val) <= NEST_LIMIT / 2;
         /* A var's slot read is not cheap to bind straight: the var may change before the
