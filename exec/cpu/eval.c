@@ -1748,6 +1748,69 @@ static inline void neumaier(RedSt *s, double x) {
     }
 CTYPES(PW_FN, 0)
 
+/* The extreme (mx: the maximum, else the minimum) of n >= 1 contiguous floats, in
+   value, when none is NaN (false, *m unset, when one is). SIMD lanes on x86-64, where
+   GCC leaves the compare-select folds scalar: MAXPS(y, r) is exactly `y > r ? y : r`.
+   Lanes fold in another order than the sequential loop, which changes nothing but the
+   sign of a zero extreme: the caller settles that (the first element equal to it). */
+#define EXTREME_STEP(VT, W, LOADU, OP, UNORD, OR, p)                                        \
+    do {                                                                                    \
+        VT y0 = LOADU(p), y1 = LOADU((p) + W), y2 = LOADU((p) + 2 * W), y3 = LOADU((p) + 3 * W); \
+        nan = OR(nan, OR(OR(UNORD(y0, y0), UNORD(y1, y1)), OR(UNORD(y2, y2), UNORD(y3, y3)))); \
+        r0 = OP(y0, r0), r1 = OP(y1, r1), r2 = OP(y2, r2), r3 = OP(y3, r3);                 \
+    } while (0)
+#define EXTREME_FN(NAME, T, VT, W, LOADU, MAX, MIN, UNORD, OR, MASK)                         \
+    static bool NAME(const T *x, int64_t n, bool mx, T *m) {                                \
+        T a = x[0];                                                                         \
+        if (n >= 4 * W) {                                                                   \
+            VT r0 = LOADU(x), r1 = LOADU(x + W), r2 = LOADU(x + 2 * W), r3 = LOADU(x + 3 * W); \
+            VT nan = OR(OR(UNORD(r0, r0), UNORD(r1, r1)), OR(UNORD(r2, r2), UNORD(r3, r3)));  \
+            int64_t i = 4 * W;                                                              \
+            /* the last block overlaps the one before: min and max are idempotent */        \
+            if (mx) {                                                                       \
+                for (; i + 4 * W <= n; i += 4 * W) EXTREME_STEP(VT, W, LOADU, MAX, UNORD, OR, x + i); \
+                if (i < n) EXTREME_STEP(VT, W, LOADU, MAX, UNORD, OR, x + n - 4 * W);       \
+            } else {                                                                        \
+                for (; i + 4 * W <= n; i += 4 * W) EXTREME_STEP(VT, W, LOADU, MIN, UNORD, OR, x + i); \
+                if (i < n) EXTREME_STEP(VT, W, LOADU, MIN, UNORD, OR, x + n - 4 * W);       \
+            }                                                                               \
+            if (MASK(nan)) return false;                                                    \
+            VT r = mx ? MAX(MAX(r0, r1), MAX(r2, r3)) : MIN(MIN(r0, r1), MIN(r2, r3));      \
+            T l[W];                                                                         \
+            memcpy(l, &r, sizeof l);                                                        \
+            a = l[0];                                                                       \
+            for (int j = 1; j < W; j++) a = (mx ? l[j] > a : l[j] < a) ? l[j] : a;          \
+            *m = a;                                                                         \
+            return true;                                                                    \
+        }                                                                                   \
+        bool bad = false;                                                                   \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            T y = x[i];                                                                     \
+            bad |= y != y;                                                                  \
+            a = (mx ? y > a : y < a) ? y : a;                                               \
+        }                                                                                   \
+        *m = a;                                                                             \
+        return !bad;                                                                        \
+    }
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define OR_PS(a, b) _mm_or_ps(a, b)
+#define OR_PD(a, b) _mm_or_pd(a, b)
+EXTREME_FN(extreme_f32, float, __m128, 4, _mm_loadu_ps, _mm_max_ps, _mm_min_ps, _mm_cmpunord_ps, OR_PS, _mm_movemask_ps)
+EXTREME_FN(extreme_f64, double, __m128d, 2, _mm_loadu_pd, _mm_max_pd, _mm_min_pd, _mm_cmpunord_pd, OR_PD, _mm_movemask_pd)
+#else
+/* Elsewhere the same folds on one-element "vectors" (the loop the compiler vectorises as it
+   can). */
+#define ID_LOAD(p) (*(p))
+#define ID_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define ID_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define ID_UNORD(a, b) ((a) != (a) || (b) != (b))
+#define ID_OR(a, b) ((a) || (b))
+#define ID_MASK(a) (a)
+EXTREME_FN(extreme_f32, float, float, 1, ID_LOAD, ID_MAX, ID_MIN, ID_UNORD, ID_OR, ID_MASK)
+EXTREME_FN(extreme_f64, double, double, 1, ID_LOAD, ID_MAX, ID_MIN, ID_UNORD, ID_OR, ID_MASK)
+#endif
+
 #define ISNAN_T(a) (isf && isnan((double)(a)))
 #define RED_FN(DTN, CT, UT, KIND, unused)                                                   \
     static void red_##DTN(RedSt *s, const void *pv, int64_t n, int64_t st, int64_t base) {  \
@@ -1784,9 +1847,28 @@ CTYPES(PW_FN, 0)
         case RED_ARGMIN:                                                                    \
         case RED_ARGMAX: {                                                                  \
             bool mx = s->op == RED_MAX || s->op == RED_ARGMAX;                              \
-            if (st == 1 && n >= 64) {                                                       \
-                /* no NaN here: 8 lanes (SIMD), then the first element equal to their       \
-                   extreme, folded as one value: the sequential fold's element */           \
+            if (st == 1 && n >= 64 && isf && (sizeof(T) == 4 || sizeof(T) == 8)) {          \
+                /* floats: SIMD lanes (extreme_*), then, for an arg* or a zero extreme, the \
+                   first element equal to it: the sequential fold's element */              \
+                T m;                                                                        \
+                bool clean = sizeof(T) == 4 ? extreme_f32((const float *)(const void *)x, n, mx, (float *)(void *)&m) \
+                                            : extreme_f64((const double *)(const void *)x, n, mx, (double *)(void *)&m); \
+                if (clean) {                                                                \
+                    int64_t k = 0;                                                          \
+                    bool arg = s->op == RED_ARGMIN || s->op == RED_ARGMAX;                  \
+                    if (arg || m == 0)                                                      \
+                        while (!(x[k] == m)) k++;                                           \
+                    T v = arg || m == 0 ? x[k] : m;                                         \
+                    if (!s->have || (mx ? v > a : v < a)) {                                 \
+                        a = v;                                                              \
+                        s->arg = base + k;                                                  \
+                        s->have = true;                                                     \
+                    }                                                                       \
+                    break;                                                                  \
+                }                                                                           \
+            } else if (st == 1 && n >= 64) {                                                \
+                /* no NaN here: 8 lanes, then the first element equal to their extreme,    \
+                   folded as one value: the sequential fold's element */                    \
                 int64_t bad = 0;                                                            \
                 if (isf)                                                                    \
                     for (int64_t i = 0; i < n; i++) bad += x[i] != x[i];                    \
@@ -2090,6 +2172,63 @@ static bool axis_cols(const AxisJob *j) {
 PWC_FN(F32, float)
 PWC_FN(F64, double)
 
+/* The no-NaN fold of mmc_*: a[c] = the extreme of column c over the n rows, each row
+   folded in order with `y > a ? y : a` (MAXPS(y, a) exactly, so the same element as the
+   sequential fold, zeros' signs included); false when a NaN is among the rows (a is then
+   to be recomputed). SIMD across the columns on x86-64. */
+#if defined(__SSE2__)
+#define MMC_FAST_FN(DTN, CT, VT, W, LOADU, STOREU, MAX, MIN, UNORD, OR, MASK, ZERO)          \
+    static bool mmc_fast_##DTN(const CT *x, int64_t n, int64_t st, int64_t nc, bool mx, CT *a) { \
+        VT nan = ZERO();                                                                    \
+        int64_t c = 0;                                                                      \
+        for (; c + 4 * W <= nc; c += 4 * W) { /* a cache line of each row at a time */     \
+            const CT *p = x + c;                                                            \
+            VT r0 = LOADU(p), r1 = LOADU(p + W), r2 = LOADU(p + 2 * W), r3 = LOADU(p + 3 * W); \
+            nan = OR(nan, OR(OR(UNORD(r0, r0), UNORD(r1, r1)), OR(UNORD(r2, r2), UNORD(r3, r3)))); \
+            for (int64_t i = 1; i < n; i++) {                                               \
+                p += st;                                                                    \
+                VT y0 = LOADU(p), y1 = LOADU(p + W), y2 = LOADU(p + 2 * W), y3 = LOADU(p + 3 * W); \
+                nan = OR(nan, OR(OR(UNORD(y0, y0), UNORD(y1, y1)), OR(UNORD(y2, y2), UNORD(y3, y3)))); \
+                if (mx) r0 = MAX(y0, r0), r1 = MAX(y1, r1), r2 = MAX(y2, r2), r3 = MAX(y3, r3); \
+                else r0 = MIN(y0, r0), r1 = MIN(y1, r1), r2 = MIN(y2, r2), r3 = MIN(y3, r3);  \
+            }                                                                               \
+            STOREU(a + c, r0), STOREU(a + c + W, r1), STOREU(a + c + 2 * W, r2), STOREU(a + c + 3 * W, r3); \
+        }                                                                                   \
+        bool bad = MASK(nan) != 0;                                                          \
+        for (; c < nc; c++) {                                                               \
+            CT r = x[c];                                                                    \
+            bad |= r != r;                                                                  \
+            for (int64_t i = 1; i < n; i++) {                                               \
+                CT y = x[i * st + c];                                                       \
+                bad |= y != y;                                                              \
+                r = (mx ? y > r : y < r) ? y : r;                                           \
+            }                                                                               \
+            a[c] = r;                                                                       \
+        }                                                                                   \
+        return !bad;                                                                        \
+    }
+MMC_FAST_FN(F32, float, __m128, 4, _mm_loadu_ps, _mm_storeu_ps, _mm_max_ps, _mm_min_ps, _mm_cmpunord_ps, _mm_or_ps,
+            _mm_movemask_ps, _mm_setzero_ps)
+MMC_FAST_FN(F64, double, __m128d, 2, _mm_loadu_pd, _mm_storeu_pd, _mm_max_pd, _mm_min_pd, _mm_cmpunord_pd, _mm_or_pd,
+            _mm_movemask_pd, _mm_setzero_pd)
+#else
+#define MMC_FAST_FN(DTN, CT)                                                                \
+    static bool mmc_fast_##DTN(const CT *x, int64_t n, int64_t st, int64_t nc, bool mx, CT *a) { \
+        bool bad = false;                                                                   \
+        for (int64_t c = 0; c < nc; c++) a[c] = x[c], bad |= x[c] != x[c];                  \
+        for (int64_t i = 1; i < n; i++) {                                                   \
+            const CT *row = x + i * st;                                                     \
+            for (int64_t c = 0; c < nc; c++) {                                              \
+                bad |= row[c] != row[c];                                                    \
+                a[c] = (mx ? row[c] > a[c] : row[c] < a[c]) ? row[c] : a[c];                \
+            }                                                                               \
+        }                                                                                   \
+        return !bad;                                                                        \
+    }
+MMC_FAST_FN(F32, float)
+MMC_FAST_FN(F64, double)
+#endif
+
 /* min or max (mx) of nc neighbouring columns over n rows from scratch, each column folded
    in row order exactly as red_feed folds it (the first NaN wins and fixes the result;
    otherwise a value replaces the accumulator only when strictly beyond it), contiguous
@@ -2099,19 +2238,12 @@ PWC_FN(F64, double)
     static void mmc_##DTN(const CT *x, int64_t n, int64_t st, int64_t nc, bool mx, Cell *out, \
                           unsigned char *nan) {                                             \
         CT a[TILE];                                                                         \
-        bool bad = false;                                                                   \
-        for (int64_t i = 0; i < n; i++) {                                                   \
-            const CT *row = x + i * st;                                                     \
-            for (int64_t c = 0; c < nc; c++) bad |= row[c] != row[c];                       \
-        }                                                                                   \
-        for (int64_t c = 0; c < nc; c++) a[c] = x[c], nan[c] = x[c] != x[c];                \
-        for (int64_t i = 1; i < n; i++) {                                                   \
-            const CT *row = x + i * st;                                                     \
-            if (!bad && mx)                                                                 \
-                for (int64_t c = 0; c < nc; c++) a[c] = row[c] > a[c] ? row[c] : a[c];      \
-            else if (!bad)                                                                  \
-                for (int64_t c = 0; c < nc; c++) a[c] = row[c] < a[c] ? row[c] : a[c];      \
-            else                                                                            \
+        if (mmc_fast_##DTN(x, n, st, nc, mx, a)) {                                          \
+            for (int64_t c = 0; c < nc; c++) nan[c] = 0;                                    \
+        } else { /* a NaN: the sequential fold with its rule */                             \
+            for (int64_t c = 0; c < nc; c++) a[c] = x[c], nan[c] = x[c] != x[c];            \
+            for (int64_t i = 1; i < n; i++) {                                               \
+                const CT *row = x + i * st;                                                 \
                 for (int64_t c = 0; c < nc; c++) {                                          \
                     CT y = row[c];                                                          \
                     if (nan[c]) continue;                                                   \
@@ -2120,6 +2252,7 @@ PWC_FN(F64, double)
                         nan[c] = y != y;                                                    \
                     }                                                                       \
                 }                                                                           \
+            }                                                                               \
         }                                                                                   \
         for (int64_t c = 0; c < nc; c++) {                                                  \
             out[c].u64 = 0;                                                                 \
