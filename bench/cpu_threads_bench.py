@@ -7,7 +7,8 @@ Each job runs on 2^logn float32 elements through the Python API (cuk.compile(...
 device="cpu")), with CUK_THREADS=1 and with every core (each in a child process, since
 the thread count is read once), against NumPy and numexpr (its default threads: the
 machine's cores) in the same run; the median of `runs` timed calls after one warm-up.
-Prints one markdown table: milliseconds and cuk's speed-up over the best peer. Also
+The axis jobs (sum0, sum1, max0, and smax: softmax along
+rows) take x as (2^logn / 256, 256). Prints one markdown table: milliseconds and cuk's speed-up over the best peer. Also
 times fib(27) through `cukc run` (host calls of a function of scalars)."""
 import argparse
 import json
@@ -29,9 +30,14 @@ fn noise(x: f32[n]) -> f32[n] = x + rand(len(x), seed=7);
 fn sum0(x: f32[r, c]) -> f32[c] = sum(x, axis=0);
 fn sum1(x: f32[r, c]) -> f32[r] = sum(x, axis=1);
 fn max0(x: f32[r, c]) -> f32[c] = max(x, axis=0);
+fn csum(x: f32[n]) -> f32[n] = cumsum(x);
+fn smax(x: f32[r, c]) -> f32[r, c] {
+    let e = exp(x - max(x, axis=1, keepdims=true));
+    return e / sum(e, axis=1, keepdims=true);
+}
 """
 
-JOBS = ["saxpy", "chain", "total", "dot", "top", "noise", "sum0", "sum1", "max0"]
+JOBS = ["saxpy", "chain", "total", "dot", "top", "noise", "sum0", "sum1", "max0", "csum", "smax"]
 COLS = 256  # the axis jobs: x as (n / 256, 256)
 
 
@@ -58,7 +64,8 @@ def cuk_times(logn, runs):
     calls = {"saxpy": lambda: m.saxpy(a, x, y), "chain": lambda: m.chain(x, y), "total": lambda: m.total(x),
              "dot": lambda: m.dot(x, y), "top": lambda: m.top(x), "noise": lambda: m.noise(x)}
     x2 = x.reshape(-1, COLS)
-    calls.update({"sum0": lambda: m.sum0(x2), "sum1": lambda: m.sum1(x2), "max0": lambda: m.max0(x2)})
+    calls.update({"sum0": lambda: m.sum0(x2), "sum1": lambda: m.sum1(x2), "max0": lambda: m.max0(x2),
+                  "csum": lambda: m.csum(x), "smax": lambda: m.smax(x2)})
     return {j: timeit(calls[j], runs) for j in JOBS}
 
 
@@ -72,7 +79,12 @@ def peer_times(logn, runs):
            "total": lambda: x.sum(), "dot": lambda: np.dot(x, y), "top": lambda: x.max(),
            "noise": lambda: x + rng.random(n, np.float32)}
     x2 = x.reshape(-1, COLS)
-    npy.update({"sum0": lambda: x2.sum(0), "sum1": lambda: x2.sum(1), "max0": lambda: x2.max(0)})
+    def smax():
+        e = np.exp(x2 - x2.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+
+    npy.update({"sum0": lambda: x2.sum(0), "sum1": lambda: x2.sum(1), "max0": lambda: x2.max(0),
+                "csum": lambda: np.cumsum(x), "smax": smax})
     out = {"numpy": {j: timeit(npy[j], runs) for j in JOBS}}
     try:
         import numexpr as ne

@@ -50,17 +50,19 @@ CUK_FN uint32_t cuk_word(cuk_u32x4 r, uint64_t j) {
     return (j & 2) ? ((j & 1) ? r.x[3] : r.x[2]) : ((j & 1) ? r.x[1] : r.x[0]);
 }
 
-/* Uniform in [0, 1): 24 random bits for f32, 53 for f64. */
-CUK_FN float cuk_rand_f32(uint64_t i, uint64_t seed) {
-    cuk_u32x4 r = cuk_philox(i >> 2, seed);
+/* Uniform in [0, 1): 24 random bits for f32, 53 for f64. The _of forms take the
+   Philox call's words (r = cuk_philox(i >> 2, seed), for f64 i >> 1), so that a loop over
+   consecutive elements makes one call per 4 (f64: 2) of them. */
+CUK_FN float cuk_rand_f32_of(cuk_u32x4 r, uint64_t i) {
     return (float)(cuk_word(r, i) >> 8) * (1.0f / 16777216.0f);
 }
-CUK_FN double cuk_rand_f64(uint64_t i, uint64_t seed) {
-    cuk_u32x4 r = cuk_philox(i >> 1, seed);
+CUK_FN float cuk_rand_f32(uint64_t i, uint64_t seed) { return cuk_rand_f32_of(cuk_philox(i >> 2, seed), i); }
+CUK_FN double cuk_rand_f64_of(cuk_u32x4 r, uint64_t i) {
     const uint64_t j = (i & 1) * 2;
     uint64_t m = ((uint64_t)cuk_word(r, j) << 21) ^ (uint64_t)(cuk_word(r, j + 1) >> 11);
     return (double)m * (1.0 / 9007199254740992.0);
 }
+CUK_FN double cuk_rand_f64(uint64_t i, uint64_t seed) { return cuk_rand_f64_of(cuk_philox(i >> 1, seed), i); }
 /* Standard normal by Box-Muller on two independent words, bit-identical on the CPU and
    the GPU (and in tests/python/philox.py): only IEEE-exact operations (+ - * / sqrt,
    integer and bit manipulation), with log and cos written out here rather than taken
@@ -180,14 +182,14 @@ CUK_FN double cuk_cos2pi_u32(uint32_t w) {
     return (q == 1 || q == 2) ? -r : r;
 }
 
-CUK_FN double cuk_randn_f64(uint64_t i, uint64_t seed) {
-    cuk_u32x4 r = cuk_philox(i >> 2, seed);
+CUK_FN double cuk_randn_f64_of(cuk_u32x4 r, uint64_t i) {
     const uint64_t j = i & 2; /* the pair (x_j, x_j+1) */
     const double rad = CUK_DSQRT(cuk_m2log_u32((uint64_t)cuk_word(r, j) + 1)); /* u1 = (x_j + 1) / 2^32 in (0, 1] */
     /* u2 = x_j+1 / 2^32 in [0, 1); the odd element takes sin(2 pi u2) = cos(2 pi (u2 - 1/4)) */
     const uint32_t w = cuk_word(r, j + 1) - ((i & 1) ? (1u << 30) : 0u);
     return CUK_DMUL(rad, cuk_cos2pi_u32(w));
 }
+CUK_FN double cuk_randn_f64(uint64_t i, uint64_t seed) { return cuk_randn_f64_of(cuk_philox(i >> 2, seed), i); }
 
 /* The f32 normal: the same transform in single precision (a double-precision
    Box-Muller was 0.26x torch.randn's speed: FP64 issue, not memory), still only
@@ -258,12 +260,12 @@ CUK_FN float cuk_cos2pi_u32_f(uint32_t w) {
     return (q == 1 || q == 2) ? -r : r;
 }
 
-CUK_FN float cuk_randn_f32(uint64_t i, uint64_t seed) {
-    cuk_u32x4 r = cuk_philox(i >> 2, seed);
+CUK_FN float cuk_randn_f32_of(cuk_u32x4 r, uint64_t i) {
     const uint64_t j = i & 2;
     const float rad = CUK_FSQRT(cuk_m2log_u32_f((uint64_t)cuk_word(r, j) + 1));
     const uint32_t w = cuk_word(r, j + 1) - ((i & 1) ? (1u << 30) : 0u);
     return CUK_FMUL(rad, cuk_cos2pi_u32_f(w));
 }
+CUK_FN float cuk_randn_f32(uint64_t i, uint64_t seed) { return cuk_randn_f32_of(cuk_philox(i >> 2, seed), i); }
 
 #endif

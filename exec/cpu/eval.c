@@ -1229,22 +1229,38 @@ static void gen_chunk(Prog *p, PNode *nd, int64_t off, int64_t len) {
         }
         break;
     }
+    /* Consecutive elements share Philox calls (4 per call, f64 uniforms 2): one call per
+       group, the same words as the per-element functions give. */
+#define PHILOX_LOOP(OUT, OF, PER)                                                           \
+    do {                                                                                    \
+        if (idx) {                                                                          \
+            for (int64_t k = 0; k < len; k++) OUT[k] = OF(cuk_philox((uint64_t)idx[k] / PER, nd->seed), (uint64_t)idx[k]); \
+            break;                                                                          \
+        }                                                                                   \
+        cuk_u32x4 r = cuk_philox((uint64_t)off / PER, nd->seed);                            \
+        for (int64_t k = 0; k < len; k++) {                                                 \
+            uint64_t i = (uint64_t)(off + k);                                               \
+            if (k && i % PER == 0) r = cuk_philox(i / PER, nd->seed);                       \
+            OUT[k] = OF(r, i);                                                              \
+        }                                                                                   \
+    } while (0)
     case OP_RAND:
         if (nd->dt == DT_F32) {
             float *y = nd->buf;
-            for (int64_t k = 0; k < len; k++) y[k] = cuk_rand_f32((uint64_t)J(k), nd->seed);
+            PHILOX_LOOP(y, cuk_rand_f32_of, 4);
             return;
         }
-        for (int64_t k = 0; k < len; k++) d[k] = cuk_rand_f64((uint64_t)J(k), nd->seed);
+        PHILOX_LOOP(d, cuk_rand_f64_of, 2);
         break;
     case OP_RANDN:
         if (nd->dt == DT_F32) {
             float *y = nd->buf;
-            for (int64_t k = 0; k < len; k++) y[k] = cuk_randn_f32((uint64_t)J(k), nd->seed);
+            PHILOX_LOOP(y, cuk_randn_f32_of, 4);
             return;
         }
-        for (int64_t k = 0; k < len; k++) d[k] = cuk_randn_f64((uint64_t)J(k), nd->seed);
+        PHILOX_LOOP(d, cuk_randn_f64_of, 4);
         break;
+#undef PHILOX_LOOP
     default: die("not a generator");
     }
 #undef J
