@@ -371,18 +371,62 @@ static void gather_elems(void *dst, const void *src, const int64_t *offs, int64_
     }
 }
 
+/* dst[0 .. len) = the elements off .. off + len - 1 (C order of shape) of the strided
+   view src: walk_offsets and gather_elems in one pass, by runs along the last axis (a
+   copy when its stride is 1, one value repeated when it is 0: a broadcast row or
+   column), without the offsets array. */
+static void gather_strided(void *dst, const void *src, int esz, int rank, const int64_t *shape, const int64_t *stride,
+                           int64_t off, int64_t len) {
+    if (rank == 0) {
+        for (int64_t k = 0; k < len; k++) memcpy((char *)dst + k * esz, src, (size_t)esz);
+        return;
+    }
+    int64_t idx[MAXRANK], pos = 0, rem = off;
+    for (int d = rank - 1; d >= 0; d--) {
+        idx[d] = shape[d] ? rem % shape[d] : 0;
+        rem = shape[d] ? rem / shape[d] : 0;
+        pos += idx[d] * stride[d];
+    }
+    int last = rank - 1;
+    int64_t s = stride[last], k = 0;
+    char *o = dst;
+    const char *in = src;
+    while (k < len) {
+        int64_t run = shape[last] - idx[last];
+        if (run > len - k) run = len - k;
+        if (s == 1) {
+            memcpy(o + k * esz, in + pos * esz, (size_t)(run * esz));
+        } else if (s == 0 && esz == 4) {
+            uint32_t v;
+            memcpy(&v, in + pos * 4, 4);
+            for (int64_t t = 0; t < run; t++) ((uint32_t *)(void *)o)[k + t] = v;
+        } else if (s == 0 && esz == 8) {
+            uint64_t v;
+            memcpy(&v, in + pos * 8, 8);
+            for (int64_t t = 0; t < run; t++) ((uint64_t *)(void *)o)[k + t] = v;
+        } else if (esz == 4) {
+            for (int64_t t = 0; t < run; t++) ((uint32_t *)(void *)o)[k + t] = ((const uint32_t *)(const void *)in)[pos + t * s];
+        } else if (esz == 8) {
+            for (int64_t t = 0; t < run; t++) ((uint64_t *)(void *)o)[k + t] = ((const uint64_t *)(const void *)in)[pos + t * s];
+        } else {
+            for (int64_t t = 0; t < run; t++) memcpy(o + (k + t) * esz, in + (pos + t * s) * esz, (size_t)esz);
+        }
+        k += run;
+        pos += run * s;
+        idx[last] += run;
+        for (int d = last; d > 0 && idx[d] == shape[d]; d--) {
+            pos -= idx[d] * stride[d];
+            idx[d] = 0;
+            idx[d - 1]++;
+            pos += stride[d - 1];
+        }
+    }
+}
+
 /* dst (contiguous, C order of shape) = the strided view of src starting at soff. */
 static bool copy_strided(void *dst, const void *src, int esz, int rank, const int64_t *shape,
                          const int64_t *stride, int64_t soff) {
-    int64_t total = shape_size(rank, shape);
-    int64_t *offs = malloc(sizeof(int64_t) * CHUNK);
-    if (!offs) return false;
-    for (int64_t off = 0; off < total; off += CHUNK) {
-        int64_t len = total - off < CHUNK ? total - off : CHUNK;
-        walk_offsets(rank, shape, stride, off, len, offs);
-        gather_elems((char *)dst + off * esz, (const char *)src + soff * esz, offs, len, esz);
-    }
-    free(offs);
+    gather_strided(dst, (const char *)src + soff * esz, esz, rank, shape, stride, 0, shape_size(rank, shape));
     return true;
 }
 
@@ -1281,8 +1325,7 @@ static const void *prog_chunk(Prog *p, int64_t off, int64_t len, void *out) {
             } else if (nd->lmode == LM_SPLAT) {
                 nd->cur = nd->buf;
             } else {
-                walk_offsets(p->rank, p->shape, nd->stride, off, len, p->idx);
-                gather_elems(nd->buf, nd->arr->data, p->idx, len, esz);
+                gather_strided(nd->buf, nd->arr->data, esz, p->rank, p->shape, nd->stride, off, len);
                 nd->cur = nd->buf;
             }
             if (dst != nd->buf) { /* a leaf as the root: only when materialising a copy */
