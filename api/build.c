@@ -1,6 +1,7 @@
 /* Ahead-of-time bundles (cuk_program_build): the program through the pipeline, each
    function's kernels compiled by NVRTC for every architecture asked for, written by the
    compiler's bundle writer (compiler/bundle.c). */
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +70,25 @@ static cuk_status compile_image(Arena *ar, const char *cuda, const char *fn, con
     return CUK_OK;
 }
 
+/* The bundle may go to out_path: a new file, or a regular file other than the source (the
+   bundle replaces it by a rename, which would also replace a device node or swallow the
+   source). */
+static cuk_status out_path_ok(const char *src_path, const char *out_path) {
+    struct stat so, ss;
+    if (stat(out_path, &so) != 0) return CUK_OK; /* a new file (a bad directory fails at the write) */
+    if (!S_ISREG(so.st_mode))
+        return err_set(CUK_ERR_INVALID, "cannot write the bundle to '%s': it exists and is not a regular file (a %s); "
+                       "choose a file path such as prog.cukb", out_path, S_ISDIR(so.st_mode) ? "directory" : "device, pipe or socket");
+    if (stat(src_path, &ss) == 0 && ss.st_dev == so.st_dev && ss.st_ino == so.st_ino)
+        return err_set(CUK_ERR_INVALID, "cannot write the bundle to '%s': it is the source file itself; choose another "
+                       "name, such as prog.cukb", out_path);
+    return CUK_OK;
+}
+
 cuk_status cuk_program_build(const char *src_path, const char *out_path, const char *archs) {
     if (!src_path || !out_path) return err_set(CUK_ERR_INVALID, "cuk_program_build: NULL argument");
+    cuk_status os = out_path_ok(src_path, out_path);
+    if (os) return os;
     Archs ar;
     cuk_status s = parse_archs(archs ? archs : "sm_80,sm_90", &ar);
     if (s) return s;

@@ -2,6 +2,8 @@
    compiler's pipeline (compiler/pipeline.h); run and build go through the program API
    (api/cuk_program.h), as Python and C callers do. */
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,37 @@ static int compile_file(Compiled *c, Arena *a, Diag *d, const char *path, Stage 
     return pipeline_file(c, a, d, path, upto) ? EXIT_OK : EXIT_COMPILE;
 }
 
+/* Numbers on the command line are decimal, with one rule for every type: an optional
+   sign (none for unsigned types), digits (leading zeros are still decimal: 010 is ten),
+   for floats a fraction and an exponent, or inf / nan; no spaces, no hex, no octal; a
+   value beyond the type's range is refused (a float that rounds to infinity included;
+   one too small rounds to the nearest value, zero at the end). *end is left at the first
+   character not read. */
+static bool dec_int(const char *t, bool sign_ok, char **end, long long *v, unsigned long long *u) {
+    const char *p = t;
+    if (*p == '-' || *p == '+') {
+        if (*p == '-' && !sign_ok) return false;
+        p++;
+    }
+    if (*p < '0' || *p > '9') return false;
+    for (const char *q = p; *q; q++)
+        if (*q < '0' || *q > '9') return false;
+    errno = 0;
+    if (sign_ok) *v = strtoll(t, end, 10);
+    else *u = strtoull(t, end, 10);
+    return errno == 0;
+}
+static bool dec_float(const char *t, char **end, double *v) {
+    const char *p = t + (*t == '-' || *t == '+');
+    if (!((*p >= '0' && *p <= '9') || *p == '.' || *p == 'i' || *p == 'I' || *p == 'n' || *p == 'N')) return false;
+    if (strpbrk(t, "xXpP")) return false; /* hex floats */
+    errno = 0;
+    *v = strtod(t, end);
+    if (errno == ERANGE && (*v > 1.0 || *v < -1.0)) return false; /* overflow */
+    errno = 0;                                                      /* underflow rounds */
+    return *end != t;
+}
+
 /* An argument of cukc run for parameter pi: a number or true/false for a scalar, a .npy
    file for an array. */
 static cuk_array *parse_arg(const cuk_param_info *pi, const char *text, int *status) {
@@ -88,33 +121,56 @@ static cuk_array *parse_arg(const cuk_param_info *pi, const char *text, int *sta
         if (strcmp(text, "true") == 0) x.i = 1, end = (char *)text + 4;
         else if (strcmp(text, "false") == 0) x.i = 0, end = (char *)text + 5;
     } else if (dtype_is_complex(dt)) { /* 1.5, 1.5+2j, 1.5-2j, 2j */
-        x.z[0] = strtod(text, &end);
-        if (end != text && (*end == 'j' || *end == 'J') && !end[1]) x.z[1] = x.z[0], x.z[0] = 0, end++;
-        else if (end != text && (*end == '+' || *end == '-')) {
+        if (!dec_float(text, &end, &x.z[0])) end = NULL;
+        else if ((*end == 'j' || *end == 'J') && !end[1]) x.z[1] = x.z[0], x.z[0] = 0, end++;
+        else if (*end == '+' || *end == '-') {
             char *q = end;
-            x.z[1] = strtod(q, &end);
-            if (end != q && (*end == 'j' || *end == 'J')) end++;
-            else end = q; /* not a complex number */
+            char saved[64];
+            size_t n = strcspn(q, "jJ");
+            if (n < sizeof saved && q[n] && !q[n + 1]) {
+                memcpy(saved, q, n), saved[n] = 0; /* the imaginary part, without its j */
+                char *e2;
+                if (dec_float(saved, &e2, &x.z[1]) && !*e2) end = q + n + 1;
+                else end = q;
+            } else {
+                end = q; /* not a complex number */
+            }
         }
     } else if (di->is_float) {
-        x.f = strtod(text, &end);
+        if (!dec_float(text, &end, &x.f)) end = NULL;
     } else if (di->is_signed) {
-        long long y = strtoll(text, &end, 0);
+        long long y = 0;
         int bits = 8 * di->size;
-        if (bits < 64 && (y < -(1LL << (bits - 1)) || y >= (1LL << (bits - 1)))) errno = ERANGE;
+        if (!dec_int(text, true, &end, &y, NULL) || (bits < 64 && (y < -(1LL << (bits - 1)) || y >= (1LL << (bits - 1)))))
+            end = NULL;
         x.i = y;
     } else {
-        if (text[0] == '-') errno = ERANGE;
-        unsigned long long y = strtoull(text, &end, 0);
+        unsigned long long y = 0;
         int bits = 8 * di->size;
-        if (bits < 64 && y >> bits) errno = ERANGE;
+        if (!dec_int(text, false, &end, NULL, &y) || (bits < 64 && y >> bits)) end = NULL;
         x.u = y;
     }
-    if (end && end != text && !*end && !errno) scalar_store(dt, x, &v); /* the value rounded to dt */
+    bool ok = end && end != text && !*end;
+    if (ok) {
+        scalar_store(dt, x, &v); /* the value rounded to dt */
+        if (di->is_float || dtype_is_complex(dt)) {
+            /* a finite number that rounds to infinity in dt (1e39 as f32) is out of range */
+            Scalar back = scalar_load(dt, &v);
+            bool cx = dtype_is_complex(dt);
+            double b0 = cx ? back.z[0] : back.f, b1 = cx ? back.z[1] : 0;
+            double in0 = cx ? x.z[0] : x.f, in1 = cx ? x.z[1] : 0;
+            if ((isinf(b0) && !isinf(in0)) || (isinf(b1) && !isinf(in1))) ok = false;
+        }
+    }
     const char *tn = cuk_dtype_name(pi->dtype);
-    if (!end || end == text || *end || errno) {
-        fprintf(stderr, "cukc: error: parameter '%s' is %s, and '%s' is not a valid %s value\n", pi->name, tn, text,
-                tn);
+    if (!ok) {
+        const char *how = dt == DT_BOOL ? "true or false"
+                          : di->is_float || dtype_is_complex(dt)
+                              ? "a decimal number within its range (such as 1.5, -2e3, inf, nan; complex: 1.5-2j)"
+                          : di->is_signed ? "a decimal integer within its range (such as 42 or -7)"
+                                          : "a decimal integer from 0 within its range (such as 42)";
+        fprintf(stderr, "cukc: error: parameter '%s' is %s, and '%s' is not a valid %s value: pass %s\n", pi->name, tn,
+                text, tn, how);
         *status = EXIT_USAGE;
         return NULL;
     }
@@ -144,8 +200,11 @@ static int cmd_run(int argc, char **argv) {
         if (strcmp(a, "--gpu") == 0) {
             char *end;
             if (i + 1 >= argc) return usage_error("%s needs a device index", a);
-            gpu_index = (int)strtol(argv[++i], &end, 10);
-            if (*end || gpu_index < 0) return usage_error("--gpu takes a device index such as 0, not '%s'", argv[i]);
+            errno = 0;
+            long g = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || errno || g < 0 || g > 1023 || argv[i][0] < '0' || argv[i][0] > '9')
+                return usage_error("--gpu takes a device index such as 0, not '%s'", argv[i]);
+            gpu_index = (int)g;
         } else if (strcmp(a, "--device") == 0 || strcmp(a, "--entry") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             if (a[2] == 'd') device = argv[++i];
