@@ -113,12 +113,16 @@ struct cuk_program_s {
 
 static cuk_status run_error(const RtErr *e);
 
+/* Whether the text is a path rather than source: one line ending in .cuk or .cukb, an
+   existing file, or a single word with a slash (/tmp/x, ./prog: never a program), so
+   that a missing or unreadable path says so instead of failing to parse. */
 static bool is_path(const char *s) {
     if (strchr(s, '\n') || !*s) return false;
     size_t n = strlen(s);
-    if (n >= 4 && strcmp(s + n - 4, ".cuk") == 0) return true;
+    if ((n >= 4 && strcmp(s + n - 4, ".cuk") == 0) || (n >= 5 && strcmp(s + n - 5, ".cukb") == 0)) return true;
     struct stat st;
-    return stat(s, &st) == 0 && S_ISREG(st.st_mode);
+    if (stat(s, &st) == 0) return true;
+    return strchr(s, '/') && !strpbrk(s, " \t;{}()=");
 }
 
 /* Picks the backend: the option, else $CUK_BACKEND, else auto. */
@@ -229,6 +233,11 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
         if (o && o->require_bundle) {
             free(memdiag_close(&md));
             cuk_program_free(p);
+            struct stat st;
+            if (stat(src_or_path, &st) != 0)
+                return err_set(CUK_ERR_INVALID, "cannot read '%s': %s", src_or_path, strerror(errno));
+            if (S_ISDIR(st.st_mode))
+                return err_set(CUK_ERR_INVALID, "'%s' is a directory, not a cuk bundle (.cukb)", src_or_path);
             return err_set(CUK_ERR_INVALID, "'%s' is not a cuk bundle (.cukb); build one with cukc build", src_or_path);
         }
         path = src_or_path;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "compiler/kernel.h"
@@ -234,11 +235,20 @@ bool bundle_read_mem(Arena *a, const void *buf, size_t len, Bundle *b, char *err
 }
 
 bool bundle_read(Arena *a, const char *path, Bundle *b, char *err, size_t errlen) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return fail(err, errlen, "cannot read '%s': it is %s, not a bundle file", path,
+                    S_ISDIR(st.st_mode) ? "a directory" : "not a regular file (a device, pipe or socket)");
     FILE *f = fopen(path, "rb");
     if (!f) return fail(err, errlen, "cannot read '%s': %s", path, strerror(errno));
     unsigned char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
+        if (n == cap && cap >= ((size_t)1 << 32)) { /* 4 GiB: no bundle is that large */
+            free(buf);
+            fclose(f);
+            return fail(err, errlen, "cannot read '%s': larger than 4 GiB, not a cuk bundle", path);
+        }
         if (n == cap) {
             cap = cap ? cap * 2 : 65536;
             unsigned char *nb = realloc(buf, cap);

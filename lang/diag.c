@@ -166,16 +166,29 @@ bool src_load(struct Arena *a, Diag *d, const char *path, Src *out) {
         diag_error(d, none, "cannot read '%s': %s", path, strerror(errno));
         return false;
     }
-    /* Read in chunks: the file may be a pipe, whose size stat can't tell. */
+    /* Read in chunks: the file may be a pipe, whose size stat can't tell; and at most
+       SRC_MAX bytes: a device (/dev/zero) or a pipe may never end. */
+    enum { SRC_MAX = 64 << 20 };
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
-    if (!buf) die("out of memory reading %s", path);
     for (;;) {
-        if (len == cap) {
+        if (buf && len == cap && cap <= SRC_MAX) {
             cap *= 2;
             char *nb = realloc(buf, cap);
-            if (!nb) die("out of memory reading %s", path);
+            if (!nb) free(buf);
             buf = nb;
+        }
+        if (!buf) {
+            fclose(f);
+            diag_error(d, none, "cannot read '%s': out of memory", path);
+            return false;
+        }
+        if (len > SRC_MAX) {
+            fclose(f);
+            free(buf);
+            diag_error(d, none, "cannot read '%s': it is larger than %d MiB (or has no end, like a device): not a cuk "
+                       "source file", path, SRC_MAX >> 20);
+            return false;
         }
         size_t got = fread(buf + len, 1, cap - len, f);
         len += got;

@@ -170,6 +170,15 @@ static void nvrtc_load_once(void) {
     void *h = lib_open("CUK_NVRTC", "libnvrtc", "NVRTC",
                        "install the CUDA toolkit's NVRTC or set CUDA_HOME or CUK_NVRTC", nvrtc_msg, sizeof nvrtc_msg);
     if (!h) return;
+    if (!dlsym(h, "nvrtcCreateProgram")) { /* every NVRTC has it: this is another library */
+        const char *env = getenv("CUK_NVRTC");
+        snprintf(nvrtc_msg, sizeof nvrtc_msg,
+                 "%s%s%s is not NVRTC (it has no nvrtcCreateProgram); set CUK_NVRTC to the toolkit's libnvrtc.so.13 "
+                 "or unset it", env && *env ? "CUK_NVRTC=" : "the library loaded as NVRTC", env && *env ? env : "",
+                 "");
+        dlclose(h);
+        return;
+    }
 #define X(field, sym, req, args)                                                                  \
     *(void **)&nv.field = dlsym(h, sym);                                                         \
     if (!nv.field) {                                                                             \

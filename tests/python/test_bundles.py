@@ -54,3 +54,39 @@ def test_python_load(tmp_path):
     bad.write_bytes(bytes(data))
     with pytest.raises(cuk.Error, match="checksum"):
         cuk.load(str(bad), device="cpu")
+
+
+def test_paths_that_are_not_programs_say_why(tmp_path):
+    """Issue 19: a missing path, a directory or an endless device is reported as such,
+    never parsed as source text, and a read has a bound."""
+    import cuk
+
+    with pytest.raises(cuk.Error, match="cannot read '.*missing.cukb': No such file"):
+        cuk.load(str(tmp_path / "missing.cukb"))
+    with pytest.raises(cuk.Error, match="cannot read 'missing.cuk': No such file"):
+        cuk.load("missing.cuk")
+    with pytest.raises(cuk.Error, match="is a directory, not a cuk bundle"):
+        cuk.load(str(tmp_path))
+    with pytest.raises(cuk.Error, match="cannot read '.*missing.cukb': No such file"):
+        cuk.compile(str(tmp_path / "missing.cukb"))
+    with pytest.raises(cuk.Error, match="cannot read '.*nothere': No such file"):
+        cuk.compile("./nothere")
+    with pytest.raises(cuk.Error, match="Is a directory"):
+        cuk.compile(str(tmp_path))
+    with pytest.raises(cuk.Error, match="larger than 64 MiB .*no end"):
+        cuk.compile("/dev/zero")
+    assert cuk.compile("fn f(x: f32) -> f32 = x + 1.0;", device="cpu").f(1.0) == 2.0  # text is still text
+
+
+@needs_cukc
+def test_cukc_check_of_a_device_is_bounded():
+    r = run("check", "/dev/zero", timeout=60)
+    assert r.returncode == 1 and "larger than 64 MiB" in r.stderr, r.stderr
+
+
+@needs_cukc
+def test_a_library_that_is_not_nvrtc(tmp_path):
+    src = tmp_path / "p.cuk"
+    src.write_text("fn main() {\n    print(sum(iota(4)));\n}\n")
+    r = run("emit-ptx", str(src), env=dict(os.environ, CUK_NVRTC="libc.so.6"))
+    assert r.returncode != 0 and "CUK_NVRTC=libc.so.6 is not NVRTC" in r.stderr, r.stderr
