@@ -85,6 +85,8 @@ typedef struct Ctx {
     long inlined;     /* calls inlined so far (MAX_INLINED) */
     struct UseMemo *umemo; /* let_uses's answers, by let node (open addressing) */
     int umemo_cap, umemo_n;
+    struct StmtPos *spos;  /* mention_index's statements: node -> its block's index and ordinal */
+    int spos_cap, spos_n;
     long nvals_made;  /* IR values made so far, every function (MAX_VALS) */
     bool inline_stop; /* an inline limit was hit: the calls being unwound give no more errors */
     const char *map_fn; /* non-NULL while inlining a scalar function applied elementwise */
@@ -3618,9 +3620,134 @@ static int let_uses(Ctx *c, Node *let, Node **sub, bool *loop_use, int depth) {
     return n;
 }
 
+/* Which statements of a block mention each name (count_ident(r, name) > 0) or rebind it
+   (let/var name): built once per block when a let first asks, so that stmt_uses walks a
+   name's own statements instead of rescanning the rest of the block for every let (that
+   made checking a block of n lets take n^2 steps). */
+typedef struct NameOcc {
+    const char *name;
+    int *ords; /* ordinals in the block, increasing */
+    int n, cap;
+} NameOcc;
+typedef struct BlockIx {
+    Node **stmts;
+    int nstmts;
+    NameOcc *tab; /* open addressing by the name's hash, at most half full */
+    int cap, used;
+} BlockIx;
+typedef struct StmtPos {
+    const Node *node;
+    BlockIx *b;
+    int ord;
+} StmtPos;
+
+static size_t name_hash(const char *s) {
+    size_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+static size_t ptr_hash(const void *p) { return ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15u; }
+
+static NameOcc *occ_find(Ctx *c, BlockIx *b, const char *name, bool add) {
+    if (add && 2 * (b->used + 1) > b->cap) {
+        int cap = 2 * b->cap;
+        NameOcc *t = NEWN(c->a, NameOcc, (size_t)cap);
+        for (int k = 0; k < b->cap; k++) {
+            if (!b->tab[k].name) continue;
+            size_t j = name_hash(b->tab[k].name) & (size_t)(cap - 1);
+            while (t[j].name) j = (j + 1) & (size_t)(cap - 1);
+            t[j] = b->tab[k];
+        }
+        b->tab = t, b->cap = cap;
+    }
+    for (size_t i = name_hash(name) & (size_t)(b->cap - 1);; i = (i + 1) & (size_t)(b->cap - 1)) {
+        NameOcc *o = &b->tab[i];
+        if (!o->name) {
+            if (!add) return NULL;
+            o->name = name;
+            b->used++;
+            return o;
+        }
+        if (strcmp(o->name, name) == 0) return o;
+    }
+}
+static void occ_add(Ctx *c, BlockIx *b, const char *name, int ord) {
+    NameOcc *o = occ_find(c, b, name, true);
+    if (o->n && o->ords[o->n - 1] == ord) return;
+    if (o->n == o->cap) {
+        int cap = o->cap ? 2 * o->cap : 4;
+        int *nw = NEWN(c->a, int, (size_t)cap);
+        if (o->n) memcpy(nw, o->ords, sizeof(int) * (size_t)o->n);
+        o->ords = nw, o->cap = cap;
+    }
+    o->ords[o->n++] = ord;
+}
+/* The names statement n mentions, as count_ident sees them. */
+static void occ_walk(Ctx *c, BlockIx *b, Node *n, int ord, int depth) {
+    if (!n || depth > 2000) return;
+    if (n->kind == N_IDENT) occ_add(c, b, n->name, ord);
+    occ_walk(c, b, n->a, ord, depth + 1), occ_walk(c, b, n->b, ord, depth + 1), occ_walk(c, b, n->c, ord, depth + 1);
+    for (Node *x = n->args; x; x = x->next) occ_walk(c, b, x, ord, depth + 1);
+    for (Node *x = n->body; x; x = x->next) occ_walk(c, b, x, ord, depth + 1);
+    for (Node *x = n->els; x; x = x->next) occ_walk(c, b, x, ord, depth + 1);
+}
+static StmtPos *spos_find(Ctx *c, const Node *node) {
+    if (!c->spos_cap) return NULL;
+    for (size_t i = ptr_hash(node) & (size_t)(c->spos_cap - 1);; i = (i + 1) & (size_t)(c->spos_cap - 1)) {
+        if (!c->spos[i].node) return NULL;
+        if (c->spos[i].node == node) return &c->spos[i];
+    }
+}
+static void spos_put(Ctx *c, const Node *node, BlockIx *b, int ord) {
+    if (2 * (c->spos_n + 1) > c->spos_cap) {
+        int cap = c->spos_cap ? 2 * c->spos_cap : 1024;
+        while (2 * (c->spos_n + 1) > cap) cap *= 2;
+        StmtPos *t = NEWN(c->a, StmtPos, (size_t)cap);
+        for (int i = 0; i < c->spos_cap; i++) {
+            if (!c->spos[i].node) continue;
+            size_t j = ptr_hash(c->spos[i].node) & (size_t)(cap - 1);
+            while (t[j].node) j = (j + 1) & (size_t)(cap - 1);
+            t[j] = c->spos[i];
+        }
+        c->spos = t, c->spos_cap = cap;
+    }
+    size_t i = ptr_hash(node) & (size_t)(c->spos_cap - 1);
+    while (c->spos[i].node) i = (i + 1) & (size_t)(c->spos_cap - 1);
+    c->spos[i] = (StmtPos){node, b, ord};
+    c->spos_n++;
+}
+/* rest's position in its block's index, the index built (from rest on) the first time. */
+static StmtPos *mention_index(Ctx *c, Node *rest) {
+    StmtPos *p = spos_find(c, rest);
+    if (p) return p;
+    BlockIx *b = NEW(c->a, BlockIx);
+    for (Node *r = rest; r; r = r->next) b->nstmts++;
+    b->stmts = NEWN(c->a, Node *, (size_t)b->nstmts);
+    b->cap = 64;
+    b->tab = NEWN(c->a, NameOcc, (size_t)b->cap);
+    int ord = 0;
+    for (Node *r = rest; r; r = r->next, ord++) {
+        b->stmts[ord] = r;
+        occ_walk(c, b, r, ord, 0);
+        if ((r->kind == N_LET || r->kind == N_VAR) && r->name) occ_add(c, b, r->name, ord);
+        spos_put(c, r, b, ord);
+    }
+    return spos_find(c, rest);
+}
+
 static int stmt_uses(Ctx *c, Node *rest, const char *name, Node **set, int max, bool *loop_use, int depth) {
     int n = 0;
-    for (Node *r = rest; r && n <= max; r = r->next) {
+    StmtPos *at = rest ? mention_index(c, rest) : NULL;
+    NameOcc *o = at ? occ_find(c, at->b, name, false) : NULL;
+    if (!o) return 0;
+    int lo = 0, hi = o->n; /* the first of name's statements at or after rest */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (o->ords[mid] < at->ord) lo = mid + 1;
+        else hi = mid;
+    }
+    for (int q = lo; q < o->n && n <= max; q++) {
+        Node *r = at->b->stmts[o->ords[q]];
         if (count_ident(r, name, 0)) {
             Node *u = r;
             if (r->kind == N_LET && depth < USES_DEPTH && strcmp(r->name, name) != 0) {
