@@ -14,8 +14,16 @@ extern "C" {
 
 /* A function of the program failed while running (a size check, an index out of
    range, ...). The message has file:line:col, the source line and a caret.
-   (A status beside cuk.h's: the program API is the only one that runs programs.) */
-#define CUK_ERR_RUNTIME ((cuk_status)11)
+   (Statuses beside cuk.h's, from 32 up: the program API is the only one that runs
+   programs.) */
+#define CUK_ERR_RUNTIME ((cuk_status)32)
+/* A call on the CPU backend stopped early because its interrupt check said so (Python:
+   Ctrl-C, which then raises KeyboardInterrupt; cuk_program_interrupt_hook below). */
+#define CUK_ERR_INTERRUPTED ((cuk_status)33)
+/* hook is asked, on the thread running a program and at most every 20 ms, whether to
+   stop (non-zero: stop); the call then fails with CUK_ERR_INTERRUPTED and its results are
+   discarded. The Python extension sets one that checks for Ctrl-C. NULL removes it. */
+void cuk_program_interrupt_hook(int (*hook)(void));
 
 /* Element types, in the language's order (bool i32 i64 u32 u64 f32 f64, then the ones
    added later: i8 i16 u8 u16 f16 bf16 c64 c128). CUK_F16 and CUK_BF16 elements are the

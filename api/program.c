@@ -441,6 +441,17 @@ static cuk_status check_views(const cuk_fn *f, const cuk_view *const *args, int 
     return s;
 }
 
+void cuk_program_interrupt_hook(int (*hook)(void)) { run_set_interrupt_hook(hook); }
+
+/* A call that failed: interrupted (run_interrupted: its results are incomplete), a
+   run-time error with its location, or without a message. */
+static cuk_status call_failed(const RtErr *e, const char *fn) {
+    if (run_interrupted())
+        return err_set(CUK_ERR_INTERRUPTED, "%s() was interrupted (Ctrl-C) before it finished; its results are "
+                       "discarded", fn);
+    return e->set ? run_error(e) : err_set(CUK_ERR_RUNTIME, "%s() failed", fn);
+}
+
 /* Reports a run-time error with its location, like cukc does. */
 static cuk_status run_error(const RtErr *e) {
     MemDiag md;
@@ -541,15 +552,17 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
         RtErr err; /* not = {0}: that clears its 1 KiB message buffer on every call */
         rt_err_init(&err);
         flush_stdout();
+        run_interrupt_reset();
         GpuVal iv;
         if (into) {
             gpuval_head(&iv, into);
             iv.p = into->dev;
         }
         bool ok = gpu_call_into(f->prog->session, f->fn, gv, into ? &iv : NULL, rs, stdout, &err,
-                                on_device ? GPU_CALL_DEVICE_SCALARS : 0, call_stream);
+                                on_device ? GPU_CALL_DEVICE_SCALARS : 0, call_stream) &&
+                  !run_interrupted();
         flush_stdout();
-        if (!ok) s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
+        if (!ok) s = call_failed(&err, f->fn->name);
     }
     /* Uploaded inputs go back to the pool; their last use is queued on the call's
        stream, which orders any reuse after it. */
@@ -644,10 +657,11 @@ static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
         RtErr err = {0};
         bool ok;
         flush_stdout(); /* print() output keeps its order with the caller's */
-        ok = cpu_run(f->fn, in, res, stdout, &err);
+        run_interrupt_reset();
+        ok = cpu_run(f->fn, in, res, stdout, &err) && !run_interrupted();
         flush_stdout();
         if (!ok) {
-            s = err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
+            s = call_failed(&err, f->fn->name);
             for (int k = 0; k < nr; k++) {
                 arr_release(res[k]);
                 res[k] = NULL;
@@ -789,8 +803,9 @@ static cuk_status call_quick(cuk_fn *f, const cuk_view *const *args, int nargs, 
         gpuval_head(&iv, into);
         iv.p = into->dev;
     }
+    run_interrupt_reset();
     int rc = gpu_call_quick_into(f->prog->session, f->fn, gv, into ? &iv : NULL, &r, &err, call_stream);
-    if (rc < 0) return err.set ? run_error(&err) : err_set(CUK_ERR_RUNTIME, "%s() failed", f->fn->name);
+    if (rc < 0) return call_failed(&err, f->fn->name);
     if (rc == 0) return CUK_OK;
     *done = 1;
     device_view(dres, (cuk_dtype)r.dt, r.rank, r.shape, r.p);

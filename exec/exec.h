@@ -57,6 +57,15 @@ static inline uint64_t sat_u(double x, int size) {
 }
 
 /* A run-time error: where (the IR node's location) and what. */
+/* Interrupts (exec/walk.c): hook (set once, by the Python extension: Ctrl-C) is asked
+   on the thread running a program, at most every 20 ms, whether to stop; the run then
+   ends early and run_interrupted() is true until run_interrupt_reset(), which the API
+   calls before each call (and reports CUK_ERR_INTERRUPTED after one). */
+void run_set_interrupt_hook(int (*hook)(void));
+bool run_interrupted(void);
+void run_interrupt_reset(void);
+void run_interrupt_set(void);
+
 typedef struct RtErr {
     bool set;
     Loc loc;

@@ -113,6 +113,16 @@ typedef struct Run {
 enum { MAX_CALL_DEPTH = 1000 }; /* nested calls before a run-time error, on both backends */
 
 void run_init(Run *r, RtErr *err, FILE *out);
+/* Whether this thread's run may go on (exec.h's interrupt hook, asked at most every
+   20 ms): false once it said stop; run_charge then fails with "interrupted" and the CPU
+   backend's chunk loops stop. */
+bool run_poll(void);
+/* A run on a thread of its own whose caller waits: the caller asks the hook
+   (run_ask_hook) while it waits and sets *stop; run_bind(stop) on the run's thread makes
+   its polls read that flag. */
+#include <stdatomic.h>
+void run_bind(atomic_bool *stop);
+bool run_ask_hook(void);
 /* Counts n units of work (elements allocated or streamed, loop iterations, calls)
    against cpu_work_limit; false with the error once it is exceeded. */
 bool run_charge(Run *r, Loc loc, int64_t n);

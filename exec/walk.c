@@ -2,7 +2,9 @@
    save, eval) run once for both backends over their Target hooks, with the checks every
    run makes: the work budget, the call depth and the stack. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec/run.h"
 
@@ -33,6 +35,53 @@ static uintptr_t stack_floor(void) {
     return floor;
 }
 
+/* ---- interrupts (exec.h, run.h) ---------------------------------------------------------- */
+
+static int (*_Atomic interrupt_hook)(void);
+/* This thread's run: told to stop (sticky until run_interrupt_reset or the next run); the
+   flag a waiting caller sets (run_bind), else NULL and the run asks the hook itself. */
+static _Thread_local bool stopped;
+static _Thread_local atomic_bool *stop_at;
+static _Thread_local unsigned poll_count;
+static _Thread_local int64_t poll_last; /* ms */
+
+enum { POLL_MS = 20 };
+
+static int64_t coarse_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+void run_set_interrupt_hook(int (*hook)(void)) { atomic_store(&interrupt_hook, hook); }
+
+bool run_ask_hook(void) {
+    int (*hook)(void) = atomic_load(&interrupt_hook);
+    return hook && hook();
+}
+
+void run_bind(atomic_bool *stop) { stop_at = stop; }
+
+bool run_poll(void) {
+    if (stopped) return false;
+    if (stop_at) {
+        if (atomic_load_explicit(stop_at, memory_order_relaxed)) stopped = true;
+        return !stopped;
+    }
+    if (!atomic_load_explicit(&interrupt_hook, memory_order_relaxed) || (++poll_count & 63)) return true;
+    int64_t now = coarse_ms();
+    if (now - poll_last < POLL_MS) return true;
+    poll_last = now;
+    if (run_ask_hook()) stopped = true;
+    return !stopped;
+}
+
+bool run_interrupted(void) { return stopped; }
+
+void run_interrupt_reset(void) { stopped = false; }
+
+void run_interrupt_set(void) { stopped = true; }
+
 void run_init(Run *r, RtErr *err, FILE *out) {
     r->err = err;
     r->out = out;
@@ -40,9 +89,15 @@ void run_init(Run *r, RtErr *err, FILE *out) {
     r->depth = 0;
     r->stack_floor = stack_floor();
     r->host_progs = NULL;
+    stopped = false;
+    poll_last = coarse_ms();
 }
 
 bool run_charge(Run *r, Loc loc, int64_t n) {
+    if (!run_poll()) {
+        if (!r->err->set) rt_error(r->err, loc, "interrupted");
+        return false;
+    }
     if (cpu_work_limit <= 0 || n <= 0) return true;
     if (n <= cpu_work_limit - r->work) {
         r->work += n;

@@ -20,7 +20,35 @@ void heap_free(PyObject *self) {
     Py_DECREF(tp);
 }
 
+/* The exception PyErr_CheckSignals raised while a call ran (interrupt_hook), for
+   raise_status(CUK_ERR_INTERRUPTED) to raise in its place. */
+static _Thread_local PyObject *pending_type, *pending_value, *pending_tb;
+
+/* cuk_program_interrupt_hook: Python's signal handlers (Ctrl-C's KeyboardInterrupt) run
+   while a long call runs; an exception from them stops the call. The GIL is taken for
+   the check (the call may have released it). */
+static int interrupt_hook(void) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = 0;
+    if (PyErr_CheckSignals() < 0) {
+        stop = 1;
+        Py_XDECREF(pending_type), Py_XDECREF(pending_value), Py_XDECREF(pending_tb);
+        PyErr_Fetch(&pending_type, &pending_value, &pending_tb);
+    }
+    PyGILState_Release(g);
+    return stop;
+}
+
 PyObject *raise_status(cuk_status s) {
+    if ((int)s == CUK_ERR_INTERRUPTED) {
+        if (pending_type) {
+            PyErr_Restore(pending_type, pending_value, pending_tb);
+            pending_type = pending_value = pending_tb = NULL;
+        } else {
+            PyErr_SetString(PyExc_KeyboardInterrupt, cuk_last_error());
+        }
+        return NULL;
+    }
     const char *msg = cuk_last_error();
     if (!msg || !*msg) msg = cuk_status_name(s);
     PyObject *type = Error;
@@ -325,6 +353,7 @@ static PyObject *new_exc(PyObject *mod, const char *name, PyObject *base, const 
 
 PyMODINIT_FUNC PyInit__cuk(void) {
     PyObject *mod = PyModule_Create(&moddef);
+    cuk_program_interrupt_hook(interrupt_hook);
     if (!mod) return NULL;
     if (!(Error = new_exc(mod, "Error", PyExc_Exception, "Base of cuk's errors."))) goto fail;
     if (!(CompileError = new_exc(mod, "CompileError", Error, "A compile error; file, line, column and message say where and what.")))

@@ -24,6 +24,7 @@ typedef enum cuk_status {
     CUK_ERR_IO = 9,            /* the disk cache could not be read or written */
     CUK_ERR_NOT_READY = 10,    /* cuk_event_query / cuk_stream_query: work still pending */
     CUK_ERR_NO_BLAS = 11,      /* libcublasLt.so.13 missing (cuk_matmul) */
+    /* 32 and up: the program API's (api/cuk_program.h: CUK_ERR_RUNTIME, CUK_ERR_INTERRUPTED) */
 } cuk_status;
 
 /* The message of this thread's last failed call ("" if none). Valid until the next

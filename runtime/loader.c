@@ -45,6 +45,9 @@ const char *cuk_status_name(cuk_status s) {
     case CUK_ERR_NOT_READY: return "CUK_ERR_NOT_READY";
     case CUK_ERR_NO_BLAS: return "CUK_ERR_NO_BLAS";
     }
+    /* the program API's (api/cuk_program.h) */
+    if ((int)s == 32) return "CUK_ERR_RUNTIME";
+    if ((int)s == 33) return "CUK_ERR_INTERRUPTED";
     return "CUK_ERR_UNKNOWN";
 }
 

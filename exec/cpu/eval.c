@@ -725,7 +725,7 @@ static bool fprog_exec(Run *run, FProg *p) {
         case FI_JZ: pc = r[in->in[0]].b ? pc + 1 : in->tgt; break;
         case FI_JMP: pc = in->tgt; break;
         case FI_LOOP:
-            if (cpu_work_limit > 0 && !run_charge(run, in->loc, 1)) return false;
+            if (!run_charge(run, in->loc, 1)) return false; /* the work limit, and interrupts */
             pc = in->tgt;
             break;
         case FI_RET: p->ret = in->in[0]; return true;
@@ -1531,6 +1531,7 @@ static void take_chunk(void *ctx, int worker, int64_t k) {
 
 static bool stream_run(Stream *s, SinkFn sink, void *ctx) {
     for (int64_t off = 0; off < s->size; off += CHUNK) {
+        if (!run_poll()) return false; /* interrupted: the API reports it (run_interrupted) */
         int64_t len = s->size - off < CHUNK ? s->size - off : CHUNK;
         const void *vals = stream_vals(s, &s->prog, off, len, NULL);
         if (!vals && s->prog.failed) return false;
@@ -1557,6 +1558,7 @@ static Arr *stream_take(Frame *f, Stream *s, Loc loc) {
         int esz = esize(s->dt);
         for (int64_t off = 0; off < s->size; off += s->prog.chunk) {
             int64_t len = s->size - off < s->prog.chunk ? s->size - off : s->prog.chunk;
+            if (!run_poll()) break; /* interrupted: the API reports it (run_interrupted) */
             if (!prog_chunk(&s->prog, off, len, (char *)a->data + off * esz) && s->prog.failed) {
                 arr_release(a);
                 a = NULL;
@@ -3703,6 +3705,10 @@ typedef struct Job {
     FILE *out;
     RtErr *err;
     bool ok;
+    atomic_bool stop;         /* the waiting caller was told to stop (run_bind) */
+    bool threaded, done;      /* on a thread of its own; finished */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
 } Job;
 
 /* The run, on the thread that has the stack for it. A broken invariant becomes the
@@ -3710,6 +3716,7 @@ typedef struct Job {
 static void *run_job(void *arg) {
     Job *j = arg;
     Run r;
+    if (j->threaded) run_bind(&j->stop); /* the caller asks the interrupt hook */
     run_init(&r, j->err, j->out);
     HostProgs hp = {0};
     if (!getenv("CUK_NO_HOST_PROGS")) r.host_progs = &hp;
@@ -3725,23 +3732,52 @@ static void *run_job(void *arg) {
         rt_error(j->err, j->fn->loc, "%s (this is a bug in cuk; please report it with the program)", g.msg);
     }
     host_progs_free(&hp);
+    if (j->threaded) {
+        pthread_mutex_lock(&j->mu);
+        j->done = true;
+        pthread_cond_signal(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+    }
     return NULL;
 }
 
 bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
-    Job j = {fn, args, {NULL}, out, err, false};
+    Job j = {.fn = fn, .args = args, .out = out, .err = err};
+    atomic_init(&j.stop, false);
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_cond_init(&j.cv, NULL);
     rt_err_init(err);
     pthread_attr_t at;
     pthread_t t;
+    j.threaded = true;
     bool threaded = false;
     if (pthread_attr_init(&at) == 0) {
         threaded = pthread_attr_setstacksize(&at, RUN_STACK) == 0 && pthread_create(&t, &at, run_job, &j) == 0;
         pthread_attr_destroy(&at);
     }
-    if (threaded)
+    if (threaded) {
+        /* wait, asking the interrupt hook on this (the caller's) thread every 20 ms */
+        pthread_mutex_lock(&j.mu);
+        while (!j.done) {
+            struct timespec dl;
+            clock_gettime(CLOCK_REALTIME, &dl);
+            dl.tv_nsec += 20 * 1000000;
+            if (dl.tv_nsec >= 1000000000) dl.tv_sec++, dl.tv_nsec -= 1000000000;
+            if (pthread_cond_timedwait(&j.cv, &j.mu, &dl) != 0 && !j.done && !atomic_load(&j.stop)) {
+                pthread_mutex_unlock(&j.mu);
+                if (run_ask_hook()) atomic_store(&j.stop, true);
+                pthread_mutex_lock(&j.mu);
+            }
+        }
+        pthread_mutex_unlock(&j.mu);
         pthread_join(t, NULL);
-    else
-        run_job(&j); /* no thread to be had: the caller's stack, fewer levels */
+        if (atomic_load(&j.stop)) run_interrupt_set(); /* for the API: the results are incomplete */
+    } else {
+        j.threaded = false;
+        run_job(&j); /* no thread to be had: the caller's stack, fewer levels; it asks the hook */
+    }
+    pthread_mutex_destroy(&j.mu);
+    pthread_cond_destroy(&j.cv);
     for (int k = 0; k < (fn->nres ? fn->nres : 1); k++) {
         if (result) result[k] = j.result[k];
         else arr_release(j.result[k]);

@@ -1,0 +1,46 @@
+"""Ctrl-C stops a long call on the CPU backend (issue 19): SIGINT raises KeyboardInterrupt
+out of a host loop and out of a long array operation, and the module stays usable."""
+import subprocess
+import sys
+
+import cukpath
+
+CHILD = r"""
+import os, signal, threading, time
+import numpy as np
+import cukpath, cuk
+m = cuk.compile('''
+fn spin(n: i64) -> f64 {
+    var t = f64(0.0);
+    for i in 0..n {
+        t = t + sqrt(f64(i));
+    }
+    return t;
+}
+fn big(x: f32[n]) -> f32 = sum(sin(x) * cos(x) + exp(-x * x));
+''', device="cpu")
+for what in ("loop", "arrays"):
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    t0 = time.time()
+    try:
+        if what == "loop":
+            m.spin(10 ** 13)  # hours
+        else:
+            x = np.ones(1 << 22, np.float32)
+            for _ in range(100000):
+                m.big(x)
+        print(what, "finished")
+    except KeyboardInterrupt:
+        print(what, "interrupted", time.time() - t0 < 30)
+print(m.spin(4), m.big(np.zeros(3, np.float32)))
+print("ok")
+"""
+
+
+def test_ctrl_c_stops_a_long_call():
+    r = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120,
+                       cwd=cukpath.ROOT + "/tests/python", env=cukpath.python_child_env())
+    out = r.stdout.split("\n")
+    assert r.returncode == 0 and out[:2] == ["loop interrupted True", "arrays interrupted True"], r.stdout + r.stderr[-3000:]
+    assert out[2] == "%s 3.0" % (0.0 + 1.0 + 2 ** 0.5 + 3 ** 0.5), r.stdout  # usable after
+    assert out[3] == "ok"
