@@ -512,7 +512,7 @@ cuk_status compile_key(const char *source, const cuk_compile_opts *o, const char
 
 /* ---- cache statistics --------------------------------------------------------------------- */
 
-static _Atomic unsigned long long n_mem_hits, n_disk_hits, n_misses, n_writes, n_corrupt;
+static _Atomic unsigned long long n_mem_hits, n_disk_hits, n_misses, n_writes, n_corrupt, n_evicted;
 
 void cache_count_mem_hit(void) { atomic_fetch_add_explicit(&n_mem_hits, 1, memory_order_relaxed); }
 
@@ -538,7 +538,7 @@ cuk_status cuk_cache_dir(char *buf, size_t len) {
     const char *e = getenv("CUK_CACHE_DIR");
     int n;
     if (e && *e) n = snprintf(buf, len, "%s", e);
-    else if ((e = getenv("XDG_CACHE_HOME")) && *e) n = snprintf(buf, len, "%s/cuk", e);
+    else if ((e = getenv("XDG_CACHE_HOME")) && e[0] == '/') n = snprintf(buf, len, "%s/cuk", e); /* relative: ignored */
     else if ((e = getenv("HOME")) && *e) n = snprintf(buf, len, "%s/.cache/cuk", e);
     else return err_set(CUK_ERR_IO, "no kernel cache directory: set CUK_CACHE_DIR (or HOME)");
     if (n < 0 || (size_t)n >= len) return err_set(CUK_ERR_IO, "kernel cache directory path too long");
@@ -882,6 +882,89 @@ static bool disk_cache_disabled_by_env(void) {
     return e && *e && strcmp(e, "0");
 }
 
+/* ---- housekeeping: the size cap and dead writers' temporaries -------------------------------- */
+
+enum { TMP_STALE_S = 3600 }; /* a writer takes seconds: a temporary an hour old is a killed one's */
+
+/* CUK_CACHE_MAX: bytes, with an optional K, M or G (powers of 1024); default 1 GiB; 0 or
+   an unreadable value: the default. */
+static unsigned long long cache_max(void) {
+    const char *e = getenv("CUK_CACHE_MAX");
+    unsigned long long def = 1ULL << 30;
+    if (!e || !*e) return def;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(e, &end, 10);
+    if (errno || end == e || e[0] == '-') return def;
+    int sh = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 : *end == 'G' || *end == 'g' ? 30 : 0;
+    if (sh) end++;
+    if (*end || !v || v > (~0ULL >> sh)) return def;
+    return v << sh;
+}
+
+typedef struct Ent {
+    char name[64]; /* an entry's name: 32 hex digits and the extension */
+    unsigned long long size;
+    struct timespec used;
+} Ent;
+
+static int ent_older(const void *a, const void *b) {
+    const Ent *x = a, *y = b;
+    if (x->used.tv_sec != y->used.tv_sec) return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+    return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
+}
+
+static bool is_entry(const char *name);
+
+/* After a write: deletes killed writers' temporaries, then, past the cap, the least
+   recently used entries down to 90% of it. Only the user's own regular files. */
+static void cache_housekeep(int dfd) {
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    Ent *es = NULL;
+    size_t n = 0, cap = 0;
+    unsigned long long total = 0, max = cache_max();
+    uid_t me = geteuid();
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        bool tmp = !strncmp(e->d_name, ".tmp-", 5);
+        if (!tmp && !is_entry(e->d_name)) continue;
+        struct stat sb;
+        if (fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode) || sb.st_uid != me) continue;
+        if (tmp) {
+            if (now - sb.st_mtime > TMP_STALE_S) unlinkat(dfd, e->d_name, 0);
+            continue;
+        }
+        total += (unsigned long long)sb.st_size;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 256;
+            Ent *ne = realloc(es, nc * sizeof *ne);
+            if (!ne) break;
+            es = ne, cap = nc;
+        }
+        if (strlen(e->d_name) >= sizeof es[n].name) continue;
+        memcpy(es[n].name, e->d_name, strlen(e->d_name) + 1);
+        es[n].size = (unsigned long long)sb.st_size;
+        es[n].used = sb.st_mtim;
+        n++;
+    }
+    closedir(d);
+    if (total > max && es) {
+        qsort(es, n, sizeof *es, ent_older);
+        for (size_t i = 0; i < n && total > max - max / 10; i++)
+            if (unlinkat(dfd, es[i].name, 0) == 0) {
+                total -= es[i].size;
+                atomic_fetch_add(&n_evicted, 1);
+            }
+    }
+    free(es);
+}
+
 cuk_status compile_keyed(const char *source, const cuk_compile_opts *o, const char *arch,
                          cuk_image_kind kind, Key k, cuk_image **out) {
     const Nvrtc *n = nvrtc_load();
@@ -895,6 +978,7 @@ cuk_status compile_keyed(const char *source, const cuk_compile_opts *o, const ch
         entry_name(name, sizeof name, k);
         cuk_image *im = disk_read(cd.fd, name, k, kind);
         if (im) {
+            utimensat(cd.fd, name, NULL, AT_SYMLINK_NOFOLLOW); /* used now: last to be evicted */
             close(cd.fd);
             atomic_fetch_add(&n_disk_hits, 1);
             *out = im;
@@ -903,7 +987,10 @@ cuk_status compile_keyed(const char *source, const cuk_compile_opts *o, const ch
     }
     atomic_fetch_add(&n_misses, 1);
     cuk_status s = nvrtc_compile(n, source, o, arch, kind, out);
-    if (!s && cd.fd >= 0) disk_write(cd.fd, name, k, *out);
+    if (!s && cd.fd >= 0) {
+        disk_write(cd.fd, name, k, *out);
+        cache_housekeep(cd.fd);
+    }
     if (cd.fd >= 0) close(cd.fd);
     return s;
 }
@@ -989,6 +1076,8 @@ cuk_status cuk_cache_stats_get(cuk_cache_stats *s) {
     s->misses = atomic_load(&n_misses);
     s->disk_writes = atomic_load(&n_writes);
     s->corrupt = atomic_load(&n_corrupt);
+    s->evicted = atomic_load(&n_evicted);
+    s->max_bytes = cache_max();
     cuk_status st = cuk_cache_dir(s->dir, sizeof s->dir);
     if (st) return st;
     CacheDir cd;
@@ -1005,9 +1094,15 @@ cuk_status cuk_cache_stats_get(cuk_cache_stats *s) {
     uid_t me = geteuid();
     while ((e = readdir(d))) {
         struct stat sb;
-        if (!is_entry(e->d_name) || fstatat(cd.fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode) ||
-            sb.st_uid != me)
+        bool tmp = !strncmp(e->d_name, ".tmp-", 5);
+        if ((!tmp && !is_entry(e->d_name)) || fstatat(cd.fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) ||
+            !S_ISREG(sb.st_mode) || sb.st_uid != me)
             continue;
+        if (tmp) {
+            s->tmp_files++;
+            s->tmp_bytes += (unsigned long long)sb.st_size;
+            continue;
+        }
         s->entries++;
         s->bytes += (unsigned long long)sb.st_size;
     }
@@ -1021,6 +1116,7 @@ cuk_status cuk_cache_clear(void) {
     atomic_store(&n_misses, 0);
     atomic_store(&n_writes, 0);
     atomic_store(&n_corrupt, 0);
+    atomic_store(&n_evicted, 0);
     CacheDir cd;
     if (!cache_dir_open(&cd, false)) {
         /* None yet: nothing to clear. One that fails the checks may hold other users'

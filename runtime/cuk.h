@@ -412,10 +412,16 @@ typedef struct cuk_cache_stats {
     /* "" when the disk cache is in use (or will be, once created); else why not, e.g.
        "the directory is writable by its group (mode 775); run 'chmod 700 DIR' ..." */
     char disk_off[1100];
+    unsigned long long tmp_files;   /* temporary files of writers (an hour old: of killed ones, */
+    unsigned long long tmp_bytes;   /* which the next write or cuk_cache_clear deletes) */
+    unsigned long long max_bytes;   /* the size cap (CUK_CACHE_MAX, default 1 GiB) */
+    unsigned long long evicted;     /* this process: entries deleted to stay under it */
 } cuk_cache_stats;
 
-/* The disk cache directory: $CUK_CACHE_DIR, else $XDG_CACHE_HOME/cuk, else
-   ~/.cache/cuk. It is used only if it is a directory owned by the user and not writable
+/* The disk cache directory: $CUK_CACHE_DIR, else $XDG_CACHE_HOME/cuk (an absolute
+   path; a relative one is ignored, as the XDG spec says), else ~/.cache/cuk. Its size is
+   kept under $CUK_CACHE_MAX bytes (a number with an optional K, M or G; default 1G): after
+   a write, the least recently used entries (a hit refreshes an entry's time) go. It is used only if it is a directory owned by the user and not writable
    by group or others (docs/gpu.md, "The kernel cache"); else compiles use the memory
    cache alone, with one warning on stderr per process. */
 cuk_status cuk_cache_dir(char *buf, size_t len);

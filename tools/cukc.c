@@ -432,7 +432,10 @@ static int cmd_cache(int argc, char **argv) {
         fprintf(stderr, "cukc: error: %s\n", cuk_last_error());
         return EXIT_RUNTIME;
     }
-    printf("directory: %s\nentries: %llu\nbytes: %llu\n", s.dir, s.entries, s.bytes);
+    printf("directory: %s\nentries: %llu\nbytes: %llu\nmax bytes: %llu\n", s.dir, s.entries, s.bytes, s.max_bytes);
+    if (s.tmp_files)
+        printf("temporary files: %llu (%llu bytes; an hour old ones are killed writers', deleted at the next write "
+               "or 'cukc cache clear')\n", s.tmp_files, s.tmp_bytes);
     if (s.disk_off[0]) printf("disk cache: off: %s\n", s.disk_off);
     return EXIT_OK;
 }
