@@ -51,6 +51,9 @@ static cuk_status parse_archs(const char *archs, Archs *a) {
 static cuk_status compile_image(Arena *ar, const char *cuda, const char *fn, const char *arch, int kind,
                                 BundleImage *out) {
     cuk_compile_opts o = {0};
+    static const char *precise[] = {"--fmad=false"}; /* as the GPU backend compiles by default */
+    o.options = precise;
+    o.noptions = 1;
     o.arch = arch;
     o.kind = kind == BI_CUBIN ? CUK_IMAGE_CUBIN : CUK_IMAGE_PTX;
     o.program_name = fn;

@@ -150,6 +150,11 @@ typedef struct cuk_program_opts {
     const char *name;
     /* 1: src_or_path must be a bundle (cuk_program_load_bundle sets it). */
     int require_bundle;
+    /* 1: the GPU's kernels may contract a multiply and an add into one FMA (NVRTC's
+       --fmad=true: faster compute-bound kernels, results that differ from the CPU
+       backend's in the last bits). 0 (the default): no contraction, the CPU backend's
+       arithmetic. */
+    int fast_math;
 } cuk_program_opts;
 
 typedef struct cuk_program_s cuk_program;

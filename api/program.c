@@ -273,6 +273,7 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
             cuk_program_free(p);
             return s;
         }
+        gpu_session_fast_math(p->session, o && o->fast_math);
     }
     *out = p;
     return CUK_OK;

@@ -123,6 +123,9 @@ typedef struct GpuSession GpuSession;
    exact cubin, else PTX), loaded with cuModuleLoadData, and NVRTC is never loaded. NULL
    with err filled (no driver, no GPU) on failure. */
 GpuSession *gpu_session_new(const Compiled *c, const Bundle *b, RtErr *err);
+/* Kernels compiled from now on contract multiplies and adds into FMAs (NVRTC --fmad=true);
+   by default they do not (--fmad=false: the CPU backend's arithmetic). */
+void gpu_session_fast_math(GpuSession *s, bool on);
 /* Frees the session and what it holds. No gpu_call may be running on it. Kernels queued
    by earlier calls may still be running; results they write stay valid. */
 void gpu_session_free(GpuSession *s);

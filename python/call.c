@@ -37,9 +37,10 @@ static void program_dealloc(PyObject *self) {
 static PyObject *py_compile(PyObject *m, PyObject *args) {
     (void)m;
     const char *src, *name = NULL;
-    int backend = 0, require_bundle = 0;
-    if (!PyArg_ParseTuple(args, "s|izp", &src, &backend, &name, &require_bundle)) return NULL;
-    cuk_program_opts o = {.backend = (cuk_backend)backend, .name = name, .require_bundle = require_bundle};
+    int backend = 0, require_bundle = 0, fast_math = 0;
+    if (!PyArg_ParseTuple(args, "s|izpp", &src, &backend, &name, &require_bundle, &fast_math)) return NULL;
+    cuk_program_opts o = {.backend = (cuk_backend)backend, .name = name, .require_bundle = require_bundle,
+                          .fast_math = fast_math};
     cuk_program *p;
     cuk_status s;
     Py_BEGIN_ALLOW_THREADS s = cuk_program_compile(&p, src, &o);

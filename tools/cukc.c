@@ -22,14 +22,16 @@ static const char *usage_text =
     "  check F                       parse and type-check F\n"
     "  emit-ir F                     print the IR (and the kernels it fuses into)\n"
     "  emit-cuda F                   print the CUDA C of every kernel\n"
-    "  emit-ptx F [--arch sm_90]     compile the kernels with NVRTC and print PTX\n"
+    "  emit-ptx F [--arch sm_90] [--fast-math]\n"
+    "                                compile the kernels with NVRTC and print PTX\n"
     "  build F -o B.cukb [--arch sm_80,sm_90,compute_90]\n"
     "                                compile ahead of time into a bundle\n"
     "  inspect B.cukb                list a bundle's kernels, archs and entry points\n"
     "  cache stats|clear             the kernel cache on disk\n"
     "  run F|B [--device auto|gpu|cpu] [--gpu N] [--entry NAME] [name=value ...]\n"
     "                                run main (or NAME); values are numbers, true/false\n"
-    "                                or .npy files\n"
+    "                                or .npy files; --fast-math lets the GPU contract\n"
+    "                                a * b + c into one FMA\n"
     "  dump-ast F                    print the syntax tree (for tests)\n"
     "  --version                     print the version\n"
     "\n"
@@ -193,6 +195,7 @@ static void api_error(cuk_status s) {
 static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *entry = "main", *device = "auto";
     int gpu_index = -1; /* -1: $CUK_DEVICE, else 0 */
+    int fast_math = 0;  /* --fast-math: FMA contraction on the GPU */
     const char *kv[64];
     int nkv = 0;
     for (int i = 0; i < argc; i++) {
@@ -205,6 +208,8 @@ static int cmd_run(int argc, char **argv) {
             if (*end || end == argv[i] || errno || g < 0 || g > 1023 || argv[i][0] < '0' || argv[i][0] > '9')
                 return usage_error("--gpu takes a device index such as 0, not '%s'", argv[i]);
             gpu_index = (int)g;
+        } else if (strcmp(a, "--fast-math") == 0) {
+            fast_math = 1;
         } else if (strcmp(a, "--device") == 0 || strcmp(a, "--entry") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             if (a[2] == 'd') device = argv[++i];
@@ -226,6 +231,7 @@ static int cmd_run(int argc, char **argv) {
     }
     if (!file) return usage_error("run needs a file%s", "");
     cuk_program_opts o = {0};
+    o.fast_math = fast_math;
     if (!strcmp(device, "auto")) o.backend = CUK_BACKEND_AUTO;
     else if (!strcmp(device, "gpu")) o.backend = CUK_BACKEND_GPU;
     else if (!strcmp(device, "cpu")) o.backend = CUK_BACKEND_CPU;
@@ -329,8 +335,11 @@ static int cmd_compile(const char *cmd, int argc, char **argv) {
 /* Compiles every kernel with NVRTC (no GPU needed) and prints the PTX. */
 static int cmd_emit_ptx(int argc, char **argv) {
     const char *file = NULL, *arch = "sm_90";
+    bool fast = false;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--arch") == 0) {
+        if (strcmp(argv[i], "--fast-math") == 0) {
+            fast = true;
+        } else if (strcmp(argv[i], "--arch") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs a value such as sm_90", argv[i]);
             arch = argv[++i];
         } else if (strncmp(argv[i], "--arch=", 7) == 0) {
@@ -354,6 +363,9 @@ static int cmd_emit_ptx(int argc, char **argv) {
     if (!st && !src) st = EXIT_COMPILE;
     if (!st) {
         cuk_compile_opts o = {0};
+        static const char *precise[] = {"--fmad=false"}, *fastopt[] = {"--fmad=true"}; /* as the GPU backend */
+        o.options = fast ? fastopt : precise;
+        o.noptions = 1;
         o.arch = arch;
         o.kind = CUK_IMAGE_PTX;
         o.program_name = file;

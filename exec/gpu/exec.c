@@ -110,6 +110,7 @@ static void timing_mark(const char *what) {
 
 struct GpuSession {
     const Compiled *c;   /* the program, its plans and their CUDA C */
+    bool fast_math;      /* NVRTC --fmad=true (gpu_session_fast_math) */
     Arena arena;         /* per-function state */
     const PlanSet *ps;
     int nfs;
@@ -580,6 +581,10 @@ static bool kernel_fn(Frame *f, const Kernel *k, KState *ks) {
         ASSERT(src);
         cuk_compile_opts o = {0};
         o.program_name = arena_printf(&s->arena, "%s.cu", f->fn->name);
+        /* no contraction unless asked: the CPU backend's (and NumPy's) arithmetic */
+        static const char *precise[] = {"--fmad=false"}, *fast[] = {"--fmad=true"};
+        o.options = s->fast_math ? fast : precise;
+        o.noptions = 1;
         if (cuk_module_compile(&s->mods[pi], src, &o) != CUK_OK)
             return gpu_fail(s, k->stmt ? k->stmt->loc : f->fn->loc, "compiling the kernels failed");
     }
@@ -1772,6 +1777,8 @@ GpuSession *gpu_session_new(const Compiled *c, const Bundle *b, RtErr *err) {
     for (int i = 0; i < s->nfs; i++) fnstate_init(s, &s->fs[i], i);
     return s;
 }
+
+void gpu_session_fast_math(GpuSession *s, bool on) { s->fast_math = on; }
 
 void gpu_session_free(GpuSession *s) {
     if (!s) return;

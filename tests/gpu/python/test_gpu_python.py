@@ -79,6 +79,38 @@ def test_gpu_matches_cpu_backend():
         np.testing.assert_allclose(g.saxpy(1.5, x, y), c.saxpy(1.5, x, y), rtol=1e-6)
 
 
+MANDEL = """
+fn escape(cr: f32, ci: f32) -> i32 {
+    var zr = 0.0;
+    var zi = 0.0;
+    var k: i32 = 0;
+    while k < 100 && zr * zr + zi * zi < 4.0 {
+        let t = zr * zr - zi * zi + cr;
+        zi = 2.0 * zr * zi + ci;
+        zr = t;
+        k = k + 1;
+    }
+    return k;
+}
+fn mandel(h: i64, w: i64) -> i32[h, w] {
+    let cr = f32(iota(h * w) % w) / f32(w) * 3.0 - 2.0;
+    let ci = f32(iota(h * w) / w) / f32(h) * 2.0 - 1.0;
+    return reshape(escape(cr, ci), h, w);
+}
+"""
+
+
+def test_gpu_arithmetic_is_the_cpu_backends():
+    """Issue 19: without fast_math the GPU does not contract a * b + c into FMAs, so an
+    iteration as sensitive as Mandelbrot's gives the CPU backend's pixels exactly (with
+    contraction 246 of 1024 x 768 differed on an H200); fast_math=True allows it."""
+    want = cuk.compile(MANDEL, device="cpu").mandel(768, 1024)
+    got = cuk.compile(MANDEL, device="gpu").mandel(768, 1024)
+    assert np.array_equal(got, want), int((got != want).sum())
+    fast = cuk.compile(MANDEL, device="gpu", fast_math=True).mandel(768, 1024)
+    assert fast.shape == want.shape and (fast == want).mean() > 0.99
+
+
 def test_cupy_arrays_without_copies():
     cp = pytest.importorskip("cupy")
     m = cuk.compile(SAXPY, device="gpu")
