@@ -317,36 +317,52 @@ static bool get_double(Frame *f, const Val *v, double *out) {
 
 /* ---- index walks (broadcasting and strided views) -------------------------------- */
 
-/* Offsets (in elements) of the C-order positions off .. off+len-1 of `shape` in an
-   array with the given strides (0 on broadcast axes). */
+/* The C-order positions off, off + 1, ... of `shape` in an array with the given strides
+   (0 on broadcast axes), by runs along the last axis: each run_next gives the offset of
+   the run's first element and its length (at most `left`), the stride being the last
+   axis's. */
+typedef struct RunWalk {
+    int rank;
+    const int64_t *shape, *stride;
+    int64_t idx[MAXRANK], pos;
+} RunWalk;
+
+static void run_start(RunWalk *w, int rank, const int64_t *shape, const int64_t *stride, int64_t off) {
+    w->rank = rank, w->shape = shape, w->stride = stride, w->pos = 0;
+    int64_t rem = off;
+    for (int d = rank - 1; d >= 0; d--) {
+        w->idx[d] = shape[d] ? rem % shape[d] : 0;
+        rem = shape[d] ? rem / shape[d] : 0;
+        w->pos += w->idx[d] * stride[d];
+    }
+}
+
+static int64_t run_next(RunWalk *w, int64_t left, int64_t *pos) {
+    int last = w->rank - 1;
+    *pos = w->pos;
+    if (w->rank == 0) return left; /* a scalar: every position is offset 0 */
+    int64_t run = w->shape[last] - w->idx[last];
+    if (run > left) run = left;
+    w->pos += run * w->stride[last];
+    w->idx[last] += run;
+    for (int d = last; d > 0 && w->idx[d] == w->shape[d]; d--) {
+        w->pos -= w->idx[d] * w->stride[d];
+        w->idx[d] = 0;
+        w->idx[d - 1]++;
+        w->pos += w->stride[d - 1];
+    }
+    return run;
+}
+
+/* Offsets (in elements) of the positions off .. off+len-1 (RunWalk). */
 static void walk_offsets(int rank, const int64_t *shape, const int64_t *stride, int64_t off,
                          int64_t len, int64_t *out) {
-    if (rank == 0) {
-        for (int64_t k = 0; k < len; k++) out[k] = 0;
-        return;
-    }
-    int64_t idx[MAXRANK], pos = 0, rem = off;
-    for (int d = rank - 1; d >= 0; d--) {
-        idx[d] = shape[d] ? rem % shape[d] : 0;
-        rem = shape[d] ? rem / shape[d] : 0;
-        pos += idx[d] * stride[d];
-    }
-    int last = rank - 1;
-    int64_t k = 0;
-    while (k < len) {
-        int64_t run = shape[last] - idx[last];
-        if (run > len - k) run = len - k;
-        int64_t s = stride[last];
+    RunWalk w;
+    run_start(&w, rank, shape, stride, off);
+    int64_t s = rank ? stride[rank - 1] : 0;
+    for (int64_t k = 0, pos, run; k < len; k += run) {
+        run = run_next(&w, len - k, &pos);
         for (int64_t t = 0; t < run; t++) out[k + t] = pos + t * s;
-        k += run;
-        pos += run * s;
-        idx[last] += run;
-        for (int d = last; d > 0 && idx[d] == shape[d]; d--) {
-            pos -= idx[d] * stride[d];
-            idx[d] = 0;
-            idx[d - 1]++;
-            pos += stride[d - 1];
-        }
     }
 }
 
@@ -372,28 +388,17 @@ static void gather_elems(void *dst, const void *src, const int64_t *offs, int64_
 }
 
 /* dst[0 .. len) = the elements off .. off + len - 1 (C order of shape) of the strided
-   view src: walk_offsets and gather_elems in one pass, by runs along the last axis (a
-   copy when its stride is 1, one value repeated when it is 0: a broadcast row or
-   column), without the offsets array. */
+   view src, by runs (RunWalk): a copy when the last axis's stride is 1, one value
+   repeated when it is 0 (a broadcast row or column), without an offsets array. */
 static void gather_strided(void *dst, const void *src, int esz, int rank, const int64_t *shape, const int64_t *stride,
                            int64_t off, int64_t len) {
-    if (rank == 0) {
-        for (int64_t k = 0; k < len; k++) memcpy((char *)dst + k * esz, src, (size_t)esz);
-        return;
-    }
-    int64_t idx[MAXRANK], pos = 0, rem = off;
-    for (int d = rank - 1; d >= 0; d--) {
-        idx[d] = shape[d] ? rem % shape[d] : 0;
-        rem = shape[d] ? rem / shape[d] : 0;
-        pos += idx[d] * stride[d];
-    }
-    int last = rank - 1;
-    int64_t s = stride[last], k = 0;
+    RunWalk w;
+    run_start(&w, rank, shape, stride, off);
+    int64_t s = rank ? stride[rank - 1] : 0;
     char *o = dst;
     const char *in = src;
-    while (k < len) {
-        int64_t run = shape[last] - idx[last];
-        if (run > len - k) run = len - k;
+    for (int64_t k = 0, pos, run; k < len; k += run) {
+        run = run_next(&w, len - k, &pos);
         if (s == 1) {
             memcpy(o + k * esz, in + pos * esz, (size_t)(run * esz));
         } else if (s == 0 && esz == 4) {
@@ -410,15 +415,6 @@ static void gather_strided(void *dst, const void *src, int esz, int rank, const 
             for (int64_t t = 0; t < run; t++) ((uint64_t *)(void *)o)[k + t] = ((const uint64_t *)(const void *)in)[pos + t * s];
         } else {
             for (int64_t t = 0; t < run; t++) memcpy(o + (k + t) * esz, in + (pos + t * s) * esz, (size_t)esz);
-        }
-        k += run;
-        pos += run * s;
-        idx[last] += run;
-        for (int d = last; d > 0 && idx[d] == shape[d]; d--) {
-            pos -= idx[d] * stride[d];
-            idx[d] = 0;
-            idx[d - 1]++;
-            pos += stride[d - 1];
         }
     }
 }
