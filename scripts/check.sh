@@ -310,6 +310,14 @@ if [ "${CUK_CHECK_GEN:-1}" != 0 ]; then
         "$LOGS/gen-programs"
 fi
 
+# Differential testing against NumPy (tests/fuzz/diff_numpy.py): DIFF_PROGRAMS random
+# programs from a fixed seed, each written as cuk source and as an independent NumPy
+# evaluation, on the CPU backend; one test per program. CUK_CHECK_DIFF=0 skips it.
+if [ "${CUK_CHECK_DIFF:-1}" != 0 ]; then
+    run_counted "NumPy differential (seed ${DIFF_SEED:-1})" "$LOGS/diff-numpy.log" \
+        env CUK_BUILD_DIR="$BUILD" "$PY" tests/fuzz/diff_numpy.py "${DIFF_SEED:-1}" "${DIFF_PROGRAMS:-5000}"
+fi
+
 if [ "${CUK_CHECK_FUZZ:-1}" != 0 ]; then
     FUZZ_MODE=check run_counted "fuzz (fixed inputs)" "$LOGS/fuzz.log" \
         bash tests/fuzz/run.sh "$BUILD" "${FUZZ_BUILD:-$ROOT/build-fuzz}"
