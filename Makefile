@@ -1,6 +1,6 @@
 # Quick start: `make demo` and `make check` (see README.md). Both set up what is missing.
 .PHONY: all setup build build-asan demo check check-unit check-lit check-python clean bench-cpu \
-	fuzz check-fuzz check-valgrind
+	fuzz check-fuzz check-valgrind check-tsan
 
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -37,6 +37,10 @@ check: build build-asan
 # it passes or fails the same way on every run.
 fuzz: build
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(BUILD) $(FUZZ_BUILD)
+# ThreadSanitizer: its own build (build-tsan), the threaded paths (scripts/tsan.sh).
+check-tsan: setup
+	@bash scripts/tsan.sh build-tsan
+
 check-fuzz: build
 	@FUZZ_MODE=check bash tests/fuzz/run.sh $(BUILD) $(FUZZ_BUILD)
 

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,14 +18,16 @@
 /* Refuse sizes no machine here could hold, before asking malloc: under overcommit a
    huge malloc may "succeed" and the process die later, and sanitizers abort on it. */
 uint64_t arr_max_bytes(void) {
-    static uint64_t lim;
-    if (!lim) {
+    static _Atomic uint64_t lim; /* found once; threads may race to store the same value */
+    uint64_t l = atomic_load_explicit(&lim, memory_order_relaxed);
+    if (!l) {
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         uint64_t phys = (pages > 0 && psz > 0) ? (uint64_t)pages * (uint64_t)psz : 0;
-        lim = (uint64_t)1 << 40;
-        if (phys && phys * 2 < lim) lim = phys * 2;
+        l = (uint64_t)1 << 40;
+        if (phys && phys * 2 < l) l = phys * 2;
+        atomic_store_explicit(&lim, l, memory_order_relaxed);
     }
-    return lim;
+    return l;
 }
 
 /* A few freed large blocks kept for reuse: glibc returns big blocks to the kernel on

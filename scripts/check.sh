@@ -318,6 +318,12 @@ if [ "${CUK_CHECK_DIFF:-1}" != 0 ]; then
         env CUK_BUILD_DIR="$BUILD" "$PY" tests/fuzz/diff_numpy.py "${DIFF_SEED:-1}" "${DIFF_PROGRAMS:-5000}"
 fi
 
+# ThreadSanitizer (scripts/tsan.sh): its own build, the threaded C program, the C unit
+# tests and the examples on two threads. CUK_CHECK_TSAN=0 skips it.
+if [ "${CUK_CHECK_TSAN:-1}" != 0 ]; then
+    run_counted "ThreadSanitizer" "$LOGS/tsan.log" bash scripts/tsan.sh "${TSAN_BUILD:-$ROOT/build-tsan}"
+fi
+
 if [ "${CUK_CHECK_FUZZ:-1}" != 0 ]; then
     FUZZ_MODE=check run_counted "fuzz (fixed inputs)" "$LOGS/fuzz.log" \
         bash tests/fuzz/run.sh "$BUILD" "${FUZZ_BUILD:-$ROOT/build-fuzz}"

@@ -33,7 +33,8 @@ static struct {
 static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
 
 int pool_threads(void) {
-    static int n;
+    static _Atomic int found; /* read once; threads may race to store the same value */
+    int n = atomic_load_explicit(&found, memory_order_relaxed);
     if (n) return n;
     const char *e = getenv("CUK_THREADS");
     long v = 0;
@@ -47,6 +48,7 @@ int pool_threads(void) {
     if (v < 1) v = 1;
     if (v > MAX_THREADS) v = MAX_THREADS;
     n = (int)v;
+    atomic_store_explicit(&found, n, memory_order_relaxed);
     return n;
 }
 
