@@ -83,8 +83,6 @@ typedef struct Ctx {
     Scope *scope;
     int inline_depth;
     long inlined;     /* calls inlined so far (MAX_INLINED) */
-    struct UseMemo *umemo; /* let_uses's answers, by let node (open addressing) */
-    int umemo_cap, umemo_n;
     struct StmtPos *spos;  /* mention_index's statements: node -> its block's index and ordinal */
     int spos_cap, spos_n;
     long nvals_made;  /* IR values made so far, every function (MAX_VALS) */
@@ -3573,52 +3571,14 @@ static bool lower_let_checked(Ctx *c, Node *s, Node *rest) {
    chain of lets (a generator's rounds, a long formula) is walked once, not once per
    path through it. */
 #define USES_DEPTH 256 /* a guard on the recursion only */
-typedef struct UseMemo {
-    const Node *let;
-    int n;
-    Node *sub;
-    bool loop_use;
-} UseMemo;
 static int stmt_uses(Ctx *c, Node *rest, const char *name, Node **set, int max, bool *loop_use, int depth);
+struct StmtPos;
+static struct StmtPos *spos_find(Ctx *c, const Node *node);
+static struct StmtPos *mention_index(Ctx *c, Node *rest);
 
-/* stmt_uses(let->next, let->name, sub, 1, ...), remembered per let node. */
-static int let_uses(Ctx *c, Node *let, Node **sub, bool *loop_use, int depth) {
-    size_t h = ((uintptr_t)let >> 4) * 0x9E3779B97F4A7C15u;
-    if (c->umemo_cap) {
-        for (size_t i = h & (size_t)(c->umemo_cap - 1);; i = (i + 1) & (size_t)(c->umemo_cap - 1)) {
-            UseMemo *m = &c->umemo[i];
-            if (!m->let) break;
-            if (m->let == let) {
-                *sub = m->sub;
-                *loop_use = m->loop_use;
-                return m->n;
-            }
-        }
-    }
-    Node *s1[1] = {NULL};
-    bool lu = false;
-    int n = stmt_uses(c, let->next, let->name, s1, 1, &lu, depth);
-    if (2 * (c->umemo_n + 1) > c->umemo_cap) { /* grow (arena memory; the old table is dropped) */
-        int cap = c->umemo_cap ? 2 * c->umemo_cap : 256;
-        UseMemo *t = NEWN(c->a, UseMemo, (size_t)cap);
-        for (int i = 0; i < c->umemo_cap; i++) {
-            UseMemo *m = &c->umemo[i];
-            if (!m->let) continue;
-            size_t j = (((uintptr_t)m->let >> 4) * 0x9E3779B97F4A7C15u) & (size_t)(cap - 1);
-            while (t[j].let) j = (j + 1) & (size_t)(cap - 1);
-            t[j] = *m;
-        }
-        c->umemo = t;
-        c->umemo_cap = cap;
-    }
-    size_t i = h & (size_t)(c->umemo_cap - 1);
-    while (c->umemo[i].let) i = (i + 1) & (size_t)(c->umemo_cap - 1);
-    c->umemo[i] = (UseMemo){let, n, s1[0], lu};
-    c->umemo_n++;
-    *sub = s1[0];
-    *loop_use = lu;
-    return n;
-}
+/* stmt_uses(let->next, let->name, sub, 1, ...), remembered on the let's StmtPos (the let
+   is a statement of a block mention_index has seen). */
+static int let_uses(Ctx *c, Node *let, Node **sub, bool *loop_use, int depth);
 
 /* Which statements of a block mention each name (count_ident(r, name) > 0) or rebind it
    (let/var name): built once per block when a let first asks, so that stmt_uses walks a
@@ -3639,6 +3599,10 @@ typedef struct StmtPos {
     const Node *node;
     BlockIx *b;
     int ord;
+    /* for a let: let_uses's answer once known */
+    bool known, loop_use;
+    int uses;
+    Node *sub;
 } StmtPos;
 
 static size_t name_hash(const char *s) {
@@ -3691,7 +3655,7 @@ static void occ_walk(Ctx *c, BlockIx *b, Node *n, int ord, int depth) {
     for (Node *x = n->body; x; x = x->next) occ_walk(c, b, x, ord, depth + 1);
     for (Node *x = n->els; x; x = x->next) occ_walk(c, b, x, ord, depth + 1);
 }
-static StmtPos *spos_find(Ctx *c, const Node *node) {
+static StmtPos *spos_find(Ctx *c, const Node *node) { /* (declared above) */
     if (!c->spos_cap) return NULL;
     for (size_t i = ptr_hash(node) & (size_t)(c->spos_cap - 1);; i = (i + 1) & (size_t)(c->spos_cap - 1)) {
         if (!c->spos[i].node) return NULL;
@@ -3713,11 +3677,11 @@ static void spos_put(Ctx *c, const Node *node, BlockIx *b, int ord) {
     }
     size_t i = ptr_hash(node) & (size_t)(c->spos_cap - 1);
     while (c->spos[i].node) i = (i + 1) & (size_t)(c->spos_cap - 1);
-    c->spos[i] = (StmtPos){node, b, ord};
+    c->spos[i] = (StmtPos){.node = node, .b = b, .ord = ord};
     c->spos_n++;
 }
 /* rest's position in its block's index, the index built (from rest on) the first time. */
-static StmtPos *mention_index(Ctx *c, Node *rest) {
+static StmtPos *mention_index(Ctx *c, Node *rest) { /* (declared above) */
     StmtPos *p = spos_find(c, rest);
     if (p) return p;
     BlockIx *b = NEW(c->a, BlockIx);
@@ -3733,6 +3697,21 @@ static StmtPos *mention_index(Ctx *c, Node *rest) {
         spos_put(c, r, b, ord);
     }
     return spos_find(c, rest);
+}
+
+static int let_uses(Ctx *c, Node *let, Node **sub, bool *loop_use, int depth) {
+    StmtPos *p = spos_find(c, let);
+    if (p && p->known) {
+        *sub = p->sub, *loop_use = p->loop_use;
+        return p->uses;
+    }
+    Node *s1[1] = {NULL};
+    bool lu = false;
+    int n = stmt_uses(c, let->next, let->name, s1, 1, &lu, depth);
+    if ((p = spos_find(c, let))) /* again: the table may have grown meanwhile */
+        p->known = true, p->uses = n, p->sub = s1[0], p->loop_use = lu;
+    *sub = s1[0], *loop_use = lu;
+    return n;
 }
 
 static int stmt_uses(Ctx *c, Node *rest, const char *name, Node **set, int max, bool *loop_use, int depth) {
