@@ -3737,21 +3737,101 @@ static void *run_job(void *arg) {
     return NULL;
 }
 
+/* Runner threads, with the deep stack (RUN_STACK), kept for the next call: a call hands
+   its Job to an idle one, or starts one when none is idle (a thread and its 512 MiB of
+   address space cost more than a small call); a runner parks again after the job, up to
+   MAX_IDLE of them, and ends beyond. A forked child forgets its parent's (they are not
+   in it). */
+typedef struct Runner {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    Job *job;
+    struct Runner *next;
+} Runner;
+enum { MAX_IDLE_RUNNERS = 8 };
+static pthread_mutex_t runners_mu = PTHREAD_MUTEX_INITIALIZER;
+static Runner *idle_runners;
+static int n_idle_runners;
+static pthread_once_t runners_once = PTHREAD_ONCE_INIT;
+
+static void runners_forget(void) {
+    idle_runners = NULL; /* (the child has one thread: the structures leak, harmlessly) */
+    n_idle_runners = 0;
+    pthread_mutex_init(&runners_mu, NULL);
+}
+static void runners_init(void) { pthread_atfork(NULL, NULL, runners_forget); }
+
+static void *runner_main(void *arg) {
+    Runner *r = arg;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->job) pthread_cond_wait(&r->cv, &r->mu);
+        Job *j = r->job;
+        r->job = NULL;
+        pthread_mutex_unlock(&r->mu);
+        run_job(j); /* its last act tells the caller, who may then free j */
+        pthread_mutex_lock(&runners_mu);
+        bool keep = n_idle_runners < MAX_IDLE_RUNNERS;
+        if (keep) {
+            r->next = idle_runners;
+            idle_runners = r;
+            n_idle_runners++;
+        }
+        pthread_mutex_unlock(&runners_mu);
+        if (!keep) {
+            pthread_mutex_destroy(&r->mu);
+            pthread_cond_destroy(&r->cv);
+            free(r);
+            return NULL;
+        }
+    }
+}
+
+/* j on a runner thread (true), or false when no thread can be had. */
+static bool runner_start(Job *j) {
+    pthread_once(&runners_once, runners_init);
+    pthread_mutex_lock(&runners_mu);
+    Runner *r = idle_runners;
+    if (r) {
+        idle_runners = r->next;
+        n_idle_runners--;
+    }
+    pthread_mutex_unlock(&runners_mu);
+    if (!r) {
+        if (!(r = calloc(1, sizeof *r))) return false;
+        pthread_mutex_init(&r->mu, NULL);
+        pthread_cond_init(&r->cv, NULL);
+        pthread_attr_t at;
+        pthread_t t;
+        bool ok = false;
+        if (pthread_attr_init(&at) == 0) {
+            ok = pthread_attr_setstacksize(&at, RUN_STACK) == 0 &&
+                 pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+                 pthread_create(&t, &at, runner_main, r) == 0;
+            pthread_attr_destroy(&at);
+        }
+        if (!ok) {
+            pthread_mutex_destroy(&r->mu);
+            pthread_cond_destroy(&r->cv);
+            free(r);
+            return false;
+        }
+    }
+    pthread_mutex_lock(&r->mu);
+    r->job = j;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    return true;
+}
+
 bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
     Job j = {.fn = fn, .args = args, .out = out, .err = err};
     atomic_init(&j.stop, false);
     pthread_mutex_init(&j.mu, NULL);
     pthread_cond_init(&j.cv, NULL);
     rt_err_init(err);
-    pthread_attr_t at;
-    pthread_t t;
     j.threaded = true;
-    bool threaded = false;
-    if (pthread_attr_init(&at) == 0) {
-        threaded = pthread_attr_setstacksize(&at, RUN_STACK) == 0 && pthread_create(&t, &at, run_job, &j) == 0;
-        pthread_attr_destroy(&at);
-    }
-    if (threaded) {
+    if (runner_start(&j)) {
         /* wait, asking the interrupt hook on this (the caller's) thread every 20 ms */
         pthread_mutex_lock(&j.mu);
         while (!j.done) {
@@ -3766,7 +3846,6 @@ bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
             }
         }
         pthread_mutex_unlock(&j.mu);
-        pthread_join(t, NULL);
         if (atomic_load(&j.stop)) run_interrupt_set(); /* for the API: the results are incomplete */
     } else {
         j.threaded = false;

@@ -285,3 +285,26 @@ def test_internal_error_in_run_is_run_error(monkeypatch):
         m.f(np.ones(3, np.float32))
     monkeypatch.delenv("CUK_DIE_AT")
     assert m.f(np.ones(3, np.float32)).tolist() == [2.0, 2.0, 2.0]  # still usable
+
+
+def test_calls_before_and_after_a_fork(m):
+    """CPU calls run on kept runner threads; a forked child has none of its parent's and
+    starts its own (a call there must not wait for a thread that is not in it)."""
+    x = np.arange(1000, dtype=np.float32)
+    assert m.total(x) == 499500.0
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(r)
+        try:
+            ok = m.total(x) == 499500.0 and list(m.saxpy(2.0, x[:3], x[:3])) == [0.0, 3.0, 6.0]
+        except BaseException:
+            ok = False
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert got == b"1"
+    assert m.total(x) == 499500.0
