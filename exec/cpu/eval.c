@@ -3740,12 +3740,14 @@ static void *run_job(void *arg) {
 /* Runner threads, with the deep stack (RUN_STACK), kept for the next call: a call hands
    its Job to an idle one, or starts one when none is idle (a thread and its 512 MiB of
    address space cost more than a small call); a runner parks again after the job, up to
-   MAX_IDLE of them, and ends beyond. A forked child forgets its parent's (they are not
-   in it). */
+   MAX_IDLE of them, and ends beyond; at exit the parked ones end and are joined. A forked
+   child forgets its parent's (they are not in it). */
 typedef struct Runner {
+    pthread_t t;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     Job *job;
+    bool quit; /* at exit: end (runners_shutdown joins it) */
     struct Runner *next;
 } Runner;
 enum { MAX_IDLE_RUNNERS = 8 };
@@ -3759,13 +3761,42 @@ static void runners_forget(void) {
     n_idle_runners = 0;
     pthread_mutex_init(&runners_mu, NULL);
 }
-static void runners_init(void) { pthread_atfork(NULL, NULL, runners_forget); }
+/* At exit the parked runners end and are joined, so that nothing of theirs is left (a
+   leak checker would count their stacks); one busy with another thread's call is left
+   to the process's end. */
+static void runners_shutdown(void) {
+    pthread_mutex_lock(&runners_mu);
+    Runner *r = idle_runners;
+    idle_runners = NULL;
+    n_idle_runners = 0;
+    pthread_mutex_unlock(&runners_mu);
+    while (r) {
+        Runner *next = r->next;
+        pthread_mutex_lock(&r->mu);
+        r->quit = true;
+        pthread_cond_signal(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->t, NULL);
+        pthread_mutex_destroy(&r->mu);
+        pthread_cond_destroy(&r->cv);
+        free(r);
+        r = next;
+    }
+}
+static void runners_init(void) {
+    pthread_atfork(NULL, NULL, runners_forget);
+    atexit(runners_shutdown);
+}
 
 static void *runner_main(void *arg) {
     Runner *r = arg;
     for (;;) {
         pthread_mutex_lock(&r->mu);
-        while (!r->job) pthread_cond_wait(&r->cv, &r->mu);
+        while (!r->job && !r->quit) pthread_cond_wait(&r->cv, &r->mu);
+        if (!r->job) { /* told to end (runners_shutdown) */
+            pthread_mutex_unlock(&r->mu);
+            return NULL;
+        }
         Job *j = r->job;
         r->job = NULL;
         pthread_mutex_unlock(&r->mu);
@@ -3778,7 +3809,8 @@ static void *runner_main(void *arg) {
             n_idle_runners++;
         }
         pthread_mutex_unlock(&runners_mu);
-        if (!keep) {
+        if (!keep) { /* enough are parked: this one ends, and no one joins it */
+            pthread_detach(pthread_self());
             pthread_mutex_destroy(&r->mu);
             pthread_cond_destroy(&r->cv);
             free(r);
@@ -3802,12 +3834,9 @@ static bool runner_start(Job *j) {
         pthread_mutex_init(&r->mu, NULL);
         pthread_cond_init(&r->cv, NULL);
         pthread_attr_t at;
-        pthread_t t;
         bool ok = false;
         if (pthread_attr_init(&at) == 0) {
-            ok = pthread_attr_setstacksize(&at, RUN_STACK) == 0 &&
-                 pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
-                 pthread_create(&t, &at, runner_main, r) == 0;
+            ok = pthread_attr_setstacksize(&at, RUN_STACK) == 0 && pthread_create(&r->t, &at, runner_main, r) == 0;
             pthread_attr_destroy(&at);
         }
         if (!ok) {
