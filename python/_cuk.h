@@ -131,7 +131,6 @@ static inline size_t view_nbytes(const cuk_view *v) { return (size_t)view_size(v
 
 /* A DeviceArray for v; with owns, it takes over v->dev (freed here if that fails). */
 PyObject *devarray_new(const cuk_view *v, bool owns, PyObject *base);
-int devarray_mark_ready(DeviceArray *d, cuk_stream *cs);
 /* A NumPy array (or NumPy scalar for rank 0) that takes over a host cuk_array. */
 PyObject *numpy_from_host(cuk_array *a, bool scalar_for_rank0);
 /* The cuk dtype of a buffer, or an error naming what. */

@@ -83,6 +83,26 @@ PyObject *numpy_from_host(cuk_array *a, bool scalar_for_rank0) {
 
 /* ---- DeviceArray: a dense array in device memory ------------------------------------------- */
 
+/* d's pending work is now on stream cs. On another library's stream, which it may
+   destroy first, an event recorded there (d->ready) stands for that work, so that later
+   waits need not name the stream; elsewhere the handle in d->stream does. */
+static cuk_status da_on_stream(DeviceArray *d, cuk_stream *cs) {
+    d->stream = cuk_stream_handle(cs);
+    if (!cuk_stream_is_foreign(cs)) {
+        if (d->ready) cuk_event_destroy(d->ready);
+        d->ready = NULL;
+        return CUK_OK;
+    }
+    cuk_status s = d->ready ? CUK_OK : cuk_event_create(&d->ready);
+    return s ? s : cuk_event_record(d->ready, cs);
+}
+
+/* Makes the stream `waiter` (a raw handle; 0: none) wait, on the device, for d's work. */
+static cuk_status da_wait(const DeviceArray *d, uintptr_t waiter) {
+    if (!waiter || waiter == d->stream) return CUK_OK;
+    return d->ready ? cuk_stream_wait_event_raw(waiter, d->ready) : cuk_stream_wait_raw(waiter, d->stream);
+}
+
 PyObject *devarray_new(const cuk_view *v, bool owns, PyObject *base) {
     DeviceArray *d = PyObject_New(DeviceArray, DeviceArray_Type);
     if (!d) {
@@ -96,35 +116,12 @@ PyObject *devarray_new(const cuk_view *v, bool owns, PyObject *base) {
     d->base = Py_XNewRef(base);
     d->weakrefs = NULL;
     d->ready = NULL;
-    cuk_stream *cs = cuk_call_stream_get();
-    d->stream = cuk_stream_handle(cs);
-    if (cuk_stream_is_foreign(cs) && devarray_mark_ready(d, cs) < 0) {
+    cuk_status s = da_on_stream(d, cuk_call_stream_get());
+    if (s) {
         Py_DECREF(d);
-        return NULL;
+        return raise_status(s);
     }
     return (PyObject *)d;
-}
-
-/* Records d's ready event on cs, another library's stream, after the work queued there. */
-int devarray_mark_ready(DeviceArray *d, cuk_stream *cs) {
-    cuk_status s = d->ready ? CUK_OK : cuk_event_create(&d->ready);
-    if (!s) s = cuk_event_record(d->ready, cs);
-    if (s) {
-        raise_status(s);
-        return -1;
-    }
-    return 0;
-}
-
-/* Makes the stream `waiter` (a raw handle) wait, on the device, for the work on d. */
-static int devarray_order(DeviceArray *d, uintptr_t waiter) {
-    if (!waiter || waiter == d->stream) return 0;
-    cuk_status s = d->ready ? cuk_stream_wait_event_raw(waiter, d->ready) : cuk_stream_wait_raw(waiter, d->stream);
-    if (s) {
-        raise_status(s);
-        return -1;
-    }
-    return 0;
 }
 
 static void devarray_dealloc(PyObject *self) {
@@ -227,20 +224,10 @@ static int devarray_bool(PyObject *self) {
 static cuk_status da_copy(DeviceArray *d, void *host, size_t nb, bool to_host) {
     cuk_stream *cs = cuk_call_stream_get();
     uintptr_t h = cuk_stream_handle(cs);
-    cuk_status s = CUK_OK;
-    if (d->stream != h) s = d->ready ? cuk_stream_wait_event_raw(h, d->ready) : cuk_stream_wait_raw(h, d->stream);
+    cuk_status s = da_wait(d, h);
     if (s || !nb) return s;
     s = to_host ? cuk_memcpy_dtoh_on(host, d->v.dev, nb, cs) : cuk_memcpy_htod_on(d->v.dev, host, nb, cs);
-    if (!s && !to_host) {
-        d->stream = h;
-        if (cuk_stream_is_foreign(cs)) {
-            if (!d->ready) s = cuk_event_create(&d->ready);
-            if (!s) s = cuk_event_record(d->ready, cs);
-        } else if (d->ready) {
-            cuk_event_destroy(d->ready);
-            d->ready = NULL;
-        }
-    }
+    if (!s && !to_host) s = da_on_stream(d, cs);
     return s;
 }
 
@@ -416,7 +403,9 @@ static PyObject *devarray_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
         if (ks) stream = ks;
     }
     uintptr_t h;
-    if (stream_handle_arg(stream, true, &h) < 0 || devarray_order((DeviceArray *)self, h) < 0) return NULL;
+    if (stream_handle_arg(stream, true, &h) < 0) return NULL;
+    cuk_status s = da_wait((DeviceArray *)self, h);
+    if (s) return raise_status(s);
     return devarray_dlpack_capsule(self);
 }
 
