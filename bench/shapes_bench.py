@@ -14,8 +14,9 @@ torch.rand/randn(out=), CuPy's generators and a fill_ of the same bytes (the wri
 bandwidth they are measured against). GB/s counts the bytes the job must move: the input read once and the
 result written once.
 
-usage: shapes_bench.py [--iters 20] [--compile] [--only name,...] [--scale K]
-       (--scale K divides every first axis by 2^K, for a quick run)
+usage: shapes_bench.py [--iters 20] [--compile] [--only name,...] [--scale K] [--fast-math]
+       (--scale K divides every first axis by 2^K, for a quick run; --fast-math compiles
+       cuk's kernels with fast_math=True, which lets NVRTC contract a * b + c into FMAs)
 """
 import argparse
 import os
@@ -68,11 +69,13 @@ def main():
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--scale", type=int, default=0)
+    ap.add_argument("--fast-math", action="store_true")
     a = ap.parse_args()
     only = set(a.only.split(",")) if a.only else None
 
     torch, cp = import_peers()
-    m = cuk.compile(SRC, device="gpu", name="shapes_bench.py")
+    m = cuk.compile(SRC, device="gpu", name="shapes_bench.py", fast_math=a.fast_math)
+    print("cuk fast_math:", a.fast_math)
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(1)
 

@@ -36,7 +36,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=240 [pybench]=60 [kbench]=240 [p2bench]=300 [tybench]=240 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540 [sgbench]=240 [cudacore]=300 [pycuda]=480)
+              [sanitize-all]=480 [bench]=90 [python]=480 [pybench]=60 [kbench]=240 [p2bench]=300 [tybench]=240 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540 [sgbench]=240 [cudacore]=300 [pycuda]=480)
 summary=()
 fails=0
 
