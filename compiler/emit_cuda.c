@@ -1486,8 +1486,10 @@ static void emit_map(KE *ke) {
     bputs(b, "    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
              "    const long long gstride = (long long)gridDim.x * blockDim.x;\n"
              "    long long start_ = 0;\n");
-    /* index transforms read ix: a row must hold whole vectors (emit_vec_iter_index) */
-    if (k->ix32 && k->rank > 1)
+    /* index transforms read ix: a row must hold whole vectors (emit_vec_iter_index);
+       a heavy body is written once (kernel_code_heavy) */
+    if (kernel_code_heavy(k)) bputs(b, "    if (0) {\n");
+    else if (k->ix32 && k->rank > 1)
         bprintf(b, "    if (%s && p.w[%d] %% %d == 0) {\n", vec_cond(ke, &L, k->outs, k->nouts),
                 W(ke, KP_SHAPE, NULL, k->rank - 1, 0), V);
     else bprintf(b, "    if (%s) {\n", vec_cond(ke, &L, k->outs, k->nouts));
@@ -1761,6 +1763,10 @@ static int emit_vector_chunks(KE *ke, Val **tg, int ntg, EachFn each, void *ctx)
     Leaves L = leaves_new(ke);
     collect_leaves(ke, tg, ntg, &L);
     int V = vec_width(&L, NULL, 0);
+    if (kernel_code_heavy(ke->k)) { /* the body once: all of it one element at a time */
+        bputs(b, "    const long long nvec = 0;\n");
+        return V;
+    }
     bprintf(b, "    const long long nvec = (%s) ? n / %d : 0;\n", vec_cond(ke, &L, NULL, 0), V);
     bputs(b, "    {\n"
              "        const long long cv = (nvec + gridDim.x - 1) / gridDim.x;\n"

@@ -418,6 +418,13 @@ Fn *program_find(const Program *p, const char *name);
    compute in f32 or i32 between casts, before fusion. */
 void widen_program(Arena *a, Program *p);
 
+/* split.c: statements too large for one kernel's compile time (by val_code_weight) have
+   their heaviest operands moved into statements of their own, before fusion. */
+void split_program(Arena *a, Program *p);
+/* What v adds to a kernel's NVRTC time, in adds (a read of an array: SPLIT_LEAF_WEIGHT). */
+int val_code_weight(const Val *v);
+#define SPLIT_LEAF_WEIGHT 24
+
 /* ir_print.c: the stable text form printed by `cukc emit-ir`. */
 void ir_print(FILE *out, const Program *p);
 

@@ -189,6 +189,17 @@ int kernel_widest_elem(const Kernel *k) {
     return m;
 }
 
+/* Whether k's code is heavy enough (val_code_weight of its values and inputs past
+   KERNEL_VEC_WEIGHT) that the emitter writes its body once, without the unrolled vector
+   path's eight copies: NVRTC's time is what such a kernel costs (64 sin terms: 5.4 s
+   with the copies), and its elements take long enough to compute that 16-byte loads do
+   not matter. */
+bool kernel_code_heavy(const Kernel *k) {
+    int64_t w = (int64_t)SPLIT_LEAF_WEIGHT * k->nins;
+    for (int i = 0; i < k->nvals && w <= KERNEL_VEC_WEIGHT; i++) w += val_code_weight(k->vals[i]);
+    return w > KERNEL_VEC_WEIGHT;
+}
+
 bool kernel_red_lambda(const Kernel *k) {
     for (int j = 0; j < k->nreds; j++)
         if (k->reds[j]->red == RED_LAMBDA) return true;

@@ -196,6 +196,9 @@ void kernel_layout_params(Arena *a, Kernel *k);
 void kernel_launch_shape(Kernel *k, Arena *a);
 /* Bytes of the widest element k reads or writes (at least 1). */
 int kernel_widest_elem(const Kernel *k);
+/* kernel_code_heavy: past this weight (val_code_weight) a kernel has no vector path. */
+#define KERNEL_VEC_WEIGHT 1024
+bool kernel_code_heavy(const Kernel *k);
 /* A segmented reduction kernel (see SEGRED_BLOCK): its launch is three entries. */
 bool kernel_segred(const Kernel *k);
 /* A matrix product of f32 or f64: one cuBLASLt call (runtime/blas.c), no emitted code.

@@ -47,6 +47,7 @@ static bool passes(Compiled *c, Stage upto) {
         return false;
     }
     widen_program(c->arena, c->prog);
+    split_program(c->arena, c->prog);
     if (upto == STAGE_CHECK) return true;
     if (die_injected("fuse")) die("injected (CUK_DIE_AT=fuse)");
     c->plans = fuse_program(c->arena, c->prog);
