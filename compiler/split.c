@@ -1,4 +1,9 @@
-/* What one statement may hold (issue 19): fusion puts everything a statement computes
+/* What one statement holds, before fusion (issue 19): first, a var's value read by one
+   later statement only is forwarded into it (below, forward_block), so chains of
+   assignments fuse as chains of lets do; then statements too heavy for one kernel's
+   compile time are cut.
+
+   Fusion puts everything a statement computes
    elementwise into one kernel, and NVRTC's time grows with the kernel's code, by far
    most with the inlined math functions (sinf with its slow path is about 230 adds of
    compile time) and the inputs (each a vector load and its index arithmetic). A
@@ -18,6 +23,7 @@
 #include <string.h>
 
 #include "ir.h"
+#include "lang/ast.h" /* NEST_LIMIT */
 
 /* About 0.4 s of NVRTC for a kernel whose vector path (8 copies of the body) is kept,
    and at most about a second without it (docs/internals.md, "Kernel size"). */
@@ -176,9 +182,246 @@ static void split_block(S *s, Stmt **link) {
     }
 }
 
+/* ---- vars forwarded into their one reader ----------------------------------------
+   `var s = x0; s = s + x1; s = s * x2; return s;` sets the slot three times, and each
+   statement became a kernel of its own (1000 inputs accumulated so: 999 kernels). A set
+   of a var whose value is read by one later statement only, before the var is set again
+   or dies, is forwarded into that statement: its reads of the var become the value, and
+   the set goes. The reader must be a plain statement (a set, return, print, save or
+   eval) in the same block with nothing between that writes a slot the value reads; the
+   var then dies at the reader: the reader sets it again, returns, or is in the
+   function's own block with no later mention. What it gives is what a chain of lets
+   gives (sema's bind_value): one kernel, cut where the nesting would pass NEST_LIMIT / 2. */
+
+typedef struct Fw {
+    Arena *a;
+    Fn *f;
+    unsigned *mark; /* by value id (grown as values are cloned): visit stamps */
+    int nmark;
+    unsigned gen;
+    int *height;    /* by value id: 0 until known */
+    int nheight;
+    int *rd;        /* fw_collect's slots */
+    int nrd, caprd;
+    unsigned char *inrd; /* by slot: a mutable slot the candidate reads */
+} Fw;
+
+static void fw_grow(Fw *w) {
+    int nv = w->f->nvals;
+    if (w->nmark < nv) {
+        int nn = nv + nv / 2 + 64;
+        unsigned *m = NEWN(w->a, unsigned, (size_t)nn);
+        int *h = NEWN(w->a, int, (size_t)nn);
+        if (w->nmark) {
+            memcpy(m, w->mark, sizeof(unsigned) * (size_t)w->nmark);
+            memcpy(h, w->height, sizeof(int) * (size_t)w->nmark);
+        }
+        w->mark = m, w->height = h, w->nmark = w->nheight = nn;
+    }
+}
+
+/* The IR's height (a leaf is 1); statements' values nest at most NEST_LIMIT deep, so
+   the recursion is bounded. */
+static int fw_height(Fw *w, Val *v) {
+    if (!v) return 0;
+    if (w->height[v->id]) return w->height[v->id];
+    int h = 0;
+    for (int i = 0; i < v->nargs; i++) {
+        int x = fw_height(w, v->args[i]);
+        if (x > h) h = x;
+    }
+    int x = fw_height(w, v->init);
+    if (x > h) h = x;
+    x = fw_height(w, v->lam);
+    if (x > h) h = x;
+    return w->height[v->id] = h + 1;
+}
+
+/* Whether v's DAG reads slot k (k < 0: any mutable slot in set, a byte per slot) or
+   holds an effect (a call, a load) when effects is set. */
+static bool fw_reads(Fw *w, Val *v, int k, const unsigned char *set, bool effects) {
+    if (!v || w->mark[v->id] == w->gen) return false;
+    w->mark[v->id] = w->gen;
+    if (v->op == OP_SLOT && (k >= 0 ? v->slot == k : set && set[v->slot])) return true;
+    if (effects && (v->op == OP_CALL || v->op == OP_LOAD)) return true;
+    for (int i = 0; i < v->nargs; i++)
+        if (fw_reads(w, v->args[i], k, set, effects)) return true;
+    return fw_reads(w, v->init, k, set, effects) || fw_reads(w, v->lam, k, set, effects);
+}
+
+/* Appends to w->rd every slot v's DAG reads (call after w->gen++; a slot may come twice). */
+static void fw_collect(Fw *w, Val *v) {
+    if (!v || w->mark[v->id] == w->gen) return;
+    w->mark[v->id] = w->gen;
+    if (v->op == OP_SLOT) {
+        if (w->nrd == w->caprd) {
+            int cap = 2 * w->caprd + 16;
+            int *n = NEWN(w->a, int, (size_t)cap);
+            if (w->nrd) memcpy(n, w->rd, sizeof(int) * (size_t)w->nrd);
+            w->rd = n, w->caprd = cap;
+        }
+        w->rd[w->nrd++] = v->slot;
+    }
+    for (int i = 0; i < v->nargs; i++) fw_collect(w, v->args[i]);
+    fw_collect(w, v->init);
+    fw_collect(w, v->lam);
+}
+
+/* last[k] = ord for every slot st mentions (reads or sets, in its bodies too). */
+static void stmt_mentions(Fw *w, const Stmt *st, int *last, int ord) {
+    w->gen++;
+    w->nrd = 0;
+    fw_collect(w, st->v);
+    fw_collect(w, st->v2);
+    for (int i = 0; i < st->nvs; i++)
+        if (st->vs) fw_collect(w, st->vs[i]);
+    for (int i = 0; i < w->nrd; i++) last[w->rd[i]] = ord;
+    if (st->slot >= 0 && (st->kind == S_SET || st->kind == S_FOR)) last[st->slot] = ord;
+    for (int i = 0; i < st->nvs; i++)
+        if (st->kind == S_CALLN && st->slots && st->slots[i] >= 0) last[st->slots[i]] = ord;
+    for (const Stmt *b = st->body; b; b = b->next) stmt_mentions(w, b, last, ord);
+    for (const Stmt *b = st->els; b; b = b->next) stmt_mentions(w, b, last, ord);
+}
+
+static bool stmt_reads(Fw *w, const Stmt *st, int k, const unsigned char *set) {
+    for (; st; st = NULL) {
+        w->gen++;
+        if (fw_reads(w, st->v, k, set, false) || fw_reads(w, st->v2, k, set, false)) return true;
+        for (int i = 0; i < st->nvs; i++)
+            if (st->vs && fw_reads(w, st->vs[i], k, set, false)) return true;
+        for (const Stmt *b = st->body; b; b = b->next)
+            if (stmt_reads(w, b, k, set)) return true;
+        for (const Stmt *b = st->els; b; b = b->next)
+            if (stmt_reads(w, b, k, set)) return true;
+    }
+    return false;
+}
+
+/* Whether st (or a statement in its bodies) sets slot k (k < 0: any slot in set). */
+static bool stmt_writes(const Stmt *st, int k, const unsigned char *set) {
+#define HIT(x) ((x) >= 0 && (k >= 0 ? (x) == k : set[(x)]))
+    if ((st->kind == S_SET || st->kind == S_FOR) && HIT(st->slot)) return true;
+    if (st->kind == S_CALLN)
+        for (int i = 0; i < st->nvs; i++)
+            if (st->slots && HIT(st->slots[i])) return true;
+#undef HIT
+    for (const Stmt *b = st->body; b; b = b->next)
+        if (stmt_writes(b, k, set)) return true;
+    for (const Stmt *b = st->els; b; b = b->next)
+        if (stmt_writes(b, k, set)) return true;
+    return false;
+}
+
+/* v with every read of slot k replaced by by: the values on the way cloned, the rest
+   shared (another statement may hold them). */
+static Val *fw_subst(Fw *w, Val *v, int k, Val *by, Val **memo) {
+    if (!v) return NULL;
+    if (v->op == OP_SLOT && v->slot == k) return by;
+    if (v->id < w->nmark && w->mark[v->id] == w->gen) return memo[v->id] ? memo[v->id] : v;
+    Val *r = v;
+    for (int i = 0; i < v->nargs; i++) {
+        Val *x = fw_subst(w, v->args[i], k, by, memo);
+        if (x != v->args[i] && r == v) {
+            r = val_new(w->a, w->f, v->op, v->dt, v->rank, v->nargs, v->loc);
+            int id = r->id;
+            Val **args = r->args;
+            *r = *v;
+            r->id = id, r->args = args;
+            memcpy(args, v->args, sizeof(Val *) * (size_t)v->nargs);
+        }
+        if (r != v) r->args[i] = x;
+    }
+    /* lambda bodies and initial values are scalars of their own (no slot of an array) */
+    w->mark[v->id] = w->gen;
+    memo[v->id] = r != v ? r : NULL;
+    return r;
+}
+
+/* last (top only): by slot, the ordinal of the last statement of the function's block
+   that mentions it; ord: the first statement's ordinal there. */
+/* Whether v (checks aside) is an element, slice or scatter update (of slot k; any
+   array when k < 0): those run in place over the region on the GPU (exec/gpu/exec.c,
+   inplace_ok) and stay statements of their own, as a chain of them would become one
+   pass over the whole array. */
+static bool is_update(const Val *v, int k) {
+    while (v && v->op == OP_CHECKDIM) v = v->args[0];
+    if (!v || (v->op != OP_UPDATE && v->op != OP_SCATTER && v->op != OP_HIST)) return false;
+    return k < 0 || (v->args[0]->op == OP_SLOT && v->args[0]->slot == k);
+}
+
+static void forward_block(Fw *w, Stmt **link, int *last, int ord) {
+    Fn *f = w->f;
+    for (Stmt **pp = link; *pp; ord++) {
+        Stmt *st = *pp;
+        if (st->body) forward_block(w, &st->body, NULL, 0);
+        if (st->els) forward_block(w, &st->els, NULL, 0);
+        int k = st->slot, jord = ord;
+        bool cand = st->kind == S_SET && k >= f->nparams && k < f->nslots && f->slots[k].mutable_ && st->v &&
+                    !is_update(st->v, -1);
+        Stmt *j = NULL;
+        if (cand) {
+            fw_grow(w);
+            w->gen++;
+            cand = !fw_reads(w, st->v, -1, NULL, true); /* no effects: its place may move */
+        }
+        if (cand) {
+            /* the mutable slots st->v reads, which nothing may set before the reader */
+            for (int i = 0; i < w->nrd; i++) w->inrd[w->rd[i]] = 0;
+            w->gen++;
+            w->nrd = 0;
+            fw_collect(w, st->v);
+            bool any = false;
+            for (int i = 0; i < w->nrd; i++)
+                if (f->slots[w->rd[i]].mutable_) w->inrd[w->rd[i]] = 1, any = true;
+            unsigned char *rd = w->inrd;
+            for (j = st->next, jord = ord + 1; j; j = j->next, jord++) {
+                if (stmt_reads(w, j, k, NULL) || stmt_writes(j, k, NULL)) break;
+                if (any && stmt_writes(j, -1, rd)) {
+                    j = NULL;
+                    break;
+                }
+            }
+            bool plain = j && (j->kind == S_SET || j->kind == S_RETURN || j->kind == S_PRINT || j->kind == S_SAVE ||
+                               j->kind == S_EVAL);
+            bool dies = plain && (j->kind == S_RETURN || (j->kind == S_SET && j->slot == k) || (last && last[k] == jord));
+            if (!plain || !dies || (j->kind == S_SET && is_update(j->v, k)) || !stmt_reads(w, j, k, NULL)) j = NULL;
+        }
+        if (j) {
+            fw_grow(w);
+            int hj = fw_height(w, j->v);
+            for (int i = 0; i < j->nvs; i++)
+                if (j->vs && fw_height(w, j->vs[i]) > hj) hj = fw_height(w, j->vs[i]);
+            if (hj + fw_height(w, st->v) > NEST_LIMIT / 2) j = NULL;
+        }
+        if (!j) {
+            pp = &st->next;
+            continue;
+        }
+        Val **memo = NEWN(w->a, Val *, (size_t)f->nvals + 1);
+        w->gen++;
+        j->v = fw_subst(w, j->v, k, st->v, memo);
+        j->v2 = fw_subst(w, j->v2, k, st->v, memo);
+        for (int i = 0; i < j->nvs; i++)
+            if (j->vs) j->vs[i] = fw_subst(w, j->vs[i], k, st->v, memo);
+        fw_grow(w); /* the clones' ids */
+        if (last) /* st->v's reads now happen at j */
+            for (int i = 0; i < w->nrd; i++)
+                if (last[w->rd[i]] < jord) last[w->rd[i]] = jord;
+        *pp = st->next; /* the set goes; j is looked at in its turn */
+    }
+}
+
 void split_program(Arena *a, Program *p) {
     for (int i = 0; i < p->nfns; i++) {
         Fn *f = p->fns[i];
+        Fw w = {.a = a, .f = f};
+        fw_grow(&w);
+        int *last = NEWN(a, int, (size_t)f->nslots + 1);
+        w.inrd = NEWN(a, unsigned char, (size_t)f->nslots + 1);
+        int ord = 0;
+        for (Stmt *st = f->body; st; st = st->next, ord++) stmt_mentions(&w, st, last, ord);
+        w.nrd = 0;
+        forward_block(&w, &f->body, last, 0);
         S s = {.a = a, .f = f, .n0 = f->nvals, .slots_cap = f->nslots};
         s.acc = NEWN(a, int64_t, (size_t)f->nvals + 1);
         s.seen = NEWN(a, int, (size_t)f->nvals + 1);

@@ -59,3 +59,19 @@ def test_shared_operand_across_the_cut(device):
     e = tree_np([np.sin(x * np.float32(k)) for k in range(20)])
     want = tree_np([np.cos(e * np.float32(k)) for k in range(40)])
     np.testing.assert_allclose(m.f(x), want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_var_accumulation_chains(device):
+    """`s = s + x_i` over many inputs: forwarded sets (a few kernels, not one per
+    assignment) give the sum in the order written."""
+    k = 300
+    src = ("fn f(%s) -> f32[n] {\n    var s = x0;\n" % ", ".join("x%d: f32[n]" % i for i in range(k))
+           + "".join("    s = s * 0.5 + x%d;\n" % i for i in range(1, k)) + "    return s;\n}\n")
+    m = cuk.compile(src, device=device)
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal(1025).astype(np.float32) for _ in range(k)]
+    want = xs[0]
+    for i in range(1, k):
+        want = want * np.float32(0.5) + xs[i]
+    np.testing.assert_array_equal(m.f(*xs), want)  # no FMA on either backend: the same bits
