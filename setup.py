@@ -12,20 +12,30 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 class CMakeBuild(build_ext):
-    """Runs CMake for the _cuk target and copies the module where setuptools wants it."""
+    """Runs CMake for the _cuk, cukc and cuk targets and copies the module where setuptools
+    wants it, with cukc (cuk/bin/cukc: the `cukc` command and `python -m cuk` run it),
+    libcuk.so (cuk/lib) and the C API's headers (cuk/include, beside the ones
+    SourceModule passes to NVRTC) in the package."""
 
     def build_extension(self, ext):
         build = os.path.abspath(os.path.join(self.build_temp, "cmake"))
         os.makedirs(build, exist_ok=True)
         subprocess.check_call(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
                                f"-DPython3_EXECUTABLE={sys.executable}", "-DCUK_PYTHON=ON"])
-        subprocess.check_call(["cmake", "--build", build, "--target", "_cuk", "-j", str(os.cpu_count() or 2)])
+        subprocess.check_call(["cmake", "--build", build, "--target", "_cuk", "cukc", "cuk", "-j",
+                               str(os.cpu_count() or 2)])
         src = os.path.join(build, "python", "cuk", "_cuk.abi3.so")
         if not os.path.exists(src):
             raise RuntimeError("the CMake build made no _cuk.abi3.so: are Python >= 3.11 development headers installed?")
         dst = self.get_ext_fullpath(ext.name)
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        pkg = os.path.dirname(dst)
+        os.makedirs(pkg, exist_ok=True)
         shutil.copyfile(src, dst)
+        for sub, path in (("bin", os.path.join(build, "bin", "cukc")), ("lib", os.path.join(build, "lib", "libcuk.so")),
+                          ("include", os.path.join(ROOT, "runtime", "cuk.h")),
+                          ("include", os.path.join(ROOT, "api", "cuk_program.h"))):
+            os.makedirs(os.path.join(pkg, sub), exist_ok=True)
+            shutil.copy2(path, os.path.join(pkg, sub, os.path.basename(path)))  # keeps cukc executable
 
 
 setup(

@@ -418,8 +418,9 @@ Fn *program_find(const Program *p, const char *name);
    compute in f32 or i32 between casts, before fusion. */
 void widen_program(Arena *a, Program *p);
 
-/* split.c: vars forwarded into their one reader; statements too large for one kernel's compile time (by val_code_weight) have
-   their heaviest operands moved into statements of their own, before fusion. */
+/* split.c, before fusion: a var's value forwarded into its one reader; statements too
+   heavy for one kernel's compile time (by val_code_weight) have their heaviest operands
+   moved into statements of their own. */
 void split_program(Arena *a, Program *p);
 /* What v adds to a kernel's NVRTC time, in adds (a read of an array: SPLIT_LEAF_WEIGHT). */
 int val_code_weight(const Val *v);

@@ -324,6 +324,13 @@ if [ "${CUK_CHECK_TSAN:-1}" != 0 ]; then
     run_counted "ThreadSanitizer" "$LOGS/tsan.log" bash scripts/tsan.sh "${TSAN_BUILD:-$ROOT/build-tsan}"
 fi
 
+# Installing (scripts/install_check.sh): cmake --install into a prefix and pip into a
+# fresh venv, each used from elsewhere (cukc, import cuk, python -m cuk, a C program
+# built with pkg-config and with find_package). CUK_CHECK_INSTALL=0 skips it.
+if [ "${CUK_CHECK_INSTALL:-1}" != 0 ]; then
+    run_counted "install (CMake, pip)" "$LOGS/install.log" bash scripts/install_check.sh "$BUILD"
+fi
+
 if [ "${CUK_CHECK_FUZZ:-1}" != 0 ]; then
     FUZZ_MODE=check run_counted "fuzz (fixed inputs)" "$LOGS/fuzz.log" \
         bash tests/fuzz/run.sh "$BUILD" "${FUZZ_BUILD:-$ROOT/build-fuzz}"

@@ -17,6 +17,13 @@ need() {     # need PACKAGE CHECK-COMMAND...: queue PACKAGE unless the check suc
 have() { command -v "$1"; }
 asan_rt() { compgen -G "$LLVM/lib/clang/14*/lib/linux/libclang_rt.asan-x86_64.a"; }
 pyhas() { "$PY" -c "import $1"; }
+pyvenv() { # a venv with pip can be made (Debian's python3-venv)
+    local d r
+    d=$(mktemp -d) && "$PY" -m venv "$d/v" >/dev/null 2>&1
+    r=$?
+    rm -rf "$d"
+    return $r
+}
 pyhdr() { "$PY" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; }
 
 check_all() {
@@ -38,9 +45,13 @@ check_all() {
         need python3-numpy pyhas numpy
         need python3-pytest pyhas pytest
         need python3-dev pyhdr
+        need python3-venv pyvenv
+        need python3-setuptools pyhas setuptools
+        need python3-wheel pyhas wheel
     else
-        missing+=(python3-numpy python3-pytest python3-dev)
+        missing+=(python3-numpy python3-pytest python3-dev python3-venv python3-setuptools python3-wheel)
     fi
+    need pkg-config have pkg-config
     need valgrind have valgrind
 }
 
