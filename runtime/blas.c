@@ -79,7 +79,7 @@ static char lt_msg[2048];
 static void lt_load_once(void) {
     void *h = lib_open("CUK_LIBCUBLASLT", "libcublasLt", "cuBLASLt",
                        "matrix products (dot, @) on the GPU need the CUDA toolkit's cuBLASLt: install it, or set "
-                       "CUDA_HOME or CUK_LIBCUBLASLT, or use --device cpu",
+                       "CUDA_HOME or CUK_LIBCUBLASLT, or run on the CPU backend",
                        lt_msg, sizeof lt_msg);
     if (!h) return;
 #define X(field, sym, args)                                                                      \

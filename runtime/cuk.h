@@ -39,7 +39,8 @@ const char *cuk_version(void);
 
 /* Loads libcuda.so.1 and calls cuInit. Idempotent and thread-safe; every other GPU call
    does it implicitly. Without a driver: CUK_ERR_NO_DRIVER, message
-   "no CUDA driver found (libcuda.so.1): ...; use --device cpu". */
+   "no CUDA driver found (libcuda.so.1): ...; the CPU backend needs none" (no flag is
+   named: cukc adds "--device cpu" where its user can pass it). */
 cuk_status cuk_init(void);
 /* *ok = 1 if a driver and at least one GPU are usable, else 0 (and cuk_last_error() says
    why). Returns CUK_OK either way: asking is never an error. */

@@ -50,7 +50,7 @@ cuk_status cuk_gpu_available(int *ok) {
     *ok = 0;
     if (cuk_device_count(&n) != CUK_OK) return CUK_OK; /* the message says why */
     if (n == 0) {
-        err_set(CUK_ERR_NO_DEVICE, "no CUDA device found: the driver reports 0 GPUs; use --device cpu");
+        err_set(CUK_ERR_NO_DEVICE, "no CUDA device found: the driver reports 0 GPUs; the CPU backend needs none");
         return CUK_OK;
     }
     *ok = 1;
@@ -97,7 +97,7 @@ static cuk_status check_index_locked(int index) {
     cuk_status s = count_locked();
     if (s) return s;
     if (ndev == 0)
-        return err_set(CUK_ERR_NO_DEVICE, "no CUDA device found: the driver reports 0 GPUs; use --device cpu");
+        return err_set(CUK_ERR_NO_DEVICE, "no CUDA device found: the driver reports 0 GPUs; the CPU backend needs none");
     if (index < 0 || index >= ndev)
         return err_set(CUK_ERR_NO_DEVICE, "no CUDA device %d: there %s %d (indices 0 to %d)", index,
                        ndev == 1 ? "is" : "are", ndev, ndev - 1);

@@ -81,7 +81,7 @@ static void driver_load_once(void) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         driver_status = CUK_ERR_NO_DRIVER;
-        snprintf(driver_msg, sizeof driver_msg, "no CUDA driver found (%s): %s; use --device cpu", path,
+        snprintf(driver_msg, sizeof driver_msg, "no CUDA driver found (%s): %s; the CPU backend needs none", path,
                  dlerror());
         return;
     }
@@ -117,7 +117,7 @@ static void driver_load_once(void) {
         if (r == CUDA_ERROR_STUB_LIBRARY && !str)
             str = "this is the toolkit's stub libcuda, not an NVIDIA driver";
         driver_status = r == CUDA_ERROR_NO_DEVICE ? CUK_ERR_NO_DEVICE : CUK_ERR_NO_DRIVER;
-        snprintf(driver_msg, sizeof driver_msg, "%s (%s): cuInit failed: %s (%s); use --device cpu",
+        snprintf(driver_msg, sizeof driver_msg, "%s (%s): cuInit failed: %s (%s); the CPU backend needs no GPU",
                  r == CUDA_ERROR_NO_DEVICE ? "no CUDA device found" : "the CUDA driver cannot be used",
                  path, name ? name : num, str ? str : "no description");
         /* Keep the library loaded (cu's pointers stay valid for error names), but no

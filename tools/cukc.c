@@ -250,6 +250,9 @@ static int cmd_run(int argc, char **argv) {
     cuk_status s = cuk_program_compile(&p, file, &o);
     if (s) {
         api_error(s);
+        /* the library's message names no flag: here the user can pass one */
+        if (o.backend == CUK_BACKEND_GPU && (s == CUK_ERR_NO_DRIVER || s == CUK_ERR_NO_DEVICE))
+            fprintf(stderr, "cukc: note: --device cpu runs it on the CPU backend\n");
         return s == CUK_ERR_COMPILE ? EXIT_COMPILE : EXIT_RUNTIME;
     }
     int st = EXIT_OK;

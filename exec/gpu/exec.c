@@ -1436,7 +1436,7 @@ static bool eval_k(Frame *f, Val *v, Value *out, bool keep) {
     case OP_UNIQUE: ok = eval_unique(f, v, &r); break;
     default:
         if ((ok = op_is_ew(v->op) && v->rank == 0)) ok = eval_scalar_ew(f, v, &r);
-        else rt_error(f->s->err, v->loc, "the GPU backend cannot evaluate '%s' here yet; use --device cpu", op_name[v->op]);
+        else rt_error(f->s->err, v->loc, "the GPU backend cannot evaluate '%s' here yet; the CPU backend can", op_name[v->op]);
     }
     if (!ok) return false;
     touch(f, v->id);

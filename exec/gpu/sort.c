@@ -184,7 +184,7 @@ static bool by_positions(SortMod *sm, cuk_devptr x, int64_t rows, int64_t len, b
     if (len > (int64_t)UINT32_MAX)
         return fail(sm->why, sm->whylen,
                     "sorting rows of %lld floats with -0.0 or NaN payloads (kept bit for bit through their positions) "
-                    "takes at most 2^32 - 1 a row on the GPU; use --device cpu",
+                    "takes at most 2^32 - 1 a row on the GPU; the CPU backend has no such limit",
                     (long long)len);
     Scratch sc = {0};
     cuk_devptr idx;
@@ -311,7 +311,7 @@ bool gpu_sort_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, bool desc,
     if (rows <= 0 || len <= 0) return true;
     if (arg && len > (int64_t)UINT32_MAX)
         return fail(why, whylen,
-                    "argsort() on the GPU sorts rows of at most 2^32 - 1 elements, not %lld; use --device cpu",
+                    "argsort() on the GPU sorts rows of at most 2^32 - 1 elements, not %lld; the CPU backend has no such limit",
                     (long long)len);
     SortMod sm;
     return mod_open(&sm, dt, mod, why, whylen) && sort_rows(&sm, x, rows, len, desc, arg, out);
@@ -467,7 +467,7 @@ bool gpu_topk_rows(DType dt, cuk_devptr x, int64_t rows, int64_t len, int64_t k,
                    char *why, size_t whylen) {
     if (rows <= 0 || k <= 0) return true;
     if (len > (int64_t)UINT32_MAX - 1)
-        return fail(why, whylen, "top_k() on the GPU takes rows of at most 2^32 - 2 elements, not %lld; use --device cpu",
+        return fail(why, whylen, "top_k() on the GPU takes rows of at most 2^32 - 2 elements, not %lld; the CPU backend has no such limit",
                     (long long)len);
     SortMod sm;
     if (!mod_open(&sm, dt, mod, why, whylen)) return false;
