@@ -594,11 +594,8 @@ static void print_ref(FILE *out, const Fn *fn, const Val *v) {
         fprintf(out, " %%%d", v->id);
 }
 
-void plan_print(FILE *out, const Plan *p) {
-    fprintf(out, "plan %s: %d kernel%s\n", p->fn->name, p->nkernels, p->nkernels == 1 ? "" : "s");
-    for (int i = 0; i < p->nkernels; i++) {
-        const Kernel *k = p->kernels[i];
-        fprintf(out, "kernel k%d %s%s:", k->id, kernel_kind_name[k->kind], kernel_blas(k) ? "(cublasLt)" : "");
+/* The ops k fuses, as emit-ir lists them (" add mul red.sum ..."). */
+static void print_ops(FILE *out, const Kernel *k) {
         for (int j = 0; j < k->nvals; j++) {
             const Val *v = k->vals[j];
             if (v->op == OP_HIST) {
@@ -617,6 +614,14 @@ void plan_print(FILE *out, const Plan *p) {
                 fprintf(out, " %s", op_name[v->op]);
             }
         }
+}
+
+void plan_print(FILE *out, const Plan *p) {
+    fprintf(out, "plan %s: %d kernel%s\n", p->fn->name, p->nkernels, p->nkernels == 1 ? "" : "s");
+    for (int i = 0; i < p->nkernels; i++) {
+        const Kernel *k = p->kernels[i];
+        fprintf(out, "kernel k%d %s%s:", k->id, kernel_kind_name[k->kind], kernel_blas(k) ? "(cublasLt)" : "");
+        print_ops(out, k);
         fprintf(out, "  inputs:");
         for (int j = 0; j < k->nins; j++) print_ref(out, p->fn, k->ins[j]);
         for (int j = 0; j < k->nscalars; j++) print_ref(out, p->fn, k->scalars[j]);
@@ -640,6 +645,53 @@ void plan_print(FILE *out, const Plan *p) {
 
 void planset_print(FILE *out, const PlanSet *ps) {
     for (int i = 0; i < ps->nplans; i++) plan_print(out, ps->plans[i]);
+}
+
+/* An array node of the graph, declared ("fn.%name" for a slot, "fn.%id" for a value,
+   labelled as emit-ir names it); its id goes to id. */
+static void dot_array(FILE *out, const Fn *fn, const Val *v, char *id, size_t n) {
+    char name[128];
+    if (v->op == OP_SLOT && v->slot >= 0 && v->slot < fn->nslots && fn->slots[v->slot].name)
+        snprintf(name, sizeof name, "%%%s", fn->slots[v->slot].name);
+    else
+        snprintf(name, sizeof name, "%%%d", v->id);
+    snprintf(id, n, "%s.%s", fn->name, name);
+    fprintf(out, "    \"%s\" [label=\"%s\"];\n", id, name);
+}
+
+/* Graphviz: per function a cluster of its kernels (boxes: kind and fused ops) and the
+   arrays they read and write (ellipses; scalars passed by value on dashed edges), so that what fused where, and what goes
+   through memory between kernels, is visible (`cukc emit-ir --dot F | dot -Tsvg`). */
+void planset_print_dot(FILE *out, const PlanSet *ps) {
+    fputs("digraph cuk {\n  rankdir=LR;\n  node [fontname=\"monospace\", fontsize=10];\n", out);
+    for (int i = 0; i < ps->nplans; i++) {
+        const Plan *p = ps->plans[i];
+        if (!p->nkernels) continue;
+        fprintf(out, "  subgraph \"cluster_%s\" {\n    label=\"fn %s: %d kernel%s\";\n", p->fn->name, p->fn->name,
+                p->nkernels, p->nkernels == 1 ? "" : "s");
+        for (int q = 0; q < p->nkernels; q++) {
+            const Kernel *k = p->kernels[q];
+            fprintf(out, "    \"%s.k%d\" [shape=box, style=filled, fillcolor=\"#dde8f8\", label=\"k%d %s%s\\n", p->fn->name,
+                    k->id, k->id, kernel_kind_name[k->kind], kernel_blas(k) ? "(cublasLt)" : "");
+            print_ops(out, k);
+            fputs("\"];\n", out);
+            char id[300];
+            for (int j = 0; j < k->nins; j++) {
+                dot_array(out, p->fn, k->ins[j], id, sizeof id);
+                fprintf(out, "    \"%s\" -> \"%s.k%d\";\n", id, p->fn->name, k->id);
+            }
+            for (int j = 0; j < k->nscalars; j++) { /* passed by value: dashed */
+                dot_array(out, p->fn, k->scalars[j], id, sizeof id);
+                fprintf(out, "    \"%s\" -> \"%s.k%d\" [style=dashed];\n", id, p->fn->name, k->id);
+            }
+            for (int j = 0; j < k->nouts; j++) {
+                dot_array(out, p->fn, k->outs[j], id, sizeof id);
+                fprintf(out, "    \"%s.k%d\" -> \"%s\";\n", p->fn->name, k->id, id);
+            }
+        }
+        fputs("  }\n", out);
+    }
+    fputs("}\n", out);
 }
 
 /* ---- identities, shared by the emitter -------------------------------------------- */

@@ -225,6 +225,8 @@ bool kernel_red_lambda(const Kernel *k);
    not over everything); inputs are slot names (%x) or value ids (%7). */
 void plan_print(FILE *out, const Plan *p);
 void planset_print(FILE *out, const PlanSet *ps);
+/* The plans as a Graphviz digraph (cukc emit-ir --dot, cukc graph). */
+void planset_print_dot(FILE *out, const PlanSet *ps);
 
 /* The input a leaf read stands for (itself unless it repeats a slot read). */
 Val *kernel_canon(const Kernel *k, Val *v);

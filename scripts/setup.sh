@@ -52,6 +52,7 @@ check_all() {
         missing+=(python3-numpy python3-pytest python3-dev python3-venv python3-setuptools python3-wheel)
     fi
     need pkg-config have pkg-config
+    need graphviz have dot
     need valgrind have valgrind
 }
 

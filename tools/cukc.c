@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "api/cuk_program.h"
 #include "compiler/bundle.h"
@@ -20,7 +22,10 @@ static const char *usage_text =
     "\n"
     "commands:\n"
     "  check F                       parse and type-check F\n"
-    "  emit-ir F                     print the IR (and the kernels it fuses into)\n"
+    "  emit-ir F [--dot]             print the IR (and the kernels it fuses into);\n"
+    "                                --dot: the kernels as a Graphviz graph\n"
+    "  graph F -o OUT.svg|.png|.pdf  draw the kernels and what they read and write\n"
+    "                                (runs Graphviz's dot)\n"
     "  emit-cuda F                   print the CUDA C of every kernel\n"
     "  emit-ptx F [--arch sm_90] [--fast-math]\n"
     "                                compile the kernels with NVRTC and print PTX\n"
@@ -313,6 +318,12 @@ static int cmd_run(int argc, char **argv) {
 }
 
 static int cmd_compile(const char *cmd, int argc, char **argv) {
+    bool dot = false;
+    if (!strcmp(cmd, "emit-ir") && argc == 2 && (!strcmp(argv[0], "--dot") || !strcmp(argv[1], "--dot"))) {
+        dot = true;
+        if (!strcmp(argv[0], "--dot")) argv++;
+        argc = 1;
+    }
     if (argc != 1) return usage_error("%s takes one file", cmd);
     Stage upto = !strcmp(cmd, "dump-ast") ? STAGE_PARSE : !strcmp(cmd, "check") ? STAGE_CHECK : STAGE_PLAN;
     Arena a;
@@ -322,6 +333,8 @@ static int cmd_compile(const char *cmd, int argc, char **argv) {
     if (!st) {
         if (!strcmp(cmd, "dump-ast")) {
             ast_dump(stdout, c.ast);
+        } else if (!strcmp(cmd, "emit-ir") && dot) {
+            planset_print_dot(stdout, c.plans);
         } else if (!strcmp(cmd, "emit-ir")) {
             ir_print(stdout, c.prog);
             planset_print(stdout, c.plans);
@@ -333,6 +346,63 @@ static int cmd_compile(const char *cmd, int argc, char **argv) {
     }
     arena_free(&a);
     return st;
+}
+
+/* cukc graph F -o OUT: the plans' Graphviz graph drawn by dot, in the format OUT's
+   extension names (svg, png or pdf). */
+static int cmd_graph(int argc, char **argv) {
+    const char *file = NULL, *outp = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc) outp = argv[++i];
+        else if (argv[i][0] == '-') return usage_error("graph: unknown option '%s'", argv[i]);
+        else if (!file) file = argv[i];
+        else return usage_error("graph takes one file, then -o OUT (another: '%s')", argv[i]);
+    }
+    if (!file || !outp) return usage_error("graph needs a file and -o OUT.svg (or .png, .pdf)%s", "");
+    const char *ext = strrchr(outp, '.');
+    if (!ext || (strcmp(ext, ".svg") && strcmp(ext, ".png") && strcmp(ext, ".pdf")))
+        return usage_error("graph: -o names the format by its extension: .svg, .png or .pdf, not '%s'", outp);
+    Arena a;
+    Diag d;
+    Compiled c;
+    int st = compile_file(&c, &a, &d, file, STAGE_PLAN);
+    if (st) {
+        arena_free(&a);
+        return st;
+    }
+    char tmpl[] = "/tmp/cukc-graph-XXXXXX";
+    int fd = mkstemp(tmpl);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        arena_free(&a);
+        fprintf(stderr, "cukc: error: cannot write a temporary file for dot: %s\n", strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    planset_print_dot(f, c.plans);
+    fclose(f);
+    arena_free(&a);
+    char fmt[8];
+    snprintf(fmt, sizeof fmt, "-T%s", ext + 1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp("dot", "dot", fmt, tmpl, "-o", outp, (char *)NULL);
+        _exit(127);
+    }
+    int ws = 0;
+    bool ok = pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws);
+    int rc = ok ? WEXITSTATUS(ws) : -1;
+    unlink(tmpl);
+    if (rc == 127) {
+        fprintf(stderr, "cukc: error: graph needs Graphviz's dot on the PATH (apt-get install graphviz); "
+                        "`cukc emit-ir --dot %s` prints the graph itself\n", file);
+        return EXIT_RUNTIME;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "cukc: error: dot could not write %s (exit %d)\n", outp, rc);
+        return EXIT_RUNTIME;
+    }
+    return EXIT_OK;
 }
 
 /* Compiles every kernel with NVRTC (no GPU needed) and prints the PTX. */
@@ -474,6 +544,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "check") || !strcmp(cmd, "emit-ir") || !strcmp(cmd, "dump-ast") || !strcmp(cmd, "emit-cuda"))
         return cmd_compile(cmd, argc - 2, argv + 2);
     if (!strcmp(cmd, "emit-ptx")) return cmd_emit_ptx(argc - 2, argv + 2);
+    if (!strcmp(cmd, "graph")) return cmd_graph(argc - 2, argv + 2);
     if (!strcmp(cmd, "cache")) return cmd_cache(argc - 2, argv + 2);
     if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
