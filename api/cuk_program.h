@@ -155,6 +155,10 @@ typedef struct cuk_program_opts {
        backend's in the last bits). 0 (the default): no contraction, the CPU backend's
        arithmetic. */
     int fast_math;
+    /* 1: time every statement of every call (cukc run --profile): wall time per statement,
+       summed over its runs, with what it calls; on the GPU each statement waits for its
+       kernels. cuk_program_profile_print writes the table. */
+    int profile;
 } cuk_program_opts;
 
 typedef struct cuk_program_s cuk_program;
@@ -181,6 +185,9 @@ cuk_status cuk_program_build(const char *src_path, const char *out_path, const c
    where none is usable gives CUK_ERR_NO_DRIVER or CUK_ERR_NO_DEVICE. */
 cuk_status cuk_program_compile(cuk_program **p, const char *src_or_path, const cuk_program_opts *o);
 void cuk_program_free(cuk_program *p);
+/* The profile of the calls so far (opts.profile), heaviest statement first: CUK_OK, or
+   CUK_ERR_INVALID when the program was not compiled with opts.profile. */
+cuk_status cuk_program_profile_print(const cuk_program *p, FILE *out);
 /* CUK_BACKEND_GPU or CUK_BACKEND_CPU: where the functions run. */
 cuk_backend cuk_program_backend(const cuk_program *p);
 /* The program's own functions (not the stdlib's), in source order. */

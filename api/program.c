@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "api/api.h"
 
@@ -108,6 +109,7 @@ struct cuk_program_s {
     cuk_fn **all;
     pthread_mutex_t lock; /* wrapping stdlib functions on first use */
     GpuSession *session;  /* GPU backend with the session API */
+    Profile *prof;        /* opts.profile: time per statement, over every call */
     Bundle *bundle;       /* when loaded from a .cukb: its kernels, loaded without NVRTC */
 };
 
@@ -275,6 +277,13 @@ cuk_status cuk_program_compile(cuk_program **out, const char *src_or_path, const
         }
         gpu_session_fast_math(p->session, o && o->fast_math);
     }
+    if (o && o->profile) {
+        if (!(p->prof = profile_new())) {
+            cuk_program_free(p);
+            return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+        if (p->session) gpu_session_profile(p->session, p->prof);
+    }
     *out = p;
     return CUK_OK;
 }
@@ -288,9 +297,23 @@ cuk_status cuk_program_load_bundle(cuk_program **out, const char *path, const cu
 void cuk_program_free(cuk_program *p) {
     if (!p) return;
     if (p->session) gpu_session_free(p->session);
+    profile_free(p->prof);
     pthread_mutex_destroy(&p->lock);
     arena_free(&p->arena);
     free(p);
+}
+
+cuk_status cuk_program_profile_print(const cuk_program *p, FILE *out) {
+    if (!p || !out) return err_set(CUK_ERR_INVALID, "cuk_program_profile_print: NULL argument");
+    if (!p->prof) return err_set(CUK_ERR_INVALID, "this program was compiled without profiling (cuk_program_opts.profile)");
+    profile_print(p->prof, p->backend == CUK_BACKEND_GPU ? "GPU" : "CPU", out);
+    return CUK_OK;
+}
+
+static int64_t prof_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 cuk_backend cuk_program_backend(const cuk_program *p) { return p->backend; }
@@ -559,9 +582,14 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
             gpuval_head(&iv, into);
             iv.p = into->dev;
         }
+        int64_t t0 = f->prog->prof ? prof_now() : 0;
         bool ok = gpu_call_into(f->prog->session, f->fn, gv, into ? &iv : NULL, rs, stdout, &err,
                                 on_device ? GPU_CALL_DEVICE_SCALARS : 0, call_stream) &&
                   !run_interrupted();
+        if (f->prog->prof) {
+            cuk_stream_synchronize(call_stream);
+            profile_call(f->prog->prof, prof_now() - t0);
+        }
         flush_stdout();
         if (!ok) s = call_failed(&err, f->fn->name);
     }
@@ -659,7 +687,9 @@ static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
         bool ok;
         flush_stdout(); /* print() output keeps its order with the caller's */
         run_interrupt_reset();
-        ok = cpu_run(f->fn, in, res, stdout, &err) && !run_interrupted();
+        int64_t t0 = f->prog->prof ? prof_now() : 0;
+        ok = cpu_run_profiled(f->fn, in, res, stdout, &err, f->prog->prof) && !run_interrupted();
+        if (f->prog->prof) profile_call(f->prog->prof, prof_now() - t0);
         flush_stdout();
         if (!ok) {
             s = call_failed(&err, f->fn->name);

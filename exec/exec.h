@@ -86,6 +86,20 @@ void rt_report(const RtErr *e, Diag *d);
    result[0..fn->nres) gets them. print() output goes to out.
    Returns false and fills err on a run-time error. */
 bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err);
+/* Profiles (cukc run --profile, cuk_program_opts.profile): wall time per statement,
+   summed over the calls that ran it, inclusive of what it calls; on the GPU each
+   statement waits for its kernels, so its time is theirs (and the run is slower by those
+   waits). Safe to share between threads. */
+typedef struct Profile Profile;
+Profile *profile_new(void);
+void profile_free(Profile *p);
+/* Adds ns nanoseconds to statement s of fn (walk.c), and a whole call's time. */
+void profile_add(Profile *p, const Fn *fn, const Stmt *s, int64_t ns);
+void profile_call(Profile *p, int64_t ns);
+/* The table, heaviest first (backend: its name in the heading); nothing when empty. */
+void profile_print(const Profile *p, const char *backend, FILE *out);
+/* cpu_run with a profile (NULL: none). */
+bool cpu_run_profiled(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err, Profile *prof);
 /* For the fuzzer (tests/fuzz/): when > 0, cpu_run stops with a run-time error once the
    elements it has allocated or streamed, plus loop iterations and calls, pass this, so
    that generated programs with huge sizes or endless loops finish. 0 (the default) means
@@ -126,6 +140,8 @@ GpuSession *gpu_session_new(const Compiled *c, const Bundle *b, RtErr *err);
 /* Kernels compiled from now on contract multiplies and adds into FMAs (NVRTC --fmad=true);
    by default they do not (--fmad=false: the CPU backend's arithmetic). */
 void gpu_session_fast_math(GpuSession *s, bool on);
+/* Calls on s add to prof (exec.h's Profile; NULL: none). */
+void gpu_session_profile(GpuSession *s, Profile *prof);
 /* Frees the session and what it holds. No gpu_call may be running on it. Kernels queued
    by earlier calls may still be running; results they write stay valid. */
 void gpu_session_free(GpuSession *s);

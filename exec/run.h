@@ -96,6 +96,9 @@ typedef struct Target {
     /* runs the OP_CALL v of a function with n results: slots[slots[k]] = result k
        (a slot of -1 drops its result) */
     bool (*call_n)(void *fr, const Val *v, int n, const int *slots);
+    /* waits until the statement's work is done (the GPU's queued kernels), for
+       profiles; NULL where it is done when the hook returns (the CPU backend) */
+    void (*sync)(void *fr);
 } Target;
 
 /* What one run (a cpu_run or a gpu_call) carries through all its calls. */
@@ -108,6 +111,7 @@ typedef struct Run {
        deeper (0: not known, no check) */
     uintptr_t stack_floor;
     void *host_progs; /* the CPU backend's compiled scalar functions for this run (or NULL) */
+    Profile *prof;    /* time per statement, when profiling (exec.h), else NULL */
 } Run;
 
 enum { MAX_CALL_DEPTH = 1000 }; /* nested calls before a run-time error, on both backends */

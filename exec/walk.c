@@ -3,6 +3,8 @@
    run makes: the work budget, the call depth and the stack. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -82,6 +84,134 @@ void run_interrupt_reset(void) { stopped = false; }
 
 void run_interrupt_set(void) { stopped = true; }
 
+/* ---- profiles (exec.h) ------------------------------------------------------------------ */
+
+typedef struct ProfEntry {
+    const Fn *fn;
+    const Stmt *s;
+    int64_t runs, ns;
+} ProfEntry;
+
+struct Profile {
+    pthread_mutex_t mu;
+    ProfEntry *e; /* open addressing by the statement's address, at most half full */
+    int n, cap;
+    int64_t calls, call_ns;
+};
+
+Profile *profile_new(void) {
+    Profile *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    return p;
+}
+
+void profile_free(Profile *p) {
+    if (!p) return;
+    pthread_mutex_destroy(&p->mu);
+    free(p->e);
+    free(p);
+}
+
+static size_t prof_slot(const ProfEntry *e, int cap, const Stmt *s) {
+    size_t i = ((uintptr_t)s >> 4) * 0x9E3779B97F4A7C15u & (size_t)(cap - 1);
+    while (e[i].s && e[i].s != s) i = (i + 1) & (size_t)(cap - 1);
+    return i;
+}
+
+void profile_add(Profile *p, const Fn *fn, const Stmt *s, int64_t ns) {
+    pthread_mutex_lock(&p->mu);
+    if (2 * (p->n + 1) > p->cap) {
+        int cap = p->cap ? 2 * p->cap : 64;
+        ProfEntry *e = calloc((size_t)cap, sizeof *e);
+        if (!e) { /* out of memory: this statement goes unrecorded */
+            pthread_mutex_unlock(&p->mu);
+            return;
+        }
+        for (int k = 0; k < p->cap; k++)
+            if (p->e[k].s) e[prof_slot(e, cap, p->e[k].s)] = p->e[k];
+        free(p->e);
+        p->e = e, p->cap = cap;
+    }
+    ProfEntry *x = &p->e[prof_slot(p->e, p->cap, s)];
+    if (!x->s) {
+        *x = (ProfEntry){.fn = fn, .s = s};
+        p->n++;
+    }
+    x->runs++;
+    x->ns += ns;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void profile_call(Profile *p, int64_t ns) {
+    pthread_mutex_lock(&p->mu);
+    p->calls++;
+    p->call_ns += ns;
+    pthread_mutex_unlock(&p->mu);
+}
+
+static int by_time(const void *a, const void *b) {
+    const ProfEntry *x = a, *y = b;
+    if (x->ns != y->ns) return x->ns < y->ns ? 1 : -1;
+    return x->s->loc.off < y->s->loc.off ? -1 : x->s->loc.off > y->s->loc.off;
+}
+
+/* The statement as written (its first line from the source, at most 60 bytes), else
+   what it is. */
+static const char *stmt_what(const Fn *fn, const Stmt *s, char *buf, size_t n) {
+    const Src *src = s->loc.src;
+    if (src && src->text && s->loc.off >= 0 && s->loc.off < src->len) {
+        const char *a = src->text + s->loc.off, *e = a;
+        while (*e && *e != '\n' && e - a < 60) e++;
+        snprintf(buf, n, "%.*s%s", (int)(e - a), a, *e && *e != '\n' ? "..." : "");
+        return buf;
+    }
+    switch (s->kind) {
+    case S_SET:
+        snprintf(buf, n, "%s = ...", s->slot >= 0 && s->slot < fn->nslots && fn->slots[s->slot].name ? fn->slots[s->slot].name : "?");
+        return buf;
+    case S_RETURN: return "return";
+    case S_PRINT: return "print";
+    case S_SAVE: return "save";
+    case S_CALLN: return "let (...) = call";
+    default: return "eval";
+    }
+}
+
+void profile_print(const Profile *p, const char *backend, FILE *out) {
+    pthread_mutex_lock((pthread_mutex_t *)&p->mu);
+    ProfEntry *e = p->n ? malloc(sizeof *e * (size_t)p->n) : NULL;
+    int n = 0;
+    for (int k = 0; k < p->cap && e; k++)
+        if (p->e[k].s) e[n++] = p->e[k];
+    int64_t calls = p->calls, total = p->call_ns;
+    pthread_mutex_unlock((pthread_mutex_t *)&p->mu);
+    if (!n) {
+        free(e);
+        return;
+    }
+    qsort(e, (size_t)n, sizeof *e, by_time);
+    fprintf(out, "profile (%s backend): %lld call%s, %.3f ms; time per statement, with what it calls%s\n",
+            backend, (long long)calls, calls == 1 ? "" : "s", total / 1e6,
+            strcmp(backend, "GPU") == 0 ? " (each statement waited for: its kernels' time)" : "");
+    fprintf(out, "%10s %8s %10s %6s  %s\n", "ms", "runs", "ms/run", "%", "statement");
+    for (int k = 0; k < n; k++) {
+        char what[96];
+        const Loc *l = &e[k].s->loc;
+        fprintf(out, "%10.3f %8lld %10.4f %5.1f%%  %s:%d:%d  %s  (fn %s)\n", e[k].ns / 1e6, (long long)e[k].runs,
+                e[k].ns / 1e6 / (double)e[k].runs, total > 0 ? 100.0 * (double)e[k].ns / (double)total : 0.0,
+                l->src ? l->src->path : "?", l->line, l->col, stmt_what(e[k].fn, e[k].s, what, sizeof what),
+                e[k].fn->name);
+    }
+    free(e);
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void run_init(Run *r, RtErr *err, FILE *out) {
     r->err = err;
     r->out = out;
@@ -89,6 +219,7 @@ void run_init(Run *r, RtErr *err, FILE *out) {
     r->depth = 0;
     r->stack_floor = stack_floor();
     r->host_progs = NULL;
+    r->prof = NULL;
     stopped = false;
     poll_last = coarse_ms();
 }
@@ -150,8 +281,26 @@ static bool print_or_save(Run *r, const Target *t, void *fr, const Stmt *s) {
     return ok;
 }
 
+/* One statement of walk's, timed into r->prof around the statements that compute
+   (control flow is timed through the statements inside it). */
+static int walk_one(Run *r, const Target *t, void *fr, const Fn *fn, const Stmt *s);
+
 int walk(Run *r, const Target *t, void *fr, const Fn *fn, const Stmt *s) {
     for (; s; s = s->next) {
+        bool timed = r->prof && s->kind != S_IF && s->kind != S_WHILE && s->kind != S_FOR;
+        int64_t t0 = timed ? now_ns() : 0;
+        int w = walk_one(r, t, fr, fn, s);
+        if (timed && w != WALK_ERROR) {
+            if (t->sync) t->sync(fr);
+            profile_add(r->prof, fn, s, now_ns() - t0);
+        }
+        if (w != WALK_OK || s->kind == S_RETURN) return w;
+    }
+    return WALK_OK;
+}
+
+static int walk_one(Run *r, const Target *t, void *fr, const Fn *fn, const Stmt *s) {
+    {
         bool ok = true;
         switch (s->kind) {
         case S_SET:

@@ -36,7 +36,8 @@ static const char *usage_text =
     "  run F|B [--device auto|gpu|cpu] [--gpu N] [--entry NAME] [name=value ...]\n"
     "                                run main (or NAME); values are numbers, true/false\n"
     "                                or .npy files; --fast-math lets the GPU contract\n"
-    "                                a * b + c into one FMA\n"
+    "                                a * b + c into one FMA; --profile prints the time\n"
+    "                                of each statement (stderr) after the run\n"
     "  dump-ast F                    print the syntax tree (for tests)\n"
     "  --version                     print the version\n"
     "\n"
@@ -201,6 +202,7 @@ static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *entry = "main", *device = "auto";
     int gpu_index = -1; /* -1: $CUK_DEVICE, else 0 */
     int fast_math = 0;  /* --fast-math: FMA contraction on the GPU */
+    int profile = 0;    /* --profile: time per statement, to stderr after the run */
     const char *kv[64];
     int nkv = 0;
     for (int i = 0; i < argc; i++) {
@@ -215,6 +217,8 @@ static int cmd_run(int argc, char **argv) {
             gpu_index = (int)g;
         } else if (strcmp(a, "--fast-math") == 0) {
             fast_math = 1;
+        } else if (strcmp(a, "--profile") == 0) {
+            profile = 1;
         } else if (strcmp(a, "--device") == 0 || strcmp(a, "--entry") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             if (a[2] == 'd') device = argv[++i];
@@ -237,6 +241,7 @@ static int cmd_run(int argc, char **argv) {
     if (!file) return usage_error("run needs a file%s", "");
     cuk_program_opts o = {0};
     o.fast_math = fast_math;
+    o.profile = profile;
     if (!strcmp(device, "auto")) o.backend = CUK_BACKEND_AUTO;
     else if (!strcmp(device, "gpu")) o.backend = CUK_BACKEND_GPU;
     else if (!strcmp(device, "cpu")) o.backend = CUK_BACKEND_CPU;
@@ -312,8 +317,9 @@ static int cmd_run(int argc, char **argv) {
         for (int k = 0; k < 16; k++) cuk_array_free(result[k]);
     }
     for (int j = 0; j < 64; j++) cuk_array_free(args[j]);
-    cuk_program_free(p);
     fflush(stdout);
+    if (profile) cuk_program_profile_print(p, stderr);
+    cuk_program_free(p);
     return st;
 }
 

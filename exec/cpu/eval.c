@@ -3772,7 +3772,7 @@ static bool t_call_n(void *fr, const Val *v, int n, const int *slots) {
     return true;
 }
 
-static const Target cpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end, t_ret_n, t_call_n};
+static const Target cpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end, t_ret_n, t_call_n, NULL};
 
 /* result: one entry, or fn->nres for a function with several results. */
 static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
@@ -3821,6 +3821,7 @@ typedef struct Job {
     Arr **args, *result[MAX_RESULTS];
     FILE *out;
     RtErr *err;
+    Profile *prof;            /* time per statement (cpu_run_profiled), or NULL */
     bool ok;
     atomic_bool stop;         /* the waiting caller was told to stop (run_bind) */
     bool threaded, done;      /* on a thread of its own; finished */
@@ -3835,6 +3836,7 @@ static void *run_job(void *arg) {
     Run r;
     if (j->threaded) run_bind(&j->stop); /* the caller asks the interrupt hook */
     run_init(&r, j->err, j->out);
+    r.prof = j->prof;
     HostProgs hp = {0};
     if (!getenv("CUK_NO_HOST_PROGS")) r.host_progs = &hp;
     DieGuard g;
@@ -3975,7 +3977,11 @@ static bool runner_start(Job *j) {
 }
 
 bool cpu_run(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err) {
-    Job j = {.fn = fn, .args = args, .out = out, .err = err};
+    return cpu_run_profiled(fn, args, result, out, err, NULL);
+}
+
+bool cpu_run_profiled(const Fn *fn, Arr **args, Arr **result, FILE *out, RtErr *err, Profile *prof) {
+    Job j = {.fn = fn, .args = args, .out = out, .err = err, .prof = prof};
     atomic_init(&j.stop, false);
     pthread_mutex_init(&j.mu, NULL);
     pthread_cond_init(&j.cv, NULL);

@@ -111,6 +111,7 @@ static void timing_mark(const char *what) {
 struct GpuSession {
     const Compiled *c;   /* the program, its plans and their CUDA C */
     bool fast_math;      /* NVRTC --fmad=true (gpu_session_fast_math) */
+    Profile *prof;       /* time per statement (gpu_session_profile), or NULL */
     Arena arena;         /* per-function state */
     const PlanSet *ps;
     int nfs;
@@ -1543,7 +1544,13 @@ static bool t_call_n(void *fr, const Val *v, int n, const int *slots) {
     return true;
 }
 
-static const Target gpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end, t_ret_n, t_call_n};
+/* Profiles: the statement's kernels done (their time is the statement's). */
+static void t_sync(void *fr) {
+    (void)fr;
+    cuk_stream_synchronize(gpu_stream());
+}
+
+static const Target gpu_target = {t_set, t_set_scalar, t_scalar, t_host, t_effect, t_ret, t_end, t_ret_n, t_call_n, t_sync};
 
 /* ---- frames ---------------------------------------------------------------------------- */
 
@@ -1779,6 +1786,7 @@ GpuSession *gpu_session_new(const Compiled *c, const Bundle *b, RtErr *err) {
 }
 
 void gpu_session_fast_math(GpuSession *s, bool on) { s->fast_math = on; }
+void gpu_session_profile(GpuSession *s, Profile *prof) { s->prof = prof; }
 
 void gpu_session_free(GpuSession *s) {
     if (!s) return;
@@ -2036,6 +2044,7 @@ bool gpu_call_into(GpuSession *s, const Fn *fn, const GpuVal *args, const GpuVal
     call_stream = stream;
     Run run;
     run_init(&run, err, out);
+    run.prof = s->prof;
     s->err = err;
     s->run = &run;
     s->dev_scalars = flags & GPU_CALL_DEVICE_SCALARS;
