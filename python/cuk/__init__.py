@@ -280,6 +280,52 @@ def _sequence_arg(value, dtype, fn, param):
     return np.ascontiguousarray(a, dtype=target)
 
 
+def load_ipython_extension(ipython):
+    """``%load_ext cuk`` in IPython or Jupyter: registers the ``%%cuk`` cell magic, which
+    compiles a cell and binds its functions in the notebook (docs/python.md, "Jupyter").
+    Importing cuk does not import IPython."""
+    from . import _jupyter
+
+    _jupyter.load_ipython_extension(ipython)
+
+
+def _named_repr(a, name):
+    """NumPy's repr of the host array ``a`` with ``array(`` replaced by ``name(`` and the
+    continuation lines moved to stay aligned under the first element."""
+    import numpy as np
+
+    r = repr(np.asarray(a))
+    pad = " " * (len(name) - len("array"))
+    return name + r[len("array"):].replace("\n      ", "\n      " + pad)
+
+
+def _device_array_repr(self):
+    # As CuPy's: the values, read back to the host, in NumPy's format (NumPy summarises
+    # large arrays with "..."). An array that cannot be read (a bfloat16 one without
+    # ml_dtypes, a failed device) keeps the extension's own repr.
+    import numpy as np
+
+    try:
+        a = np.empty(self.shape, self.dtype) if self.size == 0 else self.get()
+        return _named_repr(a, "DeviceArray")
+    except Exception:
+        return _c_device_array_repr(self)
+
+
+def _device_array_str(self):
+    try:
+        return str(self.get())
+    except Exception:
+        return _c_device_array_repr(self)
+
+
+# Set here rather than in the extension's C: NumPy's formatting (summaries, alignment,
+# dtype suffixes) does the work.
+_c_device_array_repr = DeviceArray.__repr__
+DeviceArray.__repr__ = _device_array_repr
+DeviceArray.__str__ = _device_array_str
+
+
 def _install_hooks():
     from . import driver
 

@@ -959,7 +959,9 @@ class GPUArray:
         return str(self.get())
 
     def __repr__(self):
-        return repr(self.get()).replace("array(", "GPUArray(", 1)
+        from . import _named_repr
+
+        return _named_repr(self.get(), "GPUArray")
 
     def __bool__(self):
         if self.size != 1:
