@@ -305,7 +305,9 @@ void cuk_program_free(cuk_program *p) {
 
 cuk_status cuk_program_profile_print(const cuk_program *p, FILE *out) {
     if (!p || !out) return err_set(CUK_ERR_INVALID, "cuk_program_profile_print: NULL argument");
-    if (!p->prof) return err_set(CUK_ERR_INVALID, "this program was compiled without profiling (cuk_program_opts.profile)");
+    if (!p->prof)
+        return err_set(CUK_ERR_INVALID, "this program was compiled without profiling: compile it with "
+                                         "cuk.compile(..., profile=True) (C: cuk_program_opts.profile = 1)");
     profile_print(p->prof, p->backend == CUK_BACKEND_GPU ? "GPU" : "CPU", out);
     return CUK_OK;
 }

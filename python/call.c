@@ -37,10 +37,10 @@ static void program_dealloc(PyObject *self) {
 static PyObject *py_compile(PyObject *m, PyObject *args) {
     (void)m;
     const char *src, *name = NULL;
-    int backend = 0, require_bundle = 0, fast_math = 0;
-    if (!PyArg_ParseTuple(args, "s|izpp", &src, &backend, &name, &require_bundle, &fast_math)) return NULL;
+    int backend = 0, require_bundle = 0, fast_math = 0, profile = 0;
+    if (!PyArg_ParseTuple(args, "s|izppp", &src, &backend, &name, &require_bundle, &fast_math, &profile)) return NULL;
     cuk_program_opts o = {.backend = (cuk_backend)backend, .name = name, .require_bundle = require_bundle,
-                          .fast_math = fast_math};
+                          .fast_math = fast_math, .profile = profile};
     cuk_program *p;
     cuk_status s;
     Py_BEGIN_ALLOW_THREADS s = cuk_program_compile(&p, src, &o);
@@ -96,7 +96,22 @@ static PyObject *program_backend(PyObject *self, void *c) {
     return PyUnicode_FromString(cuk_program_backend(((Program *)self)->p) == CUK_BACKEND_GPU ? "gpu" : "cpu");
 }
 
+/* profile() -> str: cuk_program_profile_print's table (compile(..., profile=True)). */
+static PyObject *program_profile(PyObject *self, PyObject *unused) {
+    (void)unused;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return PyErr_NoMemory();
+    cuk_status s = cuk_program_profile_print(((Program *)self)->p, f);
+    fclose(f);
+    PyObject *r = s ? raise_status(s) : PyUnicode_FromStringAndSize(buf, (Py_ssize_t)len);
+    free(buf);
+    return r;
+}
+
 static PyMethodDef program_methods[] = {{"functions", program_functions, METH_NOARGS, "the program's function names"},
+                                        {"profile", program_profile, METH_NOARGS, "the time per statement so far"},
                                         {"function", program_function, METH_O, "a function by name"},
                                         {NULL, NULL, 0, NULL}};
 static PyGetSetDef program_getset[] = {{"backend", program_backend, NULL, "'gpu' or 'cpu'", NULL}, {NULL, NULL, NULL, NULL, NULL}};

@@ -70,15 +70,22 @@ class Module:
     def __repr__(self):
         return f"<cuk.Module {self.name} ({self.backend}): {', '.join(self.functions)}>"
 
+    def profile(self):
+        """The time of each statement over the calls so far, heaviest first, as a table
+        (a str; ``print(m.profile())``): for a module compiled with ``profile=True``."""
+        return self._program.profile()
 
-def compile(src_or_path, device=None, name=None, fast_math=False):
+
+def compile(src_or_path, device=None, name=None, fast_math=False, profile=False):
     """Compiles a .cuk program (a path, or source text) and returns a :class:`Module`.
 
     ``device`` is ``"auto"`` (the GPU if one is usable, else the CPU backend), ``"gpu"``
     or ``"cpu"``; ``None`` reads ``$CUK_BACKEND`` and defaults to ``"auto"``. ``name``
     is the file name diagnostics show for source text. ``fast_math=True`` lets the GPU
     contract ``a * b + c`` into one FMA (faster compute-bound kernels; the last bits then
-    differ from the CPU backend's, which the default keeps). Raises :class:`CompileError`
+    differ from the CPU backend's, which the default keeps). ``profile=True`` times every
+    statement of every call: :meth:`Module.profile` returns the table (as ``cukc run
+    --profile`` prints it). Raises :class:`CompileError`
     (with ``file``, ``line``, ``column``, ``message``) for errors in the program.
     """
     if isinstance(src_or_path, _os.PathLike):
@@ -90,7 +97,7 @@ def compile(src_or_path, device=None, name=None, fast_math=False):
             backend = _BACKENDS[device]
         except KeyError:
             raise ValueError(f"device must be 'auto', 'gpu' or 'cpu', not {device!r}") from None
-    prog = _cuk.compile(src_or_path, backend, name, False, bool(fast_math))
+    prog = _cuk.compile(src_or_path, backend, name, False, bool(fast_math), bool(profile))
     shown = name or (src_or_path if "\n" not in src_or_path else "<string>")
     return Module(prog, shown)
 

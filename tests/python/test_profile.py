@@ -32,3 +32,23 @@ def test_profile_on_the_gpu_path(tmp_path):
     rows = [ln for ln in r.stderr.splitlines() if "profile.cuk:" in ln]
     runs = {re.search(r"profile\.cuk:\d+:\d+  (.*)  \(fn main\)$", ln).group(1): int(ln.split()[1]) for ln in rows}
     assert runs == {"x = step(x);": 7, "print(sum(x));": 1, "var x = zeros(1000);": 1}, runs
+
+
+def test_python_profile():
+    """cuk.compile(..., profile=True): Module.profile() is the table of the calls so far
+    (runs add up over calls, a loop's statement counts each time round); without
+    profile=True it says how to get one."""
+    import numpy as np
+    import cuk
+    m = cuk.compile("fn step(x: f32[n]) -> f32[n] {\n    var y = x * 2.0;\n    for i in 0..3 {\n"
+                    "        y = y + 1.0;\n    }\n    return y;\n}\n", device="cpu", profile=True, name="p.cuk")
+    for _ in range(4):
+        np.testing.assert_array_equal(m.step(np.ones(10, np.float32)), np.full(10, 5, np.float32))
+    t = m.profile()
+    assert t.startswith("profile (CPU backend): 4 calls, "), t
+    runs = {re.search(r"p\.cuk:\d+:\d+  (.*)  \(fn step\)$", ln).group(1): int(ln.split()[1])
+            for ln in t.splitlines() if "p.cuk:" in ln}
+    assert runs == {"var y = x * 2.0;": 4, "y = y + 1.0;": 12, "return y;": 4}, runs
+    plain = cuk.compile("fn f(x: f32[n]) -> f32[n] = x;", device="cpu")
+    with pytest.raises(cuk.Error, match=r"profile=True"):
+        plain.profile()
