@@ -12,7 +12,7 @@
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python, tests/python/test_sorting.py) · sortbench (bench/sort_bench.py) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
 # · p2bench (bench/part2_bench.py) · tybench (bench/types_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py) · plbench (bench/pycuda_layout_bench.py) · pycuda (PyCUDA's tests, scripts/pycuda_suite.py)
-# · sgbench (bench/streams_graphs_bench.py) · cudacore (cuda.core's examples: CCEX=, CCWHEELS= at packing) · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
+# · gendiff (GPU against the CPU backend, tests/fuzz/gen_programs.py diff: GEN_SEED, GEN_N) · sgbench (bench/streams_graphs_bench.py) · cudacore (cuda.core's examples: CCEX=, CCWHEELS= at packing) · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
 # racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
 # bench/exp/*.cu with the machine's nvcc and runs it: kernel design experiments; EXP=name
 # picks one) · sanitize-suite (memcheck, racecheck and synccheck over tests/gpu: the C
@@ -36,7 +36,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=480 [pybench]=60 [kbench]=240 [p2bench]=300 [tybench]=240 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540 [sgbench]=240 [cudacore]=300 [pycuda]=480)
+              [sanitize-all]=480 [bench]=90 [python]=480 [pybench]=60 [kbench]=240 [p2bench]=300 [tybench]=240 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540 [sgbench]=240 [gendiff]=540 [cudacore]=300 [pycuda]=480)
 summary=()
 fails=0
 
@@ -97,6 +97,12 @@ s_cudacore() {
   fi
   CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} PYTHONPATH=$lib:$C/build/python:$REPO/python \
     "$PY" scripts/cuda_core_examples.py "$C/ccex"
+}
+
+# GPU against the CPU backend over random programs (tests/fuzz/gen_programs.py diff;
+# GEN_SEED, GEN_N): issue 19's differential run; docs/reliability.md has the counts.
+s_gendiff() {
+  "$PY" tests/fuzz/gen_programs.py diff "$CUKC" "${GEN_SEED:-1}" "${GEN_N:-2000}" "$OUT"
 }
 
 # Streams and graphs (bench/streams_graphs_bench.py): two streams, graph launch cost, Jacobi as one graph.
@@ -314,7 +320,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f s_cudacore s_sgbench s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_pycuda s_kbench s_p2bench s_tybench s_sortbench s_shbench s_mmbench s_plbench s_startup
+export -f s_cudacore s_sgbench s_gendiff s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_pycuda s_kbench s_p2bench s_tybench s_sortbench s_shbench s_mmbench s_plbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -335,6 +341,7 @@ for s in "${stages[@]}"; do
     startup) stage startup s_startup ;;
     sortbench) stage sortbench s_sortbench ;;
     sgbench) stage sgbench s_sgbench ;;
+    gendiff) stage gendiff s_gendiff ;;
     cudacore) stage cudacore s_cudacore ;;
     p2bench) stage p2bench s_p2bench ;;
     tybench) stage tybench s_tybench ;;
