@@ -89,6 +89,8 @@ CUK_FN double cuk_rand_f64(uint64_t i, uint64_t seed) { return cuk_rand_f64_of(c
 CUK_FN double cuk_m2log_u32(uint64_t k) {
 #ifdef __CUDACC_RTC__
     int e = 63 - __clzll((long long)k); /* k >= 1: e = floor(log2(k)), 0..32 */
+#elif defined(__GNUC__)
+    int e = 63 - __builtin_clzll(k); /* the loop below was a third of a CPU randn's time */
 #else
     int e = 63;
     while (!(k >> e)) e--;
@@ -218,6 +220,8 @@ CUK_FN double cuk_randn_f64(uint64_t i, uint64_t seed) { return cuk_randn_f64_of
 CUK_FN float cuk_m2log_u32_f(uint64_t k) {
 #ifdef __CUDACC_RTC__
     int e = 63 - __clzll((long long)k);
+#elif defined(__GNUC__)
+    int e = 63 - __builtin_clzll(k);
 #else
     int e = 63;
     while (!(k >> e)) e--;

@@ -1030,7 +1030,13 @@ static __attribute__((noinline)) bool check_dims(Frame *f, const Val *v) {
     return true;
 }
 
-enum { NK_OP, NK_CAST, NK_LEAF, NK_GEN, NK_SCALL, NK_HBIN, NK_CPART, NK_CPACK };
+enum { NK_OP, NK_CAST, NK_LEAF, NK_GEN, NK_SCALL, NK_HBIN, NK_CPART, NK_CPACK, NK_CAT };
+
+/* A piece of a 1-D concat read in place (NK_CAT): len elements of a from start. */
+typedef struct CatPart {
+    Arr *a;
+    int64_t start, len;
+} CatPart;
 enum { LM_DIRECT, LM_SPLAT, LM_WALK };
 
 typedef struct PNode {
@@ -1052,6 +1058,8 @@ typedef struct PNode {
     const void *cur; /* this chunk's values */
     int *xin;        /* NK_SCALL, NK_HBIN: the inputs, one per argument */
     FProg *fp;       /* NK_SCALL: the function's program, and those of its callees */
+    CatPart *cat;    /* NK_CAT: the pieces, in order */
+    int ncat;
 } PNode;
 
 typedef struct Prog {
@@ -1072,6 +1080,8 @@ typedef struct Prog {
 
 static void prog_free(Prog *p) {
     for (int i = 0; i < p->n && !p->clone; i++) {
+        for (int k = 0; k < p->nodes[i].ncat; k++) arr_release(p->nodes[i].cat[k].a);
+        free(p->nodes[i].cat);
         arr_release(p->nodes[i].arr);
         free(p->nodes[i].xin);
         fprog_free_all(p->nodes[i].fp);
@@ -1232,6 +1242,86 @@ static __attribute__((noinline)) int prog_add_hbin(Frame *f, Prog *p, const Val 
     return i;
 }
 
+/* A 1-D concat read from its pieces in place (NK_CAT), where each piece is an array
+   or a slice with step 1 of a 1-D array, read in its source: the left and right
+   neighbours of a stencil, concat(zeros(1), x[0:n - 1]), are then never stored. */
+static __attribute__((noinline)) int prog_add_cat(Frame *f, Prog *p, const Val *v) {
+    int n = v->nargs;
+    CatPart *cat = calloc((size_t)n, sizeof *cat);
+    Dims *ds = calloc((size_t)n, sizeof *ds), od;
+    int i = -1;
+    if (!cat || !ds) {
+        rt_error(f->c->err, v->loc, "out of memory");
+        goto out;
+    }
+    for (int k = 0; k < n; k++) {
+        const Val *x = v->args[k];
+        SliceAxis ax[MAXRANK];
+        Dims sd;
+        if (x->op == OP_SLICE && !f->memo[x->id] && x->args[0]->rank == 1) {
+            if (!shape_rule(&f->ops, x, &sd, ax)) goto out;
+            if (sd.rank == 1 && (ax[0].step == 1 || ax[0].len <= 1)) {
+                if (!(cat[k].a = eval(f, x->args[0]))) goto out;
+                cat[k].start = ax[0].len > 0 ? ax[0].start : 0;
+                cat[k].len = ax[0].len;
+            }
+        }
+        if (!cat[k].a) {
+            if (!(cat[k].a = eval(f, x))) goto out;
+            cat[k].len = cat[k].a->size;
+        }
+        ASSERT(cat[k].a->dt == v->dt && cat[k].a->rank == 1);
+        ds[k].rank = 1;
+        ds[k].d[0] = cat[k].len;
+    }
+    if (!shape_concat(f->c->err, v, ds, n, &od, NULL) || !size_ok(f, v->loc, v->dt, 1, od.d) ||
+        (i = prog_push(f, p, v)) < 0)
+        goto out;
+    PNode *nd = &p->nodes[i];
+    nd->kind = NK_CAT;
+    nd->cat = cat;
+    nd->ncat = n;
+    nd->rank = 1;
+    nd->shape[0] = od.d[0];
+    cat = NULL;
+out:
+    for (int k = 0; cat && k < n; k++) arr_release(cat[k].a);
+    free(cat);
+    free(ds);
+    return i;
+}
+
+/* Elements [off, off + len) of an NK_CAT node's pieces into dst. */
+static void cat_chunk(const PNode *nd, int64_t off, int64_t len, void *dst) {
+    int esz = esize(nd->dt);
+    char *o = dst;
+    int64_t at = 0; /* where the piece starts in the concat */
+    for (int k = 0; k < nd->ncat && len > 0; at += nd->cat[k].len, k++) {
+        const CatPart *c = &nd->cat[k];
+        if (off >= at + c->len) continue;
+        int64_t from = off - at, take = c->len - from < len ? c->len - from : len;
+        memcpy(o, (const char *)c->a->data + (c->start + from) * esz, (size_t)(take * esz));
+        o += take * esz;
+        off += take;
+        len -= take;
+    }
+}
+
+/* An NK_CAT node broadcast in a program of another shape: made an array, and read as a
+   leaf by strides. */
+static bool cat_to_leaf(Frame *f, PNode *nd) {
+    Arr *a = new_arr(f, nd->v->loc, nd->dt, 1, nd->shape);
+    if (!a) return false;
+    cat_chunk(nd, 0, a->size, a->data);
+    for (int k = 0; k < nd->ncat; k++) arr_release(nd->cat[k].a);
+    free(nd->cat);
+    nd->cat = NULL;
+    nd->ncat = 0;
+    nd->kind = NK_LEAF;
+    nd->arr = a;
+    return true;
+}
+
 /* Adds v (and what it needs) to the program; returns its node index or -1. */
 static int prog_add(Frame *f, Prog *p, const Val *v) {
     for (int i = 0; i < p->n; i++)
@@ -1240,6 +1330,7 @@ static int prog_add(Frame *f, Prog *p, const Val *v) {
         if (!check_dims(f, v)) return -1;
         return prog_add(f, p, v->args[0]);
     }
+    if (v->op == OP_CONCAT && v->rank == 1 && !f->memo[v->id]) return prog_add_cat(f, p, v);
     if (f->memo[v->id] || !fusable(v->op)) {
         Arr *a = eval(f, v);
         if (!a) return -1;
@@ -1329,6 +1420,10 @@ static bool prog_build(Frame *f, const Val *root, Prog *p) {
         PNode *nd = &p->nodes[i];
         nd->buf = (char *)p->mem + per * (size_t)i;
         if (nd->kind == NK_SCALL) p->serial = true;
+        if (nd->kind == NK_CAT && !same_shape(nd->rank, nd->shape, p->rank, p->shape) && !cat_to_leaf(f, nd)) {
+            prog_free(p);
+            return false;
+        }
         if (nd->kind == NK_LEAF) {
             if (nd->arr->size == 1) {
                 nd->lmode = LM_SPLAT;
@@ -1449,6 +1544,10 @@ static const void *prog_chunk(Prog *p, int64_t off, int64_t len, void *out) {
                 memcpy(dst, nd->cur, (size_t)(len * esz));
                 nd->cur = dst;
             }
+            break;
+        case NK_CAT:
+            cat_chunk(nd, off, len, dst);
+            nd->cur = dst;
             break;
         case NK_GEN:
             gen_chunk(p, nd, off, len);
@@ -3108,6 +3207,45 @@ static Arr *eval_segscan(Frame *f, const Val *v) {
     return seg_finish(&g);
 }
 
+/* x[idx] for i64 and i32 indices: blocks of GATHER_BLOCK indices on every core, each
+   row copied at its constant size. A block that meets an index out of bounds stops and
+   says so; eval_gather then runs its checked loop, which reports the first such index. */
+enum { GATHER_BLOCK = 8 * CHUNK };
+
+typedef struct GatherJob {
+    const void *idx;
+    bool i32;
+    const char *src;
+    char *dst;
+    size_t row;          /* bytes a row of x */
+    int64_t n, nrows;    /* indices; rows of x */
+    atomic_bool bad;
+} GatherJob;
+
+/* SZ: a constant where it can be, so that each copy is one load and store */
+#define GATHER_ROWS(SZ)                                                                     \
+    for (int64_t j = lo; j < hi; j++) {                                                     \
+        int64_t i = g->i32 ? ((const int32_t *)g->idx)[j] : ((const int64_t *)g->idx)[j];   \
+        i += i < 0 ? g->nrows : 0;                                                          \
+        if ((uint64_t)i >= (uint64_t)g->nrows) {                                            \
+            atomic_store(&g->bad, true);                                                    \
+            return;                                                                         \
+        }                                                                                   \
+        memcpy(g->dst + (size_t)j * (SZ), g->src + (size_t)i * (SZ), (SZ));                \
+    }
+
+static void gather_block(void *ctx, int worker, int64_t k) {
+    (void)worker;
+    GatherJob *g = ctx;
+    int64_t lo = k * GATHER_BLOCK, hi = g->n - lo < GATHER_BLOCK ? g->n : lo + GATHER_BLOCK;
+    switch (g->row) {
+    case 4: GATHER_ROWS(4); break;
+    case 8: GATHER_ROWS(8); break;
+    default: GATHER_ROWS(g->row); break;
+    }
+}
+#undef GATHER_ROWS
+
 static Arr *eval_gather(Frame *f, const Val *v) {
     Arr *x = eval(f, v->args[0]), *idx = NULL, *r = NULL;
     Dims od;
@@ -3115,6 +3253,12 @@ static Arr *eval_gather(Frame *f, const Val *v) {
     if (!(r = new_arr(f, v->loc, x->dt, od.rank, od.d))) goto out;
     size_t row = (size_t)esize(x->dt);
     for (int k = 1; k < x->rank; k++) row *= (size_t)x->shape[k];
+    if (idx->dt == DT_I64 || idx->dt == DT_I32) {
+        GatherJob g = {idx->data, idx->dt == DT_I32, x->data, r->data, row, idx->size, x->shape[0], false};
+        int64_t nb = (idx->size + GATHER_BLOCK - 1) / GATHER_BLOCK;
+        pool_for(nb, pool_threads() < 64 ? pool_threads() : 64, gather_block, &g);
+        if (!atomic_load(&g.bad)) goto out;
+    }
     for (int64_t j = 0; j < idx->size; j++) {
         int64_t i = scalar_cast(arr_get(idx, j), idx->dt, DT_I64).i, t;
         if (idx->dt == DT_U64 && arr_get(idx, j).u > INT64_MAX) i = INT64_MAX;
@@ -3129,6 +3273,87 @@ out:
     arr_release(x);
     arr_release(idx);
     return r;
+}
+
+/* Integer sums into at most HIST_PRIV bins (bincount, histogram, reduce_by_index with
+   add) on every core: each worker adds its chunks into bins of its own, then the
+   workers' bins are added to the result. Integer adds wrap and commute, so the counts
+   are the serial loop's whatever the order. */
+enum { HIST_PRIV = 1 << 16 };
+
+typedef struct HistJob {
+    Stream *si, *sv;     /* indices; values (NULL: the one value cval) */
+    Workers *wi, *wv;
+    char *bins;          /* per worker, m bins of esz bytes */
+    int64_t m;
+    int esz;
+    Cell cval;
+    atomic_bool failed;
+} HistJob;
+
+#define HIST_ADD(T, IT)                                                                     \
+    do {                                                                                    \
+        const IT *q = ix;                                                                   \
+        const T *x = xs;                                                                    \
+        T *o = (T *)(void *)(j->bins + (size_t)worker * (size_t)j->m * sizeof(T)), c1;      \
+        memcpy(&c1, &j->cval, sizeof c1);                                                   \
+        for (int64_t t = 0; t < len; t++)                                                   \
+            if (q[t] >= 0 && q[t] < j->m) o[q[t]] += x ? x[t] : c1;                         \
+    } while (0)
+
+static void hist_chunk(void *ctx, int worker, int64_t k) {
+    HistJob *j = ctx;
+    int64_t off, len;
+    const void *ix = chunk_of(j->si, j->wi, worker, k, NULL, &off, &len), *xs = NULL;
+    if (j->sv) xs = chunk_of(j->sv, j->wv, worker, k, NULL, &off, &len);
+    if (!ix || (j->sv && !xs)) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    /* unsigned adds: wrapping, as the serial loop's */
+    bool i64 = j->si->dt == DT_I64;
+    if (i64 && j->esz == 8) HIST_ADD(uint64_t, int64_t);
+    else if (i64) HIST_ADD(uint32_t, int64_t);
+    else if (j->esz == 8) HIST_ADD(uint64_t, int32_t);
+    else HIST_ADD(uint32_t, int32_t);
+}
+#undef HIST_ADD
+
+/* eval_hist's integer sums on every core, into d (m bins, holding dest); false (d
+   untouched) where they do not apply: the serial loop does them then. */
+static bool hist_par(Stream *si, Stream *sv, int ew, DType dt, const Cell *cval, char *d, int64_t m) {
+    if (ew != OP_ADD || !(dt == DT_I64 || dt == DT_U64 || dt == DT_I32 || dt == DT_U32) ||
+        !(si->dt == DT_I64 || si->dt == DT_I32) || m > HIST_PRIV || m * 4 > si->size)
+        return false;
+    Workers wi, wv;
+    if (workers_open(si, &wi) < 2) {
+        workers_close(si, &wi);
+        return false;
+    }
+    wv.n = 0;
+    if (sv && workers_open(sv, &wv) < 2) {
+        workers_close(sv, &wv);
+        workers_close(si, &wi);
+        return false;
+    }
+    int nw = sv && wv.n < wi.n ? wv.n : wi.n, esz = esize(dt);
+    HistJob j = {si, sv, &wi, &wv, calloc((size_t)nw * (size_t)m, (size_t)esz), m, esz, *cval, false};
+    bool ok = j.bins != NULL;
+    if (ok) {
+        pool_for((si->size + CHUNK - 1) / CHUNK, nw, hist_chunk, &j);
+        ok = !atomic_load(&j.failed);
+    }
+    for (int w = 0; ok && w < nw; w++) {
+        const char *b = j.bins + (size_t)w * (size_t)m * (size_t)esz;
+        for (int64_t t = 0; t < m; t++) {
+            if (esz == 8) ((uint64_t *)(void *)d)[t] += ((const uint64_t *)(const void *)b)[t];
+            else ((uint32_t *)(void *)d)[t] += ((const uint32_t *)(const void *)b)[t];
+        }
+    }
+    free(j.bins);
+    if (sv) workers_close(sv, &wv);
+    workers_close(si, &wi);
+    return ok;
 }
 
 /* scatter and reduce_by_index (bincount and histogram are reduce_by_index): a copy of
@@ -3169,6 +3394,10 @@ static Arr *eval_hist(Frame *f, const Val *v) {
              : v->red == RED_MAX  ? OP_MAXIMUM
                                   : -2;
     char *d = res->data;
+    if (hist_par(&si, sv_open ? &sv : NULL, ew, v->dt, &cval, d, m)) {
+        ok = true;
+        goto out;
+    }
     for (int64_t off = 0; off < si.size; off += CHUNK) {
         int64_t len = si.size - off < CHUNK ? si.size - off : CHUNK;
         const void *ix = si.arr ? (const char *)si.arr->data + off * esize(si.dt) : prog_chunk(&si.prog, off, len, NULL);
