@@ -133,11 +133,16 @@ def c_spmv():
     return lambda: m.spmv(rowptr, cols, vals, x), npy, close(1e-4, 1e-4)
 
 
-def c_design_saxpy():
+def saxpy_case(name):
+    """a * x + y on 2^25 f32, by the saxpy of examples/<name>.cuk."""
     g = rng()
     x, y = g.random(1 << 25, np.float32), g.random(1 << 25, np.float32)
-    m = example("design_example")
+    m = example(name)
     return lambda: m.saxpy(np.float32(2), x, y), lambda: np.float32(2) * x + y, exact
+
+
+def c_design_saxpy():
+    return saxpy_case("design_example")
 
 
 def c_design_rms():
@@ -336,10 +341,7 @@ def c_odd():
 
 
 def c_saxpy():
-    g = rng()
-    x, y = g.random(1 << 25, np.float32), g.random(1 << 25, np.float32)
-    m = example("saxpy")
-    return lambda: m.saxpy(np.float32(2), x, y), lambda: np.float32(2) * x + y, exact
+    return saxpy_case("saxpy")
 
 
 def seg_in():
