@@ -76,7 +76,7 @@ static int new_slot(S *s, const Val *v) {
     if (f->nslots == s->slots_cap) {
         int cap = s->slots_cap * 2 + 8;
         Slot *ns = NEWN(s->a, Slot, (size_t)cap);
-        memcpy(ns, f->slots, sizeof(Slot) * (size_t)f->nslots);
+        if (f->nslots) memcpy(ns, f->slots, sizeof(Slot) * (size_t)f->nslots);
         f->slots = ns;
         s->slots_cap = cap;
     }
