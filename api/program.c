@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "api/api.h"
 
@@ -312,12 +311,6 @@ cuk_status cuk_program_profile_print(const cuk_program *p, FILE *out) {
     return CUK_OK;
 }
 
-static int64_t prof_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 cuk_backend cuk_program_backend(const cuk_program *p) { return p->backend; }
 int cuk_program_nfunctions(const cuk_program *p) { return p->nfns; }
 const char *cuk_program_function_name(const cuk_program *p, int i) {
@@ -584,13 +577,13 @@ static cuk_status session_call(cuk_fn *f, const cuk_view *const *args, int nargs
             gpuval_head(&iv, into);
             iv.p = into->dev;
         }
-        int64_t t0 = f->prog->prof ? prof_now() : 0;
+        int64_t t0 = f->prog->prof ? profile_clock() : 0;
         bool ok = gpu_call_into(f->prog->session, f->fn, gv, into ? &iv : NULL, rs, stdout, &err,
                                 on_device ? GPU_CALL_DEVICE_SCALARS : 0, call_stream) &&
                   !run_interrupted();
         if (f->prog->prof) {
             cuk_stream_synchronize(call_stream);
-            profile_call(f->prog->prof, prof_now() - t0);
+            profile_call(f->prog->prof, profile_clock() - t0);
         }
         flush_stdout();
         if (!ok) s = call_failed(&err, f->fn->name);
@@ -689,9 +682,9 @@ static cuk_status backend_call(cuk_fn *f, cuk_array *const *args, int nargs, cuk
         bool ok;
         flush_stdout(); /* print() output keeps its order with the caller's */
         run_interrupt_reset();
-        int64_t t0 = f->prog->prof ? prof_now() : 0;
+        int64_t t0 = f->prog->prof ? profile_clock() : 0;
         ok = cpu_run_profiled(f->fn, in, res, stdout, &err, f->prog->prof) && !run_interrupted();
-        if (f->prog->prof) profile_call(f->prog->prof, prof_now() - t0);
+        if (f->prog->prof) profile_call(f->prog->prof, profile_clock() - t0);
         flush_stdout();
         if (!ok) {
             s = call_failed(&err, f->fn->name);

@@ -587,11 +587,18 @@ const Plan *planset_find(const PlanSet *ps, const Fn *fn) {
     return NULL;
 }
 
-static void print_ref(FILE *out, const Fn *fn, const Val *v) {
+/* How emit-ir names v: %name for a named slot's read, else %id. */
+static const char *ref_name(const Fn *fn, const Val *v, char *buf, size_t n) {
     if (v->op == OP_SLOT && v->slot >= 0 && v->slot < fn->nslots && fn->slots[v->slot].name)
-        fprintf(out, " %%%s", fn->slots[v->slot].name);
+        snprintf(buf, n, "%%%s", fn->slots[v->slot].name);
     else
-        fprintf(out, " %%%d", v->id);
+        snprintf(buf, n, "%%%d", v->id);
+    return buf;
+}
+
+static void print_ref(FILE *out, const Fn *fn, const Val *v) {
+    char name[512];
+    fprintf(out, " %s", ref_name(fn, v, name, sizeof name));
 }
 
 /* The ops k fuses, as emit-ir lists them (" add mul red.sum ..."). */
@@ -650,11 +657,8 @@ void planset_print(FILE *out, const PlanSet *ps) {
 /* An array node of the graph, declared ("fn.%name" for a slot, "fn.%id" for a value,
    labelled as emit-ir names it); its id goes to id. */
 static void dot_array(FILE *out, const Fn *fn, const Val *v, char *id, size_t n) {
-    char name[128];
-    if (v->op == OP_SLOT && v->slot >= 0 && v->slot < fn->nslots && fn->slots[v->slot].name)
-        snprintf(name, sizeof name, "%%%s", fn->slots[v->slot].name);
-    else
-        snprintf(name, sizeof name, "%%%d", v->id);
+    char name[512];
+    ref_name(fn, v, name, sizeof name);
     snprintf(id, n, "%s.%s", fn->name, name);
     fprintf(out, "    \"%s\" [label=\"%s\"];\n", id, name);
 }
@@ -675,7 +679,7 @@ void planset_print_dot(FILE *out, const PlanSet *ps) {
                     k->id, k->id, kernel_kind_name[k->kind], kernel_blas(k) ? "(cublasLt)" : "");
             print_ops(out, k);
             fputs("\"];\n", out);
-            char id[300];
+            char id[640];
             for (int j = 0; j < k->nins; j++) {
                 dot_array(out, p->fn, k->ins[j], id, sizeof id);
                 fprintf(out, "    \"%s\" -> \"%s.k%d\";\n", id, p->fn->name, k->id);

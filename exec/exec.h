@@ -96,6 +96,8 @@ void profile_free(Profile *p);
 /* Adds ns nanoseconds to statement s of fn (walk.c), and a whole call's time. */
 void profile_add(Profile *p, const Fn *fn, const Stmt *s, int64_t ns);
 void profile_call(Profile *p, int64_t ns);
+/* The clock both use (CLOCK_MONOTONIC, ns). */
+int64_t profile_clock(void);
 /* The table, heaviest first (backend: its name in the heading); nothing when empty. */
 void profile_print(const Profile *p, const char *backend, FILE *out);
 /* cpu_run with a profile (NULL: none). */

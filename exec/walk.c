@@ -206,7 +206,7 @@ void profile_print(const Profile *p, const char *backend, FILE *out) {
     free(e);
 }
 
-static int64_t now_ns(void) {
+int64_t profile_clock(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -288,11 +288,11 @@ static int walk_one(Run *r, const Target *t, void *fr, const Fn *fn, const Stmt 
 int walk(Run *r, const Target *t, void *fr, const Fn *fn, const Stmt *s) {
     for (; s; s = s->next) {
         bool timed = r->prof && s->kind != S_IF && s->kind != S_WHILE && s->kind != S_FOR;
-        int64_t t0 = timed ? now_ns() : 0;
+        int64_t t0 = timed ? profile_clock() : 0;
         int w = walk_one(r, t, fr, fn, s);
         if (timed && w != WALK_ERROR) {
             if (t->sync) t->sync(fr);
-            profile_add(r->prof, fn, s, now_ns() - t0);
+            profile_add(r->prof, fn, s, profile_clock() - t0);
         }
         if (w != WALK_OK || s->kind == S_RETURN) return w;
     }
