@@ -12,7 +12,7 @@
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python, tests/python/test_sorting.py) · sortbench (bench/sort_bench.py) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
 # · p2bench (bench/part2_bench.py) · tybench (bench/types_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py) · plbench (bench/pycuda_layout_bench.py) · pycuda (PyCUDA's tests, scripts/pycuda_suite.py)
-# · gendiff (GPU against the CPU backend, tests/fuzz/gen_programs.py diff: GEN_SEED, GEN_N) · sgbench (bench/streams_graphs_bench.py) · cudacore (cuda.core's examples: CCEX=, CCWHEELS= at packing) · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
+# · gendiff (GPU against the CPU backend, tests/fuzz/gen_programs.py diff: GEN_SEED, GEN_N, GEN_JOBS at a time) · copybench (bench/host_copy_bench.py) · sgbench (bench/streams_graphs_bench.py) · cudacore (cuda.core's examples: CCEX=, CCWHEELS= at packing) · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
 # racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
 # bench/exp/*.cu with the machine's nvcc and runs it: kernel design experiments; EXP=name
 # picks one) · sanitize-suite (memcheck, racecheck and synccheck over tests/gpu: the C
@@ -36,7 +36,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=480 [pybench]=60 [kbench]=240 [p2bench]=300 [tybench]=240 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540 [sgbench]=240 [gendiff]=540 [cudacore]=300 [pycuda]=480)
+              [sanitize-all]=480 [bench]=90 [python]=480 [pybench]=60 [kbench]=240 [p2bench]=300 [tybench]=240 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540 [sgbench]=240 [gendiff]=540 [copybench]=240 [cudacore]=300 [pycuda]=480)
 summary=()
 fails=0
 
@@ -101,13 +101,28 @@ s_cudacore() {
 
 # GPU against the CPU backend over random programs (tests/fuzz/gen_programs.py diff;
 # GEN_SEED, GEN_N): issue 19's differential run; docs/reliability.md has the counts.
+# GEN_JOBS seeds (GEN_SEED, GEN_SEED+1, ...) run side by side, GEN_N programs in all.
 s_gendiff() {
-  "$PY" tests/fuzz/gen_programs.py diff "$CUKC" "${GEN_SEED:-1}" "${GEN_N:-2000}" "$OUT"
+  local jobs=${GEN_JOBS:-8} n=${GEN_N:-2000} seed=${GEN_SEED:-1} j bad=0 pids=()
+  for ((j = 0; j < jobs; j++)); do
+    "$PY" tests/fuzz/gen_programs.py diff "$CUKC" $((seed + j)) $(((n + jobs - 1) / jobs)) "$OUT" \
+      >"$WORK/gendiff-$j.txt" 2>&1 &
+    pids+=($!)
+  done
+  for j in "${!pids[@]}"; do wait "${pids[$j]}" || bad=1; done
+  cat "$WORK"/gendiff-*.txt
+  awk '/^[0-9]+ passed, [0-9]+ failed$/ { p += $1; f += $3 } END { print p " passed, " f " failed" }' "$WORK"/gendiff-*.txt
+  return $bad
 }
 
 # Streams and graphs (bench/streams_graphs_bench.py): two streams, graph launch cost, Jacobi as one graph.
 s_sgbench() {
   CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/streams_graphs_bench.py
+}
+
+# Copies between the GPU and pageable host memory against CuPy and PyTorch (COPY_MIB: sizes).
+s_copybench() {
+  CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python "$PY" bench/host_copy_bench.py ${COPY_MIB:-}
 }
 
 # Sorting against CuPy (CUB) and PyTorch (bench/sort_bench.py; SORT_ARGS: --only a,b, --logn).
@@ -252,7 +267,7 @@ s_sanitize_par() {
       printf 'racecheck %s\n' "$@"
       printf 'synccheck %s\n' "$@"
     fi
-  } | xargs -P 8 -L 1 bash -c 'san_one "$0" "$1"' >"$WORK/san.txt" 2>&1
+  } | xargs -P "${SAN_JOBS:-8}" -L 1 bash -c 'san_one "$0" "$1"' >"$WORK/san.txt" 2>&1
   cat "$WORK/san.txt"
   local pass fail
   pass=$(grep -c '^PASS' "$WORK/san.txt")
@@ -320,7 +335,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f s_cudacore s_sgbench s_gendiff s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_pycuda s_kbench s_p2bench s_tybench s_sortbench s_shbench s_mmbench s_plbench s_startup
+export -f s_copybench s_cudacore s_sgbench s_gendiff s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_pycuda s_kbench s_p2bench s_tybench s_sortbench s_shbench s_mmbench s_plbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -342,6 +357,7 @@ for s in "${stages[@]}"; do
     sortbench) stage sortbench s_sortbench ;;
     sgbench) stage sgbench s_sgbench ;;
     gendiff) stage gendiff s_gendiff ;;
+    copybench) stage copybench s_copybench ;;
     cudacore) stage cudacore s_cudacore ;;
     p2bench) stage p2bench s_p2bench ;;
     tybench) stage tybench s_tybench ;;

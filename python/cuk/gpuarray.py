@@ -909,6 +909,13 @@ class GPUArray:
 
     def get(self, ary=None, pagelocked=False, async_=False, stream=None):
         """The array on the host: an F-ordered ndarray for an F-ordered GPUArray."""
+        if ary is not None and not self._f and not _is_struct(self._dtype) and isinstance(ary, np.ndarray) \
+                and ary.shape == self._shape and ary.dtype == self._dtype and ary.flags.c_contiguous \
+                and ary.flags.writeable:
+            d = self._storage()
+            if not isinstance(d, np.ndarray):  # straight into ary: one copy, not two
+                d.get(out=ary)
+                return ary
         h = self._host()
         if isinstance(self._data, np.ndarray):
             h = np.array(h, copy=True, order="K")

@@ -575,3 +575,26 @@ def test_out_writes_into_the_callers_array():
         m.f(x, y, out=torch.empty(1000, device="cuda", dtype=torch.float64))
     with pytest.raises(cuk.ArgumentError, match="not C-contiguous"):
         m.f(x, y, out=torch.empty(2000, device="cuda")[::2])
+
+
+def test_gpuarray_get_into_an_existing_array():
+    """get(ary) fills ary (straight from the device where the layouts agree) and returns it."""
+    h = np.arange(3 * 5 * 7, dtype=np.float32).reshape(3, 5, 7)
+    a = ga.to_gpu(h)
+    out = np.full_like(h, -1)
+    assert a.get(out) is out
+    np.testing.assert_array_equal(out, h)
+    big = np.random.default_rng(1).standard_normal((1 << 22) + 3).astype(np.float32)  # staged
+    into = np.zeros_like(big)
+    assert ga.to_gpu(big).get(into) is into
+    np.testing.assert_array_equal(into, big)
+    # an F-ordered array, a strided view, another dtype's target: copied the general way
+    f = ga.to_gpu(np.asfortranarray(h))
+    out_f = np.zeros((3, 5, 7), np.float32)
+    np.testing.assert_array_equal(f.get(out_f), h)
+    v = a[:, 1:4]
+    np.testing.assert_array_equal(v.get(np.zeros((3, 3, 7), np.float32)), h[:, 1:4])
+    out64 = np.zeros((3, 5, 7), np.float64)
+    np.testing.assert_array_equal(a.get(out64), h.astype(np.float64))
+    with pytest.raises(ValueError, match="ary has shape"):
+        a.get(np.zeros((3, 5), np.float32))
