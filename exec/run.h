@@ -121,6 +121,8 @@ void run_init(Run *r, RtErr *err, FILE *out);
    20 ms): false once it said stop; run_charge then fails with "interrupted" and the CPU
    backend's chunk loops stop. */
 bool run_poll(void);
+/* run_poll without its rate limit: asks the interrupt hook now (the run's thread only). */
+bool run_poll_now(void);
 /* A run on a thread of its own whose caller waits: the caller asks the hook
    (run_ask_hook) while it waits and sets *stop; run_bind(stop) on the run's thread makes
    its polls read that flag. */

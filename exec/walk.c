@@ -78,6 +78,13 @@ bool run_poll(void) {
     return !stopped;
 }
 
+bool run_poll_now(void) {
+    if (stopped) return false;
+    if (stop_at) return run_poll();
+    if (run_ask_hook()) stopped = true;
+    return !stopped;
+}
+
 bool run_interrupted(void) { return stopped; }
 
 void run_interrupt_reset(void) { stopped = false; }

@@ -609,8 +609,12 @@ struct FProg {
     Cell *regs;
     int nregs, rcap;
     int *regof;     /* by Val id, while compiling one statement */
+    DType *rdt;     /* by register: its type (the lanes of vexec are packed by it) */
+    unsigned char *held; /* by register: live from one statement to another (slots, a for's
+                            counter and bound), so vexec writes only its active lanes */
     int ret;        /* the register the last return left its value in */
     int active;     /* activations running (host code: recursion) */
+    int vidx;       /* its place in the build's list (vexec's per-program state) */
     bool host;      /* built for host code (host_call): calls enter the run */
     FProg *next;    /* every program of one build, to free */
 };
@@ -628,23 +632,31 @@ static void fprog_free_all(FProg *p) {
         free(p->ins);
         free(p->regs);
         free(p->regof);
+        free(p->rdt);
+        free(p->held);
         free(p);
         p = nx;
     }
 }
 
-static int freg(FBuild *b, FProg *p) {
+static int freg(FBuild *b, FProg *p, DType dt, bool held) {
     if (p->nregs == p->rcap) {
         int cap = p->rcap ? p->rcap * 2 : 32;
         Cell *r = realloc(p->regs, sizeof(Cell) * (size_t)cap);
-        if (!r) {
+        if (r) p->regs = r;
+        DType *t = r ? realloc(p->rdt, sizeof(DType) * (size_t)cap) : NULL;
+        if (t) p->rdt = t;
+        unsigned char *h = t ? realloc(p->held, (size_t)cap) : NULL;
+        if (!h) {
             b->oom = true;
             return 0;
         }
-        p->regs = r;
+        p->held = h;
         p->rcap = cap;
     }
-    p->regs[p->nregs].u64 = 0;
+    memset(&p->regs[p->nregs], 0, sizeof(Cell));
+    p->rdt[p->nregs] = dt;
+    p->held[p->nregs] = held;
     return p->nregs++;
 }
 
@@ -676,7 +688,7 @@ static int fval(FBuild *b, FProg *p, const Val *v, int depth) {
     if (p->regof[v->id] >= 0) return p->regof[v->id];
     int in[3] = {0, 0, 0}, r;
     if (v->op == OP_CONST) {
-        r = freg(b, p);
+        r = freg(b, p, v->dt, false);
         if (!b->oom) cell_set(&p->regs[r], v->dt, v->c);
     } else if (v->op == OP_CALL || v->op == OP_SCALARCALL) {
         FProg *q = fprog_get(b, v->fn, depth + 1);
@@ -687,7 +699,7 @@ static int fval(FBuild *b, FProg *p, const Val *v, int depth) {
             return 0;
         }
         for (int k = 0; k < v->nargs; k++) cargs[k] = fval(b, p, v->args[k], depth);
-        r = freg(b, p);
+        r = freg(b, p, v->dt, false);
         FIns *x = b->oom ? NULL : fins(b, p, FI_CALL);
         if (b->oom) { /* x, if any, is the spare: nothing holds cargs */
             free(cargs);
@@ -699,7 +711,7 @@ static int fval(FBuild *b, FProg *p, const Val *v, int depth) {
         ASSERT(v->op < OP_EW_END || v->op == OP_CAST || v->op == OP_CPART || v->op == OP_CPACK);
         ASSERT(v->nargs <= 3);
         for (int k = 0; k < v->nargs; k++) in[k] = fval(b, p, v->args[k], depth);
-        r = freg(b, p);
+        r = freg(b, p, v->dt, false);
         int kind = v->op == OP_CAST ? FI_CAST : v->op == OP_CPART ? FI_CPART : v->op == OP_CPACK ? FI_CPACK : FI_EW;
         FIns *x = fins(b, p, kind);
         if (b->oom) return 0;
@@ -759,11 +771,11 @@ static void fstmts(FBuild *b, FProg *p, const Stmt *s, int depth) {
             for (int k = 0; k < 2; k++) {
                 const Val *e = k ? s->v2 : s->v;
                 int r = fstmt_val(b, p, e, depth);
-                bound[k] = freg(b, p);
+                bound[k] = freg(b, p, DT_I64, true);
                 FIns *x = fins(b, p, e->dt == DT_I64 ? FI_MOV : FI_CAST);
                 x->out = bound[k], x->in[0] = r, x->dt = DT_I64, x->adt = e->dt;
             }
-            int one = freg(b, p), test = freg(b, p);
+            int one = freg(b, p, DT_I64, false), test = freg(b, p, DT_BOOL, false);
             if (b->oom) return;
             p->regs[one].i64 = 1;
             int head = p->n;
@@ -804,8 +816,8 @@ static FProg *fprog_get(FBuild *b, const Fn *fn, int depth) {
     b->all = p;
     p->regof = malloc(sizeof(int) * (size_t)(fn->nvals ? fn->nvals : 1));
     if (!p->regof) return NULL;
-    for (int i = 0; i < fn->nslots; i++) freg(b, p);
-    int zero = freg(b, p);
+    for (int i = 0; i < fn->nslots; i++) freg(b, p, fn->slots[i].dt, true);
+    int zero = freg(b, p, fn->ret_dt, false);
     fstmts(b, p, fn->body, depth);
     fins(b, p, FI_RET)->in[0] = zero; /* not reached: sema checks every path returns */
     return b->oom ? NULL : p;
@@ -878,6 +890,243 @@ static bool fprog_exec(Run *run, FProg *p) {
             if (!ok) return false;
             r[in->out] = res; /* after the restore: r may be q's own registers */
             pc++;
+            break;
+        }
+        default: die("bad per-element instruction %d", in->kind);
+        }
+    }
+}
+
+/* ---- per-element functions over blocks of lanes -------------------------------------- */
+
+/* An array's per-element calls run VL elements at a time ("lanes"), each instruction one
+   elementwise loop over the lanes (the chunk loops above, with n up to VL): the
+   interpreter's cost is paid once per VL elements, and the loops vectorise. Lanes part
+   where their branches do: the lanes at one instruction form a group with a mask; a
+   conditional jump splits its group, and the group furthest behind in the program runs
+   next, so a loop's lanes run it until the last leaves, the others waiting at its exit,
+   where they merge again (structured code, so the smallest pc is always safe to run).
+   Groups wait only at statement boundaries, where a statement's temporaries are dead, so
+   an instruction computes every lane between the group's first and last, active or
+   not, into a temporary; registers that live across statements (FProg.held) take only
+   the active lanes. Calls run only for their group's lanes. Each lane computes exactly
+   what fprog_exec computes for its element, with the same loops: the values are the
+   same bits. */
+enum { VL = 128 };
+#define VREG ((size_t)VL * 16) /* bytes a register's lanes take (a c128 has 16 each) */
+
+typedef struct VGroup {
+    int pc, lo, hi, cnt; /* lanes lo..hi hold the cnt active ones */
+    unsigned char m[VL];
+} VGroup;
+
+typedef struct VState {
+    FProg *p;
+    unsigned char *regs; /* p->nregs registers of VREG bytes */
+    unsigned char *tmp;  /* VREG bytes: a held register's result before the masked store */
+    VGroup *wait;        /* groups waiting at a later instruction, one per pc at most */
+    int nwait;
+} VState;
+
+/* The states of one build's programs (FBuild.all, by FProg.vidx), for one thread. */
+typedef struct VSet {
+    VState *st;
+    int n;
+} VSet;
+
+static void vset_free(VSet *v) {
+    if (!v) return;
+    for (int i = 0; i < v->n; i++) {
+        free(v->st[i].regs);
+        free(v->st[i].tmp);
+        free(v->st[i].wait);
+    }
+    free(v->st);
+    free(v);
+}
+
+/* Numbers the programs of a build (FProg.vidx); how many there are. */
+static int fprog_number(FProg *all) {
+    int n = 0;
+    for (FProg *q = all; q; q = q->next) q->vidx = n++;
+    return n;
+}
+
+/* all's lanes for one thread; all was numbered (fprog_number) when it was built. */
+static VSet *vset_new(FProg *all) {
+    VSet *v = calloc(1, sizeof *v);
+    int n = 0;
+    for (FProg *q = all; q; q = q->next) n++;
+    if (!v || !(v->st = calloc((size_t)n, sizeof *v->st))) {
+        free(v);
+        return NULL;
+    }
+    v->n = n;
+    for (FProg *q = all; q; q = q->next) {
+        VState *s = &v->st[q->vidx];
+        s->p = q;
+        s->regs = aligned_alloc(64, VREG * (size_t)(q->nregs ? q->nregs : 1));
+        s->tmp = aligned_alloc(64, VREG);
+        s->wait = malloc(sizeof(VGroup) * (size_t)(q->n + 1));
+        if (!s->regs || !s->tmp || !s->wait) {
+            vset_free(v);
+            return NULL;
+        }
+        /* every lane starts as the scalar register: constants splatted, the rest 0 */
+        for (int r = 0; r < q->nregs; r++) splat(s->regs + VREG * (size_t)r, &q->regs[r], esize(q->rdt[r]), VL);
+    }
+    return v;
+}
+
+static inline unsigned char *vreg(const VState *s, int r) { return s->regs + VREG * (size_t)r; }
+
+/* The group's lo, hi and cnt from its mask over lanes [0, n). */
+static void vgroup_span(VGroup *g, int n) {
+    g->lo = n, g->hi = -1, g->cnt = 0;
+    for (int k = 0; k < n; k++)
+        if (g->m[k]) {
+            if (g->lo == n) g->lo = k;
+            g->hi = k;
+            g->cnt++;
+        }
+}
+
+/* The group's active lanes of src into dst (esz bytes a lane). */
+static void vstore(const VGroup *g, unsigned char *dst, const unsigned char *src, int esz) {
+    if (g->cnt == g->hi - g->lo + 1) {
+        memcpy(dst + (size_t)g->lo * esz, src + (size_t)g->lo * esz, (size_t)g->cnt * esz);
+        return;
+    }
+    for (int k = g->lo; k <= g->hi; k++)
+        if (g->m[k]) memcpy(dst + (size_t)k * esz, src + (size_t)k * esz, (size_t)esz);
+}
+
+static void vwait_push(VState *s, const VGroup *g, int n) {
+    if (!g->cnt) return;
+    for (int i = 0; i < s->nwait; i++) {
+        VGroup *w = &s->wait[i];
+        if (w->pc != g->pc) continue;
+        for (int k = g->lo; k <= g->hi; k++) w->m[k] |= g->m[k];
+        vgroup_span(w, n);
+        return;
+    }
+    s->wait[s->nwait++] = *g;
+}
+
+/* Who runs the lanes: the run's own thread charges each loop iteration (the work limit,
+   interrupts: run_charge), and where other threads run the same call's other chunks,
+   tells them to stop through *halt; those threads only watch *halt. */
+typedef struct VCtx {
+    Run *run;          /* NULL on a worker thread */
+    _Atomic int *halt; /* NULL on one thread */
+} VCtx;
+
+static bool vloop_charge(const VCtx *cx, Loc loc, int64_t n) {
+    if (!cx->run) return !atomic_load_explicit(cx->halt, memory_order_relaxed);
+    if (run_charge(cx->run, loc, n)) return true;
+    if (cx->halt) atomic_store(cx->halt, 1);
+    return false;
+}
+
+/* Runs s's program on lanes [0, n) where m0 is set (every one if NULL), its parameters
+   already in registers 0..; the returned values go to ret (esize of the result a lane),
+   for those lanes only. False when a loop hits the work limit or the run is interrupted
+   (with the error set on the run's thread), or another thread said to stop. */
+static bool vexec(VSet *vs, VState *s, const VCtx *cx, const unsigned char *m0, int n, unsigned char *ret) {
+    const FProg *p = s->p;
+    const DType *rdt = p->rdt;
+    VGroup g;
+    g.pc = 0;
+    if (m0) memcpy(g.m, m0, (size_t)n);
+    else memset(g.m, 1, (size_t)n);
+    vgroup_span(&g, n);
+    s->nwait = 0;
+    for (;;) {
+        /* the group furthest behind runs; one at the same instruction joins it */
+        if (s->nwait) {
+            int best = 0;
+            for (int i = 1; i < s->nwait; i++)
+                if (s->wait[i].pc < s->wait[best].pc) best = i;
+            VGroup *w = &s->wait[best];
+            if (!g.cnt || w->pc < g.pc) {
+                VGroup t = *w;
+                *w = s->wait[--s->nwait];
+                vwait_push(s, &g, n);
+                g = t;
+            } else if (w->pc == g.pc) {
+                for (int k = w->lo; k <= w->hi; k++) g.m[k] |= w->m[k];
+                *w = s->wait[--s->nwait];
+                vgroup_span(&g, n);
+            }
+        }
+        if (!g.cnt) return true;
+        const FIns *in = &p->ins[g.pc];
+        const int lo = g.lo, len = g.hi - g.lo + 1;
+        switch (in->kind) {
+        case FI_EW:
+        case FI_CAST:
+        case FI_CPART:
+        case FI_CPACK:
+        case FI_MOV: {
+            const int eo = esize(rdt[in->out]);
+            const bool alias = in->out == in->in[0] || in->out == in->in[1] || in->out == in->in[2];
+            const bool masked = p->held[in->out] && g.cnt != len;
+            unsigned char *dst = (masked || alias) ? s->tmp : vreg(s, in->out);
+            const void *a = vreg(s, in->in[0]) + (size_t)lo * esize(rdt[in->in[0]]);
+            void *o = dst + (size_t)lo * eo;
+            if (in->kind == FI_EW)
+                ew_tab[in->op][in->adt](o, a, vreg(s, in->in[1]) + (size_t)lo * esize(rdt[in->in[1]]),
+                                        vreg(s, in->in[2]) + (size_t)lo * esize(rdt[in->in[2]]), len);
+            else if (in->kind == FI_CAST) cast_tab[in->dt][in->adt](o, a, len);
+            else if (in->kind == FI_CPART) cpart_n(in->dt, in->op, o, a, len);
+            else if (in->kind == FI_CPACK)
+                cpack_n(in->dt, o, a, vreg(s, in->in[1]) + (size_t)lo * esize(rdt[in->in[1]]), len);
+            else memcpy(o, a, (size_t)len * eo);
+            if (dst == s->tmp) {
+                if (masked) vstore(&g, vreg(s, in->out), s->tmp, eo);
+                else memcpy(vreg(s, in->out) + (size_t)lo * eo, o, (size_t)len * eo);
+            }
+            g.pc++;
+            break;
+        }
+        case FI_JZ: { /* lanes whose condition is false jump */
+            const unsigned char *c = vreg(s, in->in[0]);
+            int off = 0;
+            for (int k = g.lo; k <= g.hi; k++) off += g.m[k] & !c[k];
+            if (off == g.cnt) {
+                g.pc = in->tgt;
+            } else {
+                if (off) {
+                    VGroup t;
+                    t.pc = in->tgt;
+                    memset(t.m, 0, (size_t)n);
+                    for (int k = g.lo; k <= g.hi; k++)
+                        if (g.m[k] && !c[k]) g.m[k] = 0, t.m[k] = 1;
+                    vgroup_span(&t, n);
+                    vgroup_span(&g, n);
+                    vwait_push(s, &t, n);
+                }
+                g.pc++;
+            }
+            break;
+        }
+        case FI_JMP: g.pc = in->tgt; break;
+        case FI_LOOP:
+            if (!vloop_charge(cx, in->loc, g.cnt)) return false; /* per lane, as fprog_exec */
+            g.pc = in->tgt;
+            break;
+        case FI_RET:
+            vstore(&g, ret, vreg(s, in->in[0]), esize(p->fn->ret_dt));
+            g.cnt = 0;
+            break;
+        case FI_CALL: {
+            VState *q = &vs->st[in->callee->vidx];
+            for (int k = 0; k < q->p->fn->nparams; k++) {
+                const int e = esize(rdt[in->cargs[k]]);
+                memcpy(vreg(q, k) + (size_t)lo * e, vreg(s, in->cargs[k]) + (size_t)lo * e, (size_t)len * e);
+            }
+            if (!vexec(vs, q, cx, g.m, n, vreg(s, in->out))) return false;
+            g.pc++;
             break;
         }
         default: die("bad per-element instruction %d", in->kind);
@@ -1058,6 +1307,7 @@ typedef struct PNode {
     const void *cur; /* this chunk's values */
     int *xin;        /* NK_SCALL, NK_HBIN: the inputs, one per argument */
     FProg *fp;       /* NK_SCALL: the function's program, and those of its callees */
+    VSet *vs;        /* NK_SCALL: their lanes (vexec), this Prog's own, made on first use */
     CatPart *cat;    /* NK_CAT: the pieces, in order */
     int ncat;
 } PNode;
@@ -1074,7 +1324,8 @@ typedef struct Prog {
     size_t per;      /* bytes of mem per node */
     Run *run;        /* NK_SCALL loops charge the work limit */
     bool failed;     /* a chunk stopped with an error */
-    bool serial;     /* NK_SCALL: its function programs own their registers, one thread */
+    bool serial;     /* NK_SCALL: loops that charge the work limit, one thread where it is set */
+    _Atomic int *halt; /* NK_SCALL on several threads (Workers.halt): stop, a thread failed */
     bool clone;      /* a worker's copy (prog_clone): frees only its buffers */
 } Prog;
 
@@ -1086,6 +1337,7 @@ static void prog_free(Prog *p) {
         free(p->nodes[i].xin);
         fprog_free_all(p->nodes[i].fp);
     }
+    for (int i = 0; i < p->n; i++) vset_free(p->nodes[i].vs); /* a clone's are its own */
     free(p->nodes);
     free(p->idx);
     free(p->dtmp);
@@ -1194,6 +1446,7 @@ static __attribute__((noinline)) int prog_add_scall(Frame *f, Prog *p, const Val
     }
     FBuild b = {0};
     FProg *fp = fprog_get(&b, v->fn, 0);
+    fprog_number(b.all);
     int i = fp ? prog_push(f, p, v) : -1;
     if (i < 0) {
         free(xin);
@@ -1573,18 +1826,25 @@ static const void *prog_chunk(Prog *p, int64_t off, int64_t len, void *out) {
             /* nd->fp is the program of nd->v->fn: fprog_get put it last in its list */
             FProg *q = nd->fp;
             while (q->fn != nd->v->fn) q = q->next;
+            if (!nd->vs && !(nd->vs = vset_new(nd->fp))) {
+                rt_error(p->run->err, nd->v->loc, "out of memory");
+                p->failed = true;
+                return NULL;
+            }
+            VState *st = &nd->vs->st[q->vidx];
             int na = nd->v->nargs;
-            for (int64_t k = 0; k < len; k++) {
+            for (int64_t k = 0; k < len; k += VL) {
+                const int nl = len - k < VL ? (int)(len - k) : VL;
                 for (int j = 0; j < na; j++) {
                     const PNode *x = &p->nodes[nd->xin[j]];
                     int xs = esize(x->dt);
-                    memcpy(&q->regs[j], (const char *)x->cur + k * xs, (size_t)xs);
+                    memcpy(vreg(st, j), (const char *)x->cur + k * xs, (size_t)nl * xs);
                 }
-                if (!fprog_exec(p->run, q)) {
+                const VCtx cx = {p->clone ? NULL : p->run, p->halt};
+                if (!vexec(nd->vs, st, &cx, NULL, nl, (unsigned char *)dst + k * esz)) {
                     p->failed = true;
                     return NULL;
                 }
-                memcpy((char *)dst + k * esz, &q->regs[q->ret], (size_t)esz);
             }
             nd->cur = dst;
             break;
@@ -1684,7 +1944,10 @@ static bool prog_clone(const Prog *p, Prog *c) {
     }
     memcpy(c->nodes, p->nodes, sizeof(PNode) * (size_t)p->n);
     memcpy(c->mem, p->mem, p->per * (size_t)p->n);
-    for (int i = 0; i < p->n; i++) c->nodes[i].buf = (char *)c->mem + p->per * (size_t)i;
+    for (int i = 0; i < p->n; i++) {
+        c->nodes[i].buf = (char *)c->mem + p->per * (size_t)i;
+        c->nodes[i].vs = NULL;
+    }
     return true;
 }
 
@@ -1694,14 +1957,17 @@ typedef struct Workers {
     Prog *progs[64];
     Prog copies[63];
     int n;
+    _Atomic int halt; /* Prog.halt */
 } Workers;
 
 static int workers_open(Stream *s, Workers *w) {
     w->n = 1;
     w->progs[0] = &s->prog;
+    atomic_init(&w->halt, 0);
     int want = pool_threads();
     if (want > 64) want = 64;
-    if (want < 2 || s->size < PAR_MIN || (!s->arr && s->prog.serial)) return 1;
+    if (want < 2 || s->size < PAR_MIN || (!s->arr && s->prog.serial && cpu_work_limit > 0)) return 1;
+    if (!s->arr) s->prog.halt = &w->halt; /* the copies take it too */
     for (; w->n < want; w->n++) {
         if (!s->arr && !prog_clone(&s->prog, &w->copies[w->n - 1])) break;
         w->progs[w->n] = &w->copies[w->n - 1];
@@ -1711,7 +1977,17 @@ static int workers_open(Stream *s, Workers *w) {
 
 static void workers_close(Stream *s, Workers *w) {
     for (int i = 1; i < w->n && !s->arr; i++) prog_free(&w->copies[i - 1]);
+    if (!s->arr) s->prog.halt = NULL;
     w->n = 0;
+}
+
+/* pool_for's watch while the caller waits for the other threads: an interrupt seen on
+   the run's thread (the only one that may ask Python) stops them all. */
+static bool workers_watch(void *ctx) {
+    Workers *w = ctx;
+    if (run_poll_now()) return true;
+    atomic_store(&w->halt, 1);
+    return false;
 }
 
 /* Elements [off, off + len) of s: the array's own, or computed by p (s's program or a
@@ -1768,7 +2044,7 @@ static Arr *stream_take(Frame *f, Stream *s, Loc loc) {
     Workers w;
     if (a && workers_open(s, &w) > 1) { /* every core: the chunks are independent */
         TakeJob j = {s, &w, a->data};
-        pool_for((s->size + CHUNK - 1) / CHUNK, w.n, take_chunk, &j);
+        pool_for_watch((s->size + CHUNK - 1) / CHUNK, w.n, take_chunk, &j, workers_watch, &w);
         workers_close(s, &w);
     } else if (a) {
         int esz = esize(s->dt);
@@ -2332,17 +2608,22 @@ typedef struct RedJob {
     RedSt *parts;
     int64_t first;    /* the batch's first chunk */
     void *conv[64];   /* per worker, when the values need converting */
+    atomic_bool failed; /* a chunk stopped */
 } RedJob;
 
 static void red_chunk(void *ctx, int worker, int64_t i) {
     RedJob *j = ctx;
     int64_t off, len;
     const void *vals = chunk_of(j->s, j->w, worker, j->first + i, NULL, &off, &len);
+    red_start(&j->parts[i], j->rs->st.op, j->rs->st.dt, NULL);
+    if (!vals) { /* stopped (an interrupt): the run reports it, the value is not used */
+        atomic_store(&j->failed, true);
+        return;
+    }
     if (j->rs->conv) {
         cast_tab[j->rs->st.dt][j->rs->in_dt](j->conv[worker], vals, len);
         vals = j->conv[worker];
     }
-    red_start(&j->parts[i], j->rs->st.op, j->rs->st.dt, NULL);
     red_feed(&j->parts[i], vals, len, 1, off);
 }
 
@@ -2362,7 +2643,11 @@ static void red_stream(Stream *s, RedSink *rs) {
     if (ok) {
         for (j.first = 0; j.first < nchunks; j.first += RED_BATCH) {
             int64_t nb = nchunks - j.first < RED_BATCH ? nchunks - j.first : RED_BATCH;
-            pool_for(nb, w.n, red_chunk, &j);
+            pool_for_watch(nb, w.n, red_chunk, &j, workers_watch, &w);
+            if (atomic_load(&j.failed)) {
+                s->prog.failed = true;
+                break;
+            }
             for (int64_t i = 0; i < nb; i++) red_merge(&rs->st, &j.parts[i]);
         }
     }
@@ -3301,6 +3586,13 @@ typedef struct HistJob {
             if (q[t] >= 0 && q[t] < j->m) o[q[t]] += x ? x[t] : c1;                         \
     } while (0)
 
+static bool hist_watch(void *ctx) {
+    Workers **w = ctx;
+    if (workers_watch(w[0])) return true;
+    atomic_store(&w[1]->halt, 1);
+    return false;
+}
+
 static void hist_chunk(void *ctx, int worker, int64_t k) {
     HistJob *j = ctx;
     int64_t off, len;
@@ -3340,7 +3632,8 @@ static bool hist_par(Stream *si, Stream *sv, int ew, DType dt, const Cell *cval,
     HistJob j = {si, sv, &wi, &wv, calloc((size_t)nw * (size_t)m, (size_t)esz), m, esz, *cval, false};
     bool ok = j.bins != NULL;
     if (ok) {
-        pool_for((si->size + CHUNK - 1) / CHUNK, nw, hist_chunk, &j);
+        Workers *both[2] = {&wi, sv ? &wv : &wi};
+        pool_for_watch((si->size + CHUNK - 1) / CHUNK, nw, hist_chunk, &j, hist_watch, both);
         ok = !atomic_load(&j.failed);
     }
     for (int w = 0; ok && w < nw; w++) {

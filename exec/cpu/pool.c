@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { MAX_THREADS = 256 };
@@ -106,6 +107,11 @@ static bool start_threads(void) {
 }
 
 void pool_for(int64_t n, int workers, void (*fn)(void *ctx, int worker, int64_t k), void *ctx) {
+    pool_for_watch(n, workers, fn, ctx, NULL, NULL);
+}
+
+void pool_for_watch(int64_t n, int workers, void (*fn)(void *ctx, int worker, int64_t k), void *ctx,
+                    bool (*watch)(void *wctx), void *wctx) {
     if (workers > pool_threads()) workers = pool_threads();
     if (n < 2 || workers < 2 || pthread_mutex_trylock(&busy)) {
         for (int64_t k = 0; k < n; k++) fn(ctx, 0, k);
@@ -127,7 +133,20 @@ void pool_for(int64_t n, int workers, void (*fn)(void *ctx, int worker, int64_t 
     pthread_mutex_unlock(&P.mu);
     run_chunks(0);
     pthread_mutex_lock(&P.mu);
-    while (P.running > 0) pthread_cond_wait(&P.done, &P.mu);
+    while (P.running > 0) {
+        if (!watch) {
+            pthread_cond_wait(&P.done, &P.mu);
+            continue;
+        }
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += 20 * 1000000L;
+        if (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
+        if (pthread_cond_timedwait(&P.done, &P.mu, &t) == 0 || P.running == 0) continue;
+        pthread_mutex_unlock(&P.mu);
+        if (!watch(wctx)) watch = NULL; /* told them: now wait for them to stop */
+        pthread_mutex_lock(&P.mu);
+    }
     pthread_mutex_unlock(&P.mu);
     pthread_mutex_unlock(&busy);
 }

@@ -6,6 +6,7 @@
 #ifndef CUK_EXEC_CPU_POOL_H
 #define CUK_EXEC_CPU_POOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* How many threads the CPU backend uses: $CUK_THREADS (1 .. 256) if set, else the
@@ -17,5 +18,12 @@ int pool_threads(void);
    order from a shared counter. Runs everything on the caller when the pool is busy with
    another loop, cannot start its threads, or workers or n is 1. */
 void pool_for(int64_t n, int workers, void (*fn)(void *ctx, int worker, int64_t k), void *ctx);
+
+/* pool_for, where the caller, once out of chunks, calls watch(wctx) every 20 ms while it
+   waits for the other threads, until it returns false: the
+   caller's thread is the one that may see an interrupt, and watch tells the others to
+   stop (they read a flag of their own). */
+void pool_for_watch(int64_t n, int workers, void (*fn)(void *ctx, int worker, int64_t k), void *ctx,
+                    bool (*watch)(void *wctx), void *wctx);
 
 #endif

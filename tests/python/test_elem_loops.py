@@ -134,3 +134,40 @@ def test_early_returns_and_scalar_broadcast(m):
 
 def test_empty(m):
     assert m.digits_a(np.zeros(0, dtype=np.int64)).shape == (0,)
+
+
+LANES_SRC = """
+fn spin(n: i64) -> i64 { var k = n; var s = 0; while k != 0 { k = k - 1; s = s + 2; } return s; }
+fn guarded(n: i64) -> i64 {
+    var t = 0;
+    if n >= 0 { t = spin(n % 300) + 1; } else { t = -1; }
+    for i in 0..(n % 7) { if i == 3 { return t * 10; } t = t + i; }
+    return t;
+}
+fn cm(c: c64) -> i32 {
+    var z: c64 = c;
+    var k: i32 = 0;
+    while k < 50 && abs(z) < 2.0 { z = z * z + c; k = k + 1; }
+    return k;
+}
+fn guarded_a(x: i64[n]) -> i64[n] = guarded(x);
+fn cm_a(x: c64[n]) -> i32[n] = cm(x);
+"""
+
+
+@pytest.mark.parametrize("n", [1, 127, 128, 129, 1000, 5000])
+def test_lanes_give_each_elements_own_result(n):
+    """The CPU backend runs an array's per-element calls on blocks of lanes that part at
+    branches (exec/cpu/eval.c, vexec); each element must get what a call on it alone gives
+    (host calls run the scalar interpreter). spin() never ends for a negative n: guarded()
+    calls it only on its lanes with n >= 0, so running it on the others would hang."""
+    m = cuk.compile(LANES_SRC, device="cpu")
+    rng = np.random.default_rng(n)
+    x = rng.integers(-1000, 1000, n)
+    got = m.guarded_a(x)
+    np.testing.assert_array_equal(got, [int(m.guarded(np.int64(v))) for v in x])
+    assert (got[x < 0] < 0).all() and (got[x >= 0] > 0).all()
+    z = (rng.standard_normal(n) * 0.8 + 1j * rng.standard_normal(n) * 0.8).astype(np.complex64)
+    got = m.cm_a(z)
+    np.testing.assert_array_equal(got, [int(m.cm(v)) for v in z])
+    assert len(set(got.tolist())) > (3 if n > 100 else 0)  # the lanes do part
