@@ -188,6 +188,12 @@ void cuk_program_free(cuk_program *p);
 /* The profile of the calls so far (opts.profile), heaviest statement first: CUK_OK, or
    CUK_ERR_INVALID when the program was not compiled with opts.profile. */
 cuk_status cuk_program_profile_print(const cuk_program *p, FILE *out);
+/* A profile of the calls between begin and end alone, whether or not the program was
+   compiled with opts.profile (whose own profile is left as it was): end writes its table
+   to out (NULL: none). Not while other threads call the program's functions. Python:
+   `m.f.profile(args)`. CUK_ERR_INVALID for a begin inside a begin, or an end without one. */
+cuk_status cuk_program_profile_begin(cuk_program *p);
+cuk_status cuk_program_profile_end(cuk_program *p, FILE *out);
 /* CUK_BACKEND_GPU or CUK_BACKEND_CPU: where the functions run. */
 cuk_backend cuk_program_backend(const cuk_program *p);
 /* The program's own functions (not the stdlib's), in source order. */

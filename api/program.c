@@ -109,6 +109,8 @@ struct cuk_program_s {
     pthread_mutex_t lock; /* wrapping stdlib functions on first use */
     GpuSession *session;  /* GPU backend with the session API */
     Profile *prof;        /* opts.profile: time per statement, over every call */
+    Profile *prof_saved;  /* cuk_program_profile_begin: prof, while a profile of its own runs */
+    bool prof_taking;
     Bundle *bundle;       /* when loaded from a .cukb: its kernels, loaded without NVRTC */
 };
 
@@ -297,6 +299,7 @@ void cuk_program_free(cuk_program *p) {
     if (!p) return;
     if (p->session) gpu_session_free(p->session);
     profile_free(p->prof);
+    profile_free(p->prof_saved);
     pthread_mutex_destroy(&p->lock);
     arena_free(&p->arena);
     free(p);
@@ -308,6 +311,32 @@ cuk_status cuk_program_profile_print(const cuk_program *p, FILE *out) {
         return err_set(CUK_ERR_INVALID, "this program was compiled without profiling: compile it with "
                                          "cuk.compile(..., profile=True) (C: cuk_program_opts.profile = 1)");
     profile_print(p->prof, p->backend == CUK_BACKEND_GPU ? "GPU" : "CPU", out);
+    return CUK_OK;
+}
+
+cuk_status cuk_program_profile_begin(cuk_program *p) {
+    if (!p) return err_set(CUK_ERR_INVALID, "cuk_program_profile_begin: NULL program");
+    if (p->prof_taking)
+        return err_set(CUK_ERR_INVALID, "a profile of this program is already being taken: end it first "
+                                         "(cuk_program_profile_end)");
+    Profile *n = profile_new();
+    if (!n) return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    p->prof_saved = p->prof;
+    p->prof = n;
+    p->prof_taking = true;
+    if (p->session) gpu_session_profile(p->session, n);
+    return CUK_OK;
+}
+
+cuk_status cuk_program_profile_end(cuk_program *p, FILE *out) {
+    if (!p) return err_set(CUK_ERR_INVALID, "cuk_program_profile_end: NULL program");
+    if (!p->prof_taking) return err_set(CUK_ERR_INVALID, "no profile is being taken: cuk_program_profile_begin first");
+    if (out) profile_print(p->prof, p->backend == CUK_BACKEND_GPU ? "GPU" : "CPU", out);
+    profile_free(p->prof);
+    p->prof = p->prof_saved;
+    p->prof_saved = NULL;
+    p->prof_taking = false;
+    if (p->session) gpu_session_profile(p->session, p->prof);
     return CUK_OK;
 }
 

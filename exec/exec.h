@@ -96,6 +96,13 @@ void profile_free(Profile *p);
 /* Adds ns nanoseconds to statement s of fn (walk.c), and a whole call's time. */
 void profile_add(Profile *p, const Fn *fn, const Stmt *s, int64_t ns);
 void profile_call(Profile *p, int64_t ns);
+/* On the GPU, per kernel (key: the plan's Kernel, one row each): a launch's time between
+   events around it, and the bytes of the arrays it reads and writes (each once); the
+   device's copy bandwidth (a device-to-device copy, measured once), GB/s, for the
+   table's "% copy". */
+void profile_kernel(Profile *p, const void *key, const char *name, const char *kind, Loc loc, double ms,
+                    int64_t bytes);
+void profile_copy_bandwidth(Profile *p, double gbs);
 /* The clock both use (CLOCK_MONOTONIC, ns). */
 int64_t profile_clock(void);
 /* The table, heaviest first (backend: its name in the heading); nothing when empty. */

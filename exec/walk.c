@@ -99,11 +99,22 @@ typedef struct ProfEntry {
     int64_t runs, ns;
 } ProfEntry;
 
+typedef struct KProfEntry {
+    const void *key;
+    const char *name, *kind;
+    Loc loc;
+    int64_t runs, bytes;
+    double ms;
+} KProfEntry;
+
 struct Profile {
     pthread_mutex_t mu;
     ProfEntry *e; /* open addressing by the statement's address, at most half full */
     int n, cap;
     int64_t calls, call_ns;
+    KProfEntry *k; /* the GPU's kernels, in first-launch order */
+    int nk, kcap;
+    double copy_gbs; /* 0: not measured */
 };
 
 Profile *profile_new(void) {
@@ -117,6 +128,7 @@ void profile_free(Profile *p) {
     if (!p) return;
     pthread_mutex_destroy(&p->mu);
     free(p->e);
+    free(p->k);
     free(p);
 }
 
@@ -155,6 +167,74 @@ void profile_call(Profile *p, int64_t ns) {
     p->calls++;
     p->call_ns += ns;
     pthread_mutex_unlock(&p->mu);
+}
+
+void profile_kernel(Profile *p, const void *key, const char *name, const char *kind, Loc loc, double ms,
+                    int64_t bytes) {
+    pthread_mutex_lock(&p->mu);
+    int i = 0;
+    while (i < p->nk && p->k[i].key != key) i++;
+    if (i == p->nk) {
+        if (p->nk == p->kcap) {
+            int cap = p->kcap ? 2 * p->kcap : 16;
+            KProfEntry *k = realloc(p->k, sizeof *k * (size_t)cap);
+            if (!k) { /* out of memory: this launch goes unrecorded */
+                pthread_mutex_unlock(&p->mu);
+                return;
+            }
+            p->k = k, p->kcap = cap;
+        }
+        p->k[p->nk++] = (KProfEntry){.key = key, .name = name, .kind = kind, .loc = loc};
+    }
+    p->k[i].runs++;
+    p->k[i].ms += ms;
+    p->k[i].bytes += bytes;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void profile_copy_bandwidth(Profile *p, double gbs) {
+    pthread_mutex_lock(&p->mu);
+    p->copy_gbs = gbs;
+    pthread_mutex_unlock(&p->mu);
+}
+
+static int by_kernel_time(const void *a, const void *b) {
+    const KProfEntry *x = a, *y = b;
+    return x->ms < y->ms ? 1 : x->ms > y->ms ? -1 : 0;
+}
+
+/* The per-kernel table (the GPU's), heaviest first. p->mu held. */
+static void kernels_print(const Profile *p, FILE *out) {
+    KProfEntry *k = malloc(sizeof *k * (size_t)p->nk);
+    if (!k) return;
+    memcpy(k, p->k, sizeof *k * (size_t)p->nk);
+    /* stable for equal times: first-launch order */
+    for (int i = 1; i < p->nk; i++)
+        for (int j = i; j > 0 && by_kernel_time(&k[j - 1], &k[j]) > 0; j--) {
+            KProfEntry t = k[j];
+            k[j] = k[j - 1], k[j - 1] = t;
+        }
+    double total = 0;
+    for (int i = 0; i < p->nk; i++) total += k[i].ms;
+    if (p->copy_gbs > 0)
+        fprintf(out, "per kernel: %.3f ms on the GPU (events around each launch); bytes: the arrays it reads and "
+                     "writes, once each; %% copy: of this device's copy bandwidth, %.0f GB/s (a device-to-device copy)\n",
+                total, p->copy_gbs);
+    else
+        fprintf(out, "per kernel: %.3f ms on the GPU (events around each launch); bytes: the arrays it reads and "
+                     "writes, once each\n", total);
+    fprintf(out, "%10s %8s %10s %10s %8s %7s  %s\n", "ms", "launches", "ms/launch", "MB/launch", "GB/s", "% copy",
+            "kernel");
+    for (int i = 0; i < p->nk; i++) {
+        double gbs = k[i].ms > 0 ? (double)k[i].bytes / (k[i].ms * 1e6) : 0;
+        char pc[16] = "-";
+        if (p->copy_gbs > 0 && k[i].ms > 0) snprintf(pc, sizeof pc, "%.1f%%", 100.0 * gbs / p->copy_gbs);
+        const Loc *l = &k[i].loc;
+        fprintf(out, "%10.3f %8lld %10.4f %10.3f %8.1f %7s  %s (%s)  %s:%d:%d\n", k[i].ms, (long long)k[i].runs,
+                k[i].ms / (double)k[i].runs, (double)k[i].bytes / (double)k[i].runs / 1e6, gbs, pc, k[i].name,
+                k[i].kind, l->src ? l->src->path : "?", l->line, l->col);
+    }
+    free(k);
 }
 
 static int by_time(const void *a, const void *b) {
@@ -211,6 +291,9 @@ void profile_print(const Profile *p, const char *backend, FILE *out) {
                 e[k].fn->name);
     }
     free(e);
+    pthread_mutex_lock((pthread_mutex_t *)&p->mu);
+    if (p->nk) kernels_print(p, out);
+    pthread_mutex_unlock((pthread_mutex_t *)&p->mu);
 }
 
 int64_t profile_clock(void) {

@@ -946,6 +946,27 @@ static PyObject *function_capture(PyObject *self, PyObject *args) {
     return graph_capture(self, args);
 }
 
+/* profile(*args, **kw) -> str: one call, profiled on its own (cuk_program_profile_begin):
+   the table cukc run --profile prints, per statement and on the GPU per kernel. */
+static PyObject *function_profile(PyObject *self, PyObject *args, PyObject *kw) {
+    cuk_program *p = ((Program *)((Function *)self)->prog)->p;
+    cuk_status s = cuk_program_profile_begin(p);
+    if (s) return raise_status(s);
+    PyObject *r = function_call(self, args, kw);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = r ? open_memstream(&buf, &len) : NULL;
+    s = cuk_program_profile_end(p, f);
+    if (f) fclose(f);
+    PyObject *table = NULL;
+    if (r && s) raise_status(s);
+    else if (r && !f) PyErr_NoMemory();
+    else if (r) table = PyUnicode_FromStringAndSize(buf ? buf : "", (Py_ssize_t)len);
+    free(buf);
+    Py_XDECREF(r);
+    return table;
+}
+
 static PyObject *function_params(PyObject *self, void *c) {
     (void)c;
     Function *f = (Function *)self;
@@ -975,6 +996,9 @@ static PyMemberDef function_members[] = {
 static PyMethodDef function_methods[] = {
     {"capture", function_capture, METH_VARARGS,
      "capture(*args) -> Graph: one call recorded into a CUDA graph that replays with new data of the same shapes"},
+    {"profile", (PyCFunction)(void (*)(void))function_profile, METH_VARARGS | METH_KEYWORDS,
+     "profile(*args) -> str: one call, timed per statement (and on the GPU per kernel: time, bytes, GB/s, % of "
+     "copy), as cukc run --profile prints it"},
     {NULL, NULL, 0, NULL}};
 static PyType_Slot function_slots[] = {{Py_tp_dealloc, function_dealloc},
                                        {Py_tp_methods, function_methods},

@@ -112,6 +112,9 @@ struct GpuSession {
     const Compiled *c;   /* the program, its plans and their CUDA C */
     bool fast_math;      /* NVRTC --fmad=true (gpu_session_fast_math) */
     Profile *prof;       /* time per statement (gpu_session_profile), or NULL */
+    cuk_event *pev[2];   /* with prof: the events around each launch */
+    bool copy_measured;  /* with prof: the copy bandwidth was measured (prof_copy) */
+    double copy_gbs;     /* its GB/s (0: unknown) */
     Arena arena;         /* per-function state */
     const PlanSet *ps;
     int nfs;
@@ -820,6 +823,55 @@ static bool out_alloc(Frame *f, const Val *o, Value *v, Loc loc) {
    device arrays kernel_blas_call names, x [m, k] (or [k, m] read transposed) by y [k, n],
    [n, k] transposed or [k] (n = 1), with its epilogue: a scale, a bias along the rows
    (its length is n: the fusion checked the sizes' keys), relu. */
+/* ---- the profile's kernel rows (gpu_session_profile) ------------------------------------- */
+
+/* The device's copy bandwidth for the profile's "% copy": a 256 MiB device-to-device copy
+   (read and write: 512 MiB moved) timed with events, once per session, where the memory
+   is there to spare. */
+static void prof_copy(GpuSession *s) {
+    s->copy_measured = true;
+    const size_t bytes = (size_t)256 << 20;
+    cuk_devptr a = 0, b = 0;
+    float ms = 0;
+    if (cuk_mem_alloc(&a, bytes) == CUK_OK && cuk_mem_alloc(&b, bytes) == CUK_OK &&
+        cuk_memcpy_dtod_async(b, a, bytes, gpu_stream()) == CUK_OK && /* a warm-up */
+        cuk_event_record(s->pev[0], gpu_stream()) == CUK_OK &&
+        cuk_memcpy_dtod_async(b, a, bytes, gpu_stream()) == CUK_OK &&
+        cuk_event_record(s->pev[1], gpu_stream()) == CUK_OK && cuk_event_synchronize(s->pev[1]) == CUK_OK &&
+        cuk_event_elapsed(&ms, s->pev[0], s->pev[1]) == CUK_OK && ms > 0)
+        s->copy_gbs = 2.0 * (double)bytes / (ms * 1e6);
+    if (a) cuk_mem_free(a);
+    if (b) cuk_mem_free(b);
+}
+
+/* Before a launch: false when the launch goes untimed (no events). */
+static bool prof_begin(GpuSession *s) {
+    if (!s->prof) return false;
+    for (int i = 0; i < 2; i++)
+        if (!s->pev[i] && cuk_event_create(&s->pev[i]) != CUK_OK) return false;
+    if (!s->copy_measured) prof_copy(s);
+    if (s->copy_gbs > 0) profile_copy_bandwidth(s->prof, s->copy_gbs); /* a later profile's too */
+    return cuk_event_record(s->pev[0], gpu_stream()) == CUK_OK;
+}
+
+/* After it: the kernel's row gets the time and the bytes of its arrays: the outputs
+   whole, each input at most once per element of the launch's space (n; a slice reads no
+   more than it takes; -1: whole, as a matrix product reads them). */
+static void prof_end(GpuSession *s, const Kernel *k, const Value *ins, int nins, const Value *outs, int nouts,
+                     int64_t n) {
+    float ms = 0;
+    if (cuk_event_record(s->pev[1], gpu_stream()) != CUK_OK || cuk_event_synchronize(s->pev[1]) != CUK_OK ||
+        cuk_event_elapsed(&ms, s->pev[0], s->pev[1]) != CUK_OK)
+        return;
+    int64_t bytes = 0;
+    for (int i = 0; i < nins; i++)
+        if (ins[i].buf) bytes += (n >= 0 && n < nelem(&ins[i]) ? n : nelem(&ins[i])) * dtype_info[ins[i].dt].size;
+    for (int i = 0; i < nouts; i++)
+        if (outs[i].buf) bytes += nelem(&outs[i]) * dtype_info[outs[i].dt].size;
+    profile_kernel(s->prof, k, k->name, kernel_blas(k) ? "matmul (cublasLt)" : kernel_kind_name[k->kind],
+                   k->outs[0]->loc, ms, bytes);
+}
+
 static bool blas_launch(Frame *f, const Kernel *k) {
     GpuSession *s = f->s;
     Val *mm = k->scan, *end = k->outs[0];
@@ -845,7 +897,12 @@ static bool blas_launch(Frame *f, const Kernel *k) {
         a.m = x.shape[a.trans_a], a.k = x.shape[!a.trans_a], a.n = y.rank == 2 ? y.shape[!a.trans_b] : 1;
         a.a = x.buf ? x.buf->p : 0, a.b = y.buf ? y.buf->p : 0, a.d = out.buf->p;
         a.bias = bias.buf ? bias.buf->p : 0;
+        bool timed = prof_begin(s);
         if (cuk_matmul(&a, gpu_stream()) != CUK_OK) ok = gpu_fail(s, loc, "the matrix product failed");
+        if (ok && timed) {
+            Value in3[3] = {x, y, bias};
+            prof_end(s, k, in3, 3, &out, 1, -1);
+        }
     }
     vrelease(s, &x);
     vrelease(s, &y);
@@ -1103,6 +1160,7 @@ static bool launch(Frame *f, const Kernel *k) {
         grid = (unsigned)(blocks < 65536 ? blocks : 65536);
         entry = ks->opt[KE_RG];
     }
+    bool timed = ok && (kernel_segred(k) || !empty) && prof_begin(s);
     if (ok && kernel_segred(k)) {
         ok = segred_launch(s, k, ks, w, grid, outer, loc);
     } else if (ok && !empty) {
@@ -1125,6 +1183,7 @@ static bool launch(Frame *f, const Kernel *k) {
         /* a compaction's size: the total its last tile wrote (one word to the host) */
         if (ok && k->kind == K_COMPACT) ok = compact_count(s, &outs[0], loc);
     }
+    if (ok && timed) prof_end(s, k, ins, k->nins, outs, k->nouts, n);
     for (int i = 0; i < k->nins; i++) vrelease(s, &ins[i]);
     for (int i = 0; i < k->nouts; i++) {
         Val *o = k->outs[i];
@@ -1790,6 +1849,8 @@ void gpu_session_profile(GpuSession *s, Profile *prof) { s->prof = prof; }
 
 void gpu_session_free(GpuSession *s) {
     if (!s) return;
+    for (int i = 0; i < 2; i++)
+        if (s->pev[i]) cuk_event_destroy(s->pev[i]);
     for (int i = 0; i < s->nfs; i++) frame_free(s->fs[i].spare);
     while (s->sstates) {
         SState *t = s->sstates;
@@ -1816,7 +1877,7 @@ static bool call_direct(GpuSession *s, FnState *st, const GpuVal *args, GpuVal *
     const Kernel *k = st->direct;
     KState *ks = &st->ks[k->id];
     *handled = false;
-    if (!ks->fn || ks->busy || timing_on) return true;
+    if (!ks->fn || ks->busy || timing_on || s->prof) return true; /* a profile times launch() */
     const GpuVal *shape = NULL;
     for (int i = 0; i < fn->nparams; i++) {
         const GpuVal *a = &args[i];

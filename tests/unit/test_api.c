@@ -348,6 +348,39 @@ static void test_scalar_convert(void) {
     CHECK(cuk_scalar_convert(&(cuk_scalar){.f64 = 1.0}, CUK_F64, &o, (cuk_dtype)99) == CUK_ERR_INVALID);
 }
 
+/* cuk_program_profile_begin/end: the table of the calls between them, one profile at a
+   time, whether or not the program was compiled with opts.profile. */
+static void test_profile_begin_end(void) {
+    cuk_program_opts o = {.backend = CUK_BACKEND_CPU, .name = "api.cuk"};
+    cuk_program *p = NULL;
+    CHECK(cuk_program_compile(&p, src, &o) == CUK_OK);
+    if (!p) return;
+    cuk_fn *f = NULL;
+    CHECK(cuk_program_function(p, "total", &f) == CUK_OK);
+    float h[3] = {1, 2, 3};
+    int64_t n = 3;
+    cuk_array *x = NULL, *r = NULL;
+    CHECK(cuk_array_from_host(&x, CUK_F32, 1, &n, h, CUK_ON_HOST) == CUK_OK);
+    CHECK(cuk_program_profile_end(p, NULL) == CUK_ERR_INVALID); /* none begun */
+    CHECK(cuk_program_profile_begin(p) == CUK_OK);
+    CHECK(cuk_program_profile_begin(p) == CUK_ERR_INVALID && strstr(cuk_last_error(), "already") != NULL);
+    for (int i = 0; i < 2; i++) {
+        CHECK(cuk_fn_call(f, &x, 1, &r) == CUK_OK);
+        cuk_array_free(r);
+        r = NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    CHECK(cuk_program_profile_end(p, out) == CUK_OK);
+    fclose(out);
+    CHECK(buf && strncmp(buf, "profile (CPU backend): 2 calls, ", 32) == 0 && strstr(buf, "api.cuk:2:") != NULL);
+    free(buf);
+    CHECK(cuk_program_profile_print(p, stderr) == CUK_ERR_INVALID); /* its own: none, as before */
+    cuk_array_free(x);
+    cuk_program_free(p);
+}
+
 int main(void) {
     char dir[] = "/tmp/cuk-test-api-XXXXXX";
     if (!mkdtemp(dir)) {
@@ -362,6 +395,7 @@ int main(void) {
     test_bundles(dir);
     test_guard();
     test_scalar_convert();
+    test_profile_begin_end();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -598,3 +598,24 @@ def test_gpuarray_get_into_an_existing_array():
     np.testing.assert_array_equal(a.get(out64), h.astype(np.float64))
     with pytest.raises(ValueError, match="ary has shape"):
         a.get(np.zeros((3, 5), np.float32))
+
+
+def test_function_profile_per_kernel():
+    """m.f.profile(args) on the GPU: the statement table and one row per kernel with its
+    launches, the bytes it reads and writes, GB/s and the share of the copy bandwidth the
+    session measured (values checked for their form and bytes, not for speed)."""
+    import re
+    m = cuk.compile("fn saxpy(a: f32, x: f32[n], y: f32[n]) -> f32[n] = a * x + y;\n"
+                    "fn norm(x: f32[n]) -> f32 = sqrt(sum(x * x));\n", device="gpu", name="pk.cuk")
+    x, y = cuk.to_device(np.ones(1 << 22, np.float32)), cuk.to_device(np.ones(1 << 22, np.float32))
+    t = m.saxpy.profile(2.0, x, y)
+    assert t.startswith("profile (GPU backend): 1 call, "), t
+    head = re.search(r"% copy: of this device's copy bandwidth, (\d+) GB/s", t)
+    assert head and int(head.group(1)) > 0, t
+    rows = [ln.split() for ln in t.splitlines() if ln.strip().startswith(tuple("0123456789")) and "cuk_saxpy_k" in ln]
+    assert len(rows) == 1, t
+    ms, launches, _, mb, gbs, pct = rows[0][:6]
+    assert int(launches) == 1 and abs(float(mb) - 3 * 4 * (1 << 22) / 1e6) < 1e-3, t  # x and y read, one written
+    assert float(ms) > 0 and float(gbs) > 0 and pct.endswith("%"), t
+    t = m.norm.profile(x)
+    assert re.search(r"cuk_norm_k\d+ \(reduce\)", t), t
