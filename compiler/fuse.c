@@ -918,8 +918,12 @@ static const Stmt *stmt_of_region(Stmt *s, int *counter, int want) {
 
 /* A map root's kernel, or the row kernel of its nr row reductions; per-row values
    (absorb_row_values) iterate over their reductions' input. */
-static void build_row_or_map(F *f, Val *v, int nr, const Stmt *st) {
-    int id = v->id;
+static void build_row_or_map(F *f, Val *v, const Stmt *st) {
+    int id = v->id, nr = 0;
+    /* the reductions of v's rows: v itself where it is one (the last, over the rows of
+       the map it ends), and those the map's values read before it */
+    for (int j = 0; j < f->order.n; j++)
+        if (f->cls[f->order.v[j]] == C_RED && f->rowof[f->order.v[j]] == id) nr++;
     Val **reds = nr ? NEWN(f->a, Val *, nr) : NULL;
     int n = 0;
     for (int j = 0; j < f->order.n && nr; j++)
@@ -951,12 +955,9 @@ static void build_kernels(F *f) {
             /* A check whose operand is in memory anyway computes nothing: its consumers
                read the operand, and the executor checks when it reads the value. */
             if (v->op == OP_CHECKDIM && f->mat[v->args[0]->id]) continue;
-            int nr = 0;
-            for (int j = 0; j < f->order.n; j++)
-                if (f->cls[f->order.v[j]] == C_RED && f->rowof[f->order.v[j]] == id) nr++;
-            build_row_or_map(f, v, nr, st);
+            build_row_or_map(f, v, st);
         } else if (c == C_RED && f->rowof[id] == id) {
-            build_row_or_map(f, v, 1, st); /* a per-row value that is a reduction */
+            build_row_or_map(f, v, st); /* a per-row value that is a reduction */
         } else if (c == C_RED && f->rowof[id] < 0 && f->group[id] == id) {
             Kernel *k = new_kernel(f, K_REDUCE, v->args[0], st);
             k->axis = v->axis;

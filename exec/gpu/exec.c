@@ -823,6 +823,34 @@ static bool out_alloc(Frame *f, const Val *o, Value *v, Loc loc) {
    device arrays kernel_blas_call names, x [m, k] (or [k, m] read transposed) by y [k, n],
    [n, k] transposed or [k] (n = 1), with its epilogue: a scale, a bias along the rows
    (its length is n: the fusion checked the sizes' keys), relu. */
+/* A launch over an empty space evaluates no element, so it checks no index: a gather's
+   indices (a kernel input) are checked here instead, as the CPU backend and NumPy check them whatever the
+   size of what they take (x of shape (1, 0) indexed by [1] is an error, not an empty
+   result). */
+static bool empty_gather_checks(Frame *f, const Kernel *k, const Value *ins, Loc loc) {
+    for (int v = 0; v < k->nvals; v++) {
+        Val *g = k->vals[v];
+        if (g->op != OP_GATHER) continue;
+        Value x;
+        if (!shape_of(f, g->args[0], &x)) return false;
+        for (int i = 0; i < k->nins; i++) {
+            if (kernel_canon(k, k->ins[i]) != kernel_canon(k, g->args[1]) || !nelem(&ins[i])) continue;
+            Arr *ix = download(f->s, &ins[i], loc);
+            if (!ix) return false;
+            bool ok = true;
+            for (int64_t j = 0; ok && j < ix->size; j++) {
+                int64_t t, q = scalar_cast(arr_get(ix, j), ix->dt, DT_I64).i;
+                if (ix->dt == DT_U64 && arr_get(ix, j).u > INT64_MAX) q = INT64_MAX;
+                ok = shape_index(f->s->err, g->loc, q, g->axis, x.shape[0], &t);
+            }
+            arr_release(ix);
+            if (!ok) return false;
+            break;
+        }
+    }
+    return true;
+}
+
 /* ---- the profile's kernel rows (gpu_session_profile) ------------------------------------- */
 
 /* The device's copy bandwidth for the profile's "% copy": a 256 MiB device-to-device copy
@@ -1160,6 +1188,7 @@ static bool launch(Frame *f, const Kernel *k) {
         grid = (unsigned)(blocks < 65536 ? blocks : 65536);
         entry = ks->opt[KE_RG];
     }
+    if (ok && n == 0) ok = empty_gather_checks(f, k, ins, loc);
     bool timed = ok && (kernel_segred(k) || !empty) && prof_begin(s);
     if (ok && kernel_segred(k)) {
         ok = segred_launch(s, k, ks, w, grid, outer, loc);

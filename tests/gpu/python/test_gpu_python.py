@@ -619,3 +619,15 @@ def test_function_profile_per_kernel():
     assert float(ms) > 0 and float(gbs) > 0 and pct.endswith("%"), t
     t = m.norm.profile(x)
     assert re.search(r"cuk_norm_k\d+ \(reduce\)", t), t
+
+
+def test_empty_gather_checks_its_indices():
+    """x of shape (1, 0) indexed by [1]: an error, as on the CPU backend and in NumPy,
+    though the launch has no element to check it (found by the GPU differential run)."""
+    m = cuk.compile("fn f(x: f32[a, b], i: i64[k]) -> f32[k, b] = x[i];\n"
+                    "fn g(x: f32[a, b]) -> f32[3] = mean(x[full(1, 3)], axis=1);\n", device="gpu")
+    assert m.f(np.zeros((1, 0), np.float32), np.array([0, 0])).shape == (2, 0)
+    with pytest.raises(cuk.RunError, match="index 1 is out of bounds for axis 0 with size 1"):
+        m.f(np.zeros((1, 0), np.float32), np.array([0, 1]))
+    with pytest.raises(cuk.RunError, match="index 1 is out of bounds for axis 0 with size 1"):
+        m.g(np.zeros((1, 0), np.float32))
