@@ -105,7 +105,8 @@ s_cudacore() {
 s_gendiff() {
   local jobs=${GEN_JOBS:-8} n=${GEN_N:-2000} seed=${GEN_SEED:-1} j bad=0 pids=()
   for ((j = 0; j < jobs; j++)); do
-    "$PY" tests/fuzz/gen_programs.py diff "$CUKC" $((seed + j)) $(((n + jobs - 1) / jobs)) "$OUT" \
+    GEN_SECONDS=${GEN_SECONDS:-$((${T_gendiff:-540} - 40))} \
+      "$PY" tests/fuzz/gen_programs.py diff "$CUKC" $((seed + j)) $(((n + jobs - 1) / jobs)) "$OUT" \
       >"$WORK/gendiff-$j.txt" 2>&1 &
     pids+=($!)
   done
