@@ -1976,16 +1976,18 @@ static void emit_segred(KE *ke, const char **types) {
     emit_eval(ke, ins, k->nreds, 4);
     for (int j = 0; j < k->nreds; j++) seg_stage(ke, j, arena_printf(ke->e->a, "xv%d_[q_]", j), 4);
     bputs(b, "            }\n        }\n    }\n");
-    /* where segments start in the tile */
+    /* where segments start in the tile; with offsets out of order (an error the prepass
+       reports) two segments may name one place: the stores are atomic, so that no two
+       plain stores race (compute-sanitizer racecheck) */
     bputs(b, "    __syncthreads();\n");
     bprintf(b, "    for (long long s_ = s0_ + 1 + threadIdx.x; s_ <= s1_; s_ += %d) {\n", BLOCK);
     bputs(b, "        const long long o_ = offs_[s_], c_ = o_ - tbase;\n"
              "        if (c_ > 0 && c_ <= tn_ && offs_[s_ - 1] != o_) {\n"
              "            if (c_ < tn_) {\n"
-             "                if (!big_) fa_[c_] = (unsigned int)(s_ - s0_);\n"
+             "                if (!big_) atomicExch(&fa_[c_], (unsigned int)(s_ - s0_));\n"
              "                atomicOr(&hb_[c_ >> 5], 1u << (c_ & 31));\n"
              "            } else {\n"
-             "                fe_ = big_ ? 1u : (unsigned int)(s_ - s0_);\n"
+             "                atomicExch(&fe_, big_ ? 1u : (unsigned int)(s_ - s0_));\n"
              "            }\n"
              "        }\n"
              "    }\n"
