@@ -3158,12 +3158,29 @@ static bool scan_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
     return true;
 }
 
+/* The builtin fold a lambda is, where it is exactly one: `|a, b| a + b` (or b + a) is
+   RED_SUM, `a * b` RED_PROD, both of the scan's type; -1 otherwise. scan_tab then folds
+   with the same operations in the same order (acc op element, as sprog_step), so the bits
+   are the lambda's, without the interpreter per element. */
+static int sprog_as_red(const SProg *s, DType dt) {
+    if (s->n != 1 || s->root != s->ins[0].out) return -1;
+    const SIns *in = &s->ins[0];
+    if ((in->op != OP_ADD && in->op != OP_MUL) || in->dt != dt || in->adt != dt) return -1;
+    if (!((in->in[0] == 0 && in->in[1] == 1) || (in->in[0] == 1 && in->in[1] == 0))) return -1;
+    return in->op == OP_ADD ? RED_SUM : RED_PROD;
+}
+
 static void scan_start(ScanSt *st, const Val *v, SProg *lp, bool hasinit, const Cell *init) {
     memset(st, 0, sizeof *st);
     st->op = v->red;
     st->dt = v->dt;
     st->exclusive = v->exclusive;
     st->lam = lp;
+    int bop = lp ? sprog_as_red(lp, v->dt) : -1;
+    if (bop >= 0) {
+        st->op = (RedOp)bop;
+        st->lam = NULL;
+    }
     if (hasinit) {
         st->acc = *init;
         st->have = true;
