@@ -3363,21 +3363,140 @@ static void segred_begin(SegRed *r) {
 /* Writes segment r->seg's value and moves to the next one. An empty segment gives the
    combine's identity (min: +inf or the largest value, ...), argmin/argmax -1, a lambda
    its initial value. */
-static void segred_end(SegRed *r) {
+static void segred_put(RedSt *st, int64_t cnt, DType out_dt, Arr *res, int64_t seg) {
     Cell c;
-    RedOp op = r->st.op;
-    if (r->cnt == 0 && (op == RED_ARGMIN || op == RED_ARGMAX)) {
+    RedOp op = st->op;
+    if (cnt == 0 && (op == RED_ARGMIN || op == RED_ARGMAX)) {
         c.u64 = 0;
         c.i64 = -1;
-    } else if (r->cnt == 0 && (op == RED_MIN || op == RED_MAX)) {
-        c = scan_identity(op, r->out_dt);
+    } else if (cnt == 0 && (op == RED_MIN || op == RED_MAX)) {
+        c = scan_identity(op, out_dt);
     } else {
-        red_result(&r->st, r->out_dt, &c);
+        red_result(st, out_dt, &c);
     }
-    int oesz = esize(r->out_dt);
-    memcpy((char *)r->res->data + r->seg * oesz, &c, (size_t)oesz);
+    int oesz = esize(out_dt);
+    memcpy((char *)res->data + seg * oesz, &c, (size_t)oesz);
+}
+
+static void segred_end(SegRed *r) {
+    segred_put(&r->st, r->cnt, r->out_dt, r->res, r->seg);
     r->seg++;
     segred_begin(r);
+}
+
+/* eval_segreduce on every core, for the folds that split (red_splits) without a lambda or
+   an initial value. Chunk c (CHUNK elements, as the stream's) cuts the segments it meets
+   into pieces exactly where the one-thread fold feeds them; a segment inside the chunk is
+   folded and written there, the piece of the segment open at the chunk's start (head)
+   and of the one that goes on past its end (tail) are kept, and a pass in chunk order
+   merges them (red_merge: the piece's fold added as red_feed would add the piece), so
+   the bits are the one-thread fold's. */
+typedef struct SegJob {
+    Stream *s;
+    Workers *w;
+    const SegRed *r;
+    RedSt *head, *tail; /* per chunk */
+    int64_t *hseg, *tseg; /* their segments, -1: none */
+    void *conv[64];
+    atomic_bool failed;
+} SegJob;
+
+static void seg_chunk(void *ctx, int worker, int64_t c) {
+    SegJob *j = ctx;
+    const SegRed *r = j->r;
+    int64_t off, len;
+    j->hseg[c] = j->tseg[c] = -1;
+    const void *vals = chunk_of(j->s, j->w, worker, c, NULL, &off, &len);
+    if (!vals) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    if (r->conv) {
+        cast_tab[r->st.dt][r->in_dt](j->conv[worker], vals, len);
+        vals = j->conv[worker];
+    }
+    const int64_t *o = r->offs, end = off + len;
+    int esz = esize(r->st.dt);
+    /* the first segment that ends past off: o[s + 1] > off */
+    int64_t lo = 0, hi = r->k;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (o[mid + 1] > off) hi = mid;
+        else lo = mid + 1;
+    }
+    for (int64_t sg = lo, at = off; sg < r->k && at < end; sg++) {
+        if (o[sg + 1] <= at) continue; /* empty: the merge pass writes it */
+        int64_t take = (o[sg + 1] < end ? o[sg + 1] : end) - at;
+        RedSt t;
+        red_start(&t, r->st.op, r->st.dt, NULL);
+        red_feed(&t, (const char *)vals + (at - off) * esz, take, 1, at - o[sg]);
+        if (o[sg] < off) { /* began in an earlier chunk */
+            j->head[c] = t;
+            j->hseg[c] = sg;
+        } else if (o[sg + 1] > end) { /* goes on past this one */
+            j->tail[c] = t;
+            j->tseg[c] = sg;
+        } else {
+            segred_put(&t, take, r->out_dt, r->res, sg);
+        }
+        at += take;
+    }
+}
+
+/* false where it does not apply (then the one-thread fold runs) or after an interrupt. */
+static bool segred_par(Stream *s, SegRed *r) {
+    if (r->lam || r->init || !red_splits(r->st.op, r->st.dt) || s->size == 0) return false;
+    Workers w;
+    if (workers_open(s, &w) < 2) {
+        workers_close(s, &w);
+        return false;
+    }
+    int64_t nc = (s->size + CHUNK - 1) / CHUNK;
+    SegJob j = {.s = s, .w = &w, .r = r};
+    atomic_init(&j.failed, false);
+    j.head = malloc(sizeof(RedSt) * (size_t)nc);
+    j.tail = malloc(sizeof(RedSt) * (size_t)nc);
+    j.hseg = malloc(sizeof(int64_t) * (size_t)nc);
+    j.tseg = malloc(sizeof(int64_t) * (size_t)nc);
+    bool ok = j.head && j.tail && j.hseg && j.tseg;
+    for (int i = 0; ok && i < w.n && r->conv; i++) ok = (j.conv[i] = malloc((size_t)CHUNK * 8)) != NULL;
+    bool ran = false;
+    if (ok) {
+        pool_for_watch(nc, w.n, seg_chunk, &j, workers_watch, &w);
+        ran = true;
+        if (atomic_load(&j.failed)) {
+            s->prog.failed = true;
+        } else {
+            const int64_t *o = r->offs;
+            RedSt open;
+            int64_t oseg = -1;
+            for (int64_t c = 0; c < nc; c++) {
+                if (j.hseg[c] >= 0) {
+                    ASSERT(j.hseg[c] == oseg);
+                    red_merge(&open, &j.head[c]);
+                    if (o[oseg + 1] <= (c + 1) * CHUNK) {
+                        segred_put(&open, o[oseg + 1] - o[oseg], r->out_dt, r->res, oseg);
+                        oseg = -1;
+                    }
+                }
+                if (j.tseg[c] >= 0) {
+                    open = j.tail[c];
+                    oseg = j.tseg[c];
+                }
+            }
+            ASSERT(oseg < 0);
+            for (int64_t sg = 0; sg < r->k; sg++) /* empty segments */
+                if (o[sg + 1] == o[sg]) {
+                    RedSt t;
+                    red_start(&t, r->st.op, r->st.dt, NULL);
+                    segred_put(&t, 0, r->out_dt, r->res, sg);
+                }
+        }
+    }
+    for (int i = 0; i < w.n && r->conv; i++) free(j.conv[i]);
+    free(j.head), free(j.tail), free(j.hseg), free(j.tseg);
+    workers_close(s, &w);
+    return ran;
 }
 
 static bool segred_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
@@ -3458,9 +3577,11 @@ static Arr *eval_segreduce(Frame *f, const Val *v) {
                     .init = v->init ? &g.init : NULL, .res = g.res};
         r.st.op = v->red;
         r.st.dt = g.fdt;
-        segred_begin(&r);
-        stream_run(&g.s, segred_sink, &r);
-        while (r.seg < k) segred_end(&r); /* the last one and empty ones after it */
+        if (!segred_par(&g.s, &r)) {
+            segred_begin(&r);
+            stream_run(&g.s, segred_sink, &r);
+            while (r.seg < k) segred_end(&r); /* the last one and empty ones after it */
+        }
     }
     return seg_finish(&g);
 }

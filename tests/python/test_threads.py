@@ -141,3 +141,58 @@ def test_axis_reductions_by_columns_match_numpy():
     assert np.isnan(m.s(x)[3]) and np.isnan(m.s(x)[299])
     np.testing.assert_array_equal(m.mx(y), y.max(1))
     np.testing.assert_array_equal(m.mn(x), (x * 2).min(0))
+
+
+SEG_CHILD = r"""
+import sys
+import numpy as np
+import cukpath, cuk
+m = cuk.compile('''
+fn s32(x: f32[n], o: i64[k]) -> f32[?] = sum(x, segments=o);
+fn s64(x: f64[n], o: i64[k]) -> f64[?] = sum(x * 3.0, segments=o);
+fn si(x: i32[n], o: i64[k]) -> i32[?] = sum(x, segments=o);
+fn mx(x: f32[n], o: i64[k]) -> f32[?] = max(x, segments=o);
+fn mn(x: f64[n], o: i64[k]) -> f64[?] = min(x, segments=o);
+fn am(x: f32[n], o: i64[k]) -> i64[?] = argmin(x, segments=o);
+fn ax(x: f32[n], o: i64[k]) -> i64[?] = argmax(x, segments=o);
+fn an(x: f32[n], o: i64[k]) -> bool[?] = any(x > 2.5, segments=o);
+fn me(x: f32[n], o: i64[k]) -> f32[?] = mean(x, segments=o);
+''', device="cpu")
+rng = np.random.default_rng(7)
+n = 300000
+x = rng.standard_normal(n).astype(np.float32)
+x[rng.integers(0, n, 5)] = np.nan
+x[1000:1100] = 1.5  # ties
+xi = rng.integers(-2**31, 2**31 - 1, n).astype(np.int32)
+layouts = [
+    [0, n],                                                      # one segment over every chunk
+    [0, 2048, 4096, 4096, 4096, 10000, n],                       # at chunk ends, empty ones there
+    sorted(set([0, n] + rng.integers(0, n, 3000).tolist())),     # short ones
+    [0, 1, 2, 3] + list(range(2047, n, 2048)) + [n],             # one element each, then chunk-crossing
+    [0] * 5 + [n] * 4,                                           # empty at both ends
+]
+out = []
+for o in layouts:
+    o = np.array(o, np.int64)
+    for f in (m.s32, m.mx, m.am, m.ax, m.an, m.me):
+        out.append(np.asarray(f(x, o)).tobytes().hex())
+    out.append(np.asarray(m.s64(x.astype(np.float64), o)).tobytes().hex())
+    out.append(np.asarray(m.mn(x.astype(np.float64), o)).tobytes().hex())
+    out.append(np.asarray(m.si(xi, o)).tobytes().hex())
+sys.stdout.write("\n".join(out))
+"""
+
+
+def test_segmented_reductions_same_bits_with_any_thread_count():
+    """Segmented reductions that split run on every core (exec/cpu/eval.c, segred_par):
+    the same bits as one thread, for segments across chunks, at chunk ends, empty,
+    one element each, with NaN and ties."""
+    import sys
+    outs = []
+    for t in ("1", "2", "3"):
+        r = subprocess.run([sys.executable, "-c", SEG_CHILD], capture_output=True, text=True, timeout=300,
+                           cwd=cukpath.ROOT + "/tests/python", env=cukpath.python_child_env(CUK_THREADS=t))
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs.append(r.stdout)
+    assert len(outs[0].splitlines()) == 5 * 9
+    assert outs[1] == outs[0] and outs[2] == outs[0]
