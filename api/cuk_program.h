@@ -194,6 +194,14 @@ cuk_status cuk_program_profile_print(const cuk_program *p, FILE *out);
    `m.f.profile(args)`. CUK_ERR_INVALID for a begin inside a begin, or an end without one. */
 cuk_status cuk_program_profile_begin(cuk_program *p);
 cuk_status cuk_program_profile_end(cuk_program *p, FILE *out);
+/* What the compiler makes of a program, as `cukc emit-ir`, `emit-ir --dot` and `emit-cuda`
+   print it: the IR and the kernels each function fuses into (with what each fused), the
+   same as a Graphviz graph, or the CUDA C of every kernel. Needs no GPU and no NVRTC.
+   src_or_path as for cuk_program_compile (name: the source's name in messages, NULL:
+   "<string>"). CUK_ERR_COMPILE with the diagnostics for a program that does not compile.
+   Python: cuk.explain(src), and a lazy gpuarray expression's explain(). */
+typedef enum { CUK_EXPLAIN_IR = 0, CUK_EXPLAIN_CUDA = 1, CUK_EXPLAIN_DOT = 2 } cuk_explain;
+cuk_status cuk_program_explain(const char *src_or_path, const char *name, cuk_explain what, FILE *out);
 /* CUK_BACKEND_GPU or CUK_BACKEND_CPU: where the functions run. */
 cuk_backend cuk_program_backend(const cuk_program *p);
 /* The program's own functions (not the stdlib's), in source order. */

@@ -340,6 +340,44 @@ cuk_status cuk_program_profile_end(cuk_program *p, FILE *out) {
     return CUK_OK;
 }
 
+cuk_status cuk_program_explain(const char *src_or_path, const char *name, cuk_explain what, FILE *out) {
+    last_info_set = false;
+    if (!src_or_path || !out) return err_set(CUK_ERR_INVALID, "cuk_program_explain: NULL argument");
+    if (what != CUK_EXPLAIN_IR && what != CUK_EXPLAIN_CUDA && what != CUK_EXPLAIN_DOT)
+        return err_set(CUK_ERR_INVALID, "cuk_program_explain: what must be CUK_EXPLAIN_IR, _CUDA or _DOT, not %d",
+                       (int)what);
+    Arena a;
+    arena_init(&a);
+    MemDiag md;
+    if (!memdiag_open(&md)) {
+        arena_free(&a);
+        return err_set(CUK_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    Compiled c;
+    Stage upto = what == CUK_EXPLAIN_CUDA ? STAGE_CUDA : STAGE_PLAN;
+    const char *path = is_path(src_or_path) ? src_or_path : name ? name : "<string>";
+    bool ok = is_path(src_or_path) ? pipeline_file(&c, &a, &md.d, path, upto)
+                                   : pipeline_text(&c, &a, &md.d, path, src_or_path, upto);
+    char *text = memdiag_close(&md);
+    cuk_status s = CUK_OK;
+    if (!ok) {
+        info_from_diag(text ? text : "", path);
+        s = err_set(CUK_ERR_COMPILE, "%s", text && *text ? text : "compile error");
+    } else if (what == CUK_EXPLAIN_IR) {
+        ir_print(out, c.prog);
+        planset_print(out, c.plans);
+    } else if (what == CUK_EXPLAIN_DOT) {
+        planset_print_dot(out, c.plans);
+    } else {
+        const char *cuda = pipeline_cuda_program(&c);
+        if (cuda) fputs(cuda, out);
+        else s = err_set(CUK_ERR_COMPILE, "could not write the program's CUDA C");
+    }
+    free(text);
+    arena_free(&a);
+    return s;
+}
+
 cuk_backend cuk_program_backend(const cuk_program *p) { return p->backend; }
 int cuk_program_nfunctions(const cuk_program *p) { return p->nfns; }
 const char *cuk_program_function_name(const cuk_program *p, int i) {

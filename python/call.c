@@ -1011,8 +1011,29 @@ static PyType_Spec function_spec = {"cuk.Function", sizeof(Function), 0,
                                     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_DISALLOW_INSTANTIATION,
                                     function_slots};
 
+/* explain(src_or_path, name, what) -> str: cuk_program_explain's text. */
+static PyObject *py_explain(PyObject *m, PyObject *args) {
+    (void)m;
+    const char *src, *name = NULL;
+    int what = 0;
+    if (!PyArg_ParseTuple(args, "s|zi", &src, &name, &what)) return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return PyErr_NoMemory();
+    cuk_status s;
+    Py_BEGIN_ALLOW_THREADS s = cuk_program_explain(src, name, (cuk_explain)what, f);
+    Py_END_ALLOW_THREADS
+    fclose(f);
+    PyObject *r = s ? raise_status(s) : PyUnicode_FromStringAndSize(buf ? buf : "", (Py_ssize_t)len);
+    free(buf);
+    return r;
+}
+
 static PyMethodDef call_funcs[] = {
-    {"compile", py_compile, METH_VARARGS, "compile(src_or_path, backend=0, name=None) -> Program"}, {NULL, NULL, 0, NULL}};
+    {"compile", py_compile, METH_VARARGS, "compile(src_or_path, backend=0, name=None) -> Program"},
+    {"explain", py_explain, METH_VARARGS, "explain(src_or_path, name=None, what=0) -> str: 0 IR and kernels, 1 CUDA C, 2 dot"},
+    {NULL, NULL, 0, NULL}};
 
 int call_init(PyObject *mod) {
     if (!(Program_Type = make_type(mod, &program_spec, "Program"))) return -1;

@@ -102,6 +102,22 @@ def compile(src_or_path, device=None, name=None, fast_math=False, profile=False)
     return Module(prog, shown)
 
 
+_EXPLAIN = {"ir": 0, "cuda": 1, "dot": 2}
+
+
+def explain(src_or_path, what="ir", name=None):
+    """What the compiler makes of a program, as a str: ``"ir"`` (the default) the IR and
+    the kernels each function fuses into, with what fused into each (``cukc emit-ir``);
+    ``"cuda"`` the CUDA C of every kernel (``cukc emit-cuda``); ``"dot"`` the kernels as a
+    Graphviz graph (``cukc emit-ir --dot``). Needs no GPU. A lazy gpuarray expression has
+    its own: ``(a * 2 + b).explain()``."""
+    try:
+        w = _EXPLAIN[what]
+    except KeyError:
+        raise ValueError(f"what must be 'ir', 'cuda' or 'dot', not {what!r}") from None
+    return _cuk.explain(_os.fspath(src_or_path), name, w)
+
+
 def load(path, device=None):
     """Loads an ahead-of-time bundle written by ``cukc build`` (see docs/aot.md) and
     returns a :class:`Module`, as :func:`compile` does for source. On the GPU its kernels

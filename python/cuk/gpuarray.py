@@ -294,6 +294,19 @@ class _Gen:
 def _run(expr, reduce=None, out=None):
     """Evaluates an expression (optionally reduced: 'sum', 'max', 'min', 'any', 'all')
     to storage (written into out when given)."""
+    src, args, shape = _source(expr, reduce)
+    if out is not None:
+        _module(src)(*args, out=out)
+        return out, shape
+    out = _module(src)(*args)
+    if isinstance(out, np.generic):
+        out = np.asarray(out)
+    return out, shape
+
+
+def _source(expr, reduce=None):
+    """The cuk function `k` that computes an expression (reduced as _run says), its
+    arguments and the result's shape."""
     shape = () if reduce else expr.shape
     g = _Gen(expr.shape)
     body = g.expr(expr)
@@ -309,14 +322,7 @@ def _run(expr, reduce=None, out=None):
         dims = [("1" if s == 1 and not _bound(g, k) else f"d{k}") for k, s in enumerate(expr.shape)]
         ret = f"{_ty(expr.dtype)}[{', '.join(dims)}]" if dims else _ty(expr.dtype)
     params = ", ".join(f"{n}: {t}" for n, t in g.params)
-    src = f"fn k({params}) -> {ret} = {body};\n"
-    if out is not None:
-        _module(src)(*g.args, out=out)
-        return out, shape
-    out = _module(src)(*g.args)
-    if isinstance(out, np.generic):
-        out = np.asarray(out)
-    return out, shape
+    return f"fn k({params}) -> {ret} = {body};\n", g.args, shape
 
 
 def _bound(g, k):
@@ -906,6 +912,18 @@ class GPUArray:
         if _is_struct(self._dtype):
             h = np.ascontiguousarray(h).view(self._dtype).reshape(self._sshape)
         return h
+
+    def explain(self, what="ir"):
+        """The cuk function this lazy expression runs as, and what the compiler makes of
+        it (:func:`cuk.explain`: ``"ir"``, the kernels and what fused into each, by
+        default; ``"cuda"``, their CUDA C; ``"dot"``), as a str. An array already in
+        memory has no kernel to show: ValueError."""
+        if self._expr is None or self._data is not None:
+            raise ValueError("explain(): this GPUArray is in memory, not a lazy expression: explain the "
+                             "expression before anything reads its values")
+        import cuk
+        src = _source(self._expr)[0]
+        return src + cuk.explain(src, what, name="<gpuarray>")
 
     def get(self, ary=None, pagelocked=False, async_=False, stream=None):
         """The array on the host: an F-ordered ndarray for an F-ordered GPUArray."""

@@ -381,6 +381,28 @@ static void test_profile_begin_end(void) {
     cuk_program_free(p);
 }
 
+/* cuk_program_explain: emit-ir's text (the kernel each function fuses into), the CUDA C,
+   and its errors. */
+static void test_explain(void) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    CHECK(cuk_program_explain(src, "api.cuk", CUK_EXPLAIN_IR, out) == CUK_OK);
+    fclose(out);
+    CHECK(buf && strstr(buf, "plan total: 1 kernel") && strstr(buf, "kernel k0 reduce: red.sum"));
+    free(buf);
+    out = open_memstream(&buf, &len);
+    CHECK(cuk_program_explain(src, NULL, CUK_EXPLAIN_CUDA, out) == CUK_OK);
+    fclose(out);
+    CHECK(buf && strstr(buf, "cuk_scale_k0"));
+    free(buf);
+    CHECK(cuk_program_explain(src, NULL, (cuk_explain)7, stdout) == CUK_ERR_INVALID);
+    CHECK(cuk_program_explain(NULL, NULL, CUK_EXPLAIN_IR, stdout) == CUK_ERR_INVALID);
+    cuk_error_info info;
+    CHECK(cuk_program_explain("fn f( {}\n", "bad.cuk", CUK_EXPLAIN_DOT, stdout) == CUK_ERR_COMPILE);
+    CHECK(cuk_program_error(&info) == CUK_OK && strcmp(info.file, "bad.cuk") == 0 && info.line == 1);
+}
+
 int main(void) {
     char dir[] = "/tmp/cuk-test-api-XXXXXX";
     if (!mkdtemp(dir)) {
@@ -396,6 +418,7 @@ int main(void) {
     test_guard();
     test_scalar_convert();
     test_profile_begin_end();
+    test_explain();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
