@@ -196,3 +196,37 @@ def test_segmented_reductions_same_bits_with_any_thread_count():
         outs.append(r.stdout)
     assert len(outs[0].splitlines()) == 5 * 9
     assert outs[1] == outs[0] and outs[2] == outs[0]
+
+
+AVX_CHILD = r"""
+import sys
+import numpy as np
+import cukpath, cuk
+m = cuk.compile('''
+fn s0(x: f32[r, c]) -> f32[c] = sum(x, axis=0);
+fn s1(x: f32[r, c]) -> f32[r] = sum(x, axis=1);
+fn d0(x: f64[r, c]) -> f64[c] = sum(x, axis=0);
+fn t(x: f32[n]) -> f32 = sum(x);
+fn td(x: f64[n]) -> f64 = sum(x * 3.0);
+''', device="cpu")
+rng = np.random.default_rng(3)
+out = []
+for r, c in ((1000, 256), (333, 777), (7, 5000), (70000, 3)):
+    x = (rng.standard_normal((r, c)) * 10.0 ** rng.integers(-8, 8, (r, c))).astype(np.float32)
+    out += [m.s0(x).tobytes().hex(), m.s1(x).tobytes().hex(), m.d0(x.astype(np.float64)).tobytes().hex(),
+            np.float32(m.t(x.reshape(-1))).tobytes().hex(), np.float64(m.td(x.reshape(-1).astype(np.float64))).tobytes().hex()]
+sys.stdout.write("\n".join(out))
+"""
+
+
+def test_float_sums_same_bits_with_and_without_avx2():
+    """The float sums' loops have an AVX2 copy (exec/cpu/eval.c, SIMD_PICK) that runs where
+    the processor has AVX2; CUK_NO_AVX2=1 forces the baseline copy: the same bits."""
+    import sys
+    outs = []
+    for off in ("1", "0"):
+        r = subprocess.run([sys.executable, "-c", AVX_CHILD], capture_output=True, text=True, timeout=300,
+                           cwd=cukpath.ROOT + "/tests/python", env=cukpath.python_child_env(CUK_NO_AVX2=off))
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs.append(r.stdout)
+    assert len(outs[0].splitlines()) == 20 and outs[0] == outs[1]
