@@ -132,7 +132,7 @@ static void test_matmul(void) {
     {
         float hb[4] = {-1, 0, 1, 2}, hc[12], hd[12];
         for (int i = 0; i < 12; i++) hc[i] = 1;
-        cuk_devptr db0, dc0, dd0;
+        cuk_devptr db0 = 0, dc0 = 0, dd0 = 0;
         int good = cuk_mem_alloc(&db0, 16) == CUK_OK && cuk_mem_alloc(&dc0, 48) == CUK_OK &&
                    cuk_mem_alloc(&dd0, 48) == CUK_OK && cuk_memcpy_htod(db0, hb, 16) == CUK_OK &&
                    cuk_memcpy_htod(dc0, hc, 48) == CUK_OK;
