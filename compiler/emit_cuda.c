@@ -2558,9 +2558,12 @@ static void emit_row_long_vec(KE *ke, const char **types, int V) {
             /* thread 0 gets the row's value (the pair's two), then every thread */
             int q0 = psum ? j - 1 : j;
             if (psum) {
-                bprintf(b, "        cuk_ms<%s> ms_; ms_.m = acc%d; ms_.s = acc%d; int hms_ = 1;\n", T, j - 1, j);
-                bprintf(b, "        cuk_block_reduce(ms_, hms_, cuk_ms_op<%s, %s>());\n", T, types[j - 1]);
-                bprintf(b, "        if (threadIdx.x == 0) {\n            acc%d = ms_.m; acc%d = ms_.s;\n", j - 1, j);
+                /* named by the pair: a row kernel may have several (softmax of a softmax) */
+                bprintf(b, "        cuk_ms<%s> ms%d_; ms%d_.m = acc%d; ms%d_.s = acc%d; int hms%d_ = 1;\n", T, j, j,
+                        j - 1, j, j, j);
+                bprintf(b, "        cuk_block_reduce(ms%d_, hms%d_, cuk_ms_op<%s, %s>());\n", j, j, T, types[j - 1]);
+                bprintf(b, "        if (threadIdx.x == 0) {\n            acc%d = ms%d_.m; acc%d = ms%d_.s;\n", j - 1, j, j,
+                        j);
             } else {
                 bprintf(b, "        cuk_block_reduce(acc%d, has%d, op%d);\n", j, j, j);
                 bputs(b, "        if (threadIdx.x == 0) {\n");
