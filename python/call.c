@@ -96,18 +96,27 @@ static PyObject *program_backend(PyObject *self, void *c) {
     return PyUnicode_FromString(cuk_program_backend(((Program *)self)->p) == CUK_BACKEND_GPU ? "gpu" : "cpu");
 }
 
-/* profile() -> str: cuk_program_profile_print's table (compile(..., profile=True)). */
-static PyObject *program_profile(PyObject *self, PyObject *unused) {
-    (void)unused;
+/* What a writer of text into a FILE writes, as a str (or its status raised). */
+typedef cuk_status (*TextWriter)(void *ctx, FILE *out);
+static PyObject *written_text(TextWriter w, void *ctx) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return PyErr_NoMemory();
-    cuk_status s = cuk_program_profile_print(((Program *)self)->p, f);
+    cuk_status s = w(ctx, f);
     fclose(f);
-    PyObject *r = s ? raise_status(s) : PyUnicode_FromStringAndSize(buf, (Py_ssize_t)len);
+    PyObject *r = s ? raise_status(s) : PyUnicode_FromStringAndSize(buf ? buf : "", (Py_ssize_t)len);
     free(buf);
     return r;
+}
+
+static cuk_status print_profile(void *p, FILE *out) { return cuk_program_profile_print(p, out); }
+static cuk_status end_profile(void *p, FILE *out) { return cuk_program_profile_end(p, out); }
+
+/* profile() -> str: cuk_program_profile_print's table (compile(..., profile=True)). */
+static PyObject *program_profile(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return written_text(print_profile, ((Program *)self)->p);
 }
 
 static PyMethodDef program_methods[] = {{"functions", program_functions, METH_NOARGS, "the program's function names"},
@@ -953,18 +962,12 @@ static PyObject *function_profile(PyObject *self, PyObject *args, PyObject *kw) 
     cuk_status s = cuk_program_profile_begin(p);
     if (s) return raise_status(s);
     PyObject *r = function_call(self, args, kw);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = r ? open_memstream(&buf, &len) : NULL;
-    s = cuk_program_profile_end(p, f);
-    if (f) fclose(f);
-    PyObject *table = NULL;
-    if (r && s) raise_status(s);
-    else if (r && !f) PyErr_NoMemory();
-    else if (r) table = PyUnicode_FromStringAndSize(buf ? buf : "", (Py_ssize_t)len);
-    free(buf);
-    Py_XDECREF(r);
-    return table;
+    if (!r) { /* the call's exception stands; the profile is ended, its table dropped */
+        cuk_program_profile_end(p, NULL);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return written_text(end_profile, p);
 }
 
 static PyObject *function_params(PyObject *self, void *c) {
@@ -1011,23 +1014,23 @@ static PyType_Spec function_spec = {"cuk.Function", sizeof(Function), 0,
                                     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_DISALLOW_INSTANTIATION,
                                     function_slots};
 
+typedef struct ExplainArgs {
+    const char *src, *name;
+    cuk_explain what;
+} ExplainArgs;
+static cuk_status explain_text(void *ctx, FILE *out) {
+    const ExplainArgs *a = ctx;
+    return cuk_program_explain(a->src, a->name, a->what, out);
+}
+
 /* explain(src_or_path, name, what) -> str: cuk_program_explain's text. */
 static PyObject *py_explain(PyObject *m, PyObject *args) {
     (void)m;
     const char *src, *name = NULL;
     int what = 0;
     if (!PyArg_ParseTuple(args, "s|zi", &src, &name, &what)) return NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return PyErr_NoMemory();
-    cuk_status s;
-    Py_BEGIN_ALLOW_THREADS s = cuk_program_explain(src, name, (cuk_explain)what, f);
-    Py_END_ALLOW_THREADS
-    fclose(f);
-    PyObject *r = s ? raise_status(s) : PyUnicode_FromStringAndSize(buf ? buf : "", (Py_ssize_t)len);
-    free(buf);
-    return r;
+    ExplainArgs a = {src, name, (cuk_explain)what};
+    return written_text(explain_text, &a);
 }
 
 static PyMethodDef call_funcs[] = {

@@ -872,9 +872,8 @@ static void prof_copy(GpuSession *s) {
     if (b) cuk_mem_free(b);
 }
 
-/* Before a launch: false when the launch goes untimed (no events). */
+/* Before a launch, with s->prof: false when the launch goes untimed (no events). */
 static bool prof_begin(GpuSession *s) {
-    if (!s->prof) return false;
     for (int i = 0; i < 2; i++)
         if (!s->pev[i] && cuk_event_create(&s->pev[i]) != CUK_OK) return false;
     if (!s->copy_measured) prof_copy(s);
@@ -925,7 +924,7 @@ static bool blas_launch(Frame *f, const Kernel *k) {
         a.m = x.shape[a.trans_a], a.k = x.shape[!a.trans_a], a.n = y.rank == 2 ? y.shape[!a.trans_b] : 1;
         a.a = x.buf ? x.buf->p : 0, a.b = y.buf ? y.buf->p : 0, a.d = out.buf->p;
         a.bias = bias.buf ? bias.buf->p : 0;
-        bool timed = prof_begin(s);
+        bool timed = s->prof && prof_begin(s);
         if (cuk_matmul(&a, gpu_stream()) != CUK_OK) ok = gpu_fail(s, loc, "the matrix product failed");
         if (ok && timed) {
             Value in3[3] = {x, y, bias};
@@ -1189,7 +1188,7 @@ static bool launch(Frame *f, const Kernel *k) {
         entry = ks->opt[KE_RG];
     }
     if (ok && n == 0) ok = empty_gather_checks(f, k, ins, loc);
-    bool timed = ok && (kernel_segred(k) || !empty) && prof_begin(s);
+    bool timed = s->prof && ok && (kernel_segred(k) || !empty) && prof_begin(s); /* one test when off */
     if (ok && kernel_segred(k)) {
         ok = segred_launch(s, k, ks, w, grid, outer, loc);
     } else if (ok && !empty) {
