@@ -26,6 +26,8 @@
 enum {
     TILE = 256,         /* lines x elements per tile of a reduction along an axis */
     CHUNK = 2048,       /* elements per chunk: a few chunk buffers stay in L1/L2 */
+    RED_SIBS = 8,       /* reductions folded in one pass over their input */
+    RED_SIB_MIN = 16 * CHUNK, /* the smallest input whose siblings are looked for */
 };
 /* The interpreter recurses (calls, nested expressions) on its own thread with a stack
    big enough for MAX_CALL_DEPTH calls even in unoptimised sanitizer builds; the pages
@@ -360,10 +362,39 @@ typedef struct Frame {
     Arr *ret;      /* what a return statement gave */
     Arr *rets[MAX_RESULTS]; /* several results */
     Operands ops;  /* how the shape rules (run.h) read operands here */
+    /* the statement being evaluated: its values' roots, and its whole-array reductions
+       (stmt_reds), walked with seen[id] == gen marks */
+    const Val *const *roots;
+    const Val *root1;
+    int nroots;
+    bool reds_known;
+    const Val **reds, **walk;
+    int nreds;
+    unsigned *seen, gen;
 } Frame;
 
 static Arr *eval(Frame *f, const Val *v);
 static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc);
+
+/* Keeps a value the statement has computed (takes the reference). */
+static void memo_put(Frame *f, const Val *v, Arr *a) {
+    f->memo[v->id] = a;
+    f->touched[f->ntouched++] = v->id;
+}
+
+/* The statement's roots: what the walker asks for next. */
+static void stmt_roots(Frame *f, const Val *const *vs, int n) {
+    f->roots = vs;
+    f->nroots = n;
+    f->reds_known = false;
+}
+
+static Frame *stmt_root(void *fr, const Val *v) {
+    Frame *f = fr;
+    f->root1 = v;
+    stmt_roots(f, &f->root1, 1);
+    return f;
+}
 
 static void memo_clear(Frame *f) {
     for (int i = 0; i < f->ntouched; i++) {
@@ -2374,12 +2405,28 @@ CTYPES(PW_FN, 0)
         *m = a;                                                                             \
         return !bad;                                                                        \
     }
+/* The index of the first of x[0..n) equal to m, which one of them is: blocks of four
+   vectors compared at once, then the block's elements one by one. */
+#define FIRST_EQ_FN(NAME, T, VT, W, LOADU, SET1, CMPEQ, OR, MASK)                           \
+    static int64_t NAME(const T *x, int64_t n, T m) {                                       \
+        int64_t i = 0;                                                                      \
+        VT mv = SET1(m);                                                                    \
+        for (; i + 4 * W <= n; i += 4 * W) {                                                \
+            VT e = OR(OR(CMPEQ(LOADU(x + i), mv), CMPEQ(LOADU(x + i + W), mv)),             \
+                      OR(CMPEQ(LOADU(x + i + 2 * W), mv), CMPEQ(LOADU(x + i + 3 * W), mv))); \
+            if (MASK(e)) break;                                                             \
+        }                                                                                   \
+        while (!(x[i] == m)) i++;                                                           \
+        return i;                                                                           \
+    }
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #define OR_PS(a, b) _mm_or_ps(a, b)
 #define OR_PD(a, b) _mm_or_pd(a, b)
 EXTREME_FN(extreme_f32, float, __m128, 4, _mm_loadu_ps, _mm_max_ps, _mm_min_ps, _mm_cmpunord_ps, OR_PS, _mm_movemask_ps)
 EXTREME_FN(extreme_f64, double, __m128d, 2, _mm_loadu_pd, _mm_max_pd, _mm_min_pd, _mm_cmpunord_pd, OR_PD, _mm_movemask_pd)
+FIRST_EQ_FN(first_eq_f32, float, __m128, 4, _mm_loadu_ps, _mm_set1_ps, _mm_cmpeq_ps, OR_PS, _mm_movemask_ps)
+FIRST_EQ_FN(first_eq_f64, double, __m128d, 2, _mm_loadu_pd, _mm_set1_pd, _mm_cmpeq_pd, OR_PD, _mm_movemask_pd)
 #else
 /* Elsewhere the same folds on one-element "vectors" (the loop the compiler vectorises as it
    can). */
@@ -2391,6 +2438,10 @@ EXTREME_FN(extreme_f64, double, __m128d, 2, _mm_loadu_pd, _mm_max_pd, _mm_min_pd
 #define ID_MASK(a) (a)
 EXTREME_FN(extreme_f32, float, float, 1, ID_LOAD, ID_MAX, ID_MIN, ID_UNORD, ID_OR, ID_MASK)
 EXTREME_FN(extreme_f64, double, double, 1, ID_LOAD, ID_MAX, ID_MIN, ID_UNORD, ID_OR, ID_MASK)
+#define ID_SET1(a) (a)
+#define ID_EQ(a, b) ((a) == (b))
+FIRST_EQ_FN(first_eq_f32, float, float, 1, ID_LOAD, ID_SET1, ID_EQ, ID_OR, ID_MASK)
+FIRST_EQ_FN(first_eq_f64, double, double, 1, ID_LOAD, ID_SET1, ID_EQ, ID_OR, ID_MASK)
 #endif
 
 #define ISNAN_T(a) (isf && isnan((double)(a)))
@@ -2439,7 +2490,8 @@ EXTREME_FN(extreme_f64, double, double, 1, ID_LOAD, ID_MAX, ID_MIN, ID_UNORD, ID
                     int64_t k = 0;                                                          \
                     bool arg = s->op == RED_ARGMIN || s->op == RED_ARGMAX;                  \
                     if (arg || m == 0)                                                      \
-                        while (!(x[k] == m)) k++;                                           \
+                        k = sizeof(T) == 4 ? first_eq_f32((const float *)(const void *)x, n, (float)m) \
+                                           : first_eq_f64((const double *)(const void *)x, n, (double)m); \
                     T v = arg || m == 0 ? x[k] : m;                                         \
                     if (!s->have || (mx ? v > a : v < a)) {                                 \
                         a = v;                                                              \
@@ -2588,13 +2640,23 @@ typedef struct RedSink {
     void *conv;     /* CHUNK elements of the fold type, when the input needs converting */
 } RedSink;
 
+/* Several reductions fed from one stream (sibling reductions of one input): n sinks. */
+typedef struct RedSinks {
+    RedSink *rs;
+    int n;
+} RedSinks;
+
 static bool red_sink(void *ctx, const void *vals, int64_t off, int64_t len) {
-    RedSink *r = ctx;
-    if (r->conv) {
-        cast_tab[r->st.dt][r->in_dt](r->conv, vals, len);
-        vals = r->conv;
+    RedSinks *g = ctx;
+    for (int k = 0; k < g->n; k++) {
+        RedSink *r = &g->rs[k];
+        const void *v = vals;
+        if (r->conv) {
+            cast_tab[r->st.dt][r->in_dt](r->conv, vals, len);
+            v = r->conv;
+        }
+        red_feed(&r->st, v, len, 1, off);
     }
-    red_feed(&r->st, vals, len, 1, off);
     return true;
 }
 
@@ -2628,15 +2690,15 @@ static void red_merge(RedSt *g, const RedSt *p) {
     red_feed(g, &p->acc, 1, 1, p->arg); /* the chunk's result as one value, at its index */
 }
 
-enum { RED_BATCH = 4096 }; /* chunk states held at once */
+enum { RED_BATCH = 4096 }; /* chunk states held at once, of every sink together */
 
 typedef struct RedJob {
     Stream *s;
     Workers *w;
-    RedSink *rs;
-    RedSt *parts;
+    RedSinks *g;
+    RedSt *parts;     /* chunk i's state of sink k at i * g->n + k */
     int64_t first;    /* the batch's first chunk */
-    void *conv[64];   /* per worker, when the values need converting */
+    void *conv[64];   /* per worker, when some sink's values need converting */
     atomic_bool failed; /* a chunk stopped */
 } RedJob;
 
@@ -2644,46 +2706,58 @@ static void red_chunk(void *ctx, int worker, int64_t i) {
     RedJob *j = ctx;
     int64_t off, len;
     const void *vals = chunk_of(j->s, j->w, worker, j->first + i, NULL, &off, &len);
-    red_start(&j->parts[i], j->rs->st.op, j->rs->st.dt, NULL);
-    if (!vals) { /* stopped (an interrupt): the run reports it, the value is not used */
-        atomic_store(&j->failed, true);
-        return;
+    for (int k = 0; k < j->g->n; k++) {
+        RedSink *r = &j->g->rs[k];
+        RedSt *p = &j->parts[i * j->g->n + k];
+        red_start(p, r->st.op, r->st.dt, NULL);
+        if (!vals) { /* stopped (an interrupt): the run reports it, the value is not used */
+            atomic_store(&j->failed, true);
+            continue;
+        }
+        const void *v = vals;
+        if (r->conv) {
+            cast_tab[r->st.dt][r->in_dt](j->conv[worker], vals, len);
+            v = j->conv[worker];
+        }
+        red_feed(p, v, len, 1, off);
     }
-    if (j->rs->conv) {
-        cast_tab[j->rs->st.dt][j->rs->in_dt](j->conv[worker], vals, len);
-        vals = j->conv[worker];
-    }
-    red_feed(&j->parts[i], vals, len, 1, off);
 }
 
-/* stream_run(s, red_sink, rs) on every core where the reduction splits (red_splits):
+/* stream_run(s, red_sink, g) on every core where every reduction splits (red_splits):
    the same bits whatever the number of threads. */
-static void red_stream(Stream *s, RedSink *rs) {
+static void red_stream(Stream *s, RedSinks *g) {
     Workers w;
-    if (!red_splits(rs->st.op, rs->st.dt) || rs->st.lam || workers_open(s, &w) < 2) {
-        stream_run(s, red_sink, rs);
+    bool split = true, conv = false;
+    for (int k = 0; k < g->n; k++) {
+        split &= red_splits(g->rs[k].st.op, g->rs[k].st.dt) && !g->rs[k].st.lam;
+        conv |= g->rs[k].conv != NULL;
+    }
+    if (!split || workers_open(s, &w) < 2) {
+        stream_run(s, red_sink, g);
         return;
     }
-    RedJob j = {.s = s, .w = &w, .rs = rs};
-    int64_t nchunks = (s->size + CHUNK - 1) / CHUNK;
-    j.parts = malloc(sizeof(RedSt) * (size_t)(nchunks < RED_BATCH ? nchunks : RED_BATCH));
+    RedJob j = {.s = s, .w = &w, .g = g};
+    int64_t nchunks = (s->size + CHUNK - 1) / CHUNK, batch = RED_BATCH / g->n;
+    if (batch > nchunks) batch = nchunks;
+    j.parts = malloc(sizeof(RedSt) * (size_t)(batch * g->n));
     bool ok = j.parts != NULL;
-    for (int i = 0; ok && i < w.n && rs->conv; i++) ok = (j.conv[i] = malloc((size_t)CHUNK * 8)) != NULL;
+    for (int i = 0; ok && i < w.n && conv; i++) ok = (j.conv[i] = malloc((size_t)CHUNK * 8)) != NULL;
     if (ok) {
-        for (j.first = 0; j.first < nchunks; j.first += RED_BATCH) {
-            int64_t nb = nchunks - j.first < RED_BATCH ? nchunks - j.first : RED_BATCH;
+        for (j.first = 0; j.first < nchunks; j.first += batch) {
+            int64_t nb = nchunks - j.first < batch ? nchunks - j.first : batch;
             pool_for_watch(nb, w.n, red_chunk, &j, workers_watch, &w);
             if (atomic_load(&j.failed)) {
                 s->prog.failed = true;
                 break;
             }
-            for (int64_t i = 0; i < nb; i++) red_merge(&rs->st, &j.parts[i]);
+            for (int64_t i = 0; i < nb; i++)
+                for (int k = 0; k < g->n; k++) red_merge(&g->rs[k].st, &j.parts[i * g->n + k]);
         }
     }
-    for (int i = 0; i < w.n && rs->conv; i++) free(j.conv[i]);
+    for (int i = 0; i < w.n && conv; i++) free(j.conv[i]);
     free(j.parts);
     workers_close(s, &w);
-    if (!ok) stream_run(s, red_sink, rs); /* out of memory for the states: one thread */
+    if (!ok) stream_run(s, red_sink, g); /* out of memory for the states: one thread */
 }
 
 static int ew_of_red(RedOp op) {
@@ -2940,6 +3014,73 @@ static void axis_tile1(AxisJob *j, int worker, int64_t k) {
     }
 }
 
+/* The shape of reduction v's result over the stream s; returns its rank. */
+static int red_out_shape(const Val *v, const Stream *s, int64_t *oshape) {
+    int orank = 0;
+    for (int k = 0; k < s->rank; k++) {
+        if (v->axis == AXIS_ALL || k == v->axis) {
+            if (v->keepdims) oshape[orank++] = 1;
+        } else {
+            oshape[orank++] = s->shape[k];
+        }
+    }
+    return orank;
+}
+
+/* Sibling reductions (the GPU's plan puts them in one kernel): the whole-array
+   reductions of the statement being evaluated, found once per statement by a walk from
+   its roots. Those of one input fold in one pass over it; only reductions that cannot
+   fail on a non-empty input and split into chunks join (no lambda, no initial value, no
+   segments), so folding one before the statement reaches it changes nothing but time. */
+static void stmt_reds(Frame *f) {
+    f->nreds = 0;
+    f->reds_known = true;
+    int n = f->fn->nvals;
+    if (!f->seen) {
+        f->seen = calloc((size_t)n, sizeof *f->seen);
+        f->walk = malloc((size_t)n * sizeof *f->walk);
+        f->reds = malloc((size_t)n * sizeof *f->reds);
+        if (!f->seen || !f->walk || !f->reds) return; /* nothing is grouped */
+    }
+    if (++f->gen == 0) { /* the marks wrapped round: start them again */
+        memset(f->seen, 0, (size_t)n * sizeof *f->seen);
+        f->gen = 1;
+    }
+    int top = 0;
+    for (int i = 0; i < f->nroots; i++)
+        if (f->roots[i] && f->seen[f->roots[i]->id] != f->gen) {
+            f->seen[f->roots[i]->id] = f->gen;
+            f->walk[top++] = f->roots[i];
+        }
+    while (top > 0) {
+        const Val *v = f->walk[--top];
+        if (v->op == OP_REDUCE && v->nargs == 1 && !v->init && v->red != RED_LAMBDA) f->reds[f->nreds++] = v;
+        for (int i = 0; i <= v->nargs; i++) {
+            const Val *a = i < v->nargs ? v->args[i] : v->init;
+            if (a && f->seen[a->id] != f->gen) {
+                f->seen[a->id] = f->gen;
+                f->walk[top++] = a;
+            }
+        }
+    }
+}
+
+/* Up to max siblings of the whole-array reduction v (of the same input), not yet
+   evaluated, into out; returns how many. */
+static int red_siblings(Frame *f, const Val *v, const Val **out, int max) {
+    if (!f->reds_known) stmt_reds(f);
+    int n = 0;
+    const Val *x = v->args[0];
+    for (int i = 0; i < f->nreds && n < max; i++) {
+        const Val *r = f->reds[i];
+        if (r == v || r->args[0] != x || f->memo[r->id]) continue;
+        if (r->axis != AXIS_ALL && x->rank > 1) continue;
+        if (!red_splits(r->red, red_fold_dt(r->red, x->dt, r->dt))) continue;
+        out[n++] = r;
+    }
+    return n;
+}
+
 static Arr *eval_reduce(Frame *f, const Val *v) {
     const Val *x = v->args[0];
     const Val *initv = v->init ? v->init : v->nargs > 1 ? v->args[1] : NULL;
@@ -2964,14 +3105,7 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
     int64_t len = axis == AXIS_ALL ? s.size : (axis < s.rank ? s.shape[axis] : -1);
     ASSERT(len >= 0);
     int64_t oshape[MAXRANK];
-    int orank = 0;
-    for (int k = 0; k < s.rank; k++) {
-        if (axis == AXIS_ALL || k == axis) {
-            if (v->keepdims) oshape[orank++] = 1;
-        } else {
-            oshape[orank++] = s.shape[k];
-        }
-    }
+    int orank = red_out_shape(v, &s, oshape);
     Dims xd = {.rank = s.rank};
     memcpy(xd.d, s.shape, sizeof xd.d);
     if (!shape_reduce_has_identity(f->c->err, v, &xd)) goto out;
@@ -2986,15 +3120,45 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
     }
     int oesz = esize(v->dt);
     if (axis == AXIS_ALL || s.rank <= 1) {
-        RedSink rs = {.in_dt = s.dt, .conv = conv};
-        red_start(&rs.st, op, fdt, lp);
+        /* v first, then its siblings: the statement's other reductions of x, folded in
+           the same pass over x and kept for when the statement reaches them */
+        const Val *sib[RED_SIBS] = {v};
+        RedSink rs[RED_SIBS] = {{.in_dt = s.dt, .conv = conv}};
+        int n = 1;
+        if (s.size >= RED_SIB_MIN && !lp && red_splits(op, fdt)) n += red_siblings(f, v, sib + 1, RED_SIBS - 1);
+        red_start(&rs[0].st, op, fdt, lp);
         if (hasinit && op == RED_LAMBDA) {
-            rs.st.acc = init;
-            rs.st.have = true;
+            rs[0].st.acc = init;
+            rs[0].st.have = true;
         }
-        red_stream(&s, &rs);
+        for (int k = 1; k < n; k++) {
+            DType kdt = red_fold_dt(sib[k]->red, s.dt, sib[k]->dt);
+            rs[k] = (RedSink){.in_dt = s.dt, .conv = kdt != s.dt ? malloc((size_t)CHUNK * 8) : NULL};
+            if (kdt != s.dt && !rs[k].conv) { /* out of memory: v and the siblings so far */
+                n = k;
+                break;
+            }
+            red_start(&rs[k].st, sib[k]->red, kdt, NULL);
+        }
+        red_stream(&s, &(RedSinks){rs, n});
+        bool sibs_ok = true;
+        for (int k = 1; k < n; k++) {
+            Cell r;
+            red_result(&rs[k].st, sib[k]->dt, &r);
+            free(rs[k].conv);
+            int64_t kshape[MAXRANK];
+            int krank = red_out_shape(sib[k], &s, kshape);
+            Arr *a = sibs_ok ? new_arr(f, sib[k]->loc, sib[k]->dt, krank, kshape) : NULL;
+            if (!a) {
+                sibs_ok = false;
+                continue;
+            }
+            memcpy(a->data, &r, (size_t)esize(sib[k]->dt));
+            memo_put(f, sib[k], a);
+        }
+        if (!sibs_ok) goto fail;
         Cell r;
-        red_result(&rs.st, v->dt, &r);
+        red_result(&rs[0].st, v->dt, &r);
         if (hasinit && op != RED_LAMBDA && ew_of_red(op) >= 0) {
             Cell c = r;
             if (len == 0)
@@ -4413,7 +4577,7 @@ static void set_slot(Frame *f, int slot, Arr *a) {
 }
 
 static bool t_set(void *fr, int slot, const Val *v) {
-    Arr *a = eval(fr, v);
+    Arr *a = eval(stmt_root(fr, v), v);
     if (a) set_slot(fr, slot, a);
     return a != NULL;
 }
@@ -4429,19 +4593,20 @@ static bool t_set_scalar(void *fr, int slot, DType dt, Scalar x) {
     return true;
 }
 
-static bool t_scalar(void *fr, const Val *v, Scalar *out) { return get_scalar(fr, v, v->dt, out); }
+static bool t_scalar(void *fr, const Val *v, Scalar *out) { return get_scalar(stmt_root(fr, v), v, v->dt, out); }
 
-static Arr *t_host(void *fr, const Val *v) { return eval(fr, v); }
+static Arr *t_host(void *fr, const Val *v) { return eval(stmt_root(fr, v), v); }
 
 static bool t_effect(void *fr, const Val *v) {
     Arr *a = NULL;
+    stmt_root(fr, v);
     bool ok = v->op == OP_CALL ? eval_call(fr, v, &a) : (a = eval(fr, v)) != NULL;
     arr_release(a);
     return ok;
 }
 
 static bool t_ret(void *fr, const Val *v) {
-    Frame *f = fr;
+    Frame *f = stmt_root(fr, v);
     return !v || (f->ret = eval(f, v)) != NULL;
 }
 
@@ -4450,13 +4615,14 @@ static void t_end(void *fr) { memo_clear(fr); }
 static bool t_ret_n(void *fr, int n, Val *const *vs) {
     Frame *f = fr;
     ASSERT(n == f->fn->nres);
+    stmt_roots(f, (const Val *const *)vs, n);
     for (int k = 0; k < n; k++)
         if (!(f->rets[k] = eval(f, vs[k]))) return false;
     return true;
 }
 
 static bool t_call_n(void *fr, const Val *v, int n, const int *slots) {
-    Frame *f = fr;
+    Frame *f = stmt_root(fr, v);
     Arr *res[MAX_RESULTS];
     ASSERT(n == v->fn->nres && n <= MAX_RESULTS);
     if (!eval_call(f, v, res)) return false;
@@ -4508,6 +4674,9 @@ static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
     free(f.slots);
     free(f.memo);
     free(f.touched);
+    free(f.seen);
+    free(f.walk);
+    free(f.reds);
     return ok;
 }
 
