@@ -28,6 +28,7 @@ enum {
     CHUNK = 2048,       /* elements per chunk: a few chunk buffers stay in L1/L2 */
     RED_SIBS = 8,       /* reductions folded in one pass over their input */
     RED_SIB_MIN = 16 * CHUNK, /* the smallest input whose siblings are looked for */
+    AXIS_WIN_MAX = 1 << 22,   /* elements of a worker's window of an axis reduction's input */
 };
 /* The interpreter recurses (calls, nested expressions) on its own thread with a stack
    big enough for MAX_CALL_DEPTH calls even in unoptimised sanitizer builds; the pages
@@ -371,6 +372,7 @@ typedef struct Frame {
     const Val **reds, **walk;
     int nreds;
     unsigned *seen, gen;
+    int *uses;     /* by Val id, for seen ones: how many times the statement uses it */
 } Frame;
 
 static Arr *eval(Frame *f, const Val *v);
@@ -2777,7 +2779,13 @@ static int ew_of_red(RedOp op) {
    folded in tiles of TILE lines x TILE elements, so that lines next to each other share
    cache lines when the axis is not the last. */
 typedef struct AxisJob {
-    const Arr *x;
+    const Arr *x;   /* the values, or NULL: computed by the stream's programs (axis_win) */
+    Stream *s;
+    Workers *w;
+    char *win[64];  /* per worker: a window of the values (wcap elements of fdt) */
+    char *tmp[64];  /* per worker, when the values need converting: a chunk of s's type */
+    int64_t wcap;
+    atomic_bool failed; /* a window's program failed */
     Arr *res;
     RedOp op;
     DType fdt, odt;
@@ -2933,35 +2941,77 @@ MMC_FAST_FN(F64, double)
 MMC_FN(F32, float)
 MMC_FN(F64, double)
 
+/* Elements [off, off + n) of the stream into out, in fold type (worker's program). */
+static bool axis_fill(AxisJob *j, int worker, int64_t off, int64_t n, char *out) {
+    Prog *p = j->w->progs[worker];
+    int fesz = esize(j->fdt);
+    for (int64_t k = 0; k < n; k += p->chunk) {
+        int64_t len = n - k < p->chunk ? n - k : p->chunk;
+        char *dst = j->tmp[worker] ? j->tmp[worker] : out + k * fesz;
+        if (!prog_chunk(p, off + k, len, dst)) return false;
+        if (j->tmp[worker]) cast_tab[j->fdt][j->s->dt](out + k * fesz, dst, len);
+    }
+    return true;
+}
+
+/* x[o, j0 .. j0 + nr, i0 .. i0 + nc) of the values seen as (outer, len, inner): a pointer
+   to x[o, j0, i0], its rows *st elements apart; into the array, or computed into the
+   worker's window (nr * nc <= wcap). NULL (and j->failed) when the program failed. */
+static const char *axis_win(AxisJob *j, int worker, int64_t o, int64_t j0, int64_t nr, int64_t i0, int64_t nc,
+                            int64_t *st) {
+    int64_t at = (o * j->len + j0) * j->inner + i0;
+    int fesz = esize(j->fdt);
+    if (j->x) {
+        *st = j->inner;
+        return (const char *)j->x->data + at * fesz;
+    }
+    char *w = j->win[worker];
+    *st = nc;
+    bool ok = true;
+    if (nc == j->inner) /* whole rows: one run */
+        ok = axis_fill(j, worker, at, nr * nc, w);
+    else
+        for (int64_t r = 0; r < nr && ok; r++) ok = axis_fill(j, worker, at + r * j->inner, nc, w + r * nc * fesz);
+    if (!ok) atomic_store(&j->failed, true);
+    return ok ? w : NULL;
+}
+
 /* Chunk k % nrc (TILE rows) of tile k / nrc: each column's partial result, computed as
    red_feed computes a chunk (axis_cols), for axis_tile to fold in chunk order. */
 static void axis_part(void *ctx, int worker, int64_t k) {
-    (void)worker;
     AxisJob *j = ctx;
     int64_t t = k / j->nrc, r = k % j->nrc, o = t / j->ntiles, i0 = (t % j->ntiles) * TILE, inner = j->inner;
     int64_t nc = inner - i0 < TILE ? inner - i0 : TILE, j0 = r * TILE, nr = j->len - j0 < TILE ? j->len - j0 : TILE;
-    const char *at = (const char *)j->x->data + ((o * j->len + j0) * inner + i0) * esize(j->fdt);
+    int64_t st;
+    const char *at = axis_win(j, worker, o, j0, nr, i0, nc, &st);
     size_t p = (size_t)(k * TILE);
+    if (!at) return;
     if (j->op == RED_SUM) {
-        if (j->fdt == DT_F32) pwc_F32((const float *)at, nr, inner, nc, j->psum + p);
-        else pwc_F64((const double *)at, nr, inner, nc, j->psum + p);
+        if (j->fdt == DT_F32) pwc_F32((const float *)at, nr, st, nc, j->psum + p);
+        else pwc_F64((const double *)at, nr, st, nc, j->psum + p);
     } else if (j->fdt == DT_F32) {
-        mmc_F32((const float *)at, nr, inner, nc, j->op == RED_MAX, j->pmm + p, j->pnan + p);
+        mmc_F32((const float *)at, nr, st, nc, j->op == RED_MAX, j->pmm + p, j->pnan + p);
     } else {
-        mmc_F64((const double *)at, nr, inner, nc, j->op == RED_MAX, j->pmm + p, j->pnan + p);
+        mmc_F64((const double *)at, nr, st, nc, j->op == RED_MAX, j->pmm + p, j->pnan + p);
     }
 }
 
-static void axis_tile1(AxisJob *j, int worker, int64_t k);
+static void axis_tile1(AxisJob *j, int worker, int64_t k, const char *lines);
 
 static void axis_tile(void *ctx, int worker, int64_t k) {
     AxisJob *j = ctx;
-    int64_t b = k / j->ntiles, t = k % j->ntiles;
-    for (int64_t o = b * j->ob; o < (b + 1) * j->ob && o < j->outer; o++) axis_tile1(j, worker, o * j->ntiles + t);
+    int64_t b = k / j->ntiles, t = k % j->ntiles, o1 = (b + 1) * j->ob < j->outer ? (b + 1) * j->ob : j->outer;
+    /* contiguous lines (inner 1): the group's lines at once */
+    const char *lines = NULL;
+    int64_t st;
+    if (j->inner == 1 && j->len > 0 && !(lines = axis_win(j, worker, b * j->ob, 0, (o1 - b * j->ob) * j->len, 0, 1, &st)))
+        return;
+    for (int64_t o = b * j->ob; o < o1; o++)
+        axis_tile1(j, worker, o * j->ntiles + t, lines ? lines + (o - b * j->ob) * j->len * esize(j->fdt) : NULL);
 }
 
-/* Outer index k / ntiles, tile k % ntiles. */
-static void axis_tile1(AxisJob *j, int worker, int64_t k) {
+/* Outer index k / ntiles, tile k % ntiles; lines: the line's values when inner is 1. */
+static void axis_tile1(AxisJob *j, int worker, int64_t k, const char *lines) {
     RedSt *sts = j->sts + (size_t)worker * TILE;
     int64_t o = k / j->ntiles, i0 = (k % j->ntiles) * TILE, len = j->len, inner = j->inner;
     int64_t nc = inner - i0 < TILE ? inner - i0 : TILE;
@@ -2997,8 +3047,10 @@ static void axis_tile1(AxisJob *j, int worker, int64_t k) {
             }
             continue;
         }
-        const char *at = (const char *)j->x->data + ((o * len + j0) * inner + i0) * fesz;
-        for (int64_t c = 0; c < nc; c++) red_feed(&sts[c], at + c * fesz, nr, inner, j0);
+        int64_t st = 1;
+        const char *at = lines ? lines : axis_win(j, worker, o, j0, nr, i0, nc, &st);
+        if (!at) return;
+        for (int64_t c = 0; c < nc; c++) red_feed(&sts[c], at + c * fesz, nr, st, j0);
     }
     for (int64_t c = 0; c < nc; c++) {
         Cell r;
@@ -3031,7 +3083,21 @@ static int red_out_shape(const Val *v, const Stream *s, int64_t *oshape) {
    reductions of the statement being evaluated, found once per statement by a walk from
    its roots. Those of one input fold in one pass over it; only reductions that cannot
    fail on a non-empty input and split into chunks join (no lambda, no initial value, no
-   segments), so folding one before the statement reaches it changes nothing but time. */
+   segments), so folding one before the statement reaches it changes nothing but time.
+   The same walk counts each value's uses in the statement (stmt_uses). */
+static void stmt_reds(Frame *f);
+
+/* One use of u (NULL: none) in the walk of stmt_reds. */
+static void stmt_use(Frame *f, const Val *u, int *top) {
+    if (!u) return;
+    if (f->seen[u->id] != f->gen) {
+        f->seen[u->id] = f->gen;
+        f->uses[u->id] = 0;
+        f->walk[(*top)++] = u;
+    }
+    f->uses[u->id]++;
+}
+
 static void stmt_reds(Frame *f) {
     f->nreds = 0;
     f->reds_known = true;
@@ -3040,29 +3106,32 @@ static void stmt_reds(Frame *f) {
         f->seen = calloc((size_t)n, sizeof *f->seen);
         f->walk = malloc((size_t)n * sizeof *f->walk);
         f->reds = malloc((size_t)n * sizeof *f->reds);
-        if (!f->seen || !f->walk || !f->reds) return; /* nothing is grouped */
+        f->uses = malloc((size_t)n * sizeof *f->uses);
+        if (!f->seen || !f->walk || !f->reds || !f->uses) { /* nothing is grouped or streamed */
+            free(f->seen), free(f->walk), free(f->reds), free(f->uses);
+            f->seen = NULL, f->walk = NULL, f->reds = NULL, f->uses = NULL;
+            return;
+        }
     }
     if (++f->gen == 0) { /* the marks wrapped round: start them again */
         memset(f->seen, 0, (size_t)n * sizeof *f->seen);
         f->gen = 1;
     }
     int top = 0;
-    for (int i = 0; i < f->nroots; i++)
-        if (f->roots[i] && f->seen[f->roots[i]->id] != f->gen) {
-            f->seen[f->roots[i]->id] = f->gen;
-            f->walk[top++] = f->roots[i];
-        }
+    /* every use counted: the roots' by the statement, each operand's by its user */
+    for (int i = 0; i < f->nroots; i++) stmt_use(f, f->roots[i], &top);
     while (top > 0) {
         const Val *v = f->walk[--top];
         if (v->op == OP_REDUCE && v->nargs == 1 && !v->init && v->red != RED_LAMBDA) f->reds[f->nreds++] = v;
-        for (int i = 0; i <= v->nargs; i++) {
-            const Val *a = i < v->nargs ? v->args[i] : v->init;
-            if (a && f->seen[a->id] != f->gen) {
-                f->seen[a->id] = f->gen;
-                f->walk[top++] = a;
-            }
-        }
+        for (int i = 0; i < v->nargs; i++) stmt_use(f, v->args[i], &top);
+        stmt_use(f, v->init, &top);
     }
+}
+
+/* How many times the statement being evaluated uses x (0 when not known). */
+static int stmt_uses(Frame *f, const Val *x) {
+    if (!f->reds_known) stmt_reds(f);
+    return f->seen && f->seen[x->id] == f->gen ? f->uses[x->id] : 0;
 }
 
 /* Up to max siblings of the whole-array reduction v (of the same input), not yet
@@ -3099,6 +3168,8 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
     Arr *res = NULL;
     void *conv = NULL;
     RedSt *sts = NULL;
+    AxisJob j = {0};
+    Workers wk;
     if (!stream_open(f, x, &s)) goto out;
     DType fdt = red_fold_dt(op, s.dt, v->dt);
     int axis = v->axis;
@@ -3168,33 +3239,51 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
         }
         memcpy(res->data, &r, (size_t)oesz);
     } else {
-        /* Along one axis: materialise, then fold the lines (outer, inner) in tiles of
-           TILE lines x TILE elements, so that lines next to each other share cache
-           lines when the axis is not the last. */
-        Arr *xa = take_memo(f, &s, x);
-        if (!xa) goto fail;
-        s.arr = xa;
-        if (conv) {
-            Arr *ca = new_arr(f, v->loc, fdt, xa->rank, xa->shape);
-            if (!ca) goto fail;
-            cast_tab[fdt][xa->dt](ca->data, xa->data, xa->size);
-            arr_release(xa);
-            s.arr = xa = ca;
-        }
-        AxisJob j = {.x = xa, .res = res, .op = op, .fdt = fdt, .odt = v->dt, .lp = lp, .hasinit = hasinit,
-                     .init = init, .len = len};
+        /* Along one axis: fold the lines (outer, inner) in tiles of TILE lines x TILE
+           elements, so that lines next to each other share cache lines when the axis is
+           not the last. A fused input that only this reduction uses is computed a window
+           at a time on each worker (axis_win: peak memory of the output and the windows);
+           one used again in the statement is stored once and kept for the other uses
+           (softmax's exp(x - max) feeds both a sum and a division). */
+        j.res = res, j.op = op, j.fdt = fdt, j.odt = v->dt, j.lp = lp, j.hasinit = hasinit, j.init = init;
+        j.len = len, j.s = &s;
         j.outer = 1;
-        for (int k = 0; k < axis; k++) j.outer *= xa->shape[k];
+        for (int k = 0; k < axis; k++) j.outer *= s.shape[k];
         j.inner = 1;
-        for (int k = axis + 1; k < xa->rank; k++) j.inner *= xa->shape[k];
+        for (int k = axis + 1; k < s.rank; k++) j.inner *= s.shape[k];
         j.ntiles = (j.inner + TILE - 1) / TILE;
         /* lines shorter than a chunk, in groups of about a chunk of elements per item */
         j.ob = j.inner == 1 && len > 0 && len < CHUNK ? CHUNK / len : 1;
+        j.wcap = j.inner == 1 ? j.ob * len : (int64_t)TILE * TILE;
         int64_t items = (j.outer + j.ob - 1) / j.ob * j.ntiles;
         /* every (outer, tile) on its own: a tile's outputs fold their lines in the same
            order whatever the thread, so the bits do not depend on the thread count */
         int nw = lp || items < 2 ? 1 : pool_threads();
         if (nw > 64) nw = 64;
+        if (!s.arr && j.wcap <= AXIS_WIN_MAX && stmt_uses(f, x) == 1) {
+            if (workers_open(&s, &wk) < nw) nw = wk.n;
+            j.w = &wk;
+            for (int i = 0; i < wk.n; i++) {
+                j.win[i] = malloc((size_t)(j.wcap * esize(fdt)));
+                j.tmp[i] = conv ? malloc((size_t)CHUNK * 8) : NULL;
+                if (!j.win[i] || (conv && !j.tmp[i])) {
+                    rt_error(f->c->err, v->loc, "out of memory");
+                    goto fail;
+                }
+            }
+        } else {
+            Arr *xa = take_memo(f, &s, x);
+            if (!xa) goto fail;
+            s.arr = xa;
+            if (conv) {
+                Arr *ca = new_arr(f, v->loc, fdt, xa->rank, xa->shape);
+                if (!ca) goto fail;
+                cast_tab[fdt][xa->dt](ca->data, xa->data, xa->size);
+                arr_release(xa);
+                s.arr = xa = ca;
+            }
+            j.x = xa;
+        }
         sts = malloc(sizeof(RedSt) * TILE * (size_t)nw);
         if (!sts) {
             rt_error(f->c->err, v->loc, "out of memory");
@@ -3215,16 +3304,21 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
                 rt_error(f->c->err, v->loc, "out of memory");
                 goto fail;
             }
-            pool_for(j.outer * j.ntiles * j.nrc, pool_threads() < 64 ? pool_threads() : 64, axis_part, &j);
+            int nparts = j.w ? wk.n : pool_threads() < 64 ? pool_threads() : 64;
+            pool_for(j.outer * j.ntiles * j.nrc, nparts, axis_part, &j);
         }
-        pool_for(items, nw, axis_tile, &j);
+        if (!atomic_load(&j.failed)) pool_for(items, nw, axis_tile, &j);
         free(j.psum), free(j.pmm), free(j.pnan);
+        /* a program that failed recorded its error; an interrupt is the run's to report */
+        if (atomic_load(&j.failed) && f->c->err->set) goto fail;
     }
     goto out;
 fail:
     arr_release(res);
     res = NULL;
 out:
+    for (int i = 0; i < 64; i++) free(j.win[i]), free(j.tmp[i]);
+    if (j.w) workers_close(&s, &wk);
     free(sts);
     free(conv);
     stream_close(&s);
@@ -4677,6 +4771,7 @@ static bool call_fn(Run *c, const Fn *fn, Arr **args, Arr **result, Loc loc) {
     free(f.seen);
     free(f.walk);
     free(f.reds);
+    free(f.uses);
     return ok;
 }
 
