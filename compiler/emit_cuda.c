@@ -1633,8 +1633,11 @@ static void finish_value(KE *ke, Val *r, int j, const char *dst, int d) {
         ref(ke, init, iv, sizeof iv);
         bprintf(b, "%s = has%d ? op%d((%s)(%s), acc%d) : (%s)(%s);\n", dst, j, j, ctype(r->dt), iv, j, ctype(r->dt), iv);
     } else {
+        /* row kernels fold from the identity with has set (fold_identity), which for a
+           float sum is -0.0: an empty row's sum is 0, as on the CPU backend */
         const char *id = red_identity(r->red, r->dt);
-        bprintf(b, "%s = has%d ? acc%d : (%s)(%s);\n", dst, j, j, ctype(r->dt), id ? id : "0");
+        bprintf(b, "%s = has%d%s ? acc%d : (%s)(%s);\n", dst, j, ke->k->kind == K_ROW ? " && len > 0" : "", j,
+                ctype(r->dt), id ? id : "0");
     }
 }
 
@@ -2620,8 +2623,10 @@ static void emit_row_entry(KE *ke, const char **types, int e) {
        cuk_cluster_allreduce), so that rows of up to csize_ x block x items elements are
        still read once */
     bool cl = e == KE_CL, gr = e == KE_GR, lg = e == KE_LG;
-    int wl = W(ke, KP_LEN, NULL, 0, 0);
-    bprintf(b, "    const long long len = p.w[%d], rows = len > 0 ? n / len : 0;\n", wl);
+    int wl = W(ke, KP_LEN, NULL, 0, 0), wo = W(ke, KP_OUTER, NULL, 0, 0);
+    /* the rows from their own word: with rows of length 0 (n is 0) a row kernel that ends
+       in a reduction over the rows still writes each row's empty value */
+    bprintf(b, "    const long long len = p.w[%d], rows = p.w[%d];\n", wl, wo);
     for (int j = 0; j < k->nreds; j++) bprintf(b, "    __shared__ %s sh%d;\n", ctype(k->reds[j]->dt), j);
     if (!ordered) {
         reset_scope(ke);

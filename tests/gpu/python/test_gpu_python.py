@@ -621,6 +621,24 @@ def test_function_profile_per_kernel():
     assert re.search(r"cuk_norm_k\d+ \(reduce\)", t), t
 
 
+def test_row_kernel_over_empty_rows():
+    """Rows of length 0 through a row kernel ending in a reduction over the rows: each
+    row's empty value (the init; 0 for a sum), as on the CPU backend (the kernel once
+    took 0 rows from n / len and wrote nothing; found by the GPU differential run)."""
+    src = ("fn lam(q: f32[r, c]) -> f32[r] = reduce(|a, b| a + b, 0.0 / 0.0, layer_norm(q, 0.00001), axis=1);\n"
+           "fn five(q: f32[r, c]) -> f32[r] = reduce(|a, b| a + b, 5.0, layer_norm(q, 0.00001), axis=1);\n"
+           "fn total(q: f32[r, c]) -> f32[r] = sum(layer_norm(q, 0.00001), axis=1);\n")
+    g, c = cuk.compile(src, device="gpu"), cuk.compile(src, device="cpu")
+    q = np.zeros((3, 0), np.float32)
+    for name in ("lam", "five", "total"):
+        got, want = getattr(g, name)(q), getattr(c, name)(q)
+        assert got.tobytes() == want.tobytes(), (name, got, want)
+    assert np.isnan(g.lam(q)).all() and (g.five(q) == 5).all()
+    assert (g.total(q) == 0).all() and not np.signbit(g.total(q)).any()
+    m = np.random.default_rng(0).standard_normal((700, 300)).astype(np.float32)
+    np.testing.assert_allclose(g.five(m), c.five(m), atol=1e-4)
+
+
 def test_empty_gather_checks_its_indices():
     """x of shape (1, 0) indexed by [1]: an error, as on the CPU backend and in NumPy,
     though the launch has no element to check it (found by the GPU differential run)."""
