@@ -2065,6 +2065,24 @@ static bool stream_run(Stream *s, SinkFn sink, void *ctx) {
     return true;
 }
 
+/* The values of a stream without an array into out; false when its program failed. */
+static bool stream_fill(Stream *s, char *out) {
+    Workers w;
+    if (workers_open(s, &w) > 1) { /* every core: the chunks are independent */
+        TakeJob j = {s, &w, out};
+        pool_for_watch((s->size + CHUNK - 1) / CHUNK, w.n, take_chunk, &j, workers_watch, &w);
+        workers_close(s, &w);
+        return true;
+    }
+    int esz = esize(s->dt);
+    for (int64_t off = 0; off < s->size; off += s->prog.chunk) {
+        int64_t len = s->size - off < s->prog.chunk ? s->size - off : s->prog.chunk;
+        if (!run_poll()) break; /* interrupted: the API reports it (run_interrupted) */
+        if (!prog_chunk(&s->prog, off, len, out + off * esz) && s->prog.failed) return false;
+    }
+    return true;
+}
+
 /* The stream's values as an array (the array itself when there is one). */
 static Arr *stream_take(Frame *f, Stream *s, Loc loc) {
     if (s->arr) {
@@ -2074,22 +2092,9 @@ static Arr *stream_take(Frame *f, Stream *s, Loc loc) {
         return a;
     }
     Arr *a = new_arr(f, loc, s->dt, s->rank, s->shape);
-    Workers w;
-    if (a && workers_open(s, &w) > 1) { /* every core: the chunks are independent */
-        TakeJob j = {s, &w, a->data};
-        pool_for_watch((s->size + CHUNK - 1) / CHUNK, w.n, take_chunk, &j, workers_watch, &w);
-        workers_close(s, &w);
-    } else if (a) {
-        int esz = esize(s->dt);
-        for (int64_t off = 0; off < s->size; off += s->prog.chunk) {
-            int64_t len = s->size - off < s->prog.chunk ? s->size - off : s->prog.chunk;
-            if (!run_poll()) break; /* interrupted: the API reports it (run_interrupted) */
-            if (!prog_chunk(&s->prog, off, len, (char *)a->data + off * esz) && s->prog.failed) {
-                arr_release(a);
-                a = NULL;
-                break;
-            }
-        }
+    if (a && !stream_fill(s, a->data)) {
+        arr_release(a);
+        a = NULL;
     }
     prog_free(&s->prog);
     return a;
@@ -3483,6 +3488,35 @@ static void scan_start(ScanSt *st, const Val *v, SProg *lp, bool hasinit, const 
     }
 }
 
+typedef struct ScanJob {
+    const Val *v;
+    SProg *lp;
+    bool hasinit;
+    Cell init;
+    const char *x; /* the values (the result's own memory when scanned in place) */
+    char *y;
+    int64_t outer, len, inner, ntiles;
+    ScanSt *sts; /* TILE per worker */
+} ScanJob;
+
+/* Outer index k / ntiles, tile k % ntiles of a scan along an axis. */
+static void scan_tile(void *ctx, int worker, int64_t k) {
+    ScanJob *j = ctx;
+    ScanSt *sts = j->sts + (size_t)worker * TILE;
+    int64_t o = k / j->ntiles, i0 = (k % j->ntiles) * TILE, len = j->len, inner = j->inner;
+    int64_t nc = inner - i0 < TILE ? inner - i0 : TILE;
+    int esz = esize(j->v->dt);
+    for (int64_t c = 0; c < nc; c++) scan_start(&sts[c], j->v, j->lp, j->hasinit, &j->init);
+    int64_t step = inner == 1 ? len : TILE; /* whole lines when contiguous */
+    for (int64_t j0 = 0; j0 < len; j0 += step) {
+        int64_t nr = len - j0 < step ? len - j0 : step;
+        for (int64_t c = 0; c < nc; c++) {
+            int64_t at = ((o * len + j0) * inner + i0 + c) * esz;
+            scan_feed(&sts[c], j->x + at, j->y + at, nr, inner, inner);
+        }
+    }
+}
+
 static Arr *eval_scan(Frame *f, const Val *v) {
     const Val *x = v->args[0];
     const Val *initv = v->init ? v->init : v->nargs > 1 ? v->args[1] : NULL;
@@ -3514,44 +3548,44 @@ static Arr *eval_scan(Frame *f, const Val *v) {
         scan_start(&ss.st, v, lp, hasinit, &init);
         stream_run(&s, scan_sink, &ss);
     } else {
-        Arr *xa = take_memo(f, &s, x);
-        if (!xa) goto out;
-        s.arr = xa;
-        if (needconv) {
-            Arr *ca = new_arr(f, v->loc, v->dt, xa->rank, xa->shape);
-            if (!ca) goto out;
-            cast_tab[v->dt][xa->dt](ca->data, xa->data, xa->size);
-            arr_release(xa);
-            s.arr = xa = ca;
-        }
-        res = new_arr(f, v->loc, v->dt, xa->rank, xa->shape);
+        /* A fused input that only this scan uses is computed straight into the result
+           and scanned in place (each element is read before it is written): peak memory
+           of the output. Otherwise the input is stored once and kept for its other uses. */
+        res = new_arr(f, v->loc, v->dt, s.rank, s.shape);
         if (!res) goto out;
+        ScanJob j = {.v = v, .lp = lp, .hasinit = hasinit, .init = init, .y = res->data};
+        if (!s.arr && !needconv && stmt_uses(f, x) == 1) {
+            if (!stream_fill(&s, res->data)) goto fail;
+            j.x = res->data;
+        } else {
+            Arr *xa = take_memo(f, &s, x);
+            if (!xa) goto fail;
+            s.arr = xa;
+            if (needconv) {
+                Arr *ca = new_arr(f, v->loc, v->dt, xa->rank, xa->shape);
+                if (!ca) goto fail;
+                cast_tab[v->dt][xa->dt](ca->data, xa->data, xa->size);
+                arr_release(xa);
+                s.arr = xa = ca;
+            }
+            j.x = xa->data;
+        }
         int axis = v->axis;
-        ASSERT(axis >= 0 && axis < xa->rank);
-        int64_t outer = 1, inner = 1, len = xa->shape[axis];
-        for (int k = 0; k < axis; k++) outer *= xa->shape[k];
-        for (int k = axis + 1; k < xa->rank; k++) inner *= xa->shape[k];
-        int esz = esize(v->dt);
-        sts = malloc(sizeof(ScanSt) * TILE);
+        ASSERT(axis >= 0 && axis < s.rank);
+        j.outer = 1, j.inner = 1, j.len = s.shape[axis];
+        for (int k = 0; k < axis; k++) j.outer *= s.shape[k];
+        for (int k = axis + 1; k < s.rank; k++) j.inner *= s.shape[k];
+        j.ntiles = (j.inner + TILE - 1) / TILE;
+        /* tiles of lines on every core, each line scanned in order: the same bits on any
+           number of threads (a lambda's program has one set of registers: one thread) */
+        int64_t items = j.outer * j.ntiles;
+        int nw = lp || items < 2 ? 1 : pool_threads() < 64 ? pool_threads() : 64;
+        sts = j.sts = malloc(sizeof(ScanSt) * TILE * (size_t)nw);
         if (!sts) {
             rt_error(f->c->err, v->loc, "out of memory");
             goto fail;
         }
-        /* Tiled like the reductions along an axis. */
-        for (int64_t o = 0; o < outer; o++)
-            for (int64_t i0 = 0; i0 < inner; i0 += TILE) {
-                int64_t nc = inner - i0 < TILE ? inner - i0 : TILE;
-                for (int64_t c = 0; c < nc; c++) scan_start(&sts[c], v, lp, hasinit, &init);
-                int64_t step = inner == 1 ? len : TILE;
-                for (int64_t j0 = 0; j0 < len; j0 += step) {
-                    int64_t nr = len - j0 < step ? len - j0 : step;
-                    for (int64_t c = 0; c < nc; c++) {
-                        int64_t at = ((o * len + j0) * inner + i0 + c) * esz;
-                        scan_feed(&sts[c], (const char *)xa->data + at, (char *)res->data + at, nr,
-                                  inner, inner);
-                    }
-                }
-            }
+        pool_for(items, nw, scan_tile, &j);
     }
     goto out;
 fail:
