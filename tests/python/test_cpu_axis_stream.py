@@ -70,11 +70,17 @@ def same(a, b):
         assert x.tobytes() == y.tobytes()
 
 
+def fused_and_stored(mod, name, x):
+    """fused_NAME(x), checked to be the bits of stored_NAME(x)."""
+    got = getattr(mod, "fused_" + name)(x)
+    same(got, getattr(mod, "stored_" + name)(x))
+    return got
+
+
 @pytest.mark.parametrize("shape", SHAPES3)
 def test_float_sums_every_axis(mod, shape):
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
-    got = mod.fused_sum(x)
-    same(got, mod.stored_sum(x))
+    got = fused_and_stored(mod, "sum", x)
     y = x * np.float32(2) + np.float32(1)
     for k in range(3):
         np.testing.assert_allclose(got[k], y.astype(np.float64).sum(axis=k), rtol=1e-5, atol=1e-3)
@@ -83,8 +89,7 @@ def test_float_sums_every_axis(mod, shape):
 @pytest.mark.parametrize("shape", SHAPES2)
 def test_extremes_and_args(mod, shape):
     x = np.random.default_rng(2).standard_normal(shape)
-    got = mod.fused_max(x)
-    same(got, mod.stored_max(x))
+    got = fused_and_stored(mod, "max", x)
     np.testing.assert_array_equal(got[2], np.argmax(np.sin(x), axis=0))
     np.testing.assert_array_equal(got[3], np.argmin(np.sin(x), axis=1))
 
@@ -92,8 +97,7 @@ def test_extremes_and_args(mod, shape):
 @pytest.mark.parametrize("shape", SHAPES2)
 def test_integers_bools_lambdas(mod, shape):
     x = np.random.default_rng(3).integers(-1000, 1000, shape).astype(np.int32)
-    got = mod.fused_int(x)
-    same(got, mod.stored_int(x))
+    got = fused_and_stored(mod, "int", x)
     y = x * np.int32(3) - np.int32(1)
     np.testing.assert_array_equal(got[0], y.sum(axis=0))
     np.testing.assert_array_equal(got[2], (np.fmod(x, 7) == 3).any(axis=0))  # C remainder
@@ -103,8 +107,7 @@ def test_integers_bools_lambdas(mod, shape):
 @pytest.mark.parametrize("shape", SHAPES3)
 def test_scans_every_axis(mod, shape):
     x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
-    got = mod.fused_scan(x)
-    same(got, mod.stored_scan(x))
+    got = fused_and_stored(mod, "scan", x)
     y = x * np.float32(2) + np.float32(1)
     np.testing.assert_array_equal(got[2], np.maximum.accumulate(y, axis=2))
     np.testing.assert_allclose(got[0], np.cumsum(y, axis=0), rtol=1e-4, atol=1e-3)
