@@ -2107,8 +2107,7 @@ static Arr *take_memo(Frame *f, Stream *s, const Val *x) {
     bool fused = s->arr == NULL;
     Arr *a = stream_take(f, s, x->loc);
     if (a && fused && !f->memo[x->id]) {
-        f->memo[x->id] = arr_retain(a);
-        f->touched[f->ntouched++] = x->id;
+        memo_put(f, x, arr_retain(a));
     }
     return a;
 }
@@ -2785,10 +2784,8 @@ static int ew_of_red(RedOp op) {
    cache lines when the axis is not the last. */
 typedef struct AxisJob {
     const Arr *x;   /* the values, or NULL: computed by the stream's programs (axis_win) */
-    Stream *s;
     Workers *w;
-    char *win[64];  /* per worker: a window of the values (wcap elements of fdt) */
-    char *tmp[64];  /* per worker, when the values need converting: a chunk of s's type */
+    char *win[64];  /* per worker: a window of the values (wcap elements) */
     int64_t wcap;
     atomic_bool failed; /* a window's program failed */
     Arr *res;
@@ -2946,16 +2943,12 @@ MMC_FAST_FN(F64, double)
 MMC_FN(F32, float)
 MMC_FN(F64, double)
 
-/* Elements [off, off + n) of the stream into out, in fold type (worker's program). */
+/* Elements [off, off + n) of the stream into out (the worker's program). */
 static bool axis_fill(AxisJob *j, int worker, int64_t off, int64_t n, char *out) {
     Prog *p = j->w->progs[worker];
-    int fesz = esize(j->fdt);
-    for (int64_t k = 0; k < n; k += p->chunk) {
-        int64_t len = n - k < p->chunk ? n - k : p->chunk;
-        char *dst = j->tmp[worker] ? j->tmp[worker] : out + k * fesz;
-        if (!prog_chunk(p, off + k, len, dst)) return false;
-        if (j->tmp[worker]) cast_tab[j->fdt][j->s->dt](out + k * fesz, dst, len);
-    }
+    int esz = esize(j->fdt);
+    for (int64_t k = 0; k < n; k += p->chunk)
+        if (!prog_chunk(p, off + k, n - k < p->chunk ? n - k : p->chunk, out + k * esz)) return false;
     return true;
 }
 
@@ -3249,9 +3242,10 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
            not the last. A fused input that only this reduction uses is computed a window
            at a time on each worker (axis_win: peak memory of the output and the windows);
            one used again in the statement is stored once and kept for the other uses
-           (softmax's exp(x - max) feeds both a sum and a division). */
+           (softmax's exp(x - max) feeds both a sum and a division), as is one whose values
+           fold in another type (converted once, whole). */
         j.res = res, j.op = op, j.fdt = fdt, j.odt = v->dt, j.lp = lp, j.hasinit = hasinit, j.init = init;
-        j.len = len, j.s = &s;
+        j.len = len;
         j.outer = 1;
         for (int k = 0; k < axis; k++) j.outer *= s.shape[k];
         j.inner = 1;
@@ -3265,13 +3259,11 @@ static Arr *eval_reduce(Frame *f, const Val *v) {
            order whatever the thread, so the bits do not depend on the thread count */
         int nw = lp || items < 2 ? 1 : pool_threads();
         if (nw > 64) nw = 64;
-        if (!s.arr && j.wcap <= AXIS_WIN_MAX && stmt_uses(f, x) == 1) {
+        if (!s.arr && !conv && j.wcap <= AXIS_WIN_MAX && stmt_uses(f, x) == 1) {
             if (workers_open(&s, &wk) < nw) nw = wk.n;
             j.w = &wk;
             for (int i = 0; i < wk.n; i++) {
-                j.win[i] = malloc((size_t)(j.wcap * esize(fdt)));
-                j.tmp[i] = conv ? malloc((size_t)CHUNK * 8) : NULL;
-                if (!j.win[i] || (conv && !j.tmp[i])) {
+                if (!(j.win[i] = malloc((size_t)(j.wcap * esize(fdt))))) {
                     rt_error(f->c->err, v->loc, "out of memory");
                     goto fail;
                 }
@@ -3322,7 +3314,7 @@ fail:
     arr_release(res);
     res = NULL;
 out:
-    for (int i = 0; i < 64; i++) free(j.win[i]), free(j.tmp[i]);
+    for (int i = 0; i < 64; i++) free(j.win[i]);
     if (j.w) workers_close(&s, &wk);
     free(sts);
     free(conv);
@@ -4691,8 +4683,7 @@ static Arr *eval(Frame *f, const Val *v) {
         if (!f->c->err->set) rt_error(f->c->err, v->loc, "out of memory");
         return NULL;
     }
-    f->memo[v->id] = arr_retain(r);
-    f->touched[f->ntouched++] = v->id;
+    memo_put(f, v, arr_retain(r));
     return r;
 }
 
