@@ -98,7 +98,7 @@ def fsc(d=0):
     if d > 2 or c == 0: return pick("s", *F_EDGE)
     if c == 1: return "%s(%s)" % (pick(*RED), farr(d + 1))
     if c == 2: return "f32(%s(%s))" % (pick("argmin", "argmax", "len"), farr(d + 1))
-    if c == 3: return "reduce(%s, %s, %s)" % (lam2(), pick(*F_EDGE), farr(d + 1))
+    if c == 3: return "reduce(%s, %s)" % (lam2_init(), farr(d + 1))
     if c == 4: return "%s[%s]" % (farr(d + 1), pick("0", "-1", "n - 1", "-n", "n", "k", "(-9223372036854775807 - 1)"))
     if c == 5: return "m[%s, %s]" % (pick("0", "1", "-1", "-2", "2"), pick("0", "-1", "n - 1", "n"))
     if c == 6: return "(%s %s %s)" % (fsc(d + 1), pick("+", "-", "*", "/", "%", "**"), fsc(d + 1))
@@ -152,6 +152,18 @@ def lam2():
                 "|a, b| a + b * s", "|a, b| (a > b) ? a : b", "add2", "|a, b| sq(a) + b")
 
 
+def lam2_init():
+    """A binary f32 lambda and an init for reduce and scan: "lam, init". The GPU differential
+    takes the identity of a combine that is not idempotent: the init of a reduction "should be
+    its identity" (docs/language.md), and one that is not joins the GPU's tree in another
+    place than the CPU's fold, so that `reduce(|a, b| a * b, 3.4028235e38, x)` overflows to
+    inf (and inf * 0 to NaN) on one backend only."""
+    lam = lam2()
+    if mode == "diff" and lam in ("|a, b| a + b", "add2", "|a, b| a * b"):
+        return "%s, %s" % (lam, "1.0" if "*" in lam else pick("0.0", "-0.0"))
+    return "%s, %s" % (lam, pick(*F_EDGE))
+
+
 def ilam2():
     return pick("|a, b| a + b", "|a, b| a ^ b", "|a, b| a * b", "|a: i64, b: i64| a < b ? a : b", "|a, b| a | b", "iadd")
 
@@ -189,7 +201,7 @@ def farr(d=0):
     if c == 18: return "map(%s, %s)" % (pick("|v| v * v", "sq", "|v| v + s", "|v: f32| maximum(v, 0.0)", "relu", "sigmoid"), farr(d + 1))
     if c == 19: return "map(%s, %s, %s)" % (pick("|a, b| a * b + 1.0", "add2", "|a, b| atan2(a, b)"), farr(d + 1), farr(d + 1))
     if c == 20: return "%s(%s, axis=%s%s)" % (pick(*RED), fmat(d + 1), pick("0", "1", "-1", "-2"), keepdims_false())
-    if c == 21: return "reduce(%s, %s, %s, axis=%s)" % (lam2(), pick(*F_EDGE), fmat(d + 1), pick("0", "1", "-1"))
+    if c == 21: return "reduce(%s, %s, axis=%s)" % (lam2_init(), fmat(d + 1), pick("0", "1", "-1"))
     if c == 22: return "%s(%s, axis=0, keepdims=true)" % (pick(*RED), farr(d + 1))  # keepdims on rank 1: [1]
     if c == 23: return "reduce(%s, 0.0, %s, axis=0, keepdims=true)" % (lam2(), farr(d + 1))
     if c == 24: return "m[%s, %s]" % (pick("0", "1", "-1", "-2"), slice1())
