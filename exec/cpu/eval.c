@@ -373,6 +373,7 @@ typedef struct Frame {
     int nreds;
     unsigned *seen, gen;
     int *uses;     /* by Val id, for seen ones: how many times the statement uses it */
+    struct RowPlan *rows; /* while rows_eval builds its programs: their tile leaves */
 } Frame;
 
 static Arr *eval(Frame *f, const Val *v);
@@ -1319,7 +1320,10 @@ typedef struct CatPart {
     Arr *a;
     int64_t start, len;
 } CatPart;
-enum { LM_DIRECT, LM_SPLAT, LM_WALK };
+/* How a leaf's chunk is read: in place, one value splatted, walked with broadcast
+   strides, or from the worker's tile of a value rows_eval computes a tile of rows at a
+   time (RowPlan). */
+enum { LM_DIRECT, LM_SPLAT, LM_WALK, LM_TILE };
 
 typedef struct PNode {
     const Val *v;
@@ -1330,6 +1334,7 @@ typedef struct PNode {
     int64_t shape[MAXRANK];
     Arr *arr;        /* NK_LEAF */
     int lmode;
+    int tslot;       /* LM_TILE: which of the worker's tile buffers (Prog.tb) */
     int64_t stride[MAXRANK]; /* NK_LEAF walk / NK_GEN index map, over the program's shape */
     bool mapped;     /* NK_GEN: shape differs from the program's */
     Cell gval;       /* NK_GEN: OP_FULL's value */
@@ -1360,6 +1365,8 @@ typedef struct Prog {
     bool serial;     /* NK_SCALL: loops that charge the work limit, one thread where it is set */
     _Atomic int *halt; /* NK_SCALL on several threads (Workers.halt): stop, a thread failed */
     bool clone;      /* a worker's copy (prog_clone): frees only its buffers */
+    char **tb;       /* LM_TILE leaves: the worker's tile buffers, holding elements */
+    int64_t toff;    /* toff .. of the program's shape */
 } Prog;
 
 static void prog_free(Prog *p) {
@@ -1609,9 +1616,16 @@ static bool cat_to_leaf(Frame *f, PNode *nd) {
 }
 
 /* Adds v (and what it needs) to the program; returns its node index or -1. */
+static int prog_add_tile(Frame *f, Prog *p, const Val *v);
+static bool rw_pending(const Frame *f, const Val *v);
+
 static int prog_add(Frame *f, Prog *p, const Val *v) {
     for (int i = 0; i < p->n; i++)
         if (p->nodes[i].v == v) return i;
+    if (f->rows) {
+        int i = prog_add_tile(f, p, v);
+        if (i != -2) return i;
+    }
     if (v->op == OP_CHECKDIM && !f->memo[v->id] && fusable_val(v)) {
         if (!check_dims(f, v)) return -1;
         return prog_add(f, p, v->args[0]);
@@ -1710,8 +1724,8 @@ static bool prog_build(Frame *f, const Val *root, Prog *p) {
             prog_free(p);
             return false;
         }
-        if (nd->kind == NK_LEAF) {
-            if (nd->arr->size == 1) {
+        if (nd->kind == NK_LEAF && nd->lmode != LM_TILE) {
+            if (nd->arr->size == 1 && !rw_pending(f, nd->v)) {
                 nd->lmode = LM_SPLAT;
                 splat(nd->buf, nd->arr->data, esize(nd->dt), p->chunk);
             } else if (same_shape(nd->rank, nd->shape, p->rank, p->shape)) {
@@ -1820,6 +1834,8 @@ static const void *prog_chunk(Prog *p, int64_t off, int64_t len, void *out) {
         case NK_LEAF:
             if (nd->lmode == LM_DIRECT) {
                 nd->cur = (const char *)nd->arr->data + off * esz;
+            } else if (nd->lmode == LM_TILE) {
+                nd->cur = p->tb[nd->tslot] + (off - p->toff) * esz;
             } else if (nd->lmode == LM_SPLAT) {
                 nd->cur = nd->buf;
             } else {
@@ -1920,9 +1936,19 @@ typedef struct Stream {
 
 typedef bool (*SinkFn)(void *ctx, const void *vals, int64_t off, int64_t len);
 
+static Arr *rows_eval(Frame *f, const Val *v, bool *handled, bool stream);
+
 static bool stream_open(Frame *f, const Val *x, Stream *s) {
     memset(s, 0, sizeof *s);
-    if (fusable_val(x) && !f->memo[x->id]) {
+    bool rows = false;
+    if (fusable_val(x) && !f->memo[x->id] && x->rank >= 2) {
+        /* a value computed from reductions along its last axis of values it uses again
+           (softmax): stored once by rows_eval, rather than those values */
+        s->arr = rows_eval(f, x, &rows, true);
+        if (rows && !s->arr) return false;
+        if (rows) memo_put(f, x, arr_retain(s->arr));
+    }
+    if (!rows && fusable_val(x) && !f->memo[x->id]) {
         if (!prog_build(f, x, &s->prog)) return false;
         s->rank = s->prog.rank;
         memcpy(s->shape, s->prog.shape, sizeof s->shape);
@@ -1934,7 +1960,7 @@ static bool stream_open(Frame *f, const Val *x, Stream *s) {
         }
         return true;
     }
-    s->arr = eval(f, x);
+    if (!rows) s->arr = eval(f, x);
     if (!s->arr) return false;
     s->rank = s->arr->rank;
     memcpy(s->shape, s->arr->shape, sizeof s->shape);
@@ -2113,6 +2139,11 @@ static Arr *take_memo(Frame *f, Stream *s, const Val *x) {
 }
 
 static Arr *eval_fused(Frame *f, const Val *v) {
+    if (v->rank >= 2) { /* reductions along the last axis that feed v: a tile of rows at a time */
+        bool handled;
+        Arr *r = rows_eval(f, v, &handled, false);
+        if (handled) return r;
+    }
     Stream s;
     if (!stream_open(f, v, &s)) return NULL;
     return stream_take(f, &s, v->loc);
@@ -3323,6 +3354,423 @@ out:
         arr_release(res);
         res = NULL;
     }
+    return res;
+}
+
+/* ---- rows: reductions along the last axis fused with what they feed ---------------- */
+
+/* A value of rank >= 2 computed from reductions along its last axis of values computed
+   from the same rows (softmax_rows, layer_norm, logsumexp with keepdims, x / sum(x,
+   axis=-1, keepdims=true)), as the GPU's row kernels do: a tile of rows at a time on each
+   worker, the tile's values that a reduction reads or that are used twice computed into
+   the worker's tile buffers (L2-sized), the reductions' results ([..., 1], a row's worth
+   of the output) stored whole, so nothing of the output's size is stored but the output
+   (issue 18: softmax_rows of a fused input stored 3x its output). Each row folds as a
+   reduction along the last axis of a stored input does (axis_tile1: red_feed over the
+   whole line), so the bits are those of the stored path, on any number of threads. */
+enum {
+    ROW_TILE = 16 * CHUNK, /* elements of a tile: as many rows as fit, at least one */
+    ROW_ITEMS = 24,        /* cached values, reductions and the root of one plan */
+};
+enum { RW_NONE, RW_REG, RW_RED, RW_LEAF, RW_DIM };
+enum { RI_CACHE, RI_RED, RI_ROOT };
+
+typedef struct RowItem {
+    const Val *v;
+    int kind;      /* RI_*, in an order where what an item reads comes first */
+    int prog;      /* RI_CACHE, RI_ROOT: its program */
+    int slot;      /* RI_CACHE: its tile buffer; RI_RED: its input's */
+    Arr *res;      /* RI_RED: the results, one per row (memoised for the programs) */
+    bool hasinit;
+    Cell init;
+} RowItem;
+
+typedef struct RowPlan {
+    Frame *f;
+    const Val *root;
+    unsigned char *mk;   /* by Val id: RW_* */
+    int *ix;             /* by Val id: index in nodes (RW_REG, RW_RED) */
+    const Val **nodes;   /* the region (fusable values and row reductions), post-order */
+    Dims *dims;
+    int *uses;           /* per node: how many region values use it */
+    bool *xin;           /* per node: the input of a row reduction */
+    int nn, nred;
+    const Val **leaves;  /* values the region reads that rows_eval evaluates first */
+    int nl;
+    RowItem it[ROW_ITEMS];
+    int nit;
+    const Val *cached[ROW_ITEMS]; /* by tile slot */
+    int nc;
+    Prog progs[ROW_ITEMS];
+    int np;
+    Prog *building;      /* prog_add makes tile leaves in this program only */
+    const Val *self;     /* ... other than the value it computes */
+    Dims shape;          /* the root's: every cached value's and reduction input's */
+    int64_t len, rows, tr, ntiles;
+    int nw;
+    Prog *wp[64];        /* per worker: its programs (nw * np; worker 0: progs) */
+    char *tmem[64];
+    char **tb[64];       /* per worker: its tile buffers by slot */
+    atomic_bool failed;  /* a program failed (its error is recorded, or an interrupt) */
+    _Atomic int halt;
+} RowPlan;
+
+/* A tile leaf of the program being built: a cached value other than its own root;
+   -2 when v is not one. */
+static int prog_add_tile(Frame *f, Prog *p, const Val *v) {
+    RowPlan *P = f->rows;
+    if (p != P->building || v == P->self) return -2;
+    for (int c = 0; c < P->nc; c++) {
+        if (P->cached[c] != v) continue;
+        int i = prog_push(f, p, v);
+        if (i < 0) return -1;
+        PNode *nd = &p->nodes[i];
+        nd->kind = NK_LEAF;
+        nd->lmode = LM_TILE;
+        nd->tslot = c;
+        nd->rank = P->shape.rank;
+        memcpy(nd->shape, P->shape.d, sizeof nd->shape);
+        return i;
+    }
+    return -2;
+}
+
+/* Whether v is one of the reductions of the plan being built: its memoised result is
+   filled in a tile at a time, so a program must read it, not splat it when it is built. */
+static bool rw_pending(const Frame *f, const Val *v) { return f->rows && f->rows->mk[v->id] == RW_RED; }
+
+/* Whether v is a reduction along the last axis of a fused value of the root's rank, kept
+   as [..., 1], that folds in its input's type. */
+static bool rw_is_red(const RowPlan *P, const Val *v) {
+    const Frame *f = P->f;
+    if (v->op != OP_REDUCE || red_segs(v) || !v->keepdims || v->red == RED_LAMBDA || f->memo[v->id]) return false;
+    const Val *x = v->args[0];
+    return x->rank == P->root->rank && v->axis == x->rank - 1 && fusable_val(x) && !f->memo[x->id] &&
+           red_fold_dt(v->red, x->dt, v->dt) == x->dt;
+}
+
+static const Val *rw_init(const Val *v) { return v->init ? v->init : v->nargs > 1 ? v->args[1] : NULL; }
+
+static void rw_leaf(RowPlan *P, const Val *v) {
+    if (!v || P->mk[v->id]) return;
+    P->mk[v->id] = RW_LEAF;
+    if (!P->f->memo[v->id]) P->leaves[P->nl++] = v;
+}
+
+/* The region under v: fused values and row reductions (post-order into nodes), and
+   the leaves they read. A dim of a fused value is left for later: its shape needs the
+   value's leaves, not its values (eval_dim). */
+static void rw_walk(RowPlan *P, const Val *v) {
+    Frame *f = P->f;
+    if (P->mk[v->id]) return;
+    if (f->memo[v->id]) {
+        P->mk[v->id] = RW_LEAF;
+        return;
+    }
+    if (v->op == OP_DIM && fusable_val(v->args[0]) && !f->memo[v->args[0]->id]) {
+        P->mk[v->id] = RW_DIM;
+        return;
+    }
+    if (rw_is_red(P, v)) {
+        P->mk[v->id] = RW_RED;
+        P->nred++;
+        rw_walk(P, v->args[0]);
+        rw_leaf(P, rw_init(v));
+    } else if (fusable_val(v)) {
+        P->mk[v->id] = RW_REG;
+        for (int i = 0; i < v->nargs; i++) rw_walk(P, v->args[i]);
+    } else {
+        rw_leaf(P, v);
+        return;
+    }
+    P->ix[v->id] = P->nn;
+    P->nodes[P->nn++] = v;
+}
+
+static void rw_reset(RowPlan *P) {
+    memset(P->mk, 0, (size_t)P->f->fn->nvals);
+    P->nn = P->nred = P->nl = 0;
+}
+
+/* The shape rules' operands during rows_eval: the region's inferred shapes. */
+static bool rw_dims(void *fr, const Val *v, Dims *out) {
+    RowPlan *P = fr;
+    switch (P->mk[v->id]) {
+    case RW_REG:
+    case RW_RED: *out = P->dims[P->ix[v->id]]; return true;
+    case RW_DIM: *out = (Dims){.rank = 0}; return true;
+    default: break;
+    }
+    const Arr *a = P->f->memo[v->id];
+    if (!a) return false;
+    out->rank = a->rank;
+    memcpy(out->d, a->shape, sizeof out->d);
+    return true;
+}
+
+static bool rw_i64(void *fr, const Val *v, int64_t *out) { return get_i64(((RowPlan *)fr)->f, v, out); }
+
+/* Elements [off, off + n) of program p into out, a chunk at a time. */
+static bool rw_fill(RowPlan *P, Prog *p, int64_t off, int64_t n, char *out, int esz) {
+    for (int64_t k = 0; k < n; k += p->chunk) {
+        if (!prog_chunk(p, off + k, n - k < p->chunk ? n - k : p->chunk, out + k * esz) && p->failed) {
+            atomic_store(&P->failed, true);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Tile t of rows on a worker: each item in order. */
+static void rw_tile(void *ctx, int worker, int64_t t) {
+    RowPlan *P = ctx;
+    if (atomic_load(&P->halt) || atomic_load(&P->failed)) return;
+    if (worker == 0 && !run_poll()) { /* interrupted: the API reports it (run_interrupted) */
+        atomic_store(&P->halt, 1);
+        return;
+    }
+    int64_t r0 = t * P->tr, nr = P->rows - r0 < P->tr ? P->rows - r0 : P->tr, C = P->len;
+    int64_t toff = r0 * C, n = nr * C;
+    Prog *ps = P->wp[worker];
+    for (int i = 0; i < P->np; i++) ps[i].toff = toff;
+    for (int i = 0; i < P->nit; i++) {
+        const RowItem *it = &P->it[i];
+        const Val *v = it->v;
+        if (it->kind == RI_CACHE) {
+            if (!rw_fill(P, &ps[it->prog], toff, n, P->tb[worker][it->slot], esize(v->dt))) return;
+        } else if (it->kind == RI_ROOT) {
+            Arr *out = P->it[P->nit - 1].res;
+            int esz = esize(v->dt);
+            if (!rw_fill(P, &ps[it->prog], toff, n, (char *)out->data + toff * esz, esz)) return;
+        } else {
+            const char *x = P->tb[worker][it->slot];
+            DType fdt = v->args[0]->dt;
+            int fesz = esize(fdt), oesz = esize(v->dt);
+            for (int64_t r = 0; r < nr; r++) {
+                RedSt st;
+                red_start(&st, v->red, fdt, NULL);
+                red_feed(&st, x + r * C * fesz, C, 1, 0);
+                Cell c;
+                red_result(&st, v->dt, &c);
+                if (it->hasinit && ew_of_red(v->red) >= 0) {
+                    Cell q = c;
+                    ew_tab[ew_of_red(v->red)][v->dt](&c, &it->init, &q, NULL, 1);
+                }
+                memcpy((char *)it->res->data + (r0 + r) * oesz, &c, (size_t)oesz);
+            }
+        }
+    }
+}
+
+static bool rw_watch(void *ctx) {
+    RowPlan *P = ctx;
+    if (run_poll_now()) return true;
+    atomic_store(&P->halt, 1);
+    return false;
+}
+
+/* Frees the plan; the reductions' memoised results go too unless keep (they are
+   complete). */
+static void rw_free(RowPlan *P, bool keep) {
+    Frame *f = P->f;
+    f->rows = NULL;
+    for (int w = 1; w < P->nw; w++) {
+        for (int i = 0; i < P->np; i++) prog_free(&P->wp[w][i]);
+        free(P->wp[w]);
+    }
+    for (int i = 0; i < P->np; i++) prog_free(&P->progs[i]);
+    for (int w = 0; w < 64; w++) free(P->tmem[w]), free(P->tb[w]);
+    for (int i = 0; i < P->nit; i++) {
+        RowItem *it = &P->it[i];
+        if (it->kind == RI_RED && it->res && !keep && f->memo[it->v->id] == it->res) {
+            arr_release(f->memo[it->v->id]);
+            f->memo[it->v->id] = NULL;
+        }
+        if (it->kind != RI_ROOT) arr_release(it->res);
+    }
+    free(P->mk), free(P->ix), free(P->nodes), free(P->dims), free(P->uses), free(P->xin), free(P->leaves);
+}
+
+/* Evaluates v a tile of rows at a time when it is made of reductions along its last
+   axis (*handled; else the caller evaluates it). For a stream (stream_open), only when
+   that stores less than the ordinary path, which stores the input of such a reduction
+   when something else uses it too (take_memo) and streams the rest. */
+static Arr *rows_eval(Frame *f, const Val *v, bool *handled, bool stream) {
+    *handled = false;
+    int nv = f->fn->nvals;
+    RowPlan *P = calloc(1, sizeof *P);
+    if (!P) return NULL;
+    P->f = f;
+    P->root = v;
+    P->mk = calloc((size_t)nv, 1);
+    P->ix = malloc(sizeof(int) * (size_t)nv);
+    P->nodes = malloc(sizeof(Val *) * (size_t)nv);
+    P->leaves = malloc(sizeof(Val *) * (size_t)nv);
+    Arr *res = NULL;
+    if (!P->mk || !P->ix || !P->nodes || !P->leaves) goto bail;
+    rw_walk(P, v);
+    if (!P->nred) goto bail;
+    /* The leaves first, as the programs would evaluate them: what they compute (a
+       reduction that another value needs whole) is then a leaf of the region. */
+    *handled = true;
+    for (int i = 0; i < P->nl; i++) {
+        Arr *a = eval(f, P->leaves[i]);
+        if (!a) goto fail;
+        arr_release(a);
+    }
+    *handled = false;
+    rw_reset(P);
+    rw_walk(P, v);
+    if (!P->nred || P->nl) goto bail;
+    int n = P->nn;
+    P->dims = malloc(sizeof(Dims) * (size_t)n);
+    P->uses = calloc((size_t)n, sizeof(int));
+    P->xin = calloc((size_t)n, sizeof(bool));
+    if (!P->dims || !P->uses || !P->xin) goto bail;
+    /* shapes by the shape rules, without computing anything; an error is left for the
+       ordinary path to report where it finds it */
+    RtErr scratch;
+    rt_err_init(&scratch);
+    Operands ops = {P, rw_dims, rw_i64, &scratch};
+    for (int i = 0; i < n; i++) {
+        const Val *u = P->nodes[i];
+        if (u->op == OP_CHECKDIM) {
+            if (!rw_dims(P, u->args[0], &P->dims[i])) goto bail;
+        } else if (!shape_rule_covers(u) || !shape_rule(&ops, u, &P->dims[i], NULL)) {
+            if (f->c->err->set) goto fail;
+            goto bail;
+        }
+        if (P->mk[u->id] == RW_RED) {
+            P->xin[P->ix[u->args[0]->id]] = true;
+            continue;
+        }
+        for (int k = 0; k < u->nargs; k++)
+            if (P->mk[u->args[k]->id] == RW_REG) P->uses[P->ix[u->args[k]->id]]++;
+    }
+    bool shared = false;
+    for (int i = 0; i < n; i++) shared |= P->xin[i] && P->uses[i] > 0;
+    if (stream && !shared) goto bail;
+    P->shape = P->dims[n - 1];
+    int rank = P->shape.rank;
+    P->len = P->shape.d[rank - 1];
+    int64_t size = dims_count(&P->shape);
+    if (size <= 0 || P->len <= 0 || P->len > AXIS_WIN_MAX) goto bail;
+    P->rows = size / P->len;
+    /* the items: cached values (inputs of reductions, values used twice), reductions,
+       the root, in post-order */
+    for (int i = 0; i < n; i++) {
+        const Val *u = P->nodes[i];
+        bool same = dims_equal(&P->dims[i], &P->shape);
+        RowItem it = {.v = u, .kind = RI_CACHE, .prog = -1, .slot = -1};
+        if (P->mk[u->id] == RW_RED) {
+            if (!dims_equal(&P->dims[P->ix[u->args[0]->id]], &P->shape)) goto bail;
+            it.kind = RI_RED;
+            for (int c = 0; c < P->nc; c++)
+                if (P->cached[c] == u->args[0]) it.slot = c;
+            ASSERT(it.slot >= 0);
+        } else if (i == n - 1) {
+            it.kind = RI_ROOT;
+        } else if (P->xin[i]) {
+            if (!same) goto bail;
+        } else if (P->uses[i] < 2 || !same) {
+            continue;
+        }
+        if (P->nit == ROW_ITEMS) goto bail;
+        if (it.kind == RI_CACHE) {
+            it.slot = P->nc;
+            P->cached[P->nc++] = u;
+        }
+        P->it[P->nit++] = it;
+    }
+    /* the reductions' results, memoised (the programs read them as leaves) */
+    *handled = true;
+    for (int i = 0; i < P->nit; i++) {
+        RowItem *it = &P->it[i];
+        if (it->kind != RI_RED) continue;
+        const Val *init = rw_init(it->v);
+        if (init && !get_cell(f, init, it->v->dt, &it->init)) goto fail;
+        it->hasinit = init != NULL;
+        Dims od;
+        if (!shape_reduce_has_identity(f->c->err, it->v, &P->shape) ||
+            !shape_rule(&ops, it->v, &od, NULL) || !(it->res = new_arr(f, it->v->loc, it->v->dt, od.rank, od.d)))
+            goto fail;
+        memo_put(f, it->v, arr_retain(it->res));
+    }
+    f->rows = P;
+    for (int i = 0; i < P->nit; i++) {
+        RowItem *it = &P->it[i];
+        if (it->kind == RI_RED) continue;
+        P->self = it->v;
+        P->building = &P->progs[P->np];
+        if (!prog_build(f, it->v, P->building)) goto fail;
+        it->prog = P->np++;
+        const Prog *p = &P->progs[it->prog];
+        ASSERT(p->rank == P->shape.rank && !memcmp(p->shape, P->shape.d, sizeof(int64_t) * (size_t)rank));
+        if (!run_charge(f->c, it->v->loc, size)) goto fail;
+    }
+    f->rows = NULL;
+    res = new_arr(f, v->loc, v->dt, rank, P->shape.d);
+    if (!res) goto fail;
+    P->it[P->nit - 1].res = res;
+    /* the tiles: whole rows, about ROW_TILE elements */
+    P->tr = P->len >= ROW_TILE ? 1 : ROW_TILE / P->len;
+    P->ntiles = (P->rows + P->tr - 1) / P->tr;
+    int want = pool_threads() < 64 ? pool_threads() : 64;
+    bool serial = false;
+    for (int i = 0; i < P->np; i++) serial |= P->progs[i].serial;
+    if (size < PAR_MIN || P->ntiles < 2 || (serial && cpu_work_limit > 0)) want = 1;
+    size_t tbytes = 0;
+    for (int c = 0; c < P->nc; c++) tbytes += (size_t)((P->tr * P->len * esize(P->cached[c]->dt) + 63) & ~63);
+    P->wp[0] = P->progs;
+    for (int w = 0; w < want; w++) {
+        if (w > 0) {
+            if (!(P->wp[w] = calloc((size_t)P->np, sizeof(Prog)))) break;
+            int i = 0;
+            while (i < P->np && prog_clone(&P->progs[i], &P->wp[w][i])) i++;
+            if (i < P->np) {
+                while (i-- > 0) prog_free(&P->wp[w][i]);
+                free(P->wp[w]);
+                break;
+            }
+        }
+        P->tmem[w] = aligned_alloc(64, tbytes ? tbytes : 64);
+        P->tb[w] = malloc(sizeof(char *) * (size_t)(P->nc ? P->nc : 1));
+        if (!P->tmem[w] || !P->tb[w]) {
+            if (w == 0) {
+                rt_error(f->c->err, v->loc, "out of memory");
+                goto fail;
+            }
+            for (int i = 0; i < P->np; i++) prog_free(&P->wp[w][i]);
+            free(P->wp[w]);
+            free(P->tmem[w]), free(P->tb[w]);
+            P->tmem[w] = NULL, P->tb[w] = NULL;
+            break;
+        }
+        size_t at = 0;
+        for (int c = 0; c < P->nc; c++) {
+            P->tb[w][c] = P->tmem[w] + at;
+            at += (size_t)((P->tr * P->len * esize(P->cached[c]->dt) + 63) & ~63);
+        }
+        for (int i = 0; i < P->np; i++) P->wp[w][i].tb = P->tb[w];
+        P->nw = w + 1;
+    }
+    if (P->nw > 1)
+        for (int w = 0; w < P->nw; w++)
+            for (int i = 0; i < P->np; i++) P->wp[w][i].halt = &P->halt;
+    pool_for_watch(P->ntiles, P->nw, rw_tile, P, rw_watch, P);
+    /* a program that failed recorded its error; an interrupt is the run's to report */
+    if (atomic_load(&P->failed) && f->c->err->set) goto fail;
+    *handled = true;
+    rw_free(P, true);
+    free(P);
+    return res;
+fail:
+    *handled = true;
+    arr_release(res);
+    res = NULL;
+bail:
+    rw_free(P, false);
+    free(P);
     return res;
 }
 
