@@ -7,8 +7,8 @@ Each job runs on 2^logn float32 elements through the Python API (cuk.compile(...
 device="cpu")), with CUK_THREADS=1 and with every core (each in a child process, since
 the thread count is read once), against NumPy and numexpr (its default threads: the
 machine's cores) in the same run; the median of `runs` timed calls after one warm-up.
-The axis jobs (sum0, sum1, max0, and smax: softmax along
-rows) take x as (2^logn / 256, 256). Prints one markdown table: milliseconds and cuk's speed-up over the best peer. Also
+The axis jobs (sum0, sum1, max0, smax: softmax along
+rows, and lnorm: layer_norm of the rows) take x as (2^logn / 256, 256). Prints one markdown table: milliseconds and cuk's speed-up over the best peer. Also
 times fib(27) through `cukc run` (host calls of a function of scalars)."""
 import argparse
 import json
@@ -35,9 +35,10 @@ fn smax(x: f32[r, c]) -> f32[r, c] {
     let e = exp(x - max(x, axis=1, keepdims=true));
     return e / sum(e, axis=1, keepdims=true);
 }
+fn lnorm(x: f32[r, c]) -> f32[r, c] = layer_norm(x, 0.00001);
 """
 
-JOBS = ["saxpy", "chain", "total", "dot", "top", "noise", "sum0", "sum1", "max0", "csum", "smax"]
+JOBS = ["saxpy", "chain", "total", "dot", "top", "noise", "sum0", "sum1", "max0", "csum", "smax", "lnorm"]
 COLS = 256  # the axis jobs: x as (n / 256, 256)
 
 
@@ -65,7 +66,8 @@ def cuk_times(logn, runs):
              "dot": lambda: m.dot(x, y), "top": lambda: m.top(x), "noise": lambda: m.noise(x)}
     x2 = x.reshape(-1, COLS)
     calls.update({"sum0": lambda: m.sum0(x2), "sum1": lambda: m.sum1(x2), "max0": lambda: m.max0(x2),
-                  "csum": lambda: m.csum(x), "smax": lambda: m.smax(x2)})
+                  "csum": lambda: m.csum(x), "smax": lambda: m.smax(x2),
+                  "lnorm": lambda: m.lnorm(x2)})
     return {j: timeit(calls[j], runs) for j in JOBS}
 
 
@@ -83,8 +85,12 @@ def peer_times(logn, runs):
         e = np.exp(x2 - x2.max(1, keepdims=True))
         return e / e.sum(1, keepdims=True)
 
+    def lnorm():
+        d = x2 - x2.mean(1, keepdims=True)
+        return d / np.sqrt((d * d).mean(1, keepdims=True) + np.float32(1e-5))
+
     npy.update({"sum0": lambda: x2.sum(0), "sum1": lambda: x2.sum(1), "max0": lambda: x2.max(0),
-                "csum": lambda: np.cumsum(x), "smax": smax})
+                "csum": lambda: np.cumsum(x), "smax": smax, "lnorm": lnorm})
     out = {"numpy": {j: timeit(npy[j], runs) for j in JOBS}}
     try:
         import numexpr as ne

@@ -3373,14 +3373,14 @@ enum {
     ROW_ITEMS = 24,        /* cached values, reductions and the root of one plan */
 };
 enum { RW_NONE, RW_REG, RW_RED, RW_LEAF, RW_DIM };
-enum { RI_CACHE, RI_RED, RI_ROOT };
+enum { RI_CACHE, RI_RED, RI_ROWV, RI_ROOT };
 
 typedef struct RowItem {
     const Val *v;
     int kind;      /* RI_*, in an order where what an item reads comes first */
     int prog;      /* RI_CACHE, RI_ROOT: its program */
     int slot;      /* RI_CACHE: its tile buffer; RI_RED: its input's */
-    Arr *res;      /* RI_RED: the results, one per row (memoised for the programs) */
+    Arr *res;      /* RI_RED, RI_ROWV: the values, one per row (memoised for the programs) */
     bool hasinit;
     Cell init;
 } RowItem;
@@ -3394,6 +3394,7 @@ typedef struct RowPlan {
     Dims *dims;
     int *uses;           /* per node: how many region values use it */
     bool *xin;           /* per node: the input of a row reduction */
+    bool *rowv;          /* per node: one value per row that a whole-row value reads */
     int nn, nred;
     const Val **leaves;  /* values the region reads that rows_eval evaluates first */
     int nl;
@@ -3437,7 +3438,10 @@ static int prog_add_tile(Frame *f, Prog *p, const Val *v) {
 
 /* Whether v is one of the reductions of the plan being built: its memoised result is
    filled in a tile at a time, so a program must read it, not splat it when it is built. */
-static bool rw_pending(const Frame *f, const Val *v) { return f->rows && f->rows->mk[v->id] == RW_RED; }
+static bool rw_pending(const Frame *f, const Val *v) {
+    const RowPlan *P = f->rows;
+    return P && (P->mk[v->id] == RW_RED || (P->mk[v->id] == RW_REG && P->rowv && P->rowv[P->ix[v->id]]));
+}
 
 /* Whether v is a reduction along the last axis of a fused value of the root's rank, kept
    as [..., 1], that folds in its input's type. */
@@ -3538,6 +3542,9 @@ static void rw_tile(void *ctx, int worker, int64_t t) {
         const Val *v = it->v;
         if (it->kind == RI_CACHE) {
             if (!rw_fill(P, &ps[it->prog], toff, n, P->tb[worker][it->slot], esize(v->dt))) return;
+        } else if (it->kind == RI_ROWV) {
+            int esz = esize(v->dt);
+            if (!rw_fill(P, &ps[it->prog], r0, nr, (char *)it->res->data + r0 * esz, esz)) return;
         } else if (it->kind == RI_ROOT) {
             Arr *out = P->it[P->nit - 1].res;
             int esz = esize(v->dt);
@@ -3582,13 +3589,14 @@ static void rw_free(RowPlan *P, bool keep) {
     for (int w = 0; w < 64; w++) free(P->tmem[w]), free(P->tb[w]);
     for (int i = 0; i < P->nit; i++) {
         RowItem *it = &P->it[i];
-        if (it->kind == RI_RED && it->res && !keep && f->memo[it->v->id] == it->res) {
+        if ((it->kind == RI_RED || it->kind == RI_ROWV) && it->res && !keep && f->memo[it->v->id] == it->res) {
             arr_release(f->memo[it->v->id]);
             f->memo[it->v->id] = NULL;
         }
         if (it->kind != RI_ROOT) arr_release(it->res);
     }
-    free(P->mk), free(P->ix), free(P->nodes), free(P->dims), free(P->uses), free(P->xin), free(P->leaves);
+    free(P->mk), free(P->ix), free(P->nodes), free(P->dims), free(P->uses), free(P->xin), free(P->rowv);
+    free(P->leaves);
 }
 
 /* Evaluates v a tile of rows at a time when it is made of reductions along its last
@@ -3626,7 +3634,8 @@ static Arr *rows_eval(Frame *f, const Val *v, bool *handled, bool stream) {
     P->dims = malloc(sizeof(Dims) * (size_t)n);
     P->uses = calloc((size_t)n, sizeof(int));
     P->xin = calloc((size_t)n, sizeof(bool));
-    if (!P->dims || !P->uses || !P->xin) goto bail;
+    P->rowv = calloc((size_t)n, sizeof(bool));
+    if (!P->dims || !P->uses || !P->xin || !P->rowv) goto bail;
     /* shapes by the shape rules, without computing anything; an error is left for the
        ordinary path to report where it finds it */
     RtErr scratch;
@@ -3653,6 +3662,19 @@ static Arr *rows_eval(Frame *f, const Val *v, bool *handled, bool stream) {
     P->shape = P->dims[n - 1];
     int rank = P->shape.rank;
     P->len = P->shape.d[rank - 1];
+    /* values of one per row (the shape of the reductions' results) that whole-row values
+       read: computed once per row (layer_norm's rsqrt(var + eps)), not per element */
+    Dims rsh = P->shape;
+    rsh.d[rank - 1] = 1;
+    for (int i = 0; i < n; i++) {
+        const Val *u = P->nodes[i];
+        if (P->mk[u->id] != RW_REG || !dims_equal(&P->dims[i], &P->shape)) continue;
+        for (int k = 0; k < u->nargs; k++) {
+            const Val *a = u->args[k];
+            if (P->mk[a->id] == RW_REG && dims_equal(&P->dims[P->ix[a->id]], &rsh) && P->len > 1)
+                P->rowv[P->ix[a->id]] = true;
+        }
+    }
     int64_t size = dims_count(&P->shape);
     if (size <= 0 || P->len <= 0 || P->len > AXIS_WIN_MAX) goto bail;
     P->rows = size / P->len;
@@ -3670,6 +3692,8 @@ static Arr *rows_eval(Frame *f, const Val *v, bool *handled, bool stream) {
             ASSERT(it.slot >= 0);
         } else if (i == n - 1) {
             it.kind = RI_ROOT;
+        } else if (P->rowv[i]) {
+            it.kind = RI_ROWV;
         } else if (P->xin[i]) {
             if (!same) goto bail;
         } else if (P->uses[i] < 2 || !same) {
@@ -3705,8 +3729,13 @@ static Arr *rows_eval(Frame *f, const Val *v, bool *handled, bool stream) {
         if (!prog_build(f, it->v, P->building)) goto fail;
         it->prog = P->np++;
         const Prog *p = &P->progs[it->prog];
-        ASSERT(p->rank == P->shape.rank && !memcmp(p->shape, P->shape.d, sizeof(int64_t) * (size_t)rank));
-        if (!run_charge(f->c, it->v->loc, size)) goto fail;
+        const Dims *want = it->kind == RI_ROWV ? &rsh : &P->shape;
+        ASSERT(p->rank == rank && !memcmp(p->shape, want->d, sizeof(int64_t) * (size_t)rank));
+        if (!run_charge(f->c, it->v->loc, it->kind == RI_ROWV ? P->rows : size)) goto fail;
+        if (it->kind == RI_ROWV) { /* the later programs read it */
+            if (!(it->res = new_arr(f, it->v->loc, it->v->dt, rank, rsh.d))) goto fail;
+            memo_put(f, it->v, arr_retain(it->res));
+        }
     }
     f->rows = NULL;
     res = new_arr(f, v->loc, v->dt, rank, P->shape.d);
