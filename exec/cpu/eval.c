@@ -3816,6 +3816,12 @@ typedef struct ScanSt {
 /* NaN-propagating min/max for any T (isf is the function's "T is a float"). */
 #define MINF(a, b) ((ISNAN_T(a) || (a) < (b)) ? (a) : (b))
 #define MAXF(a, b) ((ISNAN_T(a) || (a) > (b)) ? (a) : (b))
+#define SCAN_LOOP(E)                                                                        \
+    for (; i < n; i++) {                                                                    \
+        T v = x[i * ist], r = (E);                                                          \
+        y[i * ost] = exc ? a : r;                                                           \
+        a = r;                                                                              \
+    }
 #define SCAN_FN(DTN, CT, UT, KIND, unused)                                                  \
     static void scan_##DTN(ScanSt *s, const void *pin, void *pout, int64_t n, int64_t ist,  \
                            int64_t ost) {                                                   \
@@ -3826,22 +3832,21 @@ typedef struct ScanSt {
         const bool isf = ISF_##KIND;                                                        \
         T a;                                                                                \
         memcpy(&a, &s->acc, sizeof a);                                                      \
-        for (int64_t i = 0; i < n; i++) {                                                   \
-            T v = x[i * ist], r;                                                            \
-            if (!s->have) {                                                                 \
-                r = v;                                                                      \
-                s->have = true;                                                             \
-            } else {                                                                        \
-                switch (s->op) {                                                            \
-                case RED_SUM: r = isf ? (T)(a + v) : (T)((U)a + (U)v); break;               \
-                case RED_PROD: r = isf ? (T)(a * v) : (T)((U)a * (U)v); break;              \
-                case RED_MIN: r = MINF(a, v); break;                                        \
-                case RED_MAX: r = MAXF(a, v); break;                                        \
-                default: die("bad scan %d", (int)s->op);                                    \
-                }                                                                           \
-            }                                                                               \
-            y[i * ost] = s->exclusive ? a : r;                                              \
-            a = r;                                                                          \
+        const bool exc = s->exclusive;                                                      \
+        int64_t i = 0;                                                                      \
+        if (!s->have && n > 0) { /* the first value starts the fold */                     \
+            y[0] = exc ? a : x[0];                                                          \
+            a = x[0];                                                                       \
+            s->have = true;                                                                 \
+            i = 1;                                                                          \
+        }                                                                                   \
+        /* one loop per combine, the switch out of it: the fold's latency is the loop's */ \
+        switch (s->op) {                                                                    \
+        case RED_SUM: SCAN_LOOP(isf ? (T)(a + v) : (T)((U)a + (U)v)); break;                \
+        case RED_PROD: SCAN_LOOP(isf ? (T)(a * v) : (T)((U)a * (U)v)); break;               \
+        case RED_MIN: SCAN_LOOP(MINF(a, v)); break;                                         \
+        case RED_MAX: SCAN_LOOP(MAXF(a, v)); break;                                         \
+        default: die("bad scan %d", (int)s->op);                                            \
         }                                                                                   \
         memcpy(&s->acc, &a, sizeof a);                                                      \
         (void)isf;                                                                          \
