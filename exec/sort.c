@@ -126,51 +126,116 @@ RADIX_ROW(radix_k4p8, uint32_t, uint64_t)
 RADIX_ROW(radix_k8p4, uint64_t, uint32_t)
 RADIX_ROW(radix_k8p8, uint64_t, uint64_t)
 
-/* The payload of element i: its position (argsort) or its bits (sort), in pb bytes. */
-static uint64_t payload(DType dt, const char *xr, int64_t i, bool arg) {
-    if (arg) return (uint64_t)i;
-    switch (dtype_info[dt].size) {
-    case 1: return ((const uint8_t *)xr)[i];
-    case 4: return ((const uint32_t *)xr)[i];
-    default: return ((const uint64_t *)xr)[i];
+/* A float's bits (f32 in the low 4 bytes) from its key: sort_key's map undone. -0.0 comes
+   back as 0.0 and every NaN as one NaN; sort_fixups puts the input's own back. */
+static uint64_t unkey_float(DType dt, uint64_t k, bool desc) {
+    const uint64_t top = dt == DT_F32 ? 0xffffffffull : ~0ull, sign = dt == DT_F32 ? 0x80000000ull : 1ull << 63;
+    if (desc && k != top) k = ~k & top;
+    return (k & sign) ? k & ~sign : ~k & top;
+}
+
+/* The keys of row x (len elements) into k (kb bytes each); for floats, whether the row
+   has a -0.0 or a NaN (their bits are put back after the sort: sort_fixups). */
+static void row_keys(DType dt, const char *x, int64_t len, bool desc, int kb, void *k, bool *fix) {
+    *fix = false;
+    if (kb == 8) {
+        fill_keys(dt, x, len, desc, k);
+    } else {
+        uint32_t *k4 = k;
+        switch (dt) {
+#define FILL4(D)                                                                                    \
+    case D:                                                                                         \
+        for (int64_t i = 0; i < len; i++) k4[i] = (uint32_t)sort_key(D, x, i, desc);               \
+        break;
+            FILL4(DT_BOOL)
+            FILL4(DT_I32)
+            FILL4(DT_U32)
+#undef FILL4
+        default:
+            for (int64_t i = 0; i < len; i++) k4[i] = (uint32_t)sort_key(DT_F32, x, i, desc);
+            break;
+        }
+    }
+    if (dt == DT_F32) {
+        const uint32_t *u = (const uint32_t *)x;
+        uint32_t any = 0;
+        for (int64_t i = 0; i < len; i++) /* -0.0, or exponent all ones with a mantissa */
+            any |= (u[i] == 0x80000000u) | ((u[i] & 0x7fffffffu) > 0x7f800000u);
+        *fix = any != 0;
+    } else if (dt == DT_F64) {
+        const uint64_t *u = (const uint64_t *)x;
+        uint64_t any = 0;
+        for (int64_t i = 0; i < len; i++)
+            any |= (u[i] == 1ull << 63) | ((u[i] & ~(1ull << 63)) > 0x7ff0000000000000ull);
+        *fix = any != 0;
+    }
+}
+
+/* A sorted float row y, from its keys: its zeros are one run and its NaNs the last run,
+   each in input order (the sort is stable), so the input's own bits go back into them
+   in input order: -0.0 stays -0.0, a NaN keeps its payload. */
+static void sort_fixups(DType dt, const char *x, char *y, int64_t len) {
+    const size_t es = dtype_info[dt].size;
+    int64_t z = -1, nan = len;
+    for (int64_t i = 0; i < len; i++) {
+        double v = dt == DT_F32 ? (double)((const float *)y)[i] : ((const double *)y)[i];
+        if (v == 0.0 && z < 0) z = i;
+        if (v != v && nan == len) nan = i;
+    }
+    for (int64_t i = 0; i < len; i++) {
+        double v = dt == DT_F32 ? (double)((const float *)x)[i] : ((const double *)x)[i];
+        if (v == 0.0) memcpy(y + (size_t)z++ * es, x + (size_t)i * es, es);
+        else if (v != v) memcpy(y + (size_t)nan++ * es, x + (size_t)i * es, es);
     }
 }
 
 bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool desc, void *vals, int64_t *idx) {
     if (rows <= 0 || len <= 0) return true;
-    /* argsort carries the positions with the keys; sort the floats' own bits (the
-       output is then written in order, not gathered: 0.91 -> 0.56 s for 2^24 f32), and
-       integers and bools their keys alone, turned back into elements (unkey) */
-    const bool arg = idx != NULL, bare = !arg && !dtype_info[dt].is_float; /* keys alone: unkey() */
-    const int kb = key_bytes(dt), pb = bare ? 0 : arg ? (len <= (int64_t)UINT32_MAX ? 4 : 8) : key_bytes(dt);
+    /* A sort sorts the keys alone, in the output row itself where a key is an element's
+       size, and turns them back into elements (unkey; a float's -0.0 and NaNs put back
+       by sort_fixups): one scratch row of keys. argsort carries the positions with the
+       keys, as 4-byte positions inside the output row of 8-byte ones when the row is
+       short enough, widened in place at the end: two scratch rows of keys. */
+    const bool arg = idx != NULL, isf = dtype_info[dt].is_float;
+    const int kb = key_bytes(dt);
     const size_t es = (size_t)dtype_info[dt].size, n = (size_t)len;
-    char *buf = malloc(n * 2 * (size_t)(kb + pb));
+    const bool kin = !arg && es == (size_t)kb, pin = arg && len <= (int64_t)UINT32_MAX;
+    const int pb = !arg ? 0 : pin ? 4 : 8;
+    char *buf = malloc(n * (size_t)kb * (kin ? 1 : 2) + (arg && !pin ? 2 * n * 8 : 0));
     if (!buf) return false;
-    void *k = buf, *k2 = buf + n * (size_t)kb, *p = bare ? NULL : buf + 2 * n * (size_t)kb;
-    void *p2 = bare ? NULL : (char *)p + n * (size_t)pb;
     for (int64_t r = 0; r < rows; r++) {
         const char *xr = (const char *)x + (size_t)r * n * es;
-        for (int64_t i = 0; i < len; i++) {
-            uint64_t key = sort_key(dt, xr, i, desc), pay = payload(dt, xr, i, arg);
-            if (kb == 4) ((uint32_t *)k)[i] = (uint32_t)key;
-            else ((uint64_t *)k)[i] = key;
-            if (pb == 4) ((uint32_t *)p)[i] = (uint32_t)pay;
-            else if (pb == 8) ((uint64_t *)p)[i] = pay;
-        }
+        char *vr = arg ? NULL : (char *)vals + (size_t)r * n * es;
+        int64_t *ir = arg ? idx + (size_t)r * n : NULL;
+        void *k = kin ? (void *)vr : buf, *k2 = kin ? buf : buf + n * (size_t)kb;
+        void *p = NULL, *p2 = NULL;
+        if (pin) p = ir, p2 = (uint32_t *)ir + n;
+        else if (arg) p = buf + 2 * n * (size_t)kb, p2 = (char *)p + n * 8;
+        bool fix;
+        row_keys(dt, xr, len, desc, kb, k, &fix);
+        if (pb == 4)
+            for (int64_t i = 0; i < len; i++) ((uint32_t *)p)[i] = (uint32_t)i;
+        else if (pb == 8)
+            for (int64_t i = 0; i < len; i++) ((uint64_t *)p)[i] = (uint64_t)i;
         if (kb == 4 && pb != 8) radix_k4p4(k, p, k2, p2, len);
         else if (kb == 4) radix_k4p8(k, p, k2, p2, len);
         else if (pb != 8) radix_k8p4(k, p, k2, p2, len);
         else radix_k8p8(k, p, k2, p2, len);
-        for (int64_t i = 0; i < len; i++) {
-            uint64_t pay = bare      ? unkey(dt, kb == 4 ? ((uint32_t *)k)[i] : ((uint64_t *)k)[i], desc)
-                           : pb == 4 ? ((uint32_t *)p)[i]
-                                     : ((uint64_t *)p)[i];
-            size_t o = (size_t)r * n + (size_t)i;
-            if (arg) idx[o] = (int64_t)pay;
-            else if (es == 1) ((uint8_t *)vals)[o] = (uint8_t)pay;
-            else if (es == 4) ((uint32_t *)vals)[o] = (uint32_t)pay;
-            else ((uint64_t *)vals)[o] = pay;
+        if (arg) {
+            if (pin) /* from the end: ir[i] overlaps positions 2i and 2i + 1 >= i, read already */
+                for (int64_t i = len - 1; i >= 0; i--) ir[i] = (int64_t)((uint32_t *)p)[i];
+            else
+                for (int64_t i = 0; i < len; i++) ir[i] = (int64_t)((uint64_t *)p)[i];
+            continue;
         }
+        for (int64_t i = 0; i < len; i++) {
+            uint64_t key = kb == 4 ? ((uint32_t *)k)[i] : ((uint64_t *)k)[i];
+            uint64_t e = isf ? unkey_float(dt, key, desc) : unkey(dt, key, desc);
+            if (es == 1) ((uint8_t *)vr)[i] = (uint8_t)e;
+            else if (es == 4) ((uint32_t *)vr)[i] = (uint32_t)e;
+            else ((uint64_t *)vr)[i] = e;
+        }
+        if (fix) sort_fixups(dt, xr, vr, len);
     }
     free(buf);
     return true;
