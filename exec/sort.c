@@ -77,7 +77,7 @@ static int key_bytes(DType dt) { return dtype_info[dt].size > 4 ? 8 : 4; }
    own bits for sort; NULL, with p2, for keys alone) put in stable key order, in k and
    perm. K the key type, P the payload type. */
 #define RADIX_ROW(NAME, K, P)                                                                       \
-    static void NAME(K *k, P *perm, K *k2, P *p2, int64_t n) {                                      \
+    static bool NAME(K *k, P *perm, K *k2, P *p2, int64_t n) {                                      \
         if (n <= 48) { /* insertion sort: stable, as it moves only past larger keys */             \
             for (int64_t i = 1; i < n; i++) {                                                       \
                 K kk = k[i];                                                                        \
@@ -90,36 +90,40 @@ static int key_bytes(DType dt) { return dtype_info[dt].size > 4 ? 8 : 4; }
                 k[j] = kk;                                                                          \
                 if (perm) perm[j] = pp;                                                             \
             }                                                                                       \
-            return;                                                                                 \
+            return true;                                                                            \
         }                                                                                           \
-        enum { D = (int)sizeof(K) };                                                                \
-        int64_t cnt[sizeof(K)][256];                                                                \
-        memset(cnt, 0, sizeof cnt);                                                                 \
-        for (int64_t i = 0; i < n; i++)                                                             \
-            for (int d = 0; d < D; d++) cnt[d][(k[i] >> (8 * d)) & 255]++;                          \
-        K *ka = k, *kb = k2;                                                                        \
-        P *pa = perm, *pb = p2;                                                                     \
-        for (int d = 0; d < D; d++) {                                                               \
-            int64_t *c = cnt[d], s = 0;                                                             \
-            bool trivial = false;                                                                   \
-            for (int b = 0; b < 256; b++) {                                                         \
-                if (c[b] == n) trivial = true;                                                      \
-                int64_t t = c[b];                                                                   \
-                c[b] = s, s += t;                                                                   \
-            }                                                                                       \
-            if (trivial) continue; /* every key has this digit: the order stands */                 \
-            for (int64_t i = 0; i < n; i++) {                                                       \
-                int64_t o = c[(ka[i] >> (8 * d)) & 255]++;                                          \
-                kb[o] = ka[i];                                                                      \
-                if (pa) pb[o] = pa[i];                                                              \
-            }                                                                                       \
-            K *tk = ka;                                                                             \
-            ka = kb, kb = tk;                                                                       \
-            P *tp = pa;                                                                             \
-            pa = pb, pb = tp;                                                                       \
-        }                                                                                           \
+        /* 11-bit digits: 3 passes over 4-byte keys, 6 over 8-byte ones (8-bit digits took   \
+           4 and 8); 2048 buckets' write fronts still fit in L2 */                          \
+        enum { B = 11, NB = 1 << B, D = ((int)sizeof(K) * 8 + B - 1) / B };                 \
+        int64_t(*cnt)[NB] = calloc(D, sizeof *cnt);                                         \
+        if (!cnt) return false;                                                             \
+        for (int64_t i = 0; i < n; i++)                                                     \
+            for (int d = 0; d < D; d++) cnt[d][(k[i] >> (B * d)) & (NB - 1)]++;             \
+        K *ka = k, *kb = k2;                                                                \
+        P *pa = perm, *pb = p2;                                                             \
+        for (int d = 0; d < D; d++) {                                                       \
+            int64_t *c = cnt[d], s = 0;                                                     \
+            bool trivial = false;                                                           \
+            for (int b = 0; b < NB; b++) {                                                  \
+                if (c[b] == n) trivial = true;                                              \
+                int64_t t = c[b];                                                           \
+                c[b] = s, s += t;                                                           \
+            }                                                                               \
+            if (trivial) continue; /* every key has this digit: the order stands */         \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                int64_t o = c[(ka[i] >> (B * d)) & (NB - 1)]++;                             \
+                kb[o] = ka[i];                                                              \
+                if (pa) pb[o] = pa[i];                                                      \
+            }                                                                               \
+            K *tk = ka;                                                                     \
+            ka = kb, kb = tk;                                                               \
+            P *tp = pa;                                                                     \
+            pa = pb, pb = tp;                                                               \
+        }                                                                                   \
+        free(cnt);                                                                          \
         if (ka != k) memcpy(k, ka, sizeof(K) * (size_t)n);                                          \
         if (pa != perm) memcpy(perm, pa, sizeof(P) * (size_t)n);                                    \
+        return true;                                                                                \
     }
 RADIX_ROW(radix_k4p4, uint32_t, uint32_t)
 RADIX_ROW(radix_k4p8, uint32_t, uint64_t)
@@ -217,10 +221,14 @@ bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool des
             for (int64_t i = 0; i < len; i++) ((uint32_t *)p)[i] = (uint32_t)i;
         else if (pb == 8)
             for (int64_t i = 0; i < len; i++) ((uint64_t *)p)[i] = (uint64_t)i;
-        if (kb == 4 && pb != 8) radix_k4p4(k, p, k2, p2, len);
-        else if (kb == 4) radix_k4p8(k, p, k2, p2, len);
-        else if (pb != 8) radix_k8p4(k, p, k2, p2, len);
-        else radix_k8p8(k, p, k2, p2, len);
+        bool ok = kb == 4 && pb != 8 ? radix_k4p4(k, p, k2, p2, len)
+                  : kb == 4          ? radix_k4p8(k, p, k2, p2, len)
+                  : pb != 8          ? radix_k8p4(k, p, k2, p2, len)
+                                     : radix_k8p8(k, p, k2, p2, len);
+        if (!ok) {
+            free(buf);
+            return false;
+        }
         if (arg) {
             if (pin) /* from the end: ir[i] overlaps positions 2i and 2i + 1 >= i, read already */
                 for (int64_t i = len - 1; i >= 0; i--) ir[i] = (int64_t)((uint32_t *)p)[i];
@@ -299,7 +307,7 @@ static bool topk_select_row(DType dt, const char *xr, int64_t len, int64_t k, ui
     int64_t c = 0, eq = need;
     for (int64_t i = 0; i < len && c < k; i++)
         if (kk[i] < prefix || (kk[i] == prefix && eq-- > 0)) ck[c] = kk[i], cp[c] = (uint64_t)i, c++;
-    radix_k8p8(ck, cp, k2, p2, c);
+    if (!radix_k8p8(ck, cp, k2, p2, c)) return false;
     for (int64_t j = 0; j < c; j++) out[j] = (int64_t)cp[j];
     return true;
 }
