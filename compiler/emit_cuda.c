@@ -1473,11 +1473,10 @@ static void emit_map(KE *ke) {
     header(ke);
     Buf *b = ke->b;
     Val *tt = kernel_tiled_transpose(k);
-    if (tt) {
+    if (tt) { /* the general path below when the transpose is broadcast (KFLAT_TILED) */
+        bprintf(b, "    if (p.w[%d] & %d) {\n", W(ke, KP_FLAT, NULL, 0, 0), KFLAT_TILED);
         emit_map_transposed(ke, tt);
-        bputs(b, "}\n\n");
-        body_twice(ke);
-        return;
+        bputs(b, "    }\n");
     }
     reset_scope(ke);
     Leaves L = leaves_new(ke);

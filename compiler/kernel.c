@@ -498,7 +498,9 @@ bool kernel_geometry(const Kernel *k, int64_t n, int64_t outer, int64_t inner, i
     case K_MAP: {
         int m = kernel_widest_elem(k); /* the emitted vector holds 16 / m elements */
         int64_t per = (int64_t)k->block * k->items * (16 / m), nb = n / per + (n % per != 0);
-        if (kernel_tiled_transpose(k)) nb = n / 1024 + (n % 1024 != 0); /* a 32 x 32 tile a block */
+        /* a 32 x 32 tile a block, or the general path's chunks (KFLAT_TILED): whichever
+           takes more blocks, so that either path's grid covers the output */
+        if (kernel_tiled_transpose(k) && n / 1024 + (n % 1024 != 0) > nb) nb = n / 1024 + (n % 1024 != 0);
         if (nb > 0x7fffffff) return false;
         *grid = (unsigned)(nb < 1 ? 1 : nb);
         break;

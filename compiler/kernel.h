@@ -62,6 +62,11 @@ typedef enum {
    when every size, stride, slice bound and offset of the launch is under KIX32_LIMIT,
    so that no index, offset or intermediate of the chains can overflow an int. */
 #define KFLAT_IX32 2
+/* Bit 2 of the KP_FLAT word: the tiled transpose of a map kernel (kernel_tiled_transpose)
+   has the iteration space's shape, so its tiles are the output's; when it is broadcast
+   instead (a (2, 1) transpose added to a (2, 2) value), the kernel takes its general
+   path, which reads the transpose through its index transform. */
+#define KFLAT_TILED 4
 #define KIX32_LIMIT (1LL << 30)
 static inline bool kparam_is_index(KPKind kind) {
     switch (kind) {

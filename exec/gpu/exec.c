@@ -1061,8 +1061,14 @@ static bool launch(Frame *f, const Kernel *k) {
     }
     /* ix32: every index word and element count of the launch small enough for the
        32-bit copy of an ix32 kernel's body (KFLAT_IX32) */
-    bool flat = true, ix32 = k->ix32 && n < KIX32_LIMIT;
+    bool flat = true, ix32 = k->ix32 && n < KIX32_LIMIT, tiled = false;
     for (int i = 0; ok && i < k->nins; i++) flat = flat && (!k->ins_direct[i] || same_dims(&ins[i], &space));
+    Val *tt = kernel_tiled_transpose(k);
+    if (ok && tt) { /* KFLAT_TILED: the tiles only where the transpose is not broadcast */
+        Value tx;
+        ok = shape_of(f, tt, &tx);
+        tiled = ok && same_dims(&tx, &space);
+    }
     /* the parameter words */
     for (int i = 0; ok && i < k->nparams; i++) {
         const KParam *p = &k->params[i];
@@ -1167,7 +1173,7 @@ static bool launch(Frame *f, const Kernel *k) {
     /* a segmented reduction writes every scratch word it reads (emit_segred) */
     if (ok && scratch_bytes) ok = scratch_get(s, scratch_bytes, !kernel_segred(k), loc);
     for (int i = 0; i < k->nparams; i++) {
-        if (k->params[i].kind == KP_FLAT) w[i] = flat | (ix32 ? KFLAT_IX32 : 0);
+        if (k->params[i].kind == KP_FLAT) w[i] = flat | (ix32 ? KFLAT_IX32 : 0) | (tiled ? KFLAT_TILED : 0);
         if (k->params[i].kind == KP_SCRATCH) w[i] = (long long)s->ss->scratch;
     }
     bool empty = (k->kind == K_MAP || k->kind == K_SCAN || k->kind == K_ROW || k->kind == K_MATMUL ||

@@ -649,3 +649,20 @@ def test_empty_gather_checks_its_indices():
         m.f(np.zeros((1, 0), np.float32), np.array([0, 1]))
     with pytest.raises(cuk.RunError, match="index 1 is out of bounds for axis 0 with size 1"):
         m.g(np.zeros((1, 0), np.float32))
+
+
+def test_broadcast_transpose_in_a_tiled_map():
+    """A transpose broadcast against a larger operand ((2, 1) + (2, 2)) in a map kernel
+    with the tiled transpose: the tiles are only the output's when the transpose has the
+    output's shape (KFLAT_TILED); broadcast, the kernel takes its general path (the tiled
+    path read x as if it had the output's shape: element (1, 1) came out 0, found by the
+    GPU differential run, seed 4012)."""
+    src = "fn f(t: f32[a, b], y: f32[b, c]) -> f32[b, c] = transpose(t) + y;\n"
+    g, c = cuk.compile(src, device="gpu"), cuk.compile(src, device="cpu")
+    rng = np.random.default_rng(0)
+    for a, b, cc in ((1, 2, 2), (1, 70, 33), (1, 1, 5), (3, 40, 3), (64, 64, 64), (200, 300, 200)):
+        t = rng.standard_normal((a, b)).astype(np.float32)
+        y = rng.standard_normal((b, cc)).astype(np.float32)
+        got, want = g.f(t, y), c.f(t, y)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got, t.T + y)
