@@ -209,11 +209,12 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 # under scripts/check.sh's ASan+UBSan stage (conftest.py) the child carries ASan's shadow memory
 @pytest.mark.skipif(bool(os.environ.get("CUK_PYTHON_CHILD_PRELOAD")), reason="ASan's shadow memory inflates the peak")
 def test_peak_memory_is_the_output():
-    # each output is 20000 x 4096 f32, 328 MB; the input and exp(x - m) stored as well
-    # made the peak 3x that (984 MB)
+    # each output is 20000 x 4096 f32, 328 MB (the child's peak with Python and NumPy:
+    # about 350 MB); the input and exp(x - m) stored as well made it 3x that (984 MB),
+    # one of them 2x (656 MB)
     paths = [os.path.join(cukpath.ROOT, "python"), os.path.join(cukpath.BUILD, "python")]
     r = subprocess.run([sys.executable, "-c", CHILD] + paths, capture_output=True, text=True, timeout=300,
                        env=cukpath.python_child_env(CUK_THREADS="2"))
     assert r.returncode == 0, r.stderr
     peak_mb = int(r.stdout.split()[-1]) / 1024
-    assert peak_mb < 480, peak_mb
+    assert peak_mb < 600, peak_mb
