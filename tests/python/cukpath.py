@@ -126,3 +126,51 @@ def cai_error(f, typestr):
     except cuk.Error as e:
         return str(e)
     return ""
+
+
+def same_bits(a, b):
+    """a and b (arrays, or tuples of them) of the same types, shapes and bits."""
+    import numpy as np
+
+    if not isinstance(a, tuple):
+        a, b = (a,), (b,)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape
+        assert x.tobytes() == y.tobytes()
+
+
+def fused_and_stored(mod, name, x):
+    """mod.fused_NAME(x), checked to be the bits of mod.stored_NAME(x) (the same steps,
+    each value stored by a let)."""
+    got = getattr(mod, "fused_" + name)(x)
+    same_bits(got, getattr(mod, "stored_" + name)(x))
+    return got
+
+
+def cpu_outputs_by_threads(prog, threads=("1", "2", "3")):
+    """`cukc run --device cpu prog`'s output with each CUK_THREADS in threads (each run
+    must succeed)."""
+    import subprocess
+
+    cukc = os.environ.get("CUKC") or os.path.join(BUILD, "bin", "cukc")
+    outs = []
+    for t in threads:
+        r = subprocess.run([cukc, "run", "--device", "cpu", str(prog)], capture_output=True, text=True,
+                           env=dict(os.environ, CUK_THREADS=t), timeout=300)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    return outs
+
+
+def child_peak_mb(code, threads="2"):
+    """The peak resident memory (MB) of a Python child that runs code with cuk importable
+    (sys.path from argv) and prints its ru_maxrss last."""
+    import subprocess
+
+    paths = [os.path.join(ROOT, "python"), os.path.join(BUILD, "python")]
+    r = subprocess.run([sys.executable, "-c", code] + paths, capture_output=True, text=True, timeout=300,
+                       env=python_child_env(CUK_THREADS=threads))
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout.split()[-1]) / 1024

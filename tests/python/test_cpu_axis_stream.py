@@ -6,15 +6,13 @@ stored input (a `let` stores it), for every axis and shape class (short and long
 contiguous lines, few and many columns, a tile boundary), integers, bools (any/all), arg reductions and lambdas; an error inside the input is still reported; and
 the peak memory is of the order of the output, not of the input."""
 import os
-import resource
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import cukpath  # noqa: F401
 import cuk
+from cukpath import fused_and_stored
 
 SRC = """
 fn fused_sum(x: f32[a, b, c]) -> (f32[b, c], f32[a, c], f32[a, b]) =
@@ -61,20 +59,6 @@ SHAPES2 = [(1, 1), (7, 3), (3, 70000), (70000, 3), (300, 700), (513, 257)]
 @pytest.fixture(scope="module")
 def mod():
     return cuk.compile(SRC, device="cpu")
-
-
-def same(a, b):
-    for x, y in zip(a, b):
-        x, y = np.asarray(x), np.asarray(y)
-        assert x.dtype == y.dtype and x.shape == y.shape
-        assert x.tobytes() == y.tobytes()
-
-
-def fused_and_stored(mod, name, x):
-    """fused_NAME(x), checked to be the bits of stored_NAME(x)."""
-    got = getattr(mod, "fused_" + name)(x)
-    same(got, getattr(mod, "stored_" + name)(x))
-    return got
 
 
 @pytest.mark.parametrize("shape", SHAPES3)
@@ -126,13 +110,7 @@ fn main() {
     print(sum(cumsum(rand(1000, 3000, seed=4) - 0.5, axis=1)[:, 2999]));
 }
 """)
-    cukc = os.environ.get("CUKC") or os.path.join(cukpath.BUILD, "bin", "cukc")
-    outs = []
-    for t in ("1", "2", "3"):
-        r = subprocess.run([cukc, "run", "--device", "cpu", str(prog)], capture_output=True, text=True,
-                           env=dict(os.environ, CUK_THREADS=t), timeout=300)
-        assert r.returncode == 0, r.stderr
-        outs.append(r.stdout)
+    outs = cukpath.cpu_outputs_by_threads(prog)
     assert outs[0] == outs[1] == outs[2] and outs[0].count("\n") == 5
 
 
@@ -163,9 +141,5 @@ def test_peak_memory_is_not_the_input():
     # the reductions' input is 50000 x 4096 f32: 800 MB; stored whole, the peak would
     # pass it. The scan's (20000 x 4096, 320 MB) is computed into its result: 320 MB,
     # not 640
-    paths = [os.path.join(cukpath.ROOT, "python"), os.path.join(cukpath.BUILD, "python")]
-    r = subprocess.run([sys.executable, "-c", CHILD] + paths, capture_output=True, text=True, timeout=300,
-                       env=cukpath.python_child_env(CUK_THREADS="2"))
-    assert r.returncode == 0, r.stderr
-    peak_mb = int(r.stdout.split()[-1]) / 1024
+    peak_mb = cukpath.child_peak_mb(CHILD)
     assert peak_mb < 480, peak_mb

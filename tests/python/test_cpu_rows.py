@@ -8,14 +8,13 @@ inside; a statement's other uses of a reduction see its whole result; an error i
 still reported; the bits do not depend on the thread count; and the peak memory is of the
 order of the output."""
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import cukpath  # noqa: F401
 import cuk
+from cukpath import fused_and_stored, same_bits
 
 SRC = """
 fn sq(v: f32) -> f32 = v * v;
@@ -92,22 +91,6 @@ def mod():
     return cuk.compile(SRC, device="cpu")
 
 
-def same(a, b):
-    if not isinstance(a, tuple):
-        a, b = (a,), (b,)
-    for x, y in zip(a, b):
-        x, y = np.asarray(x), np.asarray(y)
-        assert x.dtype == y.dtype and x.shape == y.shape
-        assert x.tobytes() == y.tobytes()
-
-
-def fused_and_stored(mod, name, x):
-    """fused_NAME(x), checked to be the bits of stored_NAME(x)."""
-    got = getattr(mod, "fused_" + name)(x)
-    same(got, getattr(mod, "stored_" + name)(x))
-    return got
-
-
 @pytest.mark.parametrize("shape", SHAPES)
 def test_softmax_rows(mod, shape):
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
@@ -156,8 +139,8 @@ def test_other_uses_of_a_reduction(mod, shape):
 
 
 def test_empty_arrays(mod):
-    same(mod.fused_softmax(np.zeros((0, 4), np.float32)), np.zeros((0, 4), np.float32))
-    same(mod.fused_ln(np.zeros((0, 3))), np.zeros((0, 3)))
+    same_bits(mod.fused_softmax(np.zeros((0, 4), np.float32)), np.zeros((0, 4), np.float32))
+    same_bits(mod.fused_ln(np.zeros((0, 3))), np.zeros((0, 3)))
     with pytest.raises(cuk.Error, match="max"):
         mod.fused_softmax(np.zeros((3, 0), np.float32))
     with pytest.raises(cuk.Error, match="max"):
@@ -183,13 +166,7 @@ fn main() {
     print(sum(fused_rank3(reshape(x, 3, 1000, 700))));
 }
 """)
-    cukc = os.environ.get("CUKC") or os.path.join(cukpath.BUILD, "bin", "cukc")
-    outs = []
-    for t in ("1", "2", "3"):
-        r = subprocess.run([cukc, "run", "--device", "cpu", str(prog)], capture_output=True, text=True,
-                           env=dict(os.environ, CUK_THREADS=t), timeout=300)
-        assert r.returncode == 0, r.stderr
-        outs.append(r.stdout)
+    outs = cukpath.cpu_outputs_by_threads(prog)
     assert outs[0] == outs[1] == outs[2] and outs[0].count("\n") == 5
 
 
@@ -212,9 +189,5 @@ def test_peak_memory_is_the_output():
     # each output is 20000 x 4096 f32, 328 MB (the child's peak with Python and NumPy:
     # about 350 MB); the input and exp(x - m) stored as well made it 3x that (984 MB),
     # one of them 2x (656 MB)
-    paths = [os.path.join(cukpath.ROOT, "python"), os.path.join(cukpath.BUILD, "python")]
-    r = subprocess.run([sys.executable, "-c", CHILD] + paths, capture_output=True, text=True, timeout=300,
-                       env=cukpath.python_child_env(CUK_THREADS="2"))
-    assert r.returncode == 0, r.stderr
-    peak_mb = int(r.stdout.split()[-1]) / 1024
+    peak_mb = cukpath.child_peak_mb(CHILD)
     assert peak_mb < 600, peak_mb
