@@ -42,13 +42,18 @@ static inline __attribute__((always_inline)) uint64_t sort_key(DType dt, const v
     return nan ? top : k;
 }
 
-/* kk[i] = the key of element i, i < n: one loop per type, sort_key's switch resolved
-   outside it. */
-static void fill_keys(DType dt, const void *x, int64_t n, bool desc, uint64_t *kk) {
+/* The key of element i into kk (kb bytes each: 4 or 8), i < n: one loop per type and
+   width, sort_key's switch resolved outside it. */
+static void fill_keys(DType dt, const void *x, int64_t n, bool desc, int kb, void *kk) {
+    uint32_t *k4 = kk;
+    uint64_t *k8 = kk;
     switch (dt) {
 #define FILL(D)                                                                                     \
     case D:                                                                                         \
-        for (int64_t i = 0; i < n; i++) kk[i] = sort_key(D, x, i, desc);                           \
+        if (kb == 4)                                                                                \
+            for (int64_t i = 0; i < n; i++) k4[i] = (uint32_t)sort_key(D, x, i, desc);             \
+        else                                                                                        \
+            for (int64_t i = 0; i < n; i++) k8[i] = sort_key(D, x, i, desc);                       \
         break;
         FILL(DT_BOOL)
         FILL(DT_I32)
@@ -58,14 +63,22 @@ static void fill_keys(DType dt, const void *x, int64_t n, bool desc, uint64_t *k
         FILL(DT_F32)
 #undef FILL
     default:
-        for (int64_t i = 0; i < n; i++) kk[i] = sort_key(DT_F64, x, i, desc);
+        for (int64_t i = 0; i < n; i++) k8[i] = sort_key(DT_F64, x, i, desc);
         break;
     }
 }
 
-/* An integer's or bool's bits from its key (sort_key is one-to-one for them). */
+/* An element's bits (f32 and 4-byte integers in the low 4 bytes) from its key:
+   sort_key's map undone, one-to-one for integers and bools; a float's -0.0 comes back as
+   0.0 and every NaN as one NaN (sort_fixups puts the input's own back). */
 static uint64_t unkey(DType dt, uint64_t k, bool desc) {
-    if (desc) k = ~k & (dtype_info[dt].size > 4 ? ~0ull : 0xffffffffull);
+    const uint64_t top = dtype_info[dt].size > 4 ? ~0ull : 0xffffffffull;
+    if (dt == DT_F32 || dt == DT_F64) {
+        const uint64_t sign = top ^ (top >> 1);
+        if (desc && k != top) k = ~k & top;
+        return (k & sign) ? k & ~sign : ~k & top;
+    }
+    if (desc) k = ~k & top;
     if (dt == DT_I32) return k ^ 0x80000000u;
     if (dt == DT_I64) return k ^ 0x8000000000000000ull;
     return k;
@@ -76,8 +89,10 @@ static int key_bytes(DType dt) { return dtype_info[dt].size > 4 ? 8 : 4; }
 /* One row: keys k[0..n) with their payloads perm[0..n) (positions for argsort, a float's
    own bits for sort; NULL, with p2, for keys alone) put in stable key order, in k and
    perm. K the key type, P the payload type. */
+enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
 #define RADIX_ROW(NAME, K, P)                                                                       \
-    static bool NAME(K *k, P *perm, K *k2, P *p2, int64_t n) {                                      \
+    static inline __attribute__((always_inline)) bool NAME##_b(K *k, P *perm, K *k2, P *p2, int64_t n, \
+                                                               const int B) {                       \
         if (n <= 48) { /* insertion sort: stable, as it moves only past larger keys */             \
             for (int64_t i = 1; i < n; i++) {                                                       \
                 K kk = k[i];                                                                        \
@@ -92,17 +107,19 @@ static int key_bytes(DType dt) { return dtype_info[dt].size > 4 ? 8 : 4; }
             }                                                                                       \
             return true;                                                                            \
         }                                                                                           \
-        /* 11-bit digits: 3 passes over 4-byte keys, 6 over 8-byte ones (8-bit digits took   \
-           4 and 8); 2048 buckets' write fronts still fit in L2 */                          \
-        enum { B = 11, NB = 1 << B, D = ((int)sizeof(K) * 8 + B - 1) / B };                 \
-        int64_t(*cnt)[NB] = calloc(D, sizeof *cnt);                                         \
-        if (!cnt) return false;                                                             \
+        /* 11-bit digits for long rows (3 passes over 4-byte keys, 6 over 8-byte ones, where  \
+           8-bit digits take 4 and 8; 2048 buckets' write fronts still fit in L2); 8-bit     \
+           ones for short rows, whose bins would otherwise cost more than their keys */     \
+        const int NB = 1 << B, D = ((int)sizeof(K) * 8 + B - 1) / B;                       \
+        int64_t cnt0[8 * 256], *cnt = cnt0;                                                 \
+        if (B > 8 && !(cnt = calloc((size_t)(D * NB), sizeof *cnt))) return false;         \
+        if (B == 8) memset(cnt0, 0, sizeof(int64_t) * (size_t)(D * NB));                    \
         for (int64_t i = 0; i < n; i++)                                                     \
-            for (int d = 0; d < D; d++) cnt[d][(k[i] >> (B * d)) & (NB - 1)]++;             \
+            for (int d = 0; d < D; d++) cnt[d * NB + (int64_t)((k[i] >> (B * d)) & (K)(NB - 1))]++; \
         K *ka = k, *kb = k2;                                                                \
         P *pa = perm, *pb = p2;                                                             \
         for (int d = 0; d < D; d++) {                                                       \
-            int64_t *c = cnt[d], s = 0;                                                     \
+            int64_t *c = cnt + d * NB, s = 0;                                               \
             bool trivial = false;                                                           \
             for (int b = 0; b < NB; b++) {                                                  \
                 if (c[b] == n) trivial = true;                                              \
@@ -111,7 +128,7 @@ static int key_bytes(DType dt) { return dtype_info[dt].size > 4 ? 8 : 4; }
             }                                                                               \
             if (trivial) continue; /* every key has this digit: the order stands */         \
             for (int64_t i = 0; i < n; i++) {                                               \
-                int64_t o = c[(ka[i] >> (B * d)) & (NB - 1)]++;                             \
+                int64_t o = c[(ka[i] >> (B * d)) & (K)(NB - 1)]++;                          \
                 kb[o] = ka[i];                                                              \
                 if (pa) pb[o] = pa[i];                                                      \
             }                                                                               \
@@ -120,46 +137,25 @@ static int key_bytes(DType dt) { return dtype_info[dt].size > 4 ? 8 : 4; }
             P *tp = pa;                                                                     \
             pa = pb, pb = tp;                                                               \
         }                                                                                   \
-        free(cnt);                                                                          \
+        if (cnt != cnt0) free(cnt);                                                         \
         if (ka != k) memcpy(k, ka, sizeof(K) * (size_t)n);                                          \
         if (pa != perm) memcpy(perm, pa, sizeof(P) * (size_t)n);                                    \
         return true;                                                                                \
+    }                                                                                               \
+    /* the digit width a constant in each copy (a variable one cost 7% on 2^24 keys) */             \
+    static bool NAME(K *k, P *perm, K *k2, P *p2, int64_t n) {                                      \
+        return n >= RADIX_WIDE_MIN ? NAME##_b(k, perm, k2, p2, n, 11) : NAME##_b(k, perm, k2, p2, n, 8); \
     }
 RADIX_ROW(radix_k4p4, uint32_t, uint32_t)
 RADIX_ROW(radix_k4p8, uint32_t, uint64_t)
 RADIX_ROW(radix_k8p4, uint64_t, uint32_t)
 RADIX_ROW(radix_k8p8, uint64_t, uint64_t)
 
-/* A float's bits (f32 in the low 4 bytes) from its key: sort_key's map undone. -0.0 comes
-   back as 0.0 and every NaN as one NaN; sort_fixups puts the input's own back. */
-static uint64_t unkey_float(DType dt, uint64_t k, bool desc) {
-    const uint64_t top = dt == DT_F32 ? 0xffffffffull : ~0ull, sign = dt == DT_F32 ? 0x80000000ull : 1ull << 63;
-    if (desc && k != top) k = ~k & top;
-    return (k & sign) ? k & ~sign : ~k & top;
-}
-
 /* The keys of row x (len elements) into k (kb bytes each); for floats, whether the row
    has a -0.0 or a NaN (their bits are put back after the sort: sort_fixups). */
 static void row_keys(DType dt, const char *x, int64_t len, bool desc, int kb, void *k, bool *fix) {
     *fix = false;
-    if (kb == 8) {
-        fill_keys(dt, x, len, desc, k);
-    } else {
-        uint32_t *k4 = k;
-        switch (dt) {
-#define FILL4(D)                                                                                    \
-    case D:                                                                                         \
-        for (int64_t i = 0; i < len; i++) k4[i] = (uint32_t)sort_key(D, x, i, desc);               \
-        break;
-            FILL4(DT_BOOL)
-            FILL4(DT_I32)
-            FILL4(DT_U32)
-#undef FILL4
-        default:
-            for (int64_t i = 0; i < len; i++) k4[i] = (uint32_t)sort_key(DT_F32, x, i, desc);
-            break;
-        }
-    }
+    fill_keys(dt, x, len, desc, kb, k);
     if (dt == DT_F32) {
         const uint32_t *u = (const uint32_t *)x;
         uint32_t any = 0;
@@ -200,7 +196,7 @@ bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool des
        by sort_fixups): one scratch row of keys. argsort carries the positions with the
        keys, as 4-byte positions inside the output row of 8-byte ones when the row is
        short enough, widened in place at the end: two scratch rows of keys. */
-    const bool arg = idx != NULL, isf = dtype_info[dt].is_float;
+    const bool arg = idx != NULL;
     const int kb = key_bytes(dt);
     const size_t es = (size_t)dtype_info[dt].size, n = (size_t)len;
     const bool kin = !arg && es == (size_t)kb, pin = arg && len <= (int64_t)UINT32_MAX;
@@ -238,7 +234,7 @@ bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool des
         }
         for (int64_t i = 0; i < len; i++) {
             uint64_t key = kb == 4 ? ((uint32_t *)k)[i] : ((uint64_t *)k)[i];
-            uint64_t e = isf ? unkey_float(dt, key, desc) : unkey(dt, key, desc);
+            uint64_t e = unkey(dt, key, desc);
             if (es == 1) ((uint8_t *)vr)[i] = (uint8_t)e;
             else if (es == 4) ((uint32_t *)vr)[i] = (uint32_t)e;
             else ((uint64_t *)vr)[i] = e;
@@ -252,7 +248,7 @@ bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool des
 bool host_searchsorted(DType dt, const void *a, int64_t m, const void *v, int64_t n, bool right, int64_t *out) {
     uint64_t *ka = malloc(sizeof(uint64_t) * (size_t)(m > 0 ? m : 1));
     if (!ka) return false;
-    fill_keys(dt, a, m, false, ka);
+    fill_keys(dt, a, m, false, 8, ka);
     for (int64_t j = 0; j < n; j++) {
         uint64_t kv = sort_key(dt, v, j, false);
         int64_t lo = 0, hi = m; /* the answer is in [lo, hi] */
@@ -281,7 +277,7 @@ static bool topk_select_row(DType dt, const char *xr, int64_t len, int64_t k, ui
     for (int sh = bits - 8; sh >= 0; sh -= 8) {
         int64_t h[256] = {0};
         if (sh == bits - 8) {
-            fill_keys(dt, xr, len, true, kk);
+            fill_keys(dt, xr, len, true, 8, kk);
             for (int64_t i = 0; i < len; i++) h[(kk[i] >> sh) & 255]++;
         } else
             for (int64_t j = 0; j < m; j++) h[((*buf)[j] >> sh) & 255]++;

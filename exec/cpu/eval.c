@@ -1925,6 +1925,15 @@ static const void *prog_chunk(Prog *p, int64_t off, int64_t len, void *out) {
     return p->nodes[p->n - 1].cur;
 }
 
+/* Elements [off, off + n) of program p into out, a chunk at a time; false when the
+   program failed. */
+static bool prog_fill(Prog *p, int64_t off, int64_t n, char *out) {
+    int esz = esize(p->nodes[p->n - 1].dt);
+    for (int64_t k = 0; k < n; k += p->chunk)
+        if (!prog_chunk(p, off + k, n - k < p->chunk ? n - k : p->chunk, out + k * esz) && p->failed) return false;
+    return true;
+}
+
 /* A stream of an array's values in chunks: a fused program or a materialised array. */
 typedef struct Stream {
     Prog prog;
@@ -2976,11 +2985,7 @@ MMC_FN(F64, double)
 
 /* Elements [off, off + n) of the stream into out (the worker's program). */
 static bool axis_fill(AxisJob *j, int worker, int64_t off, int64_t n, char *out) {
-    Prog *p = j->w->progs[worker];
-    int esz = esize(j->fdt);
-    for (int64_t k = 0; k < n; k += p->chunk)
-        if (!prog_chunk(p, off + k, n - k < p->chunk ? n - k : p->chunk, out + k * esz)) return false;
-    return true;
+    return prog_fill(j->w->progs[worker], off, n, out);
 }
 
 /* x[o, j0 .. j0 + nr, i0 .. i0 + nc) of the values seen as (outer, len, inner): a pointer
@@ -3514,15 +3519,11 @@ static bool rw_dims(void *fr, const Val *v, Dims *out) {
 
 static bool rw_i64(void *fr, const Val *v, int64_t *out) { return get_i64(((RowPlan *)fr)->f, v, out); }
 
-/* Elements [off, off + n) of program p into out, a chunk at a time. */
-static bool rw_fill(RowPlan *P, Prog *p, int64_t off, int64_t n, char *out, int esz) {
-    for (int64_t k = 0; k < n; k += p->chunk) {
-        if (!prog_chunk(p, off + k, n - k < p->chunk ? n - k : p->chunk, out + k * esz) && p->failed) {
-            atomic_store(&P->failed, true);
-            return false;
-        }
-    }
-    return true;
+/* prog_fill, a failure recorded in the plan. */
+static bool rw_fill(RowPlan *P, Prog *p, int64_t off, int64_t n, char *out) {
+    if (prog_fill(p, off, n, out)) return true;
+    atomic_store(&P->failed, true);
+    return false;
 }
 
 /* Tile t of rows on a worker: each item in order. */
@@ -3541,14 +3542,14 @@ static void rw_tile(void *ctx, int worker, int64_t t) {
         const RowItem *it = &P->it[i];
         const Val *v = it->v;
         if (it->kind == RI_CACHE) {
-            if (!rw_fill(P, &ps[it->prog], toff, n, P->tb[worker][it->slot], esize(v->dt))) return;
+            if (!rw_fill(P, &ps[it->prog], toff, n, P->tb[worker][it->slot])) return;
         } else if (it->kind == RI_ROWV) {
             int esz = esize(v->dt);
-            if (!rw_fill(P, &ps[it->prog], r0, nr, (char *)it->res->data + r0 * esz, esz)) return;
+            if (!rw_fill(P, &ps[it->prog], r0, nr, (char *)it->res->data + r0 * esz)) return;
         } else if (it->kind == RI_ROOT) {
             Arr *out = P->it[P->nit - 1].res;
             int esz = esize(v->dt);
-            if (!rw_fill(P, &ps[it->prog], toff, n, (char *)out->data + toff * esz, esz)) return;
+            if (!rw_fill(P, &ps[it->prog], toff, n, (char *)out->data + toff * esz)) return;
         } else {
             const char *x = P->tb[worker][it->slot];
             DType fdt = v->args[0]->dt;
