@@ -105,13 +105,14 @@ s_cudacore() {
 s_gendiff() {
   local jobs=${GEN_JOBS:-8} n=${GEN_N:-2000} seed=${GEN_SEED:-1} j bad=0 pids=()
   for ((j = 0; j < jobs; j++)); do
-    GEN_SECONDS=${GEN_SECONDS:-$((${T_gendiff:-540} - 40))} \
-      "$PY" tests/fuzz/gen_programs.py diff "$CUKC" $((seed + j)) $(((n + jobs - 1) / jobs)) "$OUT" \
-      >"$WORK/gendiff-$j.txt" 2>&1 &
+    # each generator's lines reach the stage log as they come (a cut-off stage keeps them)
+    (set -o pipefail
+     GEN_SECONDS=${GEN_SECONDS:-$((${T_gendiff:-540} - 40))} \
+       "$PY" -u tests/fuzz/gen_programs.py diff "$CUKC" $((seed + j)) $(((n + jobs - 1) / jobs)) "$OUT" \
+       2>&1 | tee "$WORK/gendiff-$j.txt") &
     pids+=($!)
   done
   for j in "${!pids[@]}"; do wait "${pids[$j]}" || bad=1; done
-  cat "$WORK"/gendiff-*.txt
   awk '/^[0-9]+ passed, [0-9]+ failed$/ { p += $1; f += $3 } END { print p " passed, " f " failed" }' "$WORK"/gendiff-*.txt
   return $bad
 }
@@ -268,8 +269,7 @@ s_sanitize_par() {
       printf 'racecheck %s\n' "$@"
       printf 'synccheck %s\n' "$@"
     fi
-  } | xargs -P "${SAN_JOBS:-8}" -L 1 bash -c 'san_one "$0" "$1"' >"$WORK/san.txt" 2>&1
-  cat "$WORK/san.txt"
+  } | xargs -P "${SAN_JOBS:-8}" -L 1 bash -c 'san_one "$0" "$1"' 2>&1 | tee "$WORK/san.txt"
   local pass fail
   pass=$(grep -c '^PASS' "$WORK/san.txt")
   fail=$(grep -c '^FAIL' "$WORK/san.txt")
