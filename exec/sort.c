@@ -19,26 +19,26 @@ static inline __attribute__((always_inline)) uint64_t sort_key(DType dt, const v
     case DT_U32: k = ((const uint32_t *)x)[i], top = 0xffffffffu; break;
     case DT_I64: k = (uint64_t)((const int64_t *)x)[i] ^ 0x8000000000000000ull, top = ~0ull; break;
     case DT_U64: k = ((const uint64_t *)x)[i], top = ~0ull; break;
-    case DT_F32: {
-        float f = ((const float *)x)[i];
+    case DT_F32: { /* branch-free, so that the fill loop vectorises */
         uint32_t u;
-        if (f == 0.0f) f = 0.0f;
-        memcpy(&u, &f, 4);
-        nan = f != f;
-        k = (u & 0x80000000u) ? (uint32_t)~u : (u | 0x80000000u), top = 0xffffffffu;
+        memcpy(&u, (const float *)x + i, 4);
+        u = (u & 0x7fffffffu) == 0 ? 0 : u;
+        nan = (u & 0x7fffffffu) > 0x7f800000u;
+        const uint32_t m = (uint32_t)((int32_t)u >> 31) | 0x80000000u;
+        k = u ^ m, top = 0xffffffffu;
         break;
     }
     default: { /* DT_F64 */
-        double f = ((const double *)x)[i];
         uint64_t u;
-        if (f == 0.0) f = 0.0;
-        memcpy(&u, &f, 8);
-        nan = f != f;
-        k = (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull), top = ~0ull;
+        memcpy(&u, (const double *)x + i, 8);
+        u = (u & ~(1ull << 63)) == 0 ? 0 : u;
+        nan = (u & ~(1ull << 63)) > 0x7ff0000000000000ull;
+        const uint64_t m = (uint64_t)((int64_t)u >> 63) | (1ull << 63);
+        k = u ^ m, top = ~0ull;
         break;
     }
     }
-    if (desc) k = ~k & top;
+    k = desc ? ~k & top : k;
     return nan ? top : k;
 }
 
@@ -71,7 +71,7 @@ static void fill_keys(DType dt, const void *x, int64_t n, bool desc, int kb, voi
 /* An element's bits (f32 and 4-byte integers in the low 4 bytes) from its key:
    sort_key's map undone, one-to-one for integers and bools; a float's -0.0 comes back as
    0.0 and every NaN as one NaN (sort_fixups puts the input's own back). */
-static uint64_t unkey(DType dt, uint64_t k, bool desc) {
+static inline __attribute__((always_inline)) uint64_t unkey(DType dt, uint64_t k, bool desc) {
     const uint64_t top = dtype_info[dt].size > 4 ? ~0ull : 0xffffffffull;
     if (dt == DT_F32 || dt == DT_F64) {
         const uint64_t sign = top ^ (top >> 1);
@@ -114,8 +114,10 @@ enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
         int64_t cnt0[8 * 256], *cnt = cnt0;                                                 \
         if (B > 8 && !(cnt = calloc((size_t)(D * NB), sizeof *cnt))) return false;         \
         if (B == 8) memset(cnt0, 0, sizeof(int64_t) * (size_t)(D * NB));                    \
-        for (int64_t i = 0; i < n; i++)                                                     \
-            for (int d = 0; d < D; d++) cnt[d * NB + (int64_t)((k[i] >> (B * d)) & (K)(NB - 1))]++; \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            const K ki = k[i];                                                              \
+            _Pragma("GCC unroll 8") for (int d = 0; d < D; d++) cnt[d * NB + (int64_t)((ki >> (B * d)) & (K)(NB - 1))]++; \
+        }                                                                                   \
         K *ka = k, *kb = k2;                                                                \
         P *pa = perm, *pb = p2;                                                             \
         for (int d = 0; d < D; d++) {                                                       \
@@ -150,6 +152,28 @@ RADIX_ROW(radix_k4p4, uint32_t, uint32_t)
 RADIX_ROW(radix_k4p8, uint32_t, uint64_t)
 RADIX_ROW(radix_k8p4, uint64_t, uint32_t)
 RADIX_ROW(radix_k8p8, uint64_t, uint64_t)
+
+/* Elements from their keys k (key_bytes(dt) each) into v (len of them): one loop per
+   type and direction, unkey's switch resolved outside it. */
+static void unkey_row(DType dt, const void *k, int64_t len, bool desc, void *v) {
+#define UNKEY(D, KT, VT, DESC)                                                                      \
+    case D:                                                                                         \
+        for (int64_t i = 0; i < len; i++) ((VT *)v)[i] = (VT)unkey(D, ((const KT *)k)[i], DESC);    \
+        break;
+#define UNKEYS(DESC)                                                                                \
+    switch (dt) {                                                                                   \
+        UNKEY(DT_BOOL, uint32_t, uint8_t, DESC)                                                     \
+        UNKEY(DT_I32, uint32_t, uint32_t, DESC)                                                     \
+        UNKEY(DT_U32, uint32_t, uint32_t, DESC)                                                     \
+        UNKEY(DT_F32, uint32_t, uint32_t, DESC)                                                     \
+        UNKEY(DT_I64, uint64_t, uint64_t, DESC)                                                     \
+        UNKEY(DT_U64, uint64_t, uint64_t, DESC)                                                     \
+    default: UNKEY(DT_F64, uint64_t, uint64_t, DESC)                                                \
+    }
+    if (desc) UNKEYS(true) else UNKEYS(false)
+#undef UNKEYS
+#undef UNKEY
+}
 
 /* The keys of row x (len elements) into k (kb bytes each); for floats, whether the row
    has a -0.0 or a NaN (their bits are put back after the sort: sort_fixups). */
@@ -232,13 +256,7 @@ bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool des
                 for (int64_t i = 0; i < len; i++) ir[i] = (int64_t)((uint64_t *)p)[i];
             continue;
         }
-        for (int64_t i = 0; i < len; i++) {
-            uint64_t key = kb == 4 ? ((uint32_t *)k)[i] : ((uint64_t *)k)[i];
-            uint64_t e = unkey(dt, key, desc);
-            if (es == 1) ((uint8_t *)vr)[i] = (uint8_t)e;
-            else if (es == 4) ((uint32_t *)vr)[i] = (uint32_t)e;
-            else ((uint64_t *)vr)[i] = e;
-        }
+        unkey_row(dt, k, len, desc, vr);
         if (fix) sort_fixups(dt, xr, vr, len);
     }
     free(buf);
