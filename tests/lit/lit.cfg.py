@@ -38,7 +38,7 @@ config.substitutions.append((r"(?<![\w/.%-])not(?![\w/.-])", os.path.join(llvm_b
 
 # Tests may read the examples and stdlib; keep the environment small but usable.
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "CUK_CACHE_DIR", "HOME",
-            "XDG_CACHE_HOME", "CUDA_VISIBLE_DEVICES"):
+            "XDG_CACHE_HOME", "CUDA_VISIBLE_DEVICES", "CUK_THREADS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 config.environment["CUK_SOURCE_DIR"] = repo
