@@ -61,7 +61,8 @@ PyObject *raise_status(cuk_status s) {
     case CUK_ERR_DRIVER: type = LaunchError; break;
     case CUK_ERR_NO_DRIVER:
     case CUK_ERR_NO_DEVICE:
-    case CUK_ERR_NO_NVRTC: type = NoDeviceError; break;
+    case CUK_ERR_NO_NVRTC:
+    case CUK_ERR_NO_NCCL: type = NoDeviceError; break;
     default: break;
     }
     cuk_error_info info;

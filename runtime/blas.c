@@ -77,7 +77,7 @@ static bool lt_ok;
 static char lt_msg[2048];
 
 static void lt_load_once(void) {
-    void *h = lib_open("CUK_LIBCUBLASLT", "libcublasLt", "cuBLASLt",
+    void *h = lib_open("CUK_LIBCUBLASLT", "libcublasLt.so.13", "libcublasLt.so.12", "cuBLASLt",
                        "matrix products (dot, @) on the GPU need the CUDA toolkit's cuBLASLt: install it, or set "
                        "CUDA_HOME or CUK_LIBCUBLASLT, or run on the CPU backend",
                        lt_msg, sizeof lt_msg);

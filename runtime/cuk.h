@@ -24,6 +24,7 @@ typedef enum cuk_status {
     CUK_ERR_IO = 9,            /* the disk cache could not be read or written */
     CUK_ERR_NOT_READY = 10,    /* cuk_event_query / cuk_stream_query: work still pending */
     CUK_ERR_NO_BLAS = 11,      /* libcublasLt.so.13 missing (cuk_matmul) */
+    CUK_ERR_NO_NCCL = 12,      /* libnccl.so.2 missing (cuk_comm_*, several GPUs) */
     /* 32 and up: the program API's (api/cuk_program.h: CUK_ERR_RUNTIME, CUK_ERR_INTERRUPTED) */
 } cuk_status;
 
@@ -397,6 +398,41 @@ typedef struct cuk_matmul_args {
 cuk_status cuk_matmul(const cuk_matmul_args *args, cuk_stream *s);
 /* cublasLtGetVersion() of the library cuk_matmul uses (e.g. 130000). */
 cuk_status cuk_blas_version(int *version);
+
+/* ---- several GPUs: NCCL communicators --------------------------------------------------- */
+
+/* NCCL (libnccl.so.2: the CUDA toolkit's, $CUDA_HOME/lib64's, or exactly $CUK_LIBNCCL) is
+   loaded on first use. Loading it sets NCCL_NVLS_ENABLE=0 in this process's environment
+   (inherited by its children): NVLink multicast stays off, whatever the caller had set.
+   No NCCL: CUK_ERR_NO_NCCL, with what was tried. */
+/* ncclGetVersion(), e.g. 22803 for NCCL 2.28.3. */
+cuk_status cuk_nccl_version(int *version);
+
+typedef struct cuk_comm_s cuk_comm;
+/* NCCL's element types and reductions, by the same numbers. */
+typedef enum cuk_comm_type {
+    CUK_COMM_I8 = 0, CUK_COMM_U8 = 1, CUK_COMM_I32 = 2, CUK_COMM_U32 = 3, CUK_COMM_I64 = 4,
+    CUK_COMM_U64 = 5, CUK_COMM_F16 = 6, CUK_COMM_F32 = 7, CUK_COMM_F64 = 8, CUK_COMM_BF16 = 9
+} cuk_comm_type;
+typedef enum cuk_comm_op {
+    CUK_COMM_SUM = 0, CUK_COMM_PROD = 1, CUK_COMM_MAX = 2, CUK_COMM_MIN = 3, CUK_COMM_AVG = 4 /* floats */
+} cuk_comm_op;
+/* A communicator over this process's GPUs devices[0..n) (distinct device indices): rank
+   i runs on devices[i], with a stream of its own in that device's primary context. */
+cuk_status cuk_comm_create(cuk_comm **c, const int *devices, int n);
+cuk_status cuk_comm_size(const cuk_comm *c, int *n);
+cuk_status cuk_comm_device(const cuk_comm *c, int rank, int *device); /* rank's device index */
+/* For every rank i at once: recv[i] = op over the ranks of send[i] (count elements of
+   type t each; send[i] == recv[i] works in place). Rank i's buffers are memory of
+   devices[i]. Queued on the ranks' streams: cuk_comm_synchronize waits for them. */
+cuk_status cuk_comm_allreduce(cuk_comm *c, const cuk_devptr *send, const cuk_devptr *recv, size_t count,
+                              cuk_comm_type t, cuk_comm_op op);
+/* recv[i] = send[root] for every rank i (send[i] of the other ranks is not read). */
+cuk_status cuk_comm_broadcast(cuk_comm *c, const cuk_devptr *send, const cuk_devptr *recv, size_t count,
+                              cuk_comm_type t, int root);
+cuk_status cuk_comm_synchronize(cuk_comm *c);
+/* Waits for the ranks' work, then frees the communicator. NULL: nothing. */
+cuk_status cuk_comm_destroy(cuk_comm *c);
 
 /* ---- kernel cache ----------------------------------------------------------------------- */
 

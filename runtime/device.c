@@ -188,6 +188,17 @@ static cuk_status open_locked(int index) {
     return CUK_OK;
 }
 
+cuk_status dev_open(int index, Device **out) {
+    cuk_status s = driver_load();
+    if (s) return s;
+    pthread_mutex_lock(&dev_lock);
+    s = check_index_locked(index);
+    if (!s) s = open_locked(index);
+    pthread_mutex_unlock(&dev_lock);
+    if (!s) *out = &devs[index];
+    return s;
+}
+
 cuk_status cuk_device_select(int index) {
     cuk_status s = driver_load();
     if (s) return s;

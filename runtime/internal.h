@@ -196,10 +196,12 @@ typedef struct Nvrtc {
     int narchs;
 } Nvrtc;
 
-/* loader.c: dlopen of a CUDA toolkit library: exactly $env_var when set, else
-   <stem>.so.13, /usr/local/cuda/lib64/<stem>.so.13, $CUDA_HOME/lib64/<stem>.so.13,
-   <stem>.so.12. NULL on failure with msg: "<name> not found", what was tried, `what` to do. */
-void *lib_open(const char *env_var, const char *stem, const char *name, const char *what, char *msg, size_t msglen);
+/* loader.c: dlopen of a CUDA toolkit library: exactly $env_var when set, else file
+   ("libnvrtc.so.13"), /usr/local/cuda/lib64/<file>, $CUDA_HOME/lib64/<file>, then older
+   (another major version's name, or NULL). NULL on failure with msg: "<name> not found",
+   what was tried, `what` to do. */
+void *lib_open(const char *env_var, const char *file, const char *older, const char *name, const char *what, char *msg,
+               size_t msglen);
 /* loader.c: dlopen on first use (thread-safe). NULL on failure with the error set. */
 extern CuDriver cu;             /* valid after driver_load() returned CUK_OK */
 cuk_status driver_load(void);   /* loads libcuda and calls cuInit(0) */
@@ -235,6 +237,9 @@ cuk_status dev_current(Device **d);
    paths that may not need the driver at all (a pool hit). */
 cuk_status dev_selected(Device **d);
 CUstream stream_raw(cuk_stream *s); /* NULL for the default stream */
+/* Device `index` with its primary context retained (any device, selected or not), for
+   work over several GPUs (nccl.c); CUK_ERR_NO_DEVICE for an index the driver lacks. */
+cuk_status dev_open(int index, Device **d);
 /* Makes d's context current on this thread if it is not (cheap when it is). */
 cuk_status ctx_make_current(Device *d);
 

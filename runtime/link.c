@@ -28,7 +28,7 @@ static char jl_msg[2048], jl_path[1024];
 static bool jl_ok;
 
 static void jl_load_once(void) {
-    void *h = lib_open("CUK_NVJITLINK", "libnvJitLink", "nvJitLink",
+    void *h = lib_open("CUK_NVJITLINK", "libnvJitLink.so.13", "libnvJitLink.so.12", "nvJitLink",
                        "linking needs the CUDA toolkit's libnvJitLink; install it or set CUDA_HOME or CUK_NVJITLINK",
                        jl_msg, sizeof jl_msg);
     if (!h) return;

@@ -44,6 +44,7 @@ const char *cuk_status_name(cuk_status s) {
     case CUK_ERR_IO: return "CUK_ERR_IO";
     case CUK_ERR_NOT_READY: return "CUK_ERR_NOT_READY";
     case CUK_ERR_NO_BLAS: return "CUK_ERR_NO_BLAS";
+    case CUK_ERR_NO_NCCL: return "CUK_ERR_NO_NCCL";
     }
     /* the program API's (api/cuk_program.h) */
     if ((int)s == 32) return "CUK_ERR_RUNTIME";
@@ -142,7 +143,8 @@ static Nvrtc nv;
 static bool nvrtc_ok;
 static char nvrtc_msg[2048];
 
-void *lib_open(const char *env_var, const char *stem, const char *name, const char *what, char *msg, size_t msglen) {
+void *lib_open(const char *env_var, const char *file, const char *older, const char *name, const char *what, char *msg,
+               size_t msglen) {
     char cands[5][1024];
     int n = 0;
     const char *env = getenv(env_var);
@@ -150,12 +152,12 @@ void *lib_open(const char *env_var, const char *stem, const char *name, const ch
         /* An explicit choice is final: no quiet fallback to another library. */
         snprintf(cands[n++], sizeof cands[0], "%s", env);
     } else {
-        snprintf(cands[n++], sizeof cands[0], "%s.so.13", stem);
-        snprintf(cands[n++], sizeof cands[0], "/usr/local/cuda/lib64/%s.so.13", stem);
+        snprintf(cands[n++], sizeof cands[0], "%s", file);
+        snprintf(cands[n++], sizeof cands[0], "/usr/local/cuda/lib64/%s", file);
         const char *home = getenv("CUDA_HOME");
-        if (home && *home) snprintf(cands[n++], sizeof cands[0], "%s/lib64/%s.so.13", home, stem);
+        if (home && *home) snprintf(cands[n++], sizeof cands[0], "%s/lib64/%s", home, file);
         /* An older toolkit's still works (NVRTC: for the archs it knows). */
-        snprintf(cands[n++], sizeof cands[0], "%s.so.12", stem);
+        if (older) snprintf(cands[n++], sizeof cands[0], "%s", older);
     }
     void *h = NULL;
     char tried[1024] = "";
@@ -165,12 +167,12 @@ void *lib_open(const char *env_var, const char *stem, const char *name, const ch
         if (!h && used < sizeof tried)
             used += (size_t)snprintf(tried + used, sizeof tried - used, "%s%s", i ? "; " : "", dlerror());
     }
-    if (!h) snprintf(msg, msglen, "%s not found (%s.so.13): %s; %s", name, stem, tried, what);
+    if (!h) snprintf(msg, msglen, "%s not found (%s): %s; %s", name, file, tried, what);
     return h;
 }
 
 static void nvrtc_load_once(void) {
-    void *h = lib_open("CUK_NVRTC", "libnvrtc", "NVRTC",
+    void *h = lib_open("CUK_NVRTC", "libnvrtc.so.13", "libnvrtc.so.12", "NVRTC",
                        "install the CUDA toolkit's NVRTC or set CUDA_HOME or CUK_NVRTC", nvrtc_msg, sizeof nvrtc_msg);
     if (!h) return;
     if (!dlsym(h, "nvrtcCreateProgram")) { /* every NVRTC has it: this is another library */

@@ -52,6 +52,73 @@ static const char *saxpy_src =
 
 static char self[4096];
 
+/* NCCL communicators (runtime/nccl.c) over the first n GPUs: all-reduce (sum, then max in
+   place) and broadcast of 1000 f32 a rank, each rank's values its own, checked on the
+   host; NVLink multicast off after loading. One rank where there is one GPU. */
+static void test_comm(int n) {
+    char name[64], detail[256];
+    snprintf(name, sizeof name, "NCCL communicator over %d GPU%s", n, n == 1 ? "" : "s");
+    int v = 0;
+    if (cuk_nccl_version(&v) != CUK_OK) {
+        report(0, name, cuk_last_error());
+        return;
+    }
+    const char *nvls = getenv("NCCL_NVLS_ENABLE");
+    int devs[8], cur = 0;
+    for (int i = 0; i < n; i++) devs[i] = i;
+    cuk_device_current(&cur);
+    cuk_comm *c = NULL;
+    if (cuk_comm_create(&c, devs, n) != CUK_OK) {
+        report(0, name, cuk_last_error());
+        return;
+    }
+    enum { N = 1000 };
+    cuk_devptr send[8] = {0}, recv[8] = {0};
+    float h[N], want[N];
+    int ok = 1, size = 0, dev = -1;
+    ok &= cuk_comm_size(c, &size) == CUK_OK && size == n;
+    ok &= cuk_comm_device(c, n - 1, &dev) == CUK_OK && dev == n - 1;
+    for (int r = 0; r < n && ok; r++) { /* rank r's buffers on device r */
+        ok &= cuk_device_select(r) == CUK_OK && cuk_mem_alloc(&send[r], sizeof h) == CUK_OK &&
+              cuk_mem_alloc(&recv[r], sizeof h) == CUK_OK;
+        for (int i = 0; i < N; i++) h[i] = (float)(r + 1) * (float)(i % 7) - (float)r;
+        ok &= ok && cuk_memcpy_htod(send[r], h, sizeof h) == CUK_OK;
+    }
+    ok &= ok && cuk_comm_allreduce(c, send, recv, N, CUK_COMM_F32, CUK_COMM_SUM) == CUK_OK &&
+          cuk_comm_synchronize(c) == CUK_OK;
+    for (int i = 0; i < N; i++) {
+        want[i] = 0;
+        for (int r = 0; r < n; r++) want[i] += (float)(r + 1) * (float)(i % 7) - (float)r;
+    }
+    for (int r = 0; r < n && ok; r++)
+        ok &= cuk_device_select(r) == CUK_OK && cuk_memcpy_dtoh(h, recv[r], sizeof h) == CUK_OK && !memcmp(h, want, sizeof h);
+    /* in place: max over ranks of send; then everyone gets rank n - 1's */
+    ok &= ok && cuk_comm_allreduce(c, send, send, N, CUK_COMM_F32, CUK_COMM_MAX) == CUK_OK &&
+          cuk_comm_broadcast(c, send, recv, N, CUK_COMM_F32, n - 1) == CUK_OK && cuk_comm_synchronize(c) == CUK_OK;
+    for (int i = 0; i < N; i++) {
+        want[i] = -1e30f;
+        for (int r = 0; r < n; r++) {
+            float x = (float)(r + 1) * (float)(i % 7) - (float)r;
+            want[i] = x > want[i] ? x : want[i];
+        }
+    }
+    for (int r = 0; r < n && ok; r++)
+        ok &= cuk_device_select(r) == CUK_OK && cuk_memcpy_dtoh(h, recv[r], sizeof h) == CUK_OK && !memcmp(h, want, sizeof h);
+    /* a bad op and a bad root say so */
+    ok &= cuk_comm_allreduce(c, send, recv, N, CUK_COMM_I32, CUK_COMM_AVG) == CUK_ERR_INVALID;
+    ok &= cuk_comm_broadcast(c, send, recv, N, CUK_COMM_F32, n) == CUK_ERR_INVALID;
+    snprintf(detail, sizeof detail, "NCCL %d, NCCL_NVLS_ENABLE=%s, sum, max in place, broadcast: %s", v,
+             nvls ? nvls : "unset", ok ? "the host's values" : cuk_last_error());
+    ok &= cuk_comm_destroy(c) == CUK_OK;
+    for (int r = 0; r < n; r++) {
+        cuk_device_select(r);
+        cuk_mem_free(send[r]);
+        cuk_mem_free(recv[r]);
+    }
+    cuk_device_select(cur);
+    report(ok && nvls && !strcmp(nvls, "0"), name, detail);
+}
+
 /* cuk_matmul with CUK_LIBCUBLASLT pointing nowhere: CUK_ERR_NO_BLAS and a message that
    says what to do. Exit 0 when it does. */
 static int child_noblas(void) {
@@ -578,6 +645,10 @@ int main(int argc, char **argv) {
     report(tbad == 0, "4 threads alloc/launch/copy/free", msg);
 
     test_matmul();
+    int ngpu = 0;
+    cuk_device_count(&ngpu);
+    test_comm(1);
+    if (ngpu >= 2) test_comm(ngpu > 8 ? 8 : ngpu);
 
     cuk_mem_free(dx);
     cuk_mem_free(dy);
