@@ -16,15 +16,7 @@
 
 #include "runtime/cuk.h"
 
-static int fails;
-#define CHECK(c)                                                                                 \
-    do {                                                                                         \
-        if (!(c)) {                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #c, \
-                    cuk_last_error());                                                           \
-            fails++;                                                                             \
-        }                                                                                        \
-    } while (0)
+#include "runtime_check.h"
 
 static char base[4096];
 

@@ -6,15 +6,7 @@
 
 #include "runtime/cuk.h"
 
-static int fails;
-#define CHECK(c)                                                                                 \
-    do {                                                                                         \
-        if (!(c)) {                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #c, \
-                    cuk_last_error());                                                           \
-            fails++;                                                                             \
-        }                                                                                        \
-    } while (0)
+#include "runtime_check.h"
 
 static const char *saxpy =
     "extern \"C\" __global__ void saxpy(float a, const float *x, float *y, int n) {\n"

@@ -9,15 +9,7 @@
 
 #include "runtime/cuk.h"
 
-static int fails;
-#define CHECK(c)                                                                                 \
-    do {                                                                                         \
-        if (!(c)) {                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #c, \
-                    cuk_last_error());                                                           \
-            fails++;                                                                             \
-        }                                                                                        \
-    } while (0)
+#include "runtime_check.h"
 
 /* Every GPU entry point must give `want` and a message containing `needle`. */
 static void all_calls_fail(cuk_status want, const char *needle) {

@@ -10,15 +10,7 @@
 
 #include "runtime/cuk.h"
 
-static int fails;
-#define CHECK(c)                                                                                 \
-    do {                                                                                         \
-        if (!(c)) {                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #c, \
-                    cuk_last_error());                                                           \
-            fails++;                                                                             \
-        }                                                                                        \
-    } while (0)
+#include "runtime_check.h"
 
 /* What a child process sees of NCCL_NVLS_ENABLE ("unset" if nothing). */
 static void child_nvls(char *buf, size_t len) {
