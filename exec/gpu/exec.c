@@ -1440,9 +1440,40 @@ static __attribute__((noinline)) bool eval_searchsorted(Frame *f, Val *v, Value 
     return ok;
 }
 
+/* The scalar leaves of an expression whose shape alone is asked for (a dim: len(x * g(x))),
+   evaluated (a kernel that computes one is launched, not waited for): the CPU backend
+   evaluates every leaf of a fused value for its shape (exec/cpu/eval.c, eval_dim), so a
+   call's prints, an index out of bounds or a reduce_by_index of mismatched shapes there
+   happen on the GPU too. The shape rules themselves need no scalar (shape_of). */
+static bool dim_leaves(Frame *f, Val *v, unsigned char *seen) {
+    if (seen[v->id] || f->memo[v->id].set || f->shaped[v->id]) return true;
+    seen[v->id] = 1;
+    if (v->rank == 0) {
+        Value x;
+        if (!eval_k(f, v, &x, true)) return false;
+        vrelease(f->s, &x);
+        return true;
+    }
+    if (v->op != OP_CHECKDIM && !shape_rule_covers(v)) return true; /* shape_of evaluates it whole */
+    for (int i = 0; i < v->nargs; i++)
+        if (v->args[i] && !dim_leaves(f, v->args[i], seen)) return false;
+    return true;
+}
+
 static __attribute__((noinline)) bool eval_dim(Frame *f, Val *v, Value *r) {
     Value x;
-    if (!shape_of(f, v->args[0], &x)) return false;
+    Val *a = v->args[0];
+    if (!f->memo[a->id].set && !f->shaped[a->id]) {
+        unsigned char *seen = calloc((size_t)f->fn->nvals, 1);
+        if (!seen) {
+            rt_error(f->s->err, v->loc, "out of host memory");
+            return false;
+        }
+        bool ok = dim_leaves(f, a, seen);
+        free(seen);
+        if (!ok) return false;
+    }
+    if (!shape_of(f, a, &x)) return false;
     r->s.i = x.shape[v->axis];
     return true;
 }

@@ -666,3 +666,30 @@ def test_broadcast_transpose_in_a_tiled_map():
         got, want = g.f(t, y), c.f(t, y)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got, t.T + y)
+
+
+DEAD_LEAVES = {
+    "call_prints": "fn g(x: f32[n]) -> f32 {\n    print(123);\n    return sum(x);\n}\n"
+                   "fn main() {\n    let x = rand(5, seed=1);\n    print(len(x * g(x)));\n    print(7);\n}\n",
+    "scalar_index": "fn main() {\n    let x = rand(5, seed=1);\n    print(len(x * x[9]));\n}\n",
+    "reduce_by_index": "fn main() {\n    let x = rand(5, seed=1);\n"
+                       "    print(len(x * sum(reduce_by_index(iota(5, dtype=f32), add, iota(2), x))));\n}\n",
+    "gather_in_a_sum": "fn main() {\n    let x = rand(5, seed=1);\n    print(len(x * sum(x[iota(7)])));\n}\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEAD_LEAVES))
+def test_length_alone_still_evaluates_scalar_leaves(name, tmp_path):
+    """`len(x * g(x))`: the scalar leaves are evaluated as the CPU backend evaluates them
+    (a call's prints, index and shape errors), though the length needs none of them (the
+    differential run, seed 6002); tests/python/test_gpu_dead_leaves.py on the driver-less
+    path."""
+    import subprocess
+    src = tmp_path / (name + ".cuk")
+    src.write_text(DEAD_LEAVES[name])
+    cukc = os.environ.get("CUKC") or os.path.join(os.environ.get("CUK_BUILD_DIR", "build"), "bin", "cukc")
+    runs = []
+    for dev in ("cpu", "gpu"):
+        r = subprocess.run([cukc, "run", "--device", dev, str(src)], capture_output=True, text=True, timeout=300)
+        runs.append((r.returncode, r.stdout, r.stderr.split("\n")[0]))
+    assert runs[0] == runs[1], "cpu %r, gpu %r" % (runs[0], runs[1])

@@ -1,0 +1,64 @@
+"""A value whose length alone is used (`len(x * g(x))`) still has its scalar leaves
+evaluated on the GPU path, as on the CPU backend (found by the GPU differential run, seed
+6002: `len(x * grow(reduce_by_index(.., iota(2), x), -1))` was the CPU's shape error and
+the GPU's 5): a called function's prints, a scalar index out of bounds and a
+reduce_by_index of mismatched shapes. Run with `cukc run --device gpu` on the driver-less
+GPU path (bench/fake_libcuda.c: copies are real, kernels do not run, so only checks made
+on the host can show here) against `--device cpu`; tests/gpu/python/test_gpu_python.py
+runs the same on a GPU, with a gather checked on the device."""
+import os
+import subprocess
+
+import pytest
+
+import cukpath
+
+GROW = """fn grow(x: f32[n], k: i64) -> f32 {
+    var a = x;
+    var i = 0;
+    while i < k { a = concat(a, a[::-1]); i = i + 1; }
+    return sum(a) + f32(len(a));
+}
+"""
+
+PROGS = {
+    "call_prints": """fn g(x: f32[n]) -> f32 {
+    print(123);
+    return sum(x);
+}
+fn main() {
+    let x = rand(5, seed=1);
+    print(len(x * g(x)));
+    print(len(reshape(x, 5, 1) * g(x)));
+    print(7);
+}
+""",
+    "scalar_index": "fn main() {\n    let x = rand(5, seed=1);\n    print(len(x * x[9]));\n}\n",
+    "reduce_by_index_in_a_call": GROW + "fn main() {\n    let x = rand(5, seed=1);\n"
+                                        "    print(len(x * grow(reduce_by_index(iota(5, dtype=f32), mul, iota(2), x), -1)));\n}\n",
+    "reduce_by_index_summed": "fn main() {\n    let x = rand(5, seed=1);\n"
+                              "    print(len(x * sum(reduce_by_index(iota(5, dtype=f32), add, iota(2), x))));\n}\n",
+    "fine": "fn main() {\n    let x = rand(5, seed=1);\n    print(len(x * sum(x) + x[4]));\n}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory):
+    return cukpath.build_fake_driver(str(tmp_path_factory.mktemp("fake")))[1]
+
+
+@pytest.mark.parametrize("name", sorted(PROGS))
+def test_gpu_path_evaluates_the_leaves_of_a_length(name, fake, tmp_path):
+    src = tmp_path / (name + ".cuk")
+    src.write_text(PROGS[name])
+    cukc = os.environ.get("CUKC") or os.path.join(cukpath.BUILD, "bin", "cukc")
+    runs = []
+    for dev, extra in (("cpu", {}), ("gpu", {"CUK_LIBCUDA": fake})):
+        r = subprocess.run([cukc, "run", "--device", dev, str(src)], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, CUK_CACHE_DIR=str(tmp_path / "cache"), **extra))
+        runs.append((r.returncode, r.stdout, r.stderr.split("\n")[0]))
+    assert runs[0] == runs[1], "cpu %r, gpu %r" % (runs[0], runs[1])
+    want_rc = 0 if name in ("call_prints", "fine") else 3
+    assert runs[0][0] == want_rc, runs[0]
+    if name == "call_prints":
+        assert runs[0][1] == "123\n5\n123\n5\n7\n"
