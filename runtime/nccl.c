@@ -191,6 +191,25 @@ static cuk_status coll_args(const char *call, const cuk_comm *c, const cuk_devpt
     return CUK_OK;
 }
 
+/* One collective on every rank, as one NCCL group: all-reduce and broadcast take the same
+   arguments, the reduction or the root rank in `arg`. */
+typedef ncclResult_t (*Coll)(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
+static cuk_status coll_run(cuk_comm *c, Coll one, const char *name, const cuk_devptr *send, const cuk_devptr *recv,
+                           size_t count, cuk_comm_type t, int arg) {
+    if (!count) return CUK_OK;
+    NCCL_CHECK(nc.ncclGroupStart(), "ncclGroupStart");
+    for (int i = 0; i < c->n; i++) {
+        ncclResult_t r =
+            one((const void *)(uintptr_t)send[i], (void *)(uintptr_t)recv[i], count, (int)t, arg, c->comm[i], c->stream[i]);
+        if (r != NCCL_SUCCESS && r != NCCL_IN_PROGRESS) {
+            nc.ncclGroupEnd();
+            return nccl_fail(r, name);
+        }
+    }
+    NCCL_CHECK(nc.ncclGroupEnd(), "ncclGroupEnd");
+    return CUK_OK;
+}
+
 cuk_status cuk_comm_allreduce(cuk_comm *c, const cuk_devptr *send, const cuk_devptr *recv, size_t count,
                               cuk_comm_type t, cuk_comm_op op) {
     cuk_status s = coll_args("cuk_comm_allreduce", c, send, recv, count, t);
@@ -200,18 +219,7 @@ cuk_status cuk_comm_allreduce(cuk_comm *c, const cuk_devptr *send, const cuk_dev
                        (int)op);
     if ((op == CUK_COMM_AVG) && t != CUK_COMM_F16 && t != CUK_COMM_F32 && t != CUK_COMM_F64 && t != CUK_COMM_BF16)
         return err_set(CUK_ERR_INVALID, "cuk_comm_allreduce: CUK_COMM_AVG takes float types only");
-    if (!count) return CUK_OK;
-    NCCL_CHECK(nc.ncclGroupStart(), "ncclGroupStart");
-    for (int i = 0; i < c->n; i++) {
-        ncclResult_t r = nc.ncclAllReduce((const void *)(uintptr_t)send[i], (void *)(uintptr_t)recv[i], count, (int)t,
-                                          (int)op, c->comm[i], c->stream[i]);
-        if (r != NCCL_SUCCESS && r != NCCL_IN_PROGRESS) {
-            nc.ncclGroupEnd();
-            return nccl_fail(r, "ncclAllReduce");
-        }
-    }
-    NCCL_CHECK(nc.ncclGroupEnd(), "ncclGroupEnd");
-    return CUK_OK;
+    return coll_run(c, nc.ncclAllReduce, "ncclAllReduce", send, recv, count, t, (int)op);
 }
 
 cuk_status cuk_comm_broadcast(cuk_comm *c, const cuk_devptr *send, const cuk_devptr *recv, size_t count,
@@ -220,18 +228,7 @@ cuk_status cuk_comm_broadcast(cuk_comm *c, const cuk_devptr *send, const cuk_dev
     if (s) return s;
     if (root < 0 || root >= c->n)
         return err_set(CUK_ERR_INVALID, "cuk_comm_broadcast: root rank %d of a communicator of %d", root, c->n);
-    if (!count) return CUK_OK;
-    NCCL_CHECK(nc.ncclGroupStart(), "ncclGroupStart");
-    for (int i = 0; i < c->n; i++) {
-        ncclResult_t r = nc.ncclBroadcast((const void *)(uintptr_t)send[i], (void *)(uintptr_t)recv[i], count, (int)t,
-                                          root, c->comm[i], c->stream[i]);
-        if (r != NCCL_SUCCESS && r != NCCL_IN_PROGRESS) {
-            nc.ncclGroupEnd();
-            return nccl_fail(r, "ncclBroadcast");
-        }
-    }
-    NCCL_CHECK(nc.ncclGroupEnd(), "ncclGroupEnd");
-    return CUK_OK;
+    return coll_run(c, nc.ncclBroadcast, "ncclBroadcast", send, recv, count, t, root);
 }
 
 cuk_status cuk_comm_synchronize(cuk_comm *c) {

@@ -11,17 +11,7 @@
 
 #include "runtime/cuk.h"
 #include "runtime/fault.h"
-
-static int fails, checks;
-#define CHECK(c)                                                                                 \
-    do {                                                                                         \
-        checks++;                                                                                \
-        if (!(c)) {                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #c, \
-                    cuk_last_error());                                                           \
-            fails++;                                                                             \
-        }                                                                                        \
-    } while (0)
+#include "runtime_check.h"
 
 static char dir[4096];
 
