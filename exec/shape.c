@@ -360,7 +360,9 @@ bool shape_rule(const Operands *o, const Val *v, Dims *out, SliceAxis *sl) {
             if (!red) out->d[out->rank++] = x.d[k];
             else if (v->keepdims) out->d[out->rank++] = 1;
         }
-        return true;
+        /* min, max, argmin, argmax or a lambda with no initial value over an empty axis: an error also
+           where only the result's shape is asked for (len(min(m, axis=1))) */
+        return shape_reduce_has_identity(o->err, v, &x);
     case OP_SCAN:
         /* over every axis, the flattened array */
         if (x.rank == v->rank) *out = x;
