@@ -7,7 +7,9 @@ GPU path (bench/fake_libcuda.c: copies are real, kernels do not run, so only che
 on the host can show here) against `--device cpu`; tests/gpu/python/test_gpu_python.py
 runs the same on a GPU, with a gather checked on the device. The seventh run (seed 7008)
 found the same for a reduction's own check: `len(min(m[.., 5:0:-1], axis=1,
-keepdims=true))` of an empty axis was the CPU's error and the GPU's 1."""
+keepdims=true))` of an empty axis was the CPU's error and the GPU's 1; the eighth (seed
+8004) that a scatter into an empty destination skipped the destination's own errors
+(`scatter(softmax(x), ..)` of an empty x)."""
 import os
 import subprocess
 
@@ -46,6 +48,12 @@ fn main() {
                          "    print(len(argmax(m[:, 0:0], axis=1) + 1));\n}\n",
     "empty_sum_axis": "fn main() {\n    let m = reshape(iota(4, dtype=f32), 2, 2);\n"
                       "    print(len(sum(m[:, 0:0], axis=1)));\n    print(len(min(m[0:0, :], axis=1)));\n}\n",
+    "empty_scatter_dest_max": "fn main() {\n    let x = rand(0, seed=1);\n"
+                              "    print(scatter(x * max(x), iota(3) * 0, 1.0));\n}\n",
+    "empty_scatter_dest_index": "fn main() {\n    let x = rand(0, seed=1);\n"
+                                "    print(scatter(x * x[-1], iota(3) * 0, 1.0));\n}\n",
+    "empty_scatter_fine": "fn main() {\n    let x = rand(0, seed=1);\n"
+                          "    print(scatter(x * 2.0, iota(3) * 0, 1.0));\n    print(9);\n}\n",
     "fine": "fn main() {\n    let x = rand(5, seed=1);\n    print(len(x * sum(x) + x[4]));\n}\n",
 }
 
@@ -66,10 +74,16 @@ def test_gpu_path_evaluates_the_leaves_of_a_length(name, fake, tmp_path):
                            env=dict(os.environ, CUK_CACHE_DIR=str(tmp_path / "cache"), **extra))
         runs.append((r.returncode, r.stdout, r.stderr.split("\n")[0]))
     assert runs[0] == runs[1], "cpu %r, gpu %r" % (runs[0], runs[1])
-    want_rc = 0 if name in ("call_prints", "fine", "empty_sum_axis") else 3
+    want_rc = 0 if name in ("call_prints", "fine", "empty_sum_axis", "empty_scatter_fine") else 3
     assert runs[0][0] == want_rc, runs[0]
     if name == "call_prints":
         assert runs[0][1] == "123\n5\n123\n5\n7\n"
+    if name == "empty_scatter_fine":
+        assert runs[0][1] == "[]\n9\n"
+    if name == "empty_scatter_dest_max":
+        assert "zero-size array to reduction operation max" in runs[0][2], runs[0]
+    if name == "empty_scatter_dest_index":
+        assert "index -1 is out of bounds" in runs[0][2], runs[0]
     if name == "empty_sum_axis":
         assert runs[0][1] == "2\n0\n"
     if name.startswith("empty_m") or name.startswith("empty_a"):
