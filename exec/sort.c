@@ -1,7 +1,11 @@
 /* Host sorting (exec/sort.h): stable LSD radix sorts of (key, position) pairs, one row at
    a time; insertion sort for short rows. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "exec/sort.h"
 
@@ -86,11 +90,74 @@ static inline __attribute__((always_inline)) uint64_t unkey(DType dt, uint64_t k
 
 static int key_bytes(DType dt) { return dtype_info[dt].size > 4 ? 8 : 4; }
 
+/* Rows of at least this many keys scatter through write-combining buffers (below). */
+enum { RADIX_WC_MIN = 1 << 21 };
+
+/* One full line of a write-combining buffer (bytes: 32 or 64, a multiple of 16) to dst:
+   with non-temporal stores where dst is 16-byte aligned (nt), which write the line
+   without first reading it into the cache; the caller fences after the pass. */
+static inline __attribute__((always_inline)) void wc_line(void *dst, const void *src, size_t bytes, bool nt) {
+#if defined(__SSE2__)
+    if (nt) {
+        for (size_t i = 0; i < bytes; i += 16)
+            _mm_stream_si128((__m128i *)((char *)dst + i), _mm_load_si128((const __m128i *)((const char *)src + i)));
+        return;
+    }
+#endif
+    (void)nt;
+    memcpy(dst, src, bytes);
+}
+
+static inline void wc_fence(void) {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+}
+
 /* One row: keys k[0..n) with their payloads perm[0..n) (positions for argsort, a float's
    own bits for sort; NULL, with p2, for keys alone) put in stable key order, in k and
    perm. K the key type, P the payload type. */
 enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
 #define RADIX_ROW(NAME, K, P)                                                                       \
+    /* One pass of a long row, keys (and payloads) by the digit at bit sh into their buckets \
+       (c: each bucket's next place), through a line of buffer per bucket: a bucket's keys \
+       gather in its line and go out as one whole cache line when it fills, where writing \
+       each key to its own of 2048 places in memory costs a cache miss (and a TLB one) a  \
+       key. A line is aligned with the output (L keys from a multiple of L); a bucket's   \
+       first and last lines are partial and go out key by key. */                          \
+    static void NAME##_wc(const K *ka, const P *pa, K *kb, P *pb, int64_t n, int sh, int NB, int64_t *c, \
+                          K *wk, P *wp) {                                                   \
+        enum { L = 64 / (sizeof(K) > sizeof(P) ? sizeof(K) : sizeof(P)) };                  \
+        const bool nt = (((uintptr_t)kb | (uintptr_t)pb) & 15) == 0;                        \
+        int64_t first[1 << 11];                                                             \
+        memcpy(first, c, sizeof(int64_t) * (size_t)NB);                                     \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            const K v = ka[i];                                                              \
+            const int64_t q = (int64_t)((v >> sh) & (K)(NB - 1)), o = c[q]++;               \
+            const int64_t slot = q * L + (o & (L - 1));                                     \
+            wk[slot] = v;                                                                   \
+            if (pa) wp[slot] = pa[i];                                                       \
+            if ((o & (L - 1)) != L - 1) continue;                                           \
+            const int64_t st = o - (L - 1);                                                 \
+            if (st >= first[q]) {                                                           \
+                wc_line(kb + st, wk + q * L, L * sizeof(K), nt);                            \
+                if (pa) wc_line(pb + st, wp + q * L, L * sizeof(P), nt);                    \
+            } else {                                                                        \
+                for (int64_t j = first[q]; j <= o; j++) {                                   \
+                    kb[j] = wk[q * L + (j & (L - 1))];                                      \
+                    if (pa) pb[j] = wp[q * L + (j & (L - 1))];                              \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        wc_fence();                                                                         \
+        for (int64_t q = 0; q < NB; q++) {                                                  \
+            int64_t st = c[q] & ~(int64_t)(L - 1);                                          \
+            for (int64_t j = st > first[q] ? st : first[q]; j < c[q]; j++) {                \
+                kb[j] = wk[q * L + (j & (L - 1))];                                          \
+                if (pa) pb[j] = wp[q * L + (j & (L - 1))];                                  \
+            }                                                                               \
+        }                                                                                   \
+    }                                                                                       \
     static inline __attribute__((always_inline)) bool NAME##_b(K *k, P *perm, K *k2, P *p2, int64_t n, \
                                                                const int B) {                       \
         if (n <= 48) { /* insertion sort: stable, as it moves only past larger keys */             \
@@ -113,6 +180,18 @@ enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
         const int NB = 1 << B, D = ((int)sizeof(K) * 8 + B - 1) / B;                       \
         int64_t cnt0[8 * 256], *cnt = cnt0;                                                 \
         if (B > 8 && !(cnt = calloc((size_t)(D * NB), sizeof *cnt))) return false;         \
+        /* long rows: a line of write-combining buffer per bucket (NAME##_wc) */            \
+        K *wk = NULL;                                                                       \
+        P *wp = NULL;                                                                       \
+        void *wbuf = NULL;                                                                  \
+        if (B > 8 && n >= RADIX_WC_MIN) {                                                   \
+            wbuf = aligned_alloc(64, (size_t)NB * 128);                                     \
+            if (!wbuf) {                                                                    \
+                free(cnt);                                                                  \
+                return false;                                                               \
+            }                                                                               \
+            wk = (K *)wbuf, wp = (P *)((char *)wbuf + (size_t)NB * 64);                     \
+        }                                                                                   \
         if (B == 8) memset(cnt0, 0, sizeof(int64_t) * (size_t)(D * NB));                    \
         for (int64_t i = 0; i < n; i++) {                                                   \
             const K ki = k[i];                                                              \
@@ -129,10 +208,14 @@ enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
                 c[b] = s, s += t;                                                           \
             }                                                                               \
             if (trivial) continue; /* every key has this digit: the order stands */         \
-            for (int64_t i = 0; i < n; i++) {                                               \
-                int64_t o = c[(ka[i] >> (B * d)) & (K)(NB - 1)]++;                          \
-                kb[o] = ka[i];                                                              \
-                if (pa) pb[o] = pa[i];                                                      \
+            if (wk) {                                                                       \
+                NAME##_wc(ka, pa, kb, pb, n, B * d, NB, c, wk, wp);                         \
+            } else {                                                                        \
+                for (int64_t i = 0; i < n; i++) {                                           \
+                    int64_t o = c[(ka[i] >> (B * d)) & (K)(NB - 1)]++;                      \
+                    kb[o] = ka[i];                                                          \
+                    if (pa) pb[o] = pa[i];                                                  \
+                }                                                                           \
             }                                                                               \
             K *tk = ka;                                                                     \
             ka = kb, kb = tk;                                                               \
@@ -140,6 +223,7 @@ enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
             pa = pb, pb = tp;                                                               \
         }                                                                                   \
         if (cnt != cnt0) free(cnt);                                                         \
+        free(wbuf);                                                                         \
         if (ka != k) memcpy(k, ka, sizeof(K) * (size_t)n);                                          \
         if (pa != perm) memcpy(perm, pa, sizeof(P) * (size_t)n);                                    \
         return true;                                                                                \
