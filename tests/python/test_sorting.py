@@ -1,7 +1,8 @@
 """sort, argsort, searchsorted and top_k (DESIGN.md part 2, "Sorting") on the CPU backend
 against NumPy's stable sort: every dtype, NaN (last, in either direction), -0.0 (equal to
 0.0, kept in its place), duplicates, all-equal, sorted and reverse-sorted input, rows and
-other axes, sizes 0, 1, 48/49 (the insertion sort's edge) and 2^20 + 7, on the CPU backend
+other axes, sizes 0, 1, 48/49 (the insertion sort's edge), 64-97 (the merge sort's: runs of
+16, a last partial one, its edge with the radix sort) and 2^20 + 7, on the CPU backend
 and, where a GPU is usable, on the GPU (kernels/sort.cuh): there also rows at the edges
 of the GPU's tiles (2048 keys of 8 bytes, 4096 of 4 bytes: one block per row below,
 onesweep passes above) and rows of more than 2^30 keys (the passes' portions)."""
@@ -65,7 +66,7 @@ def data(t, r, c, seed):
 
 
 @pytest.mark.parametrize("t", list(TYPES))
-@pytest.mark.parametrize("shape", [(1, 0), (1, 1), (3, 48), (2, 49), (5, 1000), (1, (1 << 20) + 7), (3, 2048),
+@pytest.mark.parametrize("shape", [(1, 0), (1, 1), (3, 48), (2, 49), (4, 64), (3, 81), (2, 96), (2, 97), (5, 1000), (1, (1 << 20) + 7), (3, 2048),
                                    (2, 2049), (2, 4096), (3, 4097), (1000, 5), (2, 70001)])
 def test_sort_argsort(m, t, shape):
     x = data(t, *shape, seed=shape[1])
