@@ -167,6 +167,18 @@ enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
             }                                                                               \
         }                                                                                   \
     }                                                                                       \
+    /* after a pass: its output is the next pass's input */                                \
+    static inline void NAME##_flip(K **ka, K **kb, P **pa, P **pb) {                        \
+        K *tk = *ka;                                                                        \
+        *ka = *kb, *kb = tk;                                                                \
+        P *tp = *pa;                                                                        \
+        *pa = *pb, *pb = tp;                                                                \
+    }                                                                                       \
+    /* the sorted row (ka, pa) back where the caller gave it (k, perm) */                   \
+    static inline void NAME##_home(K *k, P *perm, const K *ka, const P *pa, int64_t n) {    \
+        if (ka != k) memcpy(k, ka, sizeof(K) * (size_t)n);                                  \
+        if (pa != perm) memcpy(perm, pa, sizeof(P) * (size_t)n);                            \
+    }                                                                                       \
     /* insertion sort: stable, as it moves only past larger keys */                        \
     static inline __attribute__((always_inline)) void NAME##_ins(K *k, P *perm, int64_t n) { \
         for (int64_t i = 1; i < n; i++) {                                                   \
@@ -209,13 +221,9 @@ enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
                     if (pa) pb[o] = pa[j];                                                  \
                 }                                                                           \
             }                                                                               \
-            K *tk = ka;                                                                     \
-            ka = kb, kb = tk;                                                               \
-            P *tp = pa;                                                                     \
-            pa = pb, pb = tp;                                                               \
+            NAME##_flip(&ka, &kb, &pa, &pb);                                                \
         }                                                                                   \
-        if (ka != k) memcpy(k, ka, sizeof(K) * (size_t)n);                                  \
-        if (pa != perm) memcpy(perm, pa, sizeof(P) * (size_t)n);                            \
+        NAME##_home(k, perm, ka, pa, n);                                                    \
     }                                                                                       \
     static inline __attribute__((always_inline)) bool NAME##_b(K *k, P *perm, K *k2, P *p2, int64_t n, \
                                                                const int B, const bool WC) {        \
@@ -266,15 +274,11 @@ enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
                     if (pa) pb[o] = pa[i];                                                  \
                 }                                                                           \
             }                                                                               \
-            K *tk = ka;                                                                     \
-            ka = kb, kb = tk;                                                               \
-            P *tp = pa;                                                                     \
-            pa = pb, pb = tp;                                                               \
+            NAME##_flip(&ka, &kb, &pa, &pb);                                                \
         }                                                                                   \
         if (cnt != cnt0) free(cnt);                                                         \
         free(wbuf);                                                                         \
-        if (ka != k) memcpy(k, ka, sizeof(K) * (size_t)n);                                          \
-        if (pa != perm) memcpy(perm, pa, sizeof(P) * (size_t)n);                                    \
+        NAME##_home(k, perm, ka, pa, n);                                                    \
         return true;                                                                                \
     }                                                                                               \
     /* the digit width and WC constants in each copy (a variable width cost 7% on 2^24 keys) */      \
