@@ -1,5 +1,5 @@
 /* Host sorting (exec/sort.h): stable LSD radix sorts of (key, position) pairs, one row at
-   a time; insertion sort for short rows. */
+   a time; merge and insertion sorts for short rows. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
