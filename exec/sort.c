@@ -96,11 +96,12 @@ static int key_bytes(DType dt) { return dtype_info[dt].size > 4 ? 8 : 4; }
    faster with keys of the full range and 5% slower with floats in [0, 1), so they go
    direct. */
 enum { RADIX_WC_MIN = 1 << 21 };
-/* Rows of 49 to RADIX_MERGE_MAX keys merge-sort (NAME##_merge) from insertion-sorted runs
+/* Rows of at most RADIX_INS_MAX keys sort by insertion (NAME##_ins); rows of
+   RADIX_INS_MAX + 1 to RADIX_MERGE_MAX keys merge-sort (NAME##_merge) from insertion-sorted runs
    of RADIX_RUN: rows of 64 f32, 2^24 keys on one core of the development machine (AMD
    EPYC, 2026-12-07), 470 -> 365 ms; rows of 128 already sort faster by radix (373 ms
    against 400-490 merged: a scalar merge costs 2-3 ns a key a level there). */
-enum { RADIX_MERGE_MAX = 96, RADIX_RUN = 16 };
+enum { RADIX_INS_MAX = 48, RADIX_MERGE_MAX = 96, RADIX_RUN = 16 };
 
 /* One full line of a write-combining buffer (bytes: 32 or 64, a multiple of 16) to dst:
    with non-temporal stores where dst is 16-byte aligned (nt), which write the line
@@ -227,10 +228,6 @@ enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
     }                                                                                       \
     static inline __attribute__((always_inline)) bool NAME##_b(K *k, P *perm, K *k2, P *p2, int64_t n, \
                                                                const int B, const bool WC) {        \
-        if (n <= 48) {                                                                      \
-            NAME##_ins(k, perm, n);                                                         \
-            return true;                                                                    \
-        }                                                                                   \
         /* 11-bit digits for long rows (3 passes over 4-byte keys, 6 over 8-byte ones, where  \
            8-bit digits take 4 and 8; 2048 buckets' write fronts still fit in L2); 8-bit     \
            ones for short rows, whose bins would otherwise cost more than their keys */     \
@@ -281,9 +278,14 @@ enum { RADIX_WIDE_MIN = 1 << 16 }; /* rows this long take 11-bit digits */
         NAME##_home(k, perm, ka, pa, n);                                                    \
         return true;                                                                                \
     }                                                                                               \
-    /* the digit width and WC constants in each copy (a variable width cost 7% on 2^24 keys) */      \
+    /* the row's method by its length; the digit width and WC constants in each radix copy (a   \
+       variable width cost 7% on 2^24 keys) */                                                      \
     static bool NAME(K *k, P *perm, K *k2, P *p2, int64_t n) {                                      \
-        if (n > 48 && n <= RADIX_MERGE_MAX) {                                                       \
+        if (n <= RADIX_INS_MAX) {                                                                   \
+            NAME##_ins(k, perm, n);                                                                 \
+            return true;                                                                            \
+        }                                                                                           \
+        if (n <= RADIX_MERGE_MAX) {                                                                 \
             NAME##_merge(k, perm, k2, p2, n);                                                       \
             return true;                                                                            \
         }                                                                                           \
