@@ -209,8 +209,23 @@ int cuk_program_nfunctions(const cuk_program *p);
 const char *cuk_program_function_name(const cuk_program *p, int i);
 
 /* A function by name (the program's or the stdlib's); CUK_ERR_NOT_FOUND if none. The
-   handle lives as long as the program. */
+   handle lives as long as the program. A generic function (see cuk_program_generic) has
+   none: its message says so and shows a typed wrapper to compile instead. */
 cuk_status cuk_program_function(cuk_program *p, const char *name, cuk_fn **f);
+/* The signature of a generic function: one whose parameter or result element type is a
+   type variable (one capital letter, `fn g(x: T[n]) -> T[n]`, and every function of the
+   stdlib's stats.cuk: softmax, variance, layer_norm, relu, ...). Such a function is
+   inlined at each call in cuk code, T bound from the arguments, so it has no cuk_fn; to
+   call it, compile a typed wrapper (`fn g_f32(x: f32[n]) -> f32[n] = g(x);`) with the
+   program. Writes NUL-terminated text into buf: one line per parameter,
+   "name\telemtype\tdims\n", then the result's, "->\telemtype\tdims\n"; elemtype is as
+   written ("T", "f32"), dims the sizes as written joined by ',' ("n", "r,c", "n + 2",
+   "?"), empty for a scalar. buf may be NULL with len 0 to ask only whether name is
+   generic. The user's functions shadow the stdlib's, as in calls. CUK_ERR_NOT_FOUND when
+   name is not a generic function of the program (a concrete one, or none);
+   CUK_ERR_INVALID when its result is a tuple or it returns nothing, or when the text
+   needs more than len bytes (the message says how many). Python: `m.softmax(x)`. */
+cuk_status cuk_program_generic(const cuk_program *p, const char *name, char *buf, size_t len);
 
 typedef struct cuk_param_info {
     const char *name;

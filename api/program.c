@@ -384,6 +384,128 @@ const char *cuk_program_function_name(const cuk_program *p, int i) {
     return i >= 0 && i < p->nfns ? p->fns[i]->fn->name : NULL;
 }
 
+/* ---- generic functions ---------------------------------------------------------------------
+   A function whose parameter or result types name a type variable (one capital letter:
+   fn g(x: T[n]) -> T[n]) has no Fn: sema inlines it at each call, binding T from the
+   arguments. cuk_program_generic describes one, so that a caller (the Python package)
+   can compile a typed wrapper for the dtypes it has. */
+
+/* A type variable: one capital letter that names no dtype (sema.c's is_typevar). */
+static bool typevar(const char *name) {
+    DType dt;
+    return name && name[0] >= 'A' && name[0] <= 'Z' && !name[1] && !dtype_from_name(name, &dt);
+}
+
+static bool decl_generic(const Node *d) {
+    for (const Node *q = d->params; q; q = q->next)
+        if (q->type && typevar(q->type->name)) return true;
+    if (d->type && d->type->kind == N_TUPLE)
+        for (const Node *t = d->type->args; t; t = t->next)
+            if (typevar(t->name)) return true;
+    return d->type && typevar(d->type->name);
+}
+
+/* The declaration a call of name in p's source reaches: the user's function of that name,
+   else the stdlib's (parsed again into a). NULL when neither has one. */
+static const Node *decl_named(const cuk_program *p, Arena *a, const char *name) {
+    for (const Node *d = p->c.ast ? p->c.ast->body : NULL; d; d = d->next)
+        if (d->kind == N_FN && d->name && strcmp(d->name, name) == 0) return d;
+    MemDiag md;
+    if (!memdiag_open(&md)) return NULL;
+    const Node *std = stdlib_parse(a, &md.d);
+    free(memdiag_close(&md));
+    for (const Node *d = std ? std->body : NULL; d; d = d->next)
+        if (d->kind == N_FN && d->name && strcmp(d->name, name) == 0) return d;
+    return NULL;
+}
+
+/* The sizes of type t as written, joined by sep ("" for a scalar). With any, a size
+   size_text cannot spell (a call) is "?". */
+static const char *dims_text(Arena *a, const Node *t, const char *sep, bool any) {
+    const char *s = "";
+    for (const Node *d = t->dims; d; d = d->next) {
+        const char *x = size_text(a, d);
+        if (any && strcmp(x, "(expression)") == 0) x = "?";
+        s = arena_printf(a, "%s%s%s", s, d == t->dims ? "" : sep, x);
+    }
+    return s;
+}
+
+/* Type t with every type variable made f32: "f32[n]". */
+static const char *f32_type(Arena *a, const Node *t) {
+    const char *e = typevar(t->name) ? "f32" : t->name;
+    return t->dims ? arena_printf(a, "%s[%s]", e, dims_text(a, t, ", ", true)) : e;
+}
+
+/* Why cuk_program_function finds no function for the generic declaration d, and what a C
+   caller does instead. */
+static cuk_status generic_miss(const Node *d) {
+    Arena a;
+    arena_init(&a);
+    /* the type variables, in the order the declaration names them: "T", "T and U" */
+    char order[26];
+    int nvars = 0;
+    for (const Node *q = d->params;; q = q->next) {
+        const Node *t = q ? q->type : d->type && d->type->kind == N_TYPE ? d->type : NULL;
+        if (t && typevar(t->name) && !memchr(order, t->name[0], (size_t)nvars)) order[nvars++] = t->name[0];
+        if (!q) break;
+    }
+    const char *vars = "";
+    for (int i = 0; i < nvars; i++)
+        vars = arena_printf(&a, "%s%s%c", vars, !i ? "" : i == nvars - 1 ? " and " : ", ", order[i]);
+    const char *which =
+        arena_printf(&a, "type%s %s %s", nvars > 1 ? "s" : "", nvars ? vars : "T", nvars > 1 ? "are" : "is");
+    cuk_status s;
+    if (d->type && d->type->kind == N_TYPE) {
+        const char *ps = "", *as = "";
+        for (const Node *q = d->params; q; q = q->next) {
+            const char *sep = q == d->params ? "" : ", ";
+            ps = arena_printf(&a, "%s%s%s: %s", ps, sep, q->name, q->type ? f32_type(&a, q->type) : "f32");
+            as = arena_printf(&a, "%s%s%s", as, sep, q->name);
+        }
+        s = err_set(CUK_ERR_NOT_FOUND,
+                    "'%s' is generic (its element %s bound at each call); to call it on its own, add a typed "
+                    "wrapper to the program, e.g. fn %s_f32(%s) -> %s = %s(%s);", d->name, which, d->name, ps,
+                    f32_type(&a, d->type), d->name, as);
+    } else {
+        s = err_set(CUK_ERR_NOT_FOUND, "'%s' is generic (its element %s bound at each call in cuk code) and %s, so it "
+                    "has no compiled form; call it from a function of the program with concrete types", d->name, which,
+                    d->type ? "returns a tuple" : "returns nothing");
+    }
+    arena_free(&a);
+    return s;
+}
+
+cuk_status cuk_program_generic(const cuk_program *p, const char *name, char *buf, size_t len) {
+    if (!p || !name || (!buf && len)) return err_set(CUK_ERR_INVALID, "cuk_program_generic: NULL argument");
+    Arena a;
+    arena_init(&a);
+    const Node *d = decl_named(p, &a, name);
+    cuk_status s = CUK_OK;
+    if (!d || !decl_generic(d)) {
+        s = err_set(CUK_ERR_NOT_FOUND, "'%s' is not a generic function of the program%s", name,
+                    d ? " (its types are concrete: cuk_program_function gives it)" : "");
+    } else if (!d->type || d->type->kind != N_TYPE) {
+        s = err_set(CUK_ERR_INVALID, "'%s' is generic and %s; cuk_program_generic describes functions of one "
+                    "result: call it from a function of the program with concrete types", name,
+                    d->type ? "returns a tuple" : "returns nothing");
+    } else {
+        const char *t = "";
+        for (const Node *q = d->params; q; q = q->next)
+            t = arena_printf(&a, "%s%s\t%s\t%s\n", t, q->name, q->type ? q->type->name : "",
+                             q->type ? dims_text(&a, q->type, ",", false) : "");
+        t = arena_printf(&a, "%s->\t%s\t%s\n", t, d->type->name, dims_text(&a, d->type, ",", false));
+        size_t n = strlen(t);
+        if (buf && n >= len)
+            s = err_set(CUK_ERR_INVALID, "cuk_program_generic: the signature of '%s' needs %zu bytes, not %zu", name,
+                        n + 1, len);
+        else if (buf)
+            memcpy(buf, t, n + 1);
+    }
+    arena_free(&a);
+    return s;
+}
+
 cuk_status cuk_program_function(cuk_program *p, const char *name, cuk_fn **out) {
     if (!p || !name || !out) return err_set(CUK_ERR_INVALID, "cuk_program_function: NULL argument");
     *out = NULL;
@@ -402,6 +524,12 @@ cuk_status cuk_program_function(cuk_program *p, const char *name, cuk_fn **out) 
     }
     pthread_mutex_unlock(&p->lock);
     if (!*out) {
+        Arena a;
+        arena_init(&a);
+        const Node *d = decl_named(p, &a, name);
+        s = d && decl_generic(d) ? generic_miss(d) : CUK_OK;
+        arena_free(&a);
+        if (s) return s;
         char have[512] = "";
         size_t n = 0;
         for (int i = 0; i < p->nfns && n < sizeof have - 64; i++)

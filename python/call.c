@@ -91,6 +91,72 @@ static PyObject *program_function(PyObject *self, PyObject *arg) {
     return (PyObject *)r;
 }
 
+/* The sizes of cuk_program_generic's dims field as a tuple of str: "r,c" -> ("r", "c"). */
+static PyObject *dims_tuple(const char *s, size_t n) {
+    PyObject *l = PyList_New(0);
+    for (size_t i = 0; l && n;) {
+        size_t k = i;
+        while (k < n && s[k] != ',') k++;
+        PyObject *d = PyUnicode_FromStringAndSize(s + i, (Py_ssize_t)(k - i));
+        if (!d || PyList_Append(l, d) < 0) Py_CLEAR(l);
+        Py_XDECREF(d);
+        if (k == n) break;
+        i = k + 1;
+    }
+    PyObject *t = l ? PyList_AsTuple(l) : NULL;
+    Py_XDECREF(l);
+    return t;
+}
+
+/* generic(name) -> None, or (params, result) for a generic function (cuk_program_generic):
+   params a tuple of (name, elemtype, dims), result (elemtype, dims); elemtype as written
+   ("T", "f32"), dims a tuple of the sizes as written (() for a scalar). */
+static PyObject *program_generic(PyObject *self, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8AndSize(arg, NULL);
+    if (!name) return NULL;
+    char buf[8192];
+    cuk_status s = cuk_program_generic(((Program *)self)->p, name, buf, sizeof buf);
+    if (s == CUK_ERR_NOT_FOUND) Py_RETURN_NONE;
+    if (s) return raise_status(s);
+    PyObject *params = PyList_New(0), *result = NULL;
+    for (char *line = buf; params && *line;) {
+        char *end = strchr(line, '\n'), *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (!end || !t2 || t2 > end) {
+            Py_CLEAR(params);
+            PyErr_SetString(Error, "cuk_program_generic: malformed signature text");
+            break;
+        }
+        PyObject *dims = dims_tuple(t2 + 1, (size_t)(end - t2 - 1));
+        PyObject *elem = PyUnicode_FromStringAndSize(t1 + 1, t2 - t1 - 1);
+        if (dims && elem && strncmp(line, "->\t", 3) == 0) {
+            Py_XDECREF(result);
+            result = PyTuple_Pack(2, elem, dims);
+        } else if (dims && elem) {
+            PyObject *pn = PyUnicode_FromStringAndSize(line, t1 - line);
+            PyObject *p = pn ? PyTuple_Pack(3, pn, elem, dims) : NULL;
+            if (!p || PyList_Append(params, p) < 0) Py_CLEAR(params);
+            Py_XDECREF(pn);
+            Py_XDECREF(p);
+        } else {
+            Py_CLEAR(params);
+        }
+        Py_XDECREF(dims);
+        Py_XDECREF(elem);
+        line = end + 1;
+    }
+    PyObject *r = NULL;
+    if (params && result) {
+        PyObject *pt = PyList_AsTuple(params);
+        r = pt ? PyTuple_Pack(2, pt, result) : NULL;
+        Py_XDECREF(pt);
+    } else if (params) {
+        PyErr_SetString(Error, "cuk_program_generic: the signature has no result");
+    }
+    Py_XDECREF(params);
+    Py_XDECREF(result);
+    return r;
+}
+
 static PyObject *program_backend(PyObject *self, void *c) {
     (void)c;
     return PyUnicode_FromString(cuk_program_backend(((Program *)self)->p) == CUK_BACKEND_GPU ? "gpu" : "cpu");
@@ -122,6 +188,8 @@ static PyObject *program_profile(PyObject *self, PyObject *unused) {
 static PyMethodDef program_methods[] = {{"functions", program_functions, METH_NOARGS, "the program's function names"},
                                         {"profile", program_profile, METH_NOARGS, "the time per statement so far"},
                                         {"function", program_function, METH_O, "a function by name"},
+                                        {"generic", program_generic, METH_O,
+                                         "generic(name) -> None or (params, result): a generic function's signature"},
                                         {NULL, NULL, 0, NULL}};
 static PyGetSetDef program_getset[] = {{"backend", program_backend, NULL, "'gpu' or 'cpu'", NULL}, {NULL, NULL, NULL, NULL, NULL}};
 static PyType_Slot program_slots[] = {{Py_tp_dealloc, program_dealloc},

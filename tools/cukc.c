@@ -268,8 +268,13 @@ static int cmd_run(int argc, char **argv) {
     int st = EXIT_OK;
     cuk_fn *fn = NULL;
     if (cuk_program_function(p, entry, &fn) != CUK_OK) {
-        fprintf(stderr, "cukc: error: %s has no function '%s'%s\n", file, entry,
-                strcmp(entry, "main") == 0 ? "; add fn main() { ... } or pick one with --entry NAME" : "");
+        char why[1024];
+        snprintf(why, sizeof why, "%s", cuk_last_error());
+        if (cuk_program_generic(p, entry, NULL, 0) != CUK_ERR_NOT_FOUND) /* generic: the library says what to do */
+            fprintf(stderr, "cukc: error: %s: %s\n", file, why);
+        else
+            fprintf(stderr, "cukc: error: %s has no function '%s'%s\n", file, entry,
+                    strcmp(entry, "main") == 0 ? "; add fn main() { ... } or pick one with --entry NAME" : "");
         cuk_program_free(p);
         return EXIT_USAGE;
     }

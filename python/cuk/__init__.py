@@ -40,30 +40,59 @@ _BACKENDS = {"auto": _cuk.BACKEND_AUTO, "gpu": _cuk.BACKEND_GPU, "cpu": _cuk.BAC
 
 class Module:
     """A compiled program. Its functions are attributes (``m.saxpy(a, x, y)``) and
-    ``m[name]``; ``m.backend`` is ``"gpu"`` or ``"cpu"``."""
+    ``m[name]``; ``m.backend`` is ``"gpu"`` or ``"cpu"``. A generic function, the
+    program's (``fn g(x: T[n]) -> T[n]``) or the stdlib's (``m.softmax``,
+    ``m.layer_norm``, ``m.relu``, ...), is a :class:`GenericFunction`: each call binds its
+    type variables from the arguments' dtypes, as a call in cuk code does."""
 
-    def __init__(self, program, source_name):
+    def __init__(self, program, source_name, source=None, options=None):
         self._program = program
+        # What a GenericFunction recompiles with: the program's text (None for a bundle)
+        # and (name, fast_math, profile); the GenericFunctions found so far, by name; and
+        # the typed wrappers compiled for them, by (function, binding).
+        self._source = source
+        self._options = options or (None, False, False)
+        self._bound = {}
+        self._generics = {}
         self.backend = program.backend
         self.name = source_name
         self.functions = program.functions()
         for name in self.functions:
             setattr(self, name, program.function(name))
 
-    def __getitem__(self, name):
+    def _lookup(self, name, miss):
+        """The function called name (a Function, or a GenericFunction, kept), else None;
+        miss raised for a generic function that cannot be called on its own."""
+        g = self._generics.get(name)
+        if g is not None:
+            return g
         try:
-            return getattr(self, name) if name in self.functions else self._program.function(name)
-        except LogicError as e:
-            raise KeyError(name) from e
+            return self._program.function(name)
+        except LogicError:
+            pass
+        try:
+            sig = self._program.generic(name)
+        except ArgumentError as e:  # generic, but of a tuple result or none
+            raise miss(str(e)) from None
+        if sig is not None:
+            g = self._generics[name] = GenericFunction(self, name, *sig)
+        return g
+
+    def __getitem__(self, name):
+        f = getattr(self, name) if name in self.functions else self._lookup(name, KeyError)
+        if f is None:
+            raise KeyError(name)
+        return f
 
     def __getattr__(self, name):
-        # stdlib functions (mean, softmax, ...) on first use
+        # Only for names that are not attributes yet: a generic function (the program's,
+        # or the stdlib's: softmax, variance, ...) or a stdlib function of concrete types,
+        # kept once found. Builtins (mean, sum, ...) are no functions of the program.
         if name.startswith("_"):
             raise AttributeError(name)
-        try:
-            f = self._program.function(name)
-        except LogicError:
-            raise AttributeError(f"the program has no function '{name}'") from None
+        f = self._lookup(name, AttributeError)
+        if f is None:
+            raise AttributeError(f"the program has no function '{name}'")
         setattr(self, name, f)
         return f
 
@@ -72,8 +101,153 @@ class Module:
 
     def profile(self):
         """The time of each statement over the calls so far, heaviest first, as a table
-        (a str; ``print(m.profile())``): for a module compiled with ``profile=True``."""
+        (a str; ``print(m.profile())``): for a module compiled with ``profile=True``.
+        Calls of generic functions run in programs of their own and are not in it."""
         return self._program.profile()
+
+
+# cuk's element type names by NumPy's dtype names (PyTorch's, "torch.float32", too).
+_CUK_TYPES = {"bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
+              "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16", "bfloat16": "bf16",
+              "float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128"}
+
+
+def _is_typevar(elem):
+    # as the compiler's: one capital letter (no dtype is spelled so)
+    return len(elem) == 1 and "A" <= elem <= "Z"
+
+
+def _type_text(elem, dims):
+    return f"{elem}[{', '.join(dims)}]" if dims else elem
+
+
+def _elem_type(a):
+    """cuk's name of the element type of an argument with a dtype (a NumPy array or
+    scalar, a DeviceArray, a CuPy array, a PyTorch tensor); "" for a dtype cuk has no type
+    for, None for a value without a dtype (a Python number, a list)."""
+    dt = getattr(a, "dtype", None)
+    if dt is None:
+        return None
+    name = dt if isinstance(dt, str) else getattr(dt, "name", None) or str(dt)
+    return _CUK_TYPES.get(str(name).rsplit(".", 1)[-1], "")
+
+
+def _rank(a):
+    shape = getattr(a, "shape", None)
+    if shape is not None:
+        return len(shape)
+    if isinstance(a, (list, tuple)):
+        import numpy as np
+
+        return np.ndim(a)
+    return 0
+
+
+class GenericFunction:
+    """A generic function of a :class:`Module`: one whose element types are type
+    variables (``fn g(x: T[n]) -> T[n]``, and the stdlib's softmax, variance, norm,
+    layer_norm, relu, ...). cuk inlines such a function at each call, binding ``T`` from
+    the arguments; so does a call of this object: each type variable is bound from the
+    dtype of the first argument declared with it that has one (a NumPy array or scalar
+    such as ``np.float32(2)``, a :class:`DeviceArray`, a CuPy array or a PyTorch tensor;
+    a Python int or float has none), a typed wrapper
+    (``fn <name>(x: f32[n]) -> f32[n] = g(x);``) is compiled with the module's source and
+    options, once per binding (the module keeps it), and called with the arguments,
+    ``out=`` and ``stream=``. A scalar parameter given an array applies the function
+    elementwise, as in cuk (``m.relu(x)``). ``params`` and ``result`` hold the signature
+    as written: ``(name, elemtype, dims)`` per parameter, ``(elemtype, dims)``."""
+
+    def __init__(self, module, name, params, result):
+        self.__name__ = name
+        self._module = module
+        self.params = params
+        self.result = result
+        self.typevars = tuple(dict.fromkeys(e for e in [p[1] for p in params] + [result[0]] if _is_typevar(e)))
+
+    def __repr__(self):
+        sig = ", ".join(f"{n}: {_type_text(e, d)}" for n, e, d in self.params)
+        return f"<cuk generic function {self.__name__}({sig}) -> {_type_text(*self.result)}>"
+
+    def __call__(self, *args, **kwargs):
+        return self.specialize(*args)(*args, **kwargs)
+
+    def specialize(self, *args):
+        """The compiled :class:`Function` a call with these arguments runs (for its
+        ``params``, ``capture`` or ``profile``)."""
+        name = self.__name__
+        if len(args) != len(self.params):
+            n = len(self.params)
+            raise TypeError(f"{name}() takes {n} argument{'' if n == 1 else 's'} ({len(args)} given)")
+        types = {}
+        for (pname, elem, _), a in zip(self.params, args):
+            if _is_typevar(elem) and elem not in types:
+                t = _elem_type(a)
+                if t == "":
+                    raise ArgumentError(f"{name}(): argument '{pname}' has dtype {a.dtype}, which cuk has no type for; "
+                                        f"it has {', '.join(_CUK_TYPES)}")
+                if t:
+                    types[elem] = t
+        for v in self.typevars:
+            if v not in types:
+                given = [(p, type(a).__name__) for (p, e, _), a in zip(self.params, args) if e == v]
+                if not given:
+                    raise TypeError(f"{name}(): the type variable {v} of its result is the type of no parameter")
+                which = " or ".join(f"'{p}'" for p, _ in given)
+                what = " or ".join(sorted({t for _, t in given}))
+                raise TypeError(f"{name}(): its element type {v} is bound from the dtype of argument {which}, and a "
+                                f"Python {what} has none; pass an array (NumPy, cuk, CuPy, PyTorch) or a NumPy scalar, "
+                                f"e.g. np.float32(x)")
+        # scalar parameters given arrays: the function applies elementwise
+        ranks = tuple(0 if dims else _rank(a) for (_, _, dims), a in zip(self.params, args))
+        key = (name, tuple(types[v] for v in self.typevars), ranks)
+        f = self._module._bound.get(key)
+        if f is None:
+            f = self._module._bound[key] = self._compile(types, ranks)
+        return f
+
+    def _compile(self, types, ranks):
+        m, name = self._module, self.__name__
+        source = m._source
+        binding = ", ".join(f"{v} = {types[v]}" for v in self.typevars)
+        if source is None:
+            ex = self._wrapper(f"{name}_{'_'.join(types[v] for v in self.typevars)}", types, ranks)
+            raise LogicError(f"{name}() is generic: a call with {binding} compiles a typed wrapper with the "
+                             f"program's source, and {m.name} is a bundle, which has none; add the wrapper to the "
+                             f"program before cukc build, e.g. {ex}")
+        wname = "__cuk_" + "_".join((name,) + tuple(types[v] for v in self.typevars)) + \
+            "".join(f"_m{r}" for r in ranks if r)
+        while wname in source:  # a name the program never spells cannot collide with its own
+            wname += "_"
+        text = self._wrapper(wname, types, ranks)
+        src_name, fast_math, profile = m._options
+        try:
+            prog = _cuk.compile(source + "\n" + text + "\n", _BACKENDS[m.backend], src_name, False, fast_math, profile)
+        except CompileError as e:
+            err = CompileError(f"{name}() with {binding}: {e}")
+            for k in ("file", "line", "column"):
+                setattr(err, k, getattr(e, k, None))
+            err.message = f"{name}() with {binding}: {getattr(e, 'message', e)}"
+            raise err from None
+        return prog.function(wname)
+
+    def _wrapper(self, wname, types, ranks):
+        """fn wname(params, types bound) -> result = name(params);"""
+        taken = {d for _, _, dims in self.params for d in dims}
+        params = []
+        for i, ((pname, elem, dims), r) in enumerate(zip(self.params, ranks)):
+            if r:  # elementwise: fresh size variables
+                dims = []
+                for k in range(r):
+                    d = f"__cuk_{i}_{k}"
+                    while d in taken:
+                        d += "_"
+                    dims.append(d)
+            params.append(f"{pname}: {_type_text(types.get(elem, elem), dims)}")
+        relem, rdims = self.result
+        mapped = max(ranks, default=0)  # the rank of an elementwise call's result: its sizes are the arguments'
+        rdims = ("?",) * mapped if mapped else tuple("?" if d == "(expression)" else d for d in rdims)
+        args = ", ".join(p[0] for p in self.params)
+        return f"fn {wname}({', '.join(params)}) -> {_type_text(types.get(relem, relem), rdims)} = {self.__name__}({args});"
 
 
 def compile(src_or_path, device=None, name=None, fast_math=False, profile=False):
@@ -99,9 +273,30 @@ def compile(src_or_path, device=None, name=None, fast_math=False, profile=False)
             raise ValueError(f"device must be 'auto', 'gpu' or 'cpu', not {device!r}") from None
     prog = _cuk.compile(src_or_path, backend, name, False, bool(fast_math), bool(profile))
     shown = name or (src_or_path if "\n" not in src_or_path else "<string>")
-    return Module(prog, shown)
+    # the text generic functions recompile with: a path's file's (none for a bundle)
+    source = src_or_path
+    if "\n" not in src_or_path and _os.path.isfile(src_or_path):
+        source = _source_of(src_or_path)
+        name = name or src_or_path
+    return Module(prog, shown, source, (name, bool(fast_math), bool(profile)))
 
 
+def _source_of(path):
+    """The text of the .cuk file at path, None for a bundle (.cukb) or an unreadable one."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if path.endswith(".cukb") or data[:4] == _BUNDLE_MAGIC:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+_BUNDLE_MAGIC = b"CUKB"  # compiler/bundle.h
 _EXPLAIN = {"ir": 0, "cuda": 1, "dot": 2}
 
 

@@ -403,6 +403,56 @@ static void test_explain(void) {
     CHECK(cuk_program_error(&info) == CUK_OK && strcmp(info.file, "bad.cuk") == 0 && info.line == 1);
 }
 
+/* cuk_program_generic: a generic function's signature (the user's and the stdlib's), and
+   cuk_program_function's message for one, which shows the typed wrapper to compile. */
+static void test_generic(void) {
+    cuk_program_opts o = {.backend = CUK_BACKEND_CPU, .name = "gen.cuk"};
+    cuk_program *p = NULL;
+    CHECK(cuk_program_compile(&p,
+                              "fn g(x: T[r, c], k: f32) -> T[r + 1, c] = concat(x, x[:1, :]) * T(k);\n"
+                              "fn pair(x: T) -> (T, T) = (x, x);\n"
+                              "fn plain(x: f32[n]) -> f32[n] = softmax(x);\n",
+                              &o) == CUK_OK);
+    if (!p) return;
+    char buf[256];
+    CHECK(cuk_program_generic(p, "g", buf, sizeof buf) == CUK_OK);
+    CHECK(strcmp(buf, "x\tT\tr,c\nk\tf32\t\n->\tT\tr + 1,c\n") == 0);
+    CHECK(cuk_program_generic(p, "softmax", buf, sizeof buf) == CUK_OK);
+    CHECK(strcmp(buf, "x\tT\tn\n->\tT\tn\n") == 0);
+    CHECK(cuk_program_generic(p, "relu", buf, sizeof buf) == CUK_OK);
+    CHECK(strcmp(buf, "v\tT\t\n->\tT\t\n") == 0);
+    CHECK(cuk_program_generic(p, "layer_norm", NULL, 0) == CUK_OK);
+    CHECK(cuk_program_generic(p, "g", buf, 8) == CUK_ERR_INVALID && strstr(cuk_last_error(), "needs 29 bytes"));
+    CHECK(cuk_program_generic(p, "pair", buf, sizeof buf) == CUK_ERR_INVALID && strstr(cuk_last_error(), "tuple"));
+    CHECK(cuk_program_generic(p, "plain", buf, sizeof buf) == CUK_ERR_NOT_FOUND);
+    CHECK(cuk_program_generic(p, "mean", buf, sizeof buf) == CUK_ERR_NOT_FOUND); /* a builtin */
+    CHECK(cuk_program_generic(p, "nothere", buf, sizeof buf) == CUK_ERR_NOT_FOUND);
+    CHECK(cuk_program_generic(NULL, "g", buf, sizeof buf) == CUK_ERR_INVALID);
+    cuk_fn *f = (cuk_fn *)1;
+    CHECK(cuk_program_function(p, "softmax", &f) == CUK_ERR_NOT_FOUND && f == NULL);
+    CHECK(strcmp(cuk_last_error(), "'softmax' is generic (its element type T is bound at each call); to call it on "
+                                   "its own, add a typed wrapper to the program, e.g. fn softmax_f32(x: f32[n]) -> "
+                                   "f32[n] = softmax(x);") == 0);
+    CHECK(cuk_program_function(p, "g", &f) == CUK_ERR_NOT_FOUND &&
+          strstr(cuk_last_error(), "e.g. fn g_f32(x: f32[r, c], k: f32) -> f32[r + 1, c] = g(x, k);"));
+    CHECK(cuk_program_function(p, "pair", &f) == CUK_ERR_NOT_FOUND && strstr(cuk_last_error(), "returns a tuple"));
+    CHECK(cuk_program_function(p, "nothere", &f) == CUK_ERR_NOT_FOUND &&
+          strstr(cuk_last_error(), "the program has no function 'nothere'; it has plain"));
+    cuk_program_free(p);
+    /* the wrapper the message shows compiles and runs */
+    CHECK(cuk_program_compile(&p, "fn softmax_f32(x: f32[n]) -> f32[n] = softmax(x);\n", &o) == CUK_OK);
+    if (!p) return;
+    float h[2] = {1, 1};
+    int64_t n = 2;
+    cuk_array *x = NULL, *r = NULL;
+    CHECK(cuk_array_from_host(&x, CUK_F32, 1, &n, h, CUK_ON_HOST) == CUK_OK);
+    CHECK(cuk_program_call(p, "softmax_f32", &x, 1, &r) == CUK_OK);
+    CHECK(r && ((const float *)cuk_array_host_data(r))[0] == 0.5f);
+    cuk_array_free(x);
+    cuk_array_free(r);
+    cuk_program_free(p);
+}
+
 int main(void) {
     char dir[] = "/tmp/cuk-test-api-XXXXXX";
     if (!mkdtemp(dir)) {
@@ -419,6 +469,7 @@ int main(void) {
     test_scalar_convert();
     test_profile_begin_end();
     test_explain();
+    test_generic();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
