@@ -619,6 +619,15 @@ def test_function_profile_per_kernel():
     assert float(ms) > 0 and float(gbs) > 0 and pct.endswith("%"), t
     t = m.norm.profile(x)
     assert re.search(r"cuk_norm_k\d+ \(reduce\)", t), t
+    # a matrix product is one cuBLASLt call: its own row, the three matrices' bytes
+    mm = cuk.compile("fn lin(a: f32[m, k], w: f32[k, n]) -> f32[m, n] = a @ w;\n", device="gpu", name="mm.cuk")
+    a, w = np.ones((512, 256), np.float32), np.ones((256, 128), np.float32)
+    t = mm.lin.profile(a, w)
+    rows = [ln.split() for ln in t.splitlines() if "(cublasLt)" in ln]
+    assert len(rows) == 1, t
+    ms, launches, _, mb = rows[0][:4]
+    assert int(launches) == 1 and abs(float(mb) - 4 * (512 * 256 + 256 * 128 + 512 * 128) / 1e6) < 1e-3, t
+    assert float(ms) > 0, t
 
 
 def test_row_kernel_over_empty_rows():
