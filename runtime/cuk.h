@@ -21,7 +21,7 @@ typedef enum cuk_status {
     CUK_ERR_INVALID = 6,       /* a bad argument */
     CUK_ERR_NOT_FOUND = 7,     /* no such kernel in the module */
     CUK_ERR_DRIVER = 8,        /* any other Driver API error (its name is in the message) */
-    CUK_ERR_IO = 9,            /* the disk cache could not be read or written */
+    CUK_ERR_IO = 9,            /* the disk cache could not be read or written; cuk_comm_rendezvous: the network */
     CUK_ERR_NOT_READY = 10,    /* cuk_event_query / cuk_stream_query: work still pending */
     CUK_ERR_NO_BLAS = 11,      /* libcublasLt.so.13 missing (cuk_matmul) */
     CUK_ERR_NO_NCCL = 12,      /* libnccl.so.2 missing (cuk_comm_*, several GPUs) */
@@ -420,11 +420,38 @@ typedef enum cuk_comm_op {
 /* A communicator over this process's GPUs devices[0..n) (distinct device indices): rank
    i runs on devices[i], with a stream of its own in that device's primary context. */
 cuk_status cuk_comm_create(cuk_comm **c, const int *devices, int n);
+
+/* One rank a process (on one host or several): every rank calls cuk_comm_create_rank
+   with the same id, made once by rank 0's process with cuk_comm_id_new (it needs no GPU,
+   and starts NCCL's bootstrap listener in that process, which must live until every rank
+   has its communicator) and handed to the others, e.g. by cuk_comm_rendezvous. */
+typedef struct cuk_comm_id {
+    unsigned char bytes[128]; /* an ncclUniqueId */
+} cuk_comm_id;
+cuk_status cuk_comm_id_new(cuk_comm_id *id);
+/* This process's rank `rank` (0 <= rank < nranks) of an nranks communicator, on GPU
+   `device` (its primary context made current, a stream of its own). Blocks until every
+   rank has called it. Its collectives take one buffer, this rank's: send[0], recv[0]. */
+cuk_status cuk_comm_create_rank(cuk_comm **c, const cuk_comm_id *id, int nranks, int rank, int device);
+/* Hands rank 0's id to ranks 1 .. nranks - 1 over TCP, without MPI. addr is "host:port"
+   (rank 0's IPv4 address or host name, and a free port; NULL: $CUK_RENDEZVOUS), the same
+   for every rank. Rank 0 passes its id filled (cuk_comm_id_new), listens on the port
+   (SO_REUSEADDR; a loopback address: there only, else every interface) and returns once
+   every other rank has the id; the others connect, retrying while rank 0 has not started,
+   and get the id in *id. Nobody waits past timeout_s seconds (> 0). A timeout or a broken
+   connection: CUK_ERR_IO, naming the address, the rank and, on rank 0, how many ranks had
+   arrived; ranks started with other counts, or twice the same rank: CUK_ERR_INVALID. When
+   rank 0 fails, every rank does: none gets the id unless all arrived. */
+cuk_status cuk_comm_rendezvous(cuk_comm_id *id, const char *addr, int nranks, int rank, double timeout_s);
+
+/* Ranks in the communicator (every process's). */
 cuk_status cuk_comm_size(const cuk_comm *c, int *n);
-cuk_status cuk_comm_device(const cuk_comm *c, int rank, int *device); /* rank's device index */
+/* rank's device index (a rank of this process: else CUK_ERR_INVALID). */
+cuk_status cuk_comm_device(const cuk_comm *c, int rank, int *device);
 /* For every rank i at once: recv[i] = op over the ranks of send[i] (count elements of
    type t each; send[i] == recv[i] works in place). Rank i's buffers are memory of
-   devices[i]. Queued on the ranks' streams: cuk_comm_synchronize waits for them. */
+   devices[i]. Queued on the ranks' streams: cuk_comm_synchronize waits for them. The
+   arrays have an entry for each rank of this process only (one: cuk_comm_create_rank). */
 cuk_status cuk_comm_allreduce(cuk_comm *c, const cuk_devptr *send, const cuk_devptr *recv, size_t count,
                               cuk_comm_type t, cuk_comm_op op);
 /* recv[i] = send[root] for every rank i (send[i] of the other ranks is not read). */

@@ -1,10 +1,13 @@
 /* The runtime on a real GPU: devices, the pool (reuse, stats, trim, OOM retry), copies,
    streams, events, compile + launch with a result check, the kernel cache across
    processes, fault reporting and threads. Prints one PASS/FAIL line per check. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -117,6 +120,119 @@ static void test_comm(int n) {
     }
     cuk_device_select(cur);
     report(ok && nvls && !strcmp(nvls, "0"), name, detail);
+}
+
+/* One rank a process (cuk_comm_id_new, cuk_comm_create_rank) with a single rank on GPU 0:
+   all-reduce of 1000 f32 gives its input back, broadcast too; ranks of other processes and
+   roots out of range say so. */
+static void test_comm_rank(void) {
+    const char *name = "NCCL communicator of one rank a process (1 rank, GPU 0)";
+    cuk_comm_id id;
+    cuk_comm *c = NULL;
+    int cur = 0;
+    cuk_device_current(&cur);
+    if (cuk_comm_id_new(&id) != CUK_OK || cuk_comm_create_rank(&c, &id, 1, 0, 0) != CUK_OK) {
+        report(0, name, cuk_last_error());
+        return;
+    }
+    enum { N = 1000 };
+    float h[N], got[N];
+    for (int i = 0; i < N; i++) h[i] = (float)(i % 13) - 4.5f;
+    cuk_devptr send[1] = {0}, recv[1] = {0};
+    int ok = 1, size = 0, dev = -1;
+    ok &= cuk_comm_size(c, &size) == CUK_OK && size == 1;
+    ok &= cuk_comm_device(c, 0, &dev) == CUK_OK && dev == 0;
+    ok &= cuk_comm_device(c, 1, &dev) == CUK_ERR_INVALID;
+    ok &= ok && cuk_device_select(0) == CUK_OK && cuk_mem_alloc(&send[0], sizeof h) == CUK_OK &&
+          cuk_mem_alloc(&recv[0], sizeof h) == CUK_OK && cuk_memcpy_htod(send[0], h, sizeof h) == CUK_OK;
+    ok &= ok && cuk_comm_allreduce(c, send, recv, N, CUK_COMM_F32, CUK_COMM_SUM) == CUK_OK &&
+          cuk_comm_synchronize(c) == CUK_OK && cuk_memcpy_dtoh(got, recv[0], sizeof got) == CUK_OK &&
+          !memcmp(got, h, sizeof h);
+    ok &= ok && cuk_memset_d8(recv[0], 0, sizeof h, NULL) == CUK_OK && cuk_synchronize() == CUK_OK &&
+          cuk_comm_broadcast(c, send, recv, N, CUK_COMM_F32, 0) == CUK_OK && cuk_comm_synchronize(c) == CUK_OK &&
+          cuk_memcpy_dtoh(got, recv[0], sizeof got) == CUK_OK && !memcmp(got, h, sizeof h);
+    ok &= cuk_comm_broadcast(c, send, recv, N, CUK_COMM_F32, 1) == CUK_ERR_INVALID;
+    char detail[256];
+    snprintf(detail, sizeof detail, "all-reduce and broadcast give the input back: %s", ok ? "yes" : cuk_last_error());
+    ok &= cuk_comm_destroy(c) == CUK_OK;
+    cuk_mem_free(send[0]);
+    cuk_mem_free(recv[0]);
+    cuk_device_select(cur);
+    report(ok, name, detail);
+}
+
+/* Child (--child-comm-rank RANK HOST:PORT): rank RANK of 2 on GPU RANK, the id through
+   cuk_comm_rendezvous; all-reduce (sum) of 1000 f32, rank r's values (r + 1) * (i % 7),
+   then a broadcast from rank 1. Exit 0 when both match the host's. */
+static int child_comm_rank(int rank, const char *addr) {
+    alarm(60); /* a rank that never comes must not hang the test */
+    cuk_comm_id id;
+    cuk_comm *c = NULL;
+    if ((rank == 0 && cuk_comm_id_new(&id) != CUK_OK) || cuk_comm_rendezvous(&id, addr, 2, rank, 30) != CUK_OK ||
+        cuk_comm_create_rank(&c, &id, 2, rank, rank) != CUK_OK) {
+        fprintf(stderr, "rank %d: %s\n", rank, cuk_last_error());
+        return 2;
+    }
+    enum { N = 1000 };
+    float h[N], got[N];
+    cuk_devptr send[1] = {0}, recv[1] = {0};
+    for (int i = 0; i < N; i++) h[i] = (float)(rank + 1) * (float)(i % 7);
+    int ok = 1, size = 0, dev = -1;
+    ok &= cuk_comm_size(c, &size) == CUK_OK && size == 2 && cuk_comm_device(c, rank, &dev) == CUK_OK && dev == rank;
+    ok &= cuk_comm_device(c, 1 - rank, &dev) == CUK_ERR_INVALID;
+    ok &= ok && cuk_device_select(rank) == CUK_OK && cuk_mem_alloc(&send[0], sizeof h) == CUK_OK &&
+          cuk_mem_alloc(&recv[0], sizeof h) == CUK_OK && cuk_memcpy_htod(send[0], h, sizeof h) == CUK_OK;
+    ok &= ok && cuk_comm_allreduce(c, send, recv, N, CUK_COMM_F32, CUK_COMM_SUM) == CUK_OK &&
+          cuk_comm_synchronize(c) == CUK_OK && cuk_memcpy_dtoh(got, recv[0], sizeof got) == CUK_OK;
+    for (int i = 0; i < N && ok; i++) ok &= got[i] == 3.0f * (float)(i % 7);
+    ok &= ok && cuk_comm_broadcast(c, send, recv, N, CUK_COMM_F32, 1) == CUK_OK && cuk_comm_synchronize(c) == CUK_OK &&
+          cuk_memcpy_dtoh(got, recv[0], sizeof got) == CUK_OK;
+    for (int i = 0; i < N && ok; i++) ok &= got[i] == 2.0f * (float)(i % 7);
+    if (!ok) fprintf(stderr, "rank %d: wrong values or %s\n", rank, cuk_last_error());
+    ok &= cuk_comm_destroy(c) == CUK_OK;
+    cuk_mem_free(send[0]);
+    cuk_mem_free(recv[0]);
+    return ok ? 0 : 3;
+}
+
+static double now(void);
+
+/* Two processes, ranks 0 and 1 on GPUs 0 and 1, meeting at 127.0.0.1 and a free port;
+   rank 0 starts 0.5 s after rank 1. */
+static void test_comm_two_processes(int ngpu) {
+    const char *name = "NCCL communicator of 2 processes through cuk_comm_rendezvous";
+    if (ngpu < 2) {
+        printf("  note: one GPU: \"%s\" needs two, not run\n", name);
+        return;
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &al)) {
+        report(0, name, "no free port on 127.0.0.1");
+        if (fd >= 0) close(fd);
+        return;
+    }
+    close(fd);
+    char addr[32], rank_s[2][4] = {"0", "1"};
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", ntohs(a.sin_port));
+    pid_t pid[2];
+    double t0 = now();
+    for (int r = 1; r >= 0; r--) {
+        if (r == 0) usleep(500000);
+        pid[r] = fork();
+        if (pid[r] == 0) {
+            execl(self, self, "--child-comm-rank", rank_s[r], addr, (char *)NULL);
+            _exit(127);
+        }
+    }
+    int st[2] = {0, 0};
+    for (int r = 0; r < 2; r++) waitpid(pid[r], &st[r], 0);
+    char detail[160];
+    int ok = WIFEXITED(st[0]) && !WEXITSTATUS(st[0]) && WIFEXITED(st[1]) && !WEXITSTATUS(st[1]);
+    snprintf(detail, sizeof detail, "at %s, all-reduce and broadcast: exit statuses %d and %d, %.2f s", addr, st[0],
+             st[1], now() - t0);
+    report(ok, name, detail);
 }
 
 /* cuk_matmul with CUK_LIBCUBLASLT pointing nowhere: CUK_ERR_NO_BLAS and a message that
@@ -302,6 +418,7 @@ int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "--child-compile")) return child_compile();
     if (argc == 2 && !strcmp(argv[1], "--child-fault")) return child_fault();
     if (argc == 2 && !strcmp(argv[1], "--child-noblas")) return child_noblas();
+    if (argc == 4 && !strcmp(argv[1], "--child-comm-rank")) return child_comm_rank(atoi(argv[2]), argv[3]);
 
     /* A private cache directory, so hits and misses are ours to count. */
     char dir[] = "/tmp/cuk_gpu_test.XXXXXX";
@@ -649,6 +766,8 @@ int main(int argc, char **argv) {
     cuk_device_count(&ngpu);
     test_comm(1);
     if (ngpu >= 2) test_comm(ngpu > 8 ? 8 : ngpu);
+    test_comm_rank();
+    test_comm_two_processes(ngpu);
 
     cuk_mem_free(dx);
     cuk_mem_free(dy);
