@@ -1051,6 +1051,21 @@ static PyObject *function_params(PyObject *self, void *c) {
     }
     return l;
 }
+/* [(dtype, rank)] of each result: [] for none, one for -> T, n for -> (T1, ..., Tn). */
+static PyObject *function_results(PyObject *self, void *c) {
+    (void)c;
+    Function *f = (Function *)self;
+    PyObject *l = PyList_New(0);
+    for (int k = 0; l && k < f->nres; k++) {
+        cuk_dtype dt;
+        int rank;
+        PyObject *t = cuk_fn_result_at(f->f, k, &dt, &rank) == CUK_OK ? Py_BuildValue("(si)", np_name[dt], rank) : NULL;
+        if (!t || PyList_Append(l, t) < 0) Py_CLEAR(l);
+        Py_XDECREF(t);
+    }
+    if (!l && !PyErr_Occurred()) PyErr_SetString(Error, cuk_last_error());
+    return l;
+}
 static PyObject *function_name(PyObject *self, void *c) {
     (void)c;
     return PyUnicode_FromString(fn_name((Function *)self));
@@ -1060,6 +1075,7 @@ static PyObject *function_repr(PyObject *self) {
 }
 static PyGetSetDef function_getset[] = {
     {"params", function_params, NULL, "[(name, dtype, dims)]: dims holds size names or literal sizes", NULL},
+    {"results", function_results, NULL, "[(dtype, rank)] of each result ([] for none)", NULL},
     {"__name__", function_name, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 static PyMemberDef function_members[] = {

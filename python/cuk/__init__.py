@@ -58,7 +58,7 @@ class Module:
         self.name = source_name
         self.functions = program.functions()
         for name in self.functions:
-            setattr(self, name, program.function(name))
+            setattr(self, name, _elementwise(self, program.function(name)))
 
     def _lookup(self, name, miss):
         """The function called name (a Function, or a GenericFunction, kept), else None;
@@ -169,7 +169,14 @@ class GenericFunction:
         return f"<cuk generic function {self.__name__}({sig}) -> {_type_text(*self.result)}>"
 
     def __call__(self, *args, **kwargs):
-        return self.specialize(*args)(*args, **kwargs)
+        f = self.specialize(*args)
+        try:
+            return f(*args, **kwargs)
+        except ArgumentError as e:  # about the arguments: named as the user's call
+            wrapped = f.__name__ + "()"
+            if wrapped not in str(e):
+                raise
+            raise ArgumentError(str(e).replace(wrapped, self.__name__ + "()")) from None
 
     def specialize(self, *args):
         """The compiled :class:`Function` a call with these arguments runs (for its
@@ -209,6 +216,7 @@ class GenericFunction:
         m, name = self._module, self.__name__
         source = m._source
         binding = ", ".join(f"{v} = {types[v]}" for v in self.typevars)
+        how = f"with {binding}" if binding else "applied elementwise"
         if source is None:
             ex = self._wrapper(f"{name}_{'_'.join(types[v] for v in self.typevars)}", types, ranks)
             raise LogicError(f"{name}() is generic: a call with {binding} compiles a typed wrapper with the "
@@ -223,10 +231,10 @@ class GenericFunction:
         try:
             prog = _cuk.compile(source + "\n" + text + "\n", _BACKENDS[m.backend], src_name, False, fast_math, profile)
         except CompileError as e:
-            err = CompileError(f"{name}() with {binding}: {e}")
+            err = CompileError(f"{name}() {how}: {e}")
             for k in ("file", "line", "column"):
                 setattr(err, k, getattr(e, k, None))
-            err.message = f"{name}() with {binding}: {getattr(e, 'message', e)}"
+            err.message = f"{name}() {how}: {getattr(e, 'message', e)}"
             raise err from None
         return prog.function(wname)
 
@@ -248,6 +256,49 @@ class GenericFunction:
         rdims = ("?",) * mapped if mapped else tuple("?" if d == "(expression)" else d for d in rdims)
         args = ", ".join(p[0] for p in self.params)
         return f"fn {wname}({', '.join(params)}) -> {_type_text(types.get(relem, relem), rdims)} = {self.__name__}({args});"
+
+
+class ScalarFunction:
+    """A function of the program whose parameters are all scalars and whose result is one
+    (``fn f(x: f32, k: i32) -> f32``). Called with scalars it is the compiled
+    :class:`Function` (``params``, ``capture``, ``profile`` are its); called with arrays for
+    some parameters it applies elementwise over them, as a call in cuk code does
+    (``m.f(x, 3)`` with ``x`` an f32 array gives ``f`` of each element): a wrapper
+    ``fn <name>(x: f32[n], k: i32) -> f32[?] = f(x, k);`` compiled once per ranks of the
+    arguments with the module's source and options, as :class:`GenericFunction` does."""
+
+    def __init__(self, module, fn):
+        self._fn = fn
+        self.__name__ = fn.__name__
+        (rdt, _), = fn.results
+        self._each = GenericFunction(module, fn.__name__, tuple((n, _CUK_TYPES[d], ()) for n, d, _ in fn.params),
+                                     (_CUK_TYPES[rdt], ()))
+
+    def __call__(self, *args, **kwargs):
+        for a in args:
+            if getattr(a, "ndim", 0) or isinstance(a, (list, tuple)):
+                return self._each(*args, **kwargs)
+        return self._fn(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._fn, name)
+
+    def __repr__(self):
+        return repr(self._fn)
+
+
+def _elementwise(module, fn):
+    """fn, or a ScalarFunction over it where every parameter and its one result are
+    scalars (of types Python has names for) and the module has source to compile with."""
+    try:
+        params, results = fn.params, fn.results
+    except Error:
+        return fn
+    if (module._source is None or not params or len(results) != 1 or results[0][1] != 0
+            or any(dims for _, _, dims in params)
+            or not all(d in _CUK_TYPES for d in [d for _, d, _ in params] + [results[0][0]])):
+        return fn
+    return ScalarFunction(module, fn)
 
 
 def compile(src_or_path, device=None, name=None, fast_math=False, profile=False):

@@ -156,12 +156,18 @@ def test_other_objects_are_errors(m):
 
 
 def test_array_is_not_a_scalar(m):
-    # was: a 1-element array was taken as its element
-    msg = err(m.sf, np.array([1.5]))
+    # was: a 1-element array was taken as its element. A function of scalars now applies
+    # to each element of an array (cuk.ScalarFunction); the compiled function alone still
+    # refuses one, saying so
+    msg = err(m.sf._fn, np.array([1.5]))
     assert "sf(): parameter 'a' is a float32 scalar, but the argument is a 1-D array of shape (1,)" in msg
     assert "x.item()" in msg
-    assert "1-D array" in err(m.si, np.array([3], np.int32))
-    assert "int32 scalar; got a list" in err(m.si, [3])
+    assert "1-D array" in err(m.si._fn, np.array([3], np.int32))
+    assert "int32 scalar; got a list" in err(m.si._fn, [3])
+    r = m.si(np.array([3], np.int32))
+    assert r.dtype == np.int32 and r.shape == (1,) and r[0] == 3
+    assert m.si([3, 4]).tolist() == [3, 4]
+    assert "sf(): parameter 'a' is an array of float32, but the argument has dtype float64" in err(m.sf, np.array([1.5]))
 
 
 def test_zero_d_arrays_and_numpy_scalars_are_scalars(m):

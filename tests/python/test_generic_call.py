@@ -178,3 +178,39 @@ def test_device_arrays_on_the_fake_driver(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == ("gpu DeviceArray float64 (4,) float32 [('g', ('f64',), (0,)), "
                                 "('softmax', ('f32',), (0,))]")
+
+
+SCALAR = """fn f(x: f32, k: i32) -> f32 = x * f32(k) + 1.0;
+fn h(x: f64) -> f64 {
+    if x > 1.0 { return x; }
+    return 0.0 - x;
+}
+fn total(x: f32[n]) -> f32 = sum(x);
+fn pair(x: f32) -> (f32, f32) = (x, x);
+"""
+
+
+def test_scalar_function_applies_elementwise():
+    # a function of scalars called on arrays applies to each element, as in cuk code
+    m = cuk.compile(SCALAR, device="cpu")
+    assert isinstance(m.f, cuk.ScalarFunction) and repr(m.f) == "<cuk function f>"
+    assert m.f.params == [("x", "float32", ()), ("k", "int32", ())] and m.f.results == [("float32", 0)]
+    assert m.f(np.float32(2), 3) == 7.0 and m.f(2.0, 3) == 7.0  # scalars: the function itself
+    assert not m._bound
+    x = np.linspace(-2, 2, 7, dtype=np.float32)
+    got = m.f(x, 3)
+    assert got.dtype == np.float32 and got.shape == (7,)
+    np.testing.assert_array_equal(got, x * np.float32(3) + np.float32(1))
+    x2 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(m.f(x2, np.int32(2)), x2 * 2 + 1)
+    np.testing.assert_array_equal(m.f(np.float32(1), np.arange(4, dtype=np.int32)), np.arange(4) + 1.0)
+    v = np.array([0.5, 2.0, -3.0])
+    np.testing.assert_array_equal(m.h(v), np.where(v > 1, v, -v))  # control flow, per element
+    assert sorted(m._bound) == [("f", (), (0, 1)), ("f", (), (1, 0)), ("f", (), (2, 0)), ("h", (), (1,))]
+    with pytest.raises(cuk.ArgumentError, match=r"^f\(\): parameter 'x' is an array of float32, but the argument "
+                                                r"has dtype float64"):
+        m.f(np.arange(3.0), 3)
+    # not wrapped: array parameters, several results
+    assert not isinstance(m.total, cuk.ScalarFunction) and not isinstance(m.pair, cuk.ScalarFunction)
+    with pytest.raises(cuk.ArgumentError, match="is a float32 scalar, but the argument is a 1-D array"):
+        m.pair(np.ones(2, np.float32))
