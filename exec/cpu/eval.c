@@ -5318,12 +5318,6 @@ static void *run_job(void *arg) {
         rt_error(j->err, j->fn->loc, "%s (this is a bug in cuk; please report it with the program)", g.msg);
     }
     host_progs_free(&hp);
-    if (j->threaded) {
-        pthread_mutex_lock(&j->mu);
-        j->done = true;
-        pthread_cond_signal(&j->cv);
-        pthread_mutex_unlock(&j->mu);
-    }
     return NULL;
 }
 
@@ -5378,6 +5372,14 @@ static void runners_init(void) {
     atexit(runners_shutdown);
 }
 
+/* A threaded job's end, told to its caller (who may then free j and even end the process). */
+static void job_done(Job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->done = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
 static void *runner_main(void *arg) {
     Runner *r = arg;
     for (;;) {
@@ -5390,7 +5392,11 @@ static void *runner_main(void *arg) {
         Job *j = r->job;
         r->job = NULL;
         pthread_mutex_unlock(&r->mu);
-        run_job(j); /* its last act tells the caller, who may then free j */
+        run_job(j);
+        /* parked before the caller hears of the end: a caller that then ends the process
+           finds this runner among the parked ones, which runners_shutdown joins (told
+           first, the runner could still be on its way there at exit, its stack left for a
+           leak checker to count) */
         pthread_mutex_lock(&runners_mu);
         bool keep = n_idle_runners < MAX_IDLE_RUNNERS;
         if (keep) {
@@ -5404,8 +5410,10 @@ static void *runner_main(void *arg) {
             pthread_mutex_destroy(&r->mu);
             pthread_cond_destroy(&r->cv);
             free(r);
+            job_done(j);
             return NULL;
         }
+        job_done(j); /* r may already have another job: the loop takes it */
     }
 }
 
