@@ -97,7 +97,7 @@ def fsc(d=0):
     c = R.randrange(17)
     if d > 2 or c == 0: return pick("s", *F_EDGE)
     if c == 1: return "%s(%s)" % (pick(*RED), farr(d + 1))
-    if c == 2: return "f32(%s(%s))" % (pick("argmin", "argmax", "len"), farr(d + 1))
+    if c == 2: return "f32(%s(%s))" % (pick("argmin", "argmax", "len"), fq(farr(d + 1)))
     if c == 3: return "reduce(%s, %s)" % (lam2_init(), farr(d + 1))
     if c == 4: return "%s[%s]" % (farr(d + 1), pick("0", "-1", "n - 1", "-n", "n", "k", "(-9223372036854775807 - 1)"))
     if c == 5: return "m[%s, %s]" % (pick("0", "1", "-1", "-2", "2"), pick("0", "-1", "n - 1", "n"))
@@ -118,7 +118,7 @@ def isc(d=0):
     c = R.randrange(12)
     if d > 2 or c == 0: return pick("k", "n", *I64_EDGE)
     if c == 1: return "%s(%s)" % (pick(*IRED), iarr(d + 1))
-    if c == 2: return "%s(%s)" % (pick("argmin", "argmax"), farr(d + 1))
+    if c == 2: return "%s(%s)" % (pick("argmin", "argmax"), fq(farr(d + 1)))
     if c == 3: return "len(%s)" % pick(farr(d + 1), fmat(d + 1))
     if c == 4: return "(%s %s %s)" % (isc(d + 1), pick("+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "**"), isc(d + 1))
     if c == 5: return "i64(%s)" % fsc(d + 1)
@@ -131,11 +131,13 @@ def isc(d=0):
 
 
 def fq(e):
-    """A float operand of a comparison. The GPU differential (mode diff) compares values
-    rounded to 1/1024: a float sum may legitimately round differently there (another
-    order of the same additions), and a comparison at exactly that value (a sum that
-    cancels to 0 on one backend and to -1.2e-7 on the other) would take the other branch
-    and print another program's output."""
+    """A float operand of a comparison (and of argmin and argmax, which compare). The GPU
+    differential (mode diff) compares values rounded to 1/1024: a float sum may
+    legitimately round differently there (another order of the same additions), and a
+    comparison at exactly that value (a sum that cancels to 0 on one backend and to
+    -1.2e-7 on the other) would take the other branch and print another program's output;
+    an argmax over values equal in exact arithmetic (two rows' layer norms, seed 10001)
+    would pick another of the tied places."""
     return "round((%s) * 1024.0)" % e if mode == "diff" else e
 
 
@@ -275,7 +277,7 @@ def iarr(d=0):
     if c == 1: return "(%s %s %s)" % (iarr(d + 1), pick("/", "%", "<<", ">>", "&", "|", "^", "*", "-", "+", "**"), pick(*I64_EDGE))
     if c == 2: return "i64(%s)" % farr(d + 1)
     if c == 3: return "%s(%s%s)" % (pick("cumsum", "cumprod", "cummax", "cummin"), iarr(d + 1), pick("", ", exclusive=true"))
-    if c == 4: return "argmax(%s, axis=%s)" % (fmat(d + 1), pick("0", "1", "-1"))
+    if c == 4: return "argmax(%s, axis=%s)" % (fq(fmat(d + 1)), pick("0", "1", "-1"))
     if c == 5: return "full(%s, %s, dtype=i64)" % (pick(*I64_EDGE), dim())
     if c == 6: return "i64(u64(%s) - 1)" % iarr(d + 1)
     if c == 7: return "%s[%s]" % (iarr(d + 1), slice1())
