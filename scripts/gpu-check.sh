@@ -140,8 +140,10 @@ s_sortbench() {
 s_pycuda() {
   local src=${PYCUDA_SRC:-$C/pycuda-src} lib=$WORK/pylib
   "$PY" -m pip install -q --no-index --target "$lib" "$C"/wheels/*.whl
+  # PYCUDA_K: pytest's -k (spaces allowed); two files at once fit the suite in one call
   CUK_BUILD_DIR=$C/build PYTHONPATH=$C/build/python:$REPO/python:$lib "$PY" scripts/pycuda_suite.py "$src" \
-    --out "$WORK/pycuda-suite" --ref "${PYCUDA_REF:-$C/pycuda-ref.txt}" ${PYCUDA_ARGS:-}
+    --out "$WORK/pycuda-suite" --ref "${PYCUDA_REF:-$C/pycuda-ref.txt}" --jobs "${PYCUDA_JOBS:-2}" \
+    ${PYCUDA_K:+-k "$PYCUDA_K"} ${PYCUDA_ARGS:-}
 }
 
 # Call overhead from Python against a bare launch loop, CuPy and PyTorch.

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 
 IMPORT = re.compile(r"^(\s*)(import|from)\s+pycuda\b", re.M)
@@ -86,6 +87,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--pytest-args", default="", help="more pytest arguments, e.g. '-v -o faulthandler_timeout=60'")
     ap.add_argument("--files", default="test_gpuarray.py,test_cumath.py,test_driver.py,examples")
+    ap.add_argument("--jobs", type=int, default=1, help="files run at once (2 fits the whole suite in one "
+                    "10-minute device call: test_gpuarray.py takes about 230 s, the rest about as long)")
     a = ap.parse_args()
     work = a.out or tempfile.mkdtemp(prefix="pycuda-suite-")
     os.makedirs(work, exist_ok=True)
@@ -100,8 +103,10 @@ def main():
     targets = []
     for f in a.files.split(","):
         targets.append(os.path.join(edir, "test_examples.py") if f == "examples" else os.path.join(tdir, f))
-    # one pytest run per file, so that a crash (a signal) loses only its own file's rows
+    # one pytest run per file, so that a crash (a signal) loses only its own file's rows;
+    # --jobs of them at once (each its own GPU context), read back in the files' order
     rows = []
+    procs = []
     for t in targets:
         name = os.path.basename(t)
         xml = os.path.join(work, name + ".junit.xml")
@@ -112,7 +117,11 @@ def main():
         if a.k:
             cmd += ["-k", a.k]
         cmd += a.pytest_args.split()
-        p = subprocess.run(cmd, cwd=work)
+        while sum(p.poll() is None for _, _, p in procs) >= a.jobs:
+            time.sleep(0.2)
+        procs.append((name, xml, subprocess.Popen(cmd, cwd=work)))
+    for name, xml, p in procs:
+        p.wait()
         if not os.path.exists(xml):
             f = "examples" if name == "test_examples.py" else name
             rows.append((f, "(the whole file)", "crashed", f"pytest exited with {p.returncode} and no report"))
