@@ -390,19 +390,14 @@ const char *cuk_program_function_name(const cuk_program *p, int i) {
    arguments. cuk_program_generic describes one, so that a caller (the Python package)
    can compile a typed wrapper for the dtypes it has. */
 
-/* A type variable: one capital letter that names no dtype (sema.c's is_typevar). */
-static bool typevar(const char *name) {
-    DType dt;
-    return name && name[0] >= 'A' && name[0] <= 'Z' && !name[1] && !dtype_from_name(name, &dt);
-}
 
 static bool decl_generic(const Node *d) {
     for (const Node *q = d->params; q; q = q->next)
-        if (q->type && typevar(q->type->name)) return true;
+        if (q->type && sema_is_typevar(q->type->name)) return true;
     if (d->type && d->type->kind == N_TUPLE)
         for (const Node *t = d->type->args; t; t = t->next)
-            if (typevar(t->name)) return true;
-    return d->type && typevar(d->type->name);
+            if (sema_is_typevar(t->name)) return true;
+    return d->type && sema_is_typevar(d->type->name);
 }
 
 /* The declaration a call of name in p's source reaches: the user's function of that name,
@@ -433,7 +428,7 @@ static const char *dims_text(Arena *a, const Node *t, const char *sep, bool any)
 
 /* Type t with every type variable made f32: "f32[n]". */
 static const char *f32_type(Arena *a, const Node *t) {
-    const char *e = typevar(t->name) ? "f32" : t->name;
+    const char *e = sema_is_typevar(t->name) ? "f32" : t->name;
     return t->dims ? arena_printf(a, "%s[%s]", e, dims_text(a, t, ", ", true)) : e;
 }
 
@@ -447,7 +442,7 @@ static cuk_status generic_miss(const Node *d) {
     int nvars = 0;
     for (const Node *q = d->params;; q = q->next) {
         const Node *t = q ? q->type : d->type && d->type->kind == N_TYPE ? d->type : NULL;
-        if (t && typevar(t->name) && !memchr(order, t->name[0], (size_t)nvars)) order[nvars++] = t->name[0];
+        if (t && sema_is_typevar(t->name) && !memchr(order, t->name[0], (size_t)nvars)) order[nvars++] = t->name[0];
         if (!q) break;
     }
     const char *vars = "";

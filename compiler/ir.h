@@ -412,6 +412,8 @@ static inline Val *red_segs(const Val *v) {
 /* sema.c: type-checks the user's program (with the stdlib's functions in scope) and
    lowers it to IR. Returns NULL after reporting errors to d. */
 Program *sema_program(Arena *a, Diag *d, Node *user, Node *stdlib);
+/* A type variable: one capital letter that names no dtype (`T` in `fn g(x: T[n])`). */
+bool sema_is_typevar(const char *name);
 Fn *program_find(const Program *p, const char *name);
 
 /* widen.c: ops on the narrow types (f16, bf16, 8- and 16-bit integers) rewritten to

@@ -2227,7 +2227,7 @@ not_elementwise:
 
 /* ---- user function calls ------------------------------------------------------------- */
 
-static bool is_typevar(const char *name) {
+bool sema_is_typevar(const char *name) {
     DType dt;
     return name && !dtype_from_name(name, &dt) && name[0] >= 'A' && name[0] <= 'Z' && name[1] == 0;
 }
@@ -2256,8 +2256,8 @@ static Fn *lower_fn(Ctx *c, Node *decl);
 
 static bool is_generic(Node *decl) {
     for (Node *p = decl->params; p; p = p->next)
-        if (is_typevar(p->type->name)) return true;
-    return decl->type && is_typevar(decl->type->name);
+        if (sema_is_typevar(p->type->name)) return true;
+    return decl->type && sema_is_typevar(decl->type->name);
 }
 
 static int decl_index(Ctx *c, Node *decl) {
@@ -2729,7 +2729,7 @@ static Ex inline_result(Ctx *c, Node *decl, Node *t, Ex r, TypeVars *tv, bool ma
     type_dims(t, &rk);
     DType want = DT_VOID;
     const char *tn = t->name;
-    if (is_typevar(tn)) {
+    if (sema_is_typevar(tn)) {
         for (int k = 0; k < tv->n; k++)
             if (strcmp(tv->name[k], tn) == 0) want = tv->dt[k];
         if (want == DT_VOID) {
@@ -2845,7 +2845,7 @@ static Ex call_user(Ctx *c, Node *decl, Node *call, Ex *args, int nargs) {
         type_dims(p->type, &prank);
         const char *tn = p->type->name;
         DType want;
-        bool isvar = is_typevar(tn);
+        bool isvar = sema_is_typevar(tn);
         if (!isvar && !dtype_from_name(tn, &want)) {
             diag_error(c->d, p->type->loc, "unknown type '%s'", tn);
             return ex_bad();
@@ -4284,7 +4284,7 @@ static Fn *lower_fn(Ctx *c, Node *decl) {
     for (int i = 0; i < c->prog->nfns; i++)
         if (strcmp(c->prog->fns[i]->name, decl->name) == 0) return c->prog->fns[i];
     for (Node *p = decl->params; p; p = p->next)
-        if (is_typevar(p->type->name)) return NULL; /* generic: only inlined */
+        if (sema_is_typevar(p->type->name)) return NULL; /* generic: only inlined */
     Fn *f = NEW(c->a, Fn);
     f->name = decl->name;
     f->loc = decl->loc;
