@@ -773,7 +773,11 @@ static void rule7_recompute(F *f) {
             else if (f->cls[u] == C_FUSE && !f->mat[u])
                 for (int j = 0; j < own[u].n; j++) iv_add(f->a, &own[v], own[u].v[j]);
         }
-        if (own[v].n > 1 && subtree_cost(f, f->val[v], 0, RECOMPUTE_MAX) > RECOMPUTE_MAX) {
+        /* A gather checks its indices (a run-time error on the GPU as on the CPU backend)
+           even where nothing reads its elements, only its shape (len(x[idx])): one that
+           no kernel computes gets its own. */
+        if ((own[v].n > 1 && subtree_cost(f, f->val[v], 0, RECOMPUTE_MAX) > RECOMPUTE_MAX) ||
+            (own[v].n == 0 && f->val[v]->op == OP_GATHER)) {
             f->mat[v] = true;
             own[v].n = 0;
             iv_add(f->a, &own[v], v);

@@ -1444,10 +1444,12 @@ static __attribute__((noinline)) bool eval_searchsorted(Frame *f, Val *v, Value 
 }
 
 /* The scalar leaves of an expression whose shape alone is asked for (a dim: len(x * g(x))),
-   evaluated (a kernel that computes one is launched, not waited for): the CPU backend
-   evaluates every leaf of a fused value for its shape (exec/cpu/eval.c, eval_dim), so a
-   call's prints, an index out of bounds or a reduce_by_index of mismatched shapes there
-   happen on the GPU too. The shape rules themselves need no scalar (shape_of). */
+   evaluated (a kernel that computes one is launched, not waited for), and its gathers'
+   kernels run: the CPU backend evaluates every leaf of a fused value for its shape
+   (exec/cpu/eval.c, eval_dim), so a call's prints, an index out of bounds (a scalar
+   index or an array of them: the differential run, seed 11011) or a reduce_by_index of
+   mismatched shapes there happen on the GPU too. The shape rules themselves need no
+   scalar (shape_of). */
 static bool dim_leaves(Frame *f, Val *v, unsigned char *seen) {
     if (seen[v->id] || f->memo[v->id].set || f->shaped[v->id]) return true;
     seen[v->id] = 1;
@@ -1458,6 +1460,16 @@ static bool dim_leaves(Frame *f, Val *v, unsigned char *seen) {
         return true;
     }
     if (v->op != OP_CHECKDIM && !shape_rule_covers(v)) return true; /* shape_of evaluates it whole */
+    if (v->op == OP_GATHER && v->kernel >= 0) {
+        /* its index check, as the CPU backend makes it when only the shape is asked for
+           (len(x[idx])): the kernel that computes it runs (fuse.c gives every gather one) */
+        const Kernel *k = f->st->plan->kernels[v->kernel];
+        if (!f->memo[k->outs[0]->id].set) {
+            Value x;
+            if (!eval_k(f, k->outs[0], &x, true)) return false;
+            vrelease(f->s, &x);
+        }
+    }
     for (int i = 0; i < v->nargs; i++)
         if (v->args[i] && !dim_leaves(f, v->args[i], seen)) return false;
     return true;
