@@ -215,6 +215,8 @@ struct Frame {
     unsigned char *tch;   /* per Val id: listed in touched */
     int *touched;         /* the ids whose memo or shape is set, cleared per statement */
     int ntouched;
+    unsigned char *launching; /* per kernel id: a launch of it is under way here (its
+                                 checks and shapes included: dim_leaves) */
     Value ret;
     Value rets[MAX_RESULTS]; /* several results */
     Operands ops; /* how the shape rules (run.h) read operands here */
@@ -947,7 +949,17 @@ static bool blas_launch(Frame *f, const Kernel *k) {
     return true;
 }
 
+static bool launch_marked(Frame *f, const Kernel *k);
+
 static bool launch(Frame *f, const Kernel *k) {
+    unsigned char was = f->launching[k->id];
+    f->launching[k->id] = 1;
+    bool ok = launch_marked(f, k);
+    f->launching[k->id] = was;
+    return ok;
+}
+
+static bool launch_marked(Frame *f, const Kernel *k) {
     GpuSession *s = f->s;
     KState *ks = &f->st->ks[k->id];
     Loc loc = k->outs[0]->loc;
@@ -1464,7 +1476,8 @@ static bool dim_leaves(Frame *f, Val *v, unsigned char *seen) {
         /* its index check, as the CPU backend makes it when only the shape is asked for
            (len(x[idx])): the kernel that computes it runs (fuse.c gives every gather one) */
         const Kernel *k = f->st->plan->kernels[v->kernel];
-        if (!f->memo[k->outs[0]->id].set) {
+        /* (not while it is being launched: its own checks ask for the gather's shape) */
+        if (!f->launching[k->id] && !f->memo[k->outs[0]->id].set) {
             Value x;
             if (!eval_k(f, k->outs[0], &x, true)) return false;
             vrelease(f->s, &x);
@@ -1700,6 +1713,7 @@ static void frame_free(Frame *f) {
     free(f->shaped);
     free(f->tch);
     free(f->touched);
+    free(f->launching);
     free(f);
 }
 
@@ -1724,7 +1738,8 @@ static Frame *frame_get(GpuSession *s, FnState *st) {
     f->shaped = calloc(nv, sizeof(bool));
     f->tch = calloc(nv, 1);
     f->touched = calloc(nv, sizeof(int));
-    if (!f->slots || !f->memo || !f->shaped || !f->tch || !f->touched) {
+    f->launching = calloc(st->plan->nkernels > 0 ? (size_t)st->plan->nkernels : 1, 1);
+    if (!f->slots || !f->memo || !f->shaped || !f->tch || !f->touched || !f->launching) {
         frame_free(f);
         return NULL;
     }

@@ -88,3 +88,19 @@ def test_gpu_path_evaluates_the_leaves_of_a_length(name, fake, tmp_path):
         assert runs[0][1] == "2\n0\n"
     if name.startswith("empty_m") or name.startswith("empty_a"):
         assert "zero-size array to reduction operation" in runs[0][2], runs[0]
+
+
+def test_gpu_path_gather_in_its_own_kernels_checks(fake, tmp_path):
+    """A gather whose shape is asked for runs its kernel (on a GPU that checks its
+    indices: tests/lit/run/gather_shape_only.cuk), but not again from that kernel's own
+    checks: layer norm of a row permutation recursed until the stack overflowed (the
+    differential run, seed 11110). Kernels do not run here, so the values printed are
+    not compared: the run must end, as the CPU backend's does, with as many lines."""
+    src = os.path.join(cukpath.ROOT, "tests", "lit", "run", "gather_row_kernel.cuk")
+    cukc = os.environ.get("CUKC") or os.path.join(cukpath.BUILD, "bin", "cukc")
+    runs = []
+    for dev, extra in (("cpu", {}), ("gpu", {"CUK_LIBCUDA": fake})):
+        r = subprocess.run([cukc, "run", "--device", dev, src], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, CUK_CACHE_DIR=str(tmp_path / "cache"), **extra))
+        runs.append((r.returncode, len(r.stdout.splitlines())))
+    assert runs == [(0, 2), (0, 2)], runs
