@@ -310,6 +310,25 @@ if [ "${CUK_CHECK_GEN:-1}" != 0 ]; then
         "$LOGS/gen-programs"
 fi
 
+# The same generator on the GPU executor's host side (gen_programs.py fakegpu): each
+# program with --device gpu through the driver-less libcuda (bench/fake_libcuda.c:
+# copies are real, kernels do not run) with the ASan+UBSan cukc, against --device cpu: a
+# crash, a sanitizer report or a compile error on one side only fails it (the values are
+# not compared). The GPU differential run's crash of 2026-12-07 (seed 11110) shows here.
+# CUK_CHECK_GEN=0 skips it too.
+if [ "${CUK_CHECK_GEN:-1}" != 0 ]; then
+    rm -rf "$LOGS/gen-fakegpu"
+    mkdir -p "$LOGS/gen-fakegpu"
+    if cc -std=c11 -shared -fPIC -o "$LOGS/gen-fakegpu/libfakecuda.so" bench/fake_libcuda.c; then
+        run_counted "random programs, driver-less GPU path (seed ${GEN_FAKE_SEED:-2})" "$LOGS/gen-fakegpu.log" \
+            env CUK_LIBCUDA="$LOGS/gen-fakegpu/libfakecuda.so" "$PY" tests/fuzz/gen_programs.py fakegpu \
+            "$ASAN_BUILD/bin/cukc" "${GEN_FAKE_SEED:-2}" "${GEN_FAKE_PROGRAMS:-24}" "$LOGS/gen-fakegpu"
+    else
+        echo "check: bench/fake_libcuda.c did not build"
+        record "random programs, driver-less GPU path" 0 1
+    fi
+fi
+
 # Differential testing against NumPy (tests/fuzz/diff_numpy.py): DIFF_PROGRAMS random
 # programs from a fixed seed, each written as cuk source and as an independent NumPy
 # evaluation, on the CPU backend; one test per program. CUK_CHECK_DIFF=0 skips it.

@@ -23,7 +23,20 @@ recursion, other element types, and literal edge values (docs/language.md).
                                            --device gpu and compare the printed values
                                            (integers and bools exactly, floats to 1e-4
                                            relative, NaN equal NaN); $GEN_SECONDS stops
-                                           either mode after that many seconds
+                                           any mode after that many seconds
+  gen_programs.py fakegpu CUKC SEED N [OUT]
+                                           without a GPU: each program with --device gpu
+                                           on the driver-less path ($CUK_LIBCUDA, built
+                                           from bench/fake_libcuda.c: copies are real,
+                                           kernels do not run), which runs the GPU
+                                           executor's host logic (plans, launches, shape
+                                           checks, memory): a finding is an exit status
+                                           other than 0, 1 or 3, a timeout, sanitizer
+                                           output, an internal error, or a compile error
+                                           on one backend only (the values are not
+                                           compared: no kernel ran). The differential
+                                           run's four crashes of 2026-12-07 (seed 11110)
+                                           showed here too
 
 The same SEED and N give the same programs and, with the same cukc, the same result:
 scripts/check.sh runs `crash` with a fixed seed. Bad programs are written to
@@ -48,12 +61,13 @@ KNOWN_BUGS = {
 }
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
-if len(args) < 4 or args[0] not in ("crash", "diff"):
+if len(args) < 4 or args[0] not in ("crash", "diff", "fakegpu"):
     sys.exit(__doc__)
 mode, C, SEED, N = args[0], args[1], int(args[2]), int(args[3])
 OUT = os.path.abspath(args[4] if len(args) > 4 else ".")
 EXCLUDED = set() if "--all" in sys.argv else set(KNOWN_BUGS)
 R = random.Random(SEED)
+DIFF_MODES = ("diff", "fakegpu")  # generate the same programs for a seed: fakegpu repeats diff's
 
 F_UN = "abs sqrt rsqrt exp exp2 log log2 log10 sin cos tan asin acos atan sinh cosh tanh erf floor ceil round trunc".split()
 F_BIN = "atan2 pow fmod minimum maximum".split()
@@ -138,7 +152,7 @@ def fq(e):
     -1.2e-7 on the other) would take the other branch and print another program's output;
     an argmax over values equal in exact arithmetic (two rows' layer norms, seed 10001)
     would pick another of the tied places."""
-    return "round((%s) * 1024.0)" % e if mode == "diff" else e
+    return "round((%s) * 1024.0)" % e if mode in DIFF_MODES else e
 
 
 def bsc(d=0):
@@ -156,7 +170,7 @@ def lam2():
     (mode diff) takes associative ones only: reduce and scan may group the combinations
     in any order (docs/language.md), so "a + b * s" or "sq(a) + b" legitimately give the
     GPU's tree another value than the CPU backend's fold."""
-    if mode == "diff":
+    if mode in DIFF_MODES:
         return pick("|a, b| a + b", "|a, b| maximum(a, b)", "|a, b| a * b", "|a, b| b",
                     "|a: f32, b: f32| minimum(a, b)", "|a, b| (a > b) ? a : b", "add2")
     return pick("|a, b| a + b", "|a, b| maximum(a, b)", "|a, b| a * b", "|a, b| b", "|a: f32, b: f32| minimum(a, b)",
@@ -170,7 +184,7 @@ def lam2_init():
     place than the CPU's fold, so that `reduce(|a, b| a * b, 3.4028235e38, x)` overflows to
     inf (and inf * 0 to NaN) on one backend only."""
     lam = lam2()
-    if mode == "diff" and lam in ("|a, b| a + b", "add2", "|a, b| a * b"):
+    if mode in DIFF_MODES and lam in ("|a, b| a + b", "add2", "|a, b| a * b"):
         return "%s, %s" % (lam, "1.0" if "*" in lam else pick("0.0", "-0.0"))
     return "%s, %s" % (lam, pick(*F_EDGE))
 
@@ -498,6 +512,8 @@ os.makedirs(os.path.join(OUT, "gen-bad"), exist_ok=True)
 env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:intercept_tls_get_addr=0",
            UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1", CUK_QUIET="1")
 env.setdefault("CUK_CACHE_DIR", os.path.join(OUT, "gen-cache"))
+if mode == "fakegpu":  # cuBLASLt's own leak when it cannot start on the fake driver (the file says)
+    env["LSAN_OPTIONS"] = "print_suppressions=0:suppressions=" + os.path.join(os.path.dirname(os.path.abspath(__file__)), "lsan-vendor.supp")
 path = os.path.join(OUT, "gen-%d.cuk" % SEED)
 
 HAVE_NVRTC = True
@@ -523,6 +539,14 @@ for i in range(N):
         f.write(src)
     if mode == "crash":
         bad = crash_check(path, env, stats)
+    elif mode == "fakegpu":
+        rc1, out1, err1 = cukc(["run", path, "--device", "cpu"], env)
+        rc2, out2, err2 = cukc(["run", path, "--device", "gpu"], env)
+        stats[(rc1, rc2)] = stats.get((rc1, rc2), 0) + 1
+        bad = None
+        if (rc2 not in (0, 1, 3) or (rc1 == 1) != (rc2 == 1) or SANITIZER.search(err1 + err2)
+                or "internal error" in err1 + err2):
+            bad = "cpu exit %s, gpu (driver-less) exit %s\n--- cpu\n%s\n--- gpu\n%s" % (rc1, rc2, err1[-800:], err2[-1500:])
     else:
         rc1, out1, err1 = cukc(["run", path, "--device", "cpu"], env)
         rc2, out2, err2 = cukc(["run", path, "--device", "gpu"], env)
