@@ -234,7 +234,9 @@ static int64_t slice_key(F *f, Val *v, int axis, int depth) {
     int64_t c0, c1;
     if (!bound_form(v->args[1 + 3 * ax], false, &a0, &c0) || !bound_form(v->args[2 + 3 * ax], true, &a1, &c1)) return uniq;
     if (a0 != 0 || a1 != 1 || c0 < 0 || c1 > 0) return uniq;
-    int64_t kx = dkey(f, x, ax, depth + 1), off = c0 - c1;
+    int64_t off;
+    if (__builtin_sub_overflow(c0, c1, &off)) return uniq; /* x[9223372036854775807:-2]: empty for every n */
+    int64_t kx = dkey(f, x, ax, depth + 1);
     if (off == 0) return kx;
     for (int i = 0; i < f->noffk; i++)
         if (f->offk[2 * i] == kx && f->offk[2 * i + 1] == off) return DK(T_OFFS, i);
