@@ -1472,9 +1472,12 @@ static bool dim_leaves(Frame *f, Val *v, unsigned char *seen) {
         return true;
     }
     if (v->op != OP_CHECKDIM && !shape_rule_covers(v)) return true; /* shape_of evaluates it whole */
-    if (v->op == OP_GATHER && v->kernel >= 0) {
-        /* its index check, as the CPU backend makes it when only the shape is asked for
-           (len(x[idx])): the kernel that computes it runs (fuse.c gives every gather one) */
+    bool checks = v->op == OP_GATHER || ((v->op == OP_REDUCE || v->op == OP_SCAN) && red_segs(v));
+    if (checks && v->kernel >= 0) {
+        /* its check, as the CPU backend makes it when only the shape is asked for: a
+           gather's indices (len(x[idx])), a segmented reduction's or scan's offsets
+           (len(cumsum(x, segments=offs))): the kernel that computes it runs (fuse.c gives
+           every gather one; a reduction or scan is always a kernel's) */
         const Kernel *k = f->st->plan->kernels[v->kernel];
         /* (not while it is being launched: its own checks ask for the gather's shape) */
         if (!f->launching[k->id] && !f->memo[k->outs[0]->id].set) {

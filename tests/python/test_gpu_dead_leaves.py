@@ -104,3 +104,36 @@ def test_gpu_path_gather_in_its_own_kernels_checks(fake, tmp_path):
                            env=dict(os.environ, CUK_CACHE_DIR=str(tmp_path / "cache"), **extra))
         runs.append((r.returncode, len(r.stdout.splitlines())))
     assert runs == [(0, 2), (0, 2)], runs
+
+
+@pytest.mark.parametrize("entry", ["scanlen", "redlen", "fine"])
+def test_gpu_path_length_of_a_segmented_op_checks_its_offsets(entry, fake, tmp_path):
+    """len() of a segmented scan or reduction with offsets out of order is the CPU
+    backend's error on the GPU path too (tests/lit/run/segments_shape_only.cuk): the
+    kernel runs for the length. A scan's offsets are checked on the host before its
+    launch, so the error shows here, with offsets copied in from .npy files (a kernel's
+    output is not computed on this path); a reduction's are checked on the device, so
+    here the launch is all that shows (the lit test runs on a GPU in tests/gpu)."""
+    import numpy as np
+    src = tmp_path / "seg.cuk"
+    src.write_text("fn scanlen(x: f32[n], o: i64[k]) -> i64 = len(cumsum(x, segments=o));\n"
+                   "fn redlen(x: f32[n], o: i64[k]) -> i64 = len(sum(x, segments=o));\n")
+    np.save(tmp_path / "x.npy", np.arange(5, dtype=np.float32))
+    np.save(tmp_path / "o.npy", np.array([0, 2, 5] if entry == "fine" else [0, 3, 1, 5], dtype=np.int64))
+    if entry == "fine":  # offsets in order: the scan's length
+        entry = "scanlen"
+    cukc = os.environ.get("CUKC") or os.path.join(cukpath.BUILD, "bin", "cukc")
+    runs = []
+    for dev, extra in (("cpu", {}), ("gpu", {"CUK_LIBCUDA": fake})):
+        r = subprocess.run([cukc, "run", "--device", dev, str(src), "--entry", entry, "x=%s" % (tmp_path / "x.npy"),
+                            "o=%s" % (tmp_path / "o.npy")], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, CUK_CACHE_DIR=str(tmp_path / "cache"), **extra))
+        runs.append((r.returncode, r.stdout, r.stderr.split("\n")[0]))
+    if runs[0][0] == 0:
+        assert runs == [(0, "5\n", ""), (0, "5\n", "")], runs
+        return
+    assert runs[0][0] == 3 and "offsets must be non-decreasing" in runs[0][2], runs[0]
+    if entry == "scanlen":
+        assert runs[1] == runs[0], runs
+    else:
+        assert runs[1][0] == 0 and runs[1][1] == "3\n", runs[1]
