@@ -1456,12 +1456,12 @@ static __attribute__((noinline)) bool eval_searchsorted(Frame *f, Val *v, Value 
 }
 
 /* The scalar leaves of an expression whose shape alone is asked for (a dim: len(x * g(x))),
-   evaluated (a kernel that computes one is launched, not waited for), and its gathers'
-   kernels run: the CPU backend evaluates every leaf of a fused value for its shape
-   (exec/cpu/eval.c, eval_dim), so a call's prints, an index out of bounds (a scalar
-   index or an array of them: the differential run, seed 11011) or a reduce_by_index of
-   mismatched shapes there happen on the GPU too. The shape rules themselves need no
-   scalar (shape_of). */
+   evaluated (a kernel that computes one is launched, not waited for), and the kernels of
+   its gathers and segmented reductions and scans run: the CPU backend evaluates every
+   leaf of a fused value for its shape (exec/cpu/eval.c, eval_dim), so a call's prints,
+   an index out of bounds (a scalar index or an array of them: the differential run,
+   seed 11011), offsets out of order or a reduce_by_index of mismatched shapes there
+   happen on the GPU too. The shape rules themselves need no scalar (shape_of). */
 static bool dim_leaves(Frame *f, Val *v, unsigned char *seen) {
     if (seen[v->id] || f->memo[v->id].set || f->shaped[v->id]) return true;
     seen[v->id] = 1;
