@@ -151,7 +151,9 @@ def fq(e):
     comparison at exactly that value (a sum that cancels to 0 on one backend and to
     -1.2e-7 on the other) would take the other branch and print another program's output;
     an argmax over values equal in exact arithmetic (two rows' layer norms, seed 10001)
-    would pick another of the tied places."""
+    would pick another of the tied places. Layer norm's operand too: it divides by the
+    row's spread, so a row equal in exact arithmetic (two dot products of a ramp's rows,
+    seed 17006) turns their last-bit rounding into +-7.5e-5 of opposite signs."""
     return "round((%s) * 1024.0)" % e if mode in DIFF_MODES else e
 
 
@@ -337,7 +339,7 @@ def fmat(d=0):
     if c == 11: return "(reshape(%s, -1, 1) * reshape(%s, 1, -1))" % (farr(d + 1), farr(d + 1))  # broadcast outer
     if c == 12: return "%s(%s, axis=%s, keepdims=true)" % (pick(*RED), fmat(d + 1), pick("0", "1", "-1"))
     if c == 13: return "dot(%s, transpose(%s))" % (fmat(d + 1), fmat(d + 1))
-    if c == 14: return "layer_norm(%s, 0.00001)" % fmat(d + 1)
+    if c == 14: return "layer_norm(%s, 0.00001)" % fq(fmat(d + 1))
     return "%s[%s]" % (fmat(d + 1), pick("iota(2)", "reverse(iota(2))", "iota(0)", "full(1, 3)"))
 
 
