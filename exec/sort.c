@@ -320,30 +320,51 @@ static void unkey_row(DType dt, const void *k, int64_t len, bool desc, void *v) 
 #undef UNKEY
 }
 
-/* The keys of row x (len elements) into k (kb bytes each); for floats, whether the row
-   has a -0.0 or a NaN (their bits are put back after the sort: sort_fixups). */
-static void row_keys(DType dt, const char *x, int64_t len, bool desc, int kb, void *k, bool *fix) {
-    *fix = false;
-    fill_keys(dt, x, len, desc, kb, k);
+/* Whether float row x (len elements) has a -0.0 or a NaN: their bits go back after the
+   sort (sort_fixups), the keys having made every zero 0.0 and every NaN one NaN. */
+static bool row_has_fixups(DType dt, const char *x, int64_t len) {
     if (dt == DT_F32) {
         const uint32_t *u = (const uint32_t *)x;
         uint32_t any = 0;
         for (int64_t i = 0; i < len; i++) /* -0.0, or exponent all ones with a mantissa */
             any |= (u[i] == 0x80000000u) | ((u[i] & 0x7fffffffu) > 0x7f800000u);
-        *fix = any != 0;
-    } else if (dt == DT_F64) {
+        return any != 0;
+    }
+    if (dt == DT_F64) {
         const uint64_t *u = (const uint64_t *)x;
         uint64_t any = 0;
         for (int64_t i = 0; i < len; i++)
             any |= (u[i] == 1ull << 63) | ((u[i] & ~(1ull << 63)) > 0x7ff0000000000000ull);
-        *fix = any != 0;
+        return any != 0;
     }
+    return false;
+}
+
+static inline bool is_zero_or_nan(DType dt, const char *e) {
+    double v = dt == DT_F32 ? (double)*(const float *)e : *(const double *)e;
+    return v == 0.0 || v != v;
+}
+
+/* The zeros and NaNs of float row x, in order, into a new array (*m of them): what
+   sort_fixups needs of a row sorted in place. NULL when memory runs out. */
+static char *row_specials(DType dt, const char *x, int64_t len, int64_t *m) {
+    const size_t es = dtype_info[dt].size;
+    int64_t c = 0;
+    for (int64_t i = 0; i < len; i++) c += is_zero_or_nan(dt, x + (size_t)i * es);
+    char *sp = malloc((size_t)(c ? c : 1) * es);
+    if (!sp) return NULL;
+    for (int64_t i = 0, j = 0; i < len; i++)
+        if (is_zero_or_nan(dt, x + (size_t)i * es)) memcpy(sp + (size_t)j++ * es, x + (size_t)i * es, es);
+    *m = c;
+    return sp;
 }
 
 /* A sorted float row y, from its keys: its zeros are one run and its NaNs the last run,
    each in input order (the sort is stable), so the input's own bits go back into them
-   in input order: -0.0 stays -0.0, a NaN keeps its payload. */
-static void sort_fixups(DType dt, const char *x, char *y, int64_t len) {
+   in input order: -0.0 stays -0.0, a NaN keeps its payload. src holds the input's
+   elements in order (the row itself, or only its zeros and NaNs: row_specials); the
+   others are passed over. */
+static void sort_fixups(DType dt, const char *src, int64_t nsrc, char *y, int64_t len) {
     const size_t es = dtype_info[dt].size;
     int64_t z = -1, nan = len;
     for (int64_t i = 0; i < len; i++) {
@@ -351,10 +372,10 @@ static void sort_fixups(DType dt, const char *x, char *y, int64_t len) {
         if (v == 0.0 && z < 0) z = i;
         if (v != v && nan == len) nan = i;
     }
-    for (int64_t i = 0; i < len; i++) {
-        double v = dt == DT_F32 ? (double)((const float *)x)[i] : ((const double *)x)[i];
-        if (v == 0.0) memcpy(y + (size_t)z++ * es, x + (size_t)i * es, es);
-        else if (v != v) memcpy(y + (size_t)nan++ * es, x + (size_t)i * es, es);
+    for (int64_t i = 0; i < nsrc; i++) {
+        double v = dt == DT_F32 ? (double)((const float *)src)[i] : ((const double *)src)[i];
+        if (v == 0.0) memcpy(y + (size_t)z++ * es, src + (size_t)i * es, es);
+        else if (v != v) memcpy(y + (size_t)nan++ * es, src + (size_t)i * es, es);
     }
 }
 
@@ -364,7 +385,9 @@ bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool des
        size, and turns them back into elements (unkey; a float's -0.0 and NaNs put back
        by sort_fixups): one scratch row of keys. argsort carries the positions with the
        keys, as 4-byte positions inside the output row of 8-byte ones when the row is
-       short enough, widened in place at the end: two scratch rows of keys. */
+       short enough, widened in place at the end: two scratch rows of keys. vals may be x
+       itself (a sort in place): a row's zeros and NaNs are then kept aside before its
+       keys overwrite it. */
     const bool arg = idx != NULL;
     const int kb = key_bytes(dt);
     const size_t es = (size_t)dtype_info[dt].size, n = (size_t)len;
@@ -380,8 +403,14 @@ bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool des
         void *p = NULL, *p2 = NULL;
         if (pin) p = ir, p2 = (uint32_t *)ir + n;
         else if (arg) p = buf + 2 * n * (size_t)kb, p2 = (char *)p + n * 8;
-        bool fix;
-        row_keys(dt, xr, len, desc, kb, k, &fix);
+        const bool fix = !arg && row_has_fixups(dt, xr, len);
+        char *sp = NULL;
+        int64_t nsp = len;
+        if (fix && xr == vr && !(sp = row_specials(dt, xr, len, &nsp))) {
+            free(buf);
+            return false;
+        }
+        fill_keys(dt, xr, len, desc, kb, k);
         if (pb == 4)
             for (int64_t i = 0; i < len; i++) ((uint32_t *)p)[i] = (uint32_t)i;
         else if (pb == 8)
@@ -391,6 +420,7 @@ bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool des
                   : pb != 8          ? radix_k8p4(k, p, k2, p2, len)
                                      : radix_k8p8(k, p, k2, p2, len);
         if (!ok) {
+            free(sp);
             free(buf);
             return false;
         }
@@ -402,7 +432,8 @@ bool host_sort_rows(DType dt, const void *x, int64_t rows, int64_t len, bool des
             continue;
         }
         unkey_row(dt, k, len, desc, vr);
-        if (fix) sort_fixups(dt, xr, vr, len);
+        if (fix) sort_fixups(dt, sp ? sp : xr, nsp, vr, len);
+        free(sp);
     }
     free(buf);
     return true;

@@ -4739,14 +4739,28 @@ out:
 
 /* sort and argsort along the last axis (exec/sort.h; sema moves another axis there and
    back): each row is sorted on its own. sort_by_key's keys (a second operand, their
-   SORTKV) are sorted on their own here. */
+   SORTKV) are sorted on their own here. A sort of a fused value that nothing has
+   stored (sort(rand(n) * 2.0)) streams it into its output and sorts there, in place:
+   the output and one row of keys, not the input besides. */
 static Arr *eval_sort(Frame *f, const Val *v) {
-    Arr *x = eval(f, v->args[0]);
-    if (!x) return NULL;
-    ASSERT(v->axis == x->rank - 1);
-    Arr *r = new_arr(f, v->loc, v->dt, x->rank, x->shape);
     const bool arg = v->op == OP_ARGSORT;
-    const int64_t len = x->shape[v->axis], rows = len ? x->size / len : 0;
+    Stream s;
+    if (!stream_open(f, v->args[0], &s)) return NULL;
+    Arr *x = s.arr, *r = NULL;
+    ASSERT(v->axis == s.rank - 1);
+    const int64_t len = s.shape[v->axis], rows = len ? s.size / len : 0;
+    if (!x && !arg && s.dt == v->dt) { /* fused: the values into r, sorted there */
+        if ((r = new_arr(f, v->loc, v->dt, s.rank, s.shape)) && !stream_fill(&s, r->data)) {
+            arr_release(r);
+            r = NULL;
+        }
+        prog_free(&s.prog);
+        x = r ? arr_retain(r) : NULL;
+    } else if (!x) {
+        x = stream_take(f, &s, v->loc);
+    }
+    if (!x) return arr_release(r), NULL;
+    if (!r) r = new_arr(f, v->loc, v->dt, x->rank, x->shape);
     if (r && !host_sort_rows(x->dt, x->data, rows, len, v->exclusive, arg ? NULL : r->data, arg ? (int64_t *)r->data : NULL)) {
         rt_error(f->c->err, v->loc, "%s(): out of memory for its scratch", arg ? "argsort" : "sort");
         arr_release(r);
