@@ -6,8 +6,13 @@ import sys
 
 import cukpath
 
+# The child puts Python's own Ctrl-C handler back: started from a background job (`make
+# check &` in a non-interactive shell) it inherits SIGINT ignored, Python then leaves it
+# so, and the kill below would be lost (the call runs for hours: a timeout, not a
+# finding about cuk).
 CHILD = r"""
 import os, signal, threading, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import numpy as np
 import cukpath, cuk
 m = cuk.compile('''
