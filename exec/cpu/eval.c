@@ -4746,21 +4746,12 @@ static Arr *eval_sort(Frame *f, const Val *v) {
     const bool arg = v->op == OP_ARGSORT;
     Stream s;
     if (!stream_open(f, v->args[0], &s)) return NULL;
-    Arr *x = s.arr, *r = NULL;
-    ASSERT(v->axis == s.rank - 1);
-    const int64_t len = s.shape[v->axis], rows = len ? s.size / len : 0;
-    if (!x && !arg && s.dt == v->dt) { /* fused: the values into r, sorted there */
-        if ((r = new_arr(f, v->loc, v->dt, s.rank, s.shape)) && !stream_fill(&s, r->data)) {
-            arr_release(r);
-            r = NULL;
-        }
-        prog_free(&s.prog);
-        x = r ? arr_retain(r) : NULL;
-    } else if (!x) {
-        x = stream_take(f, &s, v->loc);
-    }
-    if (!x) return arr_release(r), NULL;
-    if (!r) r = new_arr(f, v->loc, v->dt, x->rank, x->shape);
+    const bool fused = !s.arr; /* stream_take computes it into an array of our own */
+    Arr *x = stream_take(f, &s, v->loc);
+    if (!x) return NULL;
+    ASSERT(v->axis == x->rank - 1);
+    const int64_t len = x->shape[v->axis], rows = len ? x->size / len : 0;
+    Arr *r = fused && !arg && x->dt == v->dt ? arr_retain(x) : new_arr(f, v->loc, v->dt, x->rank, x->shape);
     if (r && !host_sort_rows(x->dt, x->data, rows, len, v->exclusive, arg ? NULL : r->data, arg ? (int64_t *)r->data : NULL)) {
         rt_error(f->c->err, v->loc, "%s(): out of memory for its scratch", arg ? "argsort" : "sort");
         arr_release(r);
