@@ -283,6 +283,7 @@ s_sanitize_par() {
 # compute-sanitizer (memcheck, racecheck, synccheck) over the rest of the GPU suite: the
 # C runtime tests (tests/gpu/*.c) and the Python GPU tests (tests/gpu/python: raw
 # SourceModule, ElementwiseKernel, ReductionKernel and scan kernels, gpuarray, interop).
+# SAN_TOOLS picks the tools, SAN_PYTESTS the Python test files (default: all of tests/gpu/python).
 s_sanitize_suite() {
   [[ -n $SAN ]] || { echo "ERROR: compute-sanitizer not found"; return 1; }
   local bad=0 tool t
@@ -301,10 +302,10 @@ s_sanitize_suite() {
       fi
     done
     if PYTHONPATH=$C/build/python:$REPO/python "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 10 \
-        "$PY" -m pytest -q -p no:cacheprovider tests/gpu/python >"$WORK/sp.txt" 2>&1; then
-      echo "PASS $tool tests/gpu/python ($(grep -E 'passed|failed' "$WORK/sp.txt" | tail -1); $(grep -oE '(ERROR|RACECHECK) SUMMARY: .*' "$WORK/sp.txt" | tail -1))"
+        "$PY" -m pytest -q -p no:cacheprovider ${SAN_PYTESTS:-tests/gpu/python} >"$WORK/sp.txt" 2>&1; then
+      echo "PASS $tool ${SAN_PYTESTS:-tests/gpu/python} ($(grep -E 'passed|failed' "$WORK/sp.txt" | tail -1); $(grep -oE '(ERROR|RACECHECK) SUMMARY: .*' "$WORK/sp.txt" | tail -1))"
     else
-      echo "FAIL $tool tests/gpu/python"; grep -E "=====|Error|error|passed|failed" "$WORK/sp.txt" | head -60; bad=1
+      echo "FAIL $tool ${SAN_PYTESTS:-tests/gpu/python}"; grep -E "=====|Error|error|passed|failed" "$WORK/sp.txt" | head -60; bad=1
     fi
   done
   return $bad
