@@ -58,6 +58,62 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
     OK;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); OK; }
+/* managed memory: host memory; the advice given to the last few ranges, kept by their start */
+typedef struct {
+    int type, id;
+} CUmemLocation;
+static struct {
+    CUdeviceptr p;
+    int read_mostly, preferred, accessed, last_prefetch;
+} ranges[16];
+static int range_of(CUdeviceptr p) {
+    for (int i = 0; i < 16; i++)
+        if (ranges[i].p == p) return i;
+    static int next;
+    int i = next++ % 16;
+    ranges[i].p = p, ranges[i].read_mostly = 0, ranges[i].preferred = -2, ranges[i].accessed = -2;
+    ranges[i].last_prefetch = -2;
+    return i;
+}
+static int dev_of(CUmemLocation l) { return l.type == 1 ? l.id : l.type == 2 ? -1 : -2; }
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) {
+    if (f != 1 && f != 2) return 1;
+    return cuMemAlloc_v2(p, n);
+}
+CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation l) {
+    (void)n;
+    int i = range_of(p);
+    switch (advice) {
+    case 1: ranges[i].read_mostly = 1; break;
+    case 2: ranges[i].read_mostly = 0; break;
+    case 3: ranges[i].preferred = dev_of(l); break;
+    case 4: ranges[i].preferred = -2; break;
+    case 5: ranges[i].accessed = dev_of(l); break;
+    case 6: ranges[i].accessed = -2; break;
+    default: return 1;
+    }
+    OK;
+}
+CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation l, unsigned f, void *st) {
+    (void)n, (void)f, (void)st;
+    ranges[range_of(p)].last_prefetch = dev_of(l);
+    OK;
+}
+CUresult cuMemRangeGetAttribute(void *data, size_t size, int attr, CUdeviceptr p, size_t n) {
+    (void)n;
+    int i = range_of(p), *v = data;
+    switch (attr) {
+    case 1: *v = ranges[i].read_mostly; break;
+    case 2: *v = ranges[i].preferred; break;
+    case 3:
+        for (size_t k = 0; k < size / sizeof(int); k++) v[k] = -2;
+        if (ranges[i].accessed != -2) v[0] = ranges[i].accessed;
+        break;
+    case 4: *v = ranges[i].last_prefetch; break;
+    default: return 1;
+    }
+    OK;
+}
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned f) {
     (void)f;
     *p = malloc(n ? n : 1);

@@ -202,6 +202,80 @@ static PyObject *py_mem_free(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* ---- managed memory (cuk.core's ManagedMemoryResource) ---------------------------------------- */
+
+/* managed_alloc(nbytes) -> int; freed with managed_free(int). */
+static PyObject *py_managed_alloc(PyObject *m, PyObject *arg) {
+    (void)m;
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n < 0) return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "managed_alloc: negative size");
+    cuk_devptr p;
+    CHECK(cuk_managed_alloc(&p, (size_t)n));
+    return PyLong_FromUnsignedLongLong(p);
+}
+
+static PyObject *py_managed_free(PyObject *m, PyObject *arg) {
+    (void)m;
+    cuk_devptr p;
+    if (devptr_of(arg, &p) < 0) return NULL;
+    CHECK(cuk_managed_free(p));
+    Py_RETURN_NONE;
+}
+
+/* mem_advise(ptr, nbytes, advice, location): advice 1-6 (cuk_advice), location a device
+   ordinal or -1 for the host */
+static PyObject *py_mem_advise(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *po;
+    Py_ssize_t n;
+    int what, loc;
+    if (!PyArg_ParseTuple(args, "Onii", &po, &n, &what, &loc)) return NULL;
+    cuk_devptr p;
+    if (devptr_of(po, &p) < 0) return NULL;
+    if (n < 0) return PyErr_Format(PyExc_ValueError, "mem_advise: negative size");
+    CHECK(cuk_mem_advise(p, (size_t)n, (cuk_advice)what, loc));
+    Py_RETURN_NONE;
+}
+
+/* mem_prefetch(ptr, nbytes, location, stream=None) */
+static PyObject *py_mem_prefetch(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *po, *so = Py_None;
+    Py_ssize_t n;
+    int loc;
+    if (!PyArg_ParseTuple(args, "Oni|O", &po, &n, &loc, &so)) return NULL;
+    cuk_devptr p;
+    cuk_stream *s;
+    if (devptr_of(po, &p) < 0 || stream_of(so, &s) < 0) return NULL;
+    if (n < 0) return PyErr_Format(PyExc_ValueError, "mem_prefetch: negative size");
+    CHECK(cuk_mem_prefetch(p, (size_t)n, loc, s));
+    Py_RETURN_NONE;
+}
+
+/* mem_range(ptr, nbytes) -> (read_mostly, preferred, last_prefetch, accessed_by tuple);
+   locations as device ordinals, -1 the host, -2 none */
+static PyObject *py_mem_range(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *po;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "On", &po, &n)) return NULL;
+    cuk_devptr p;
+    if (devptr_of(po, &p) < 0) return NULL;
+    if (n < 0) return PyErr_Format(PyExc_ValueError, "mem_range: negative size");
+    cuk_mem_range r;
+    int acc[64], na = 0, nd = 0;
+    if (cuk_device_count(&nd)) nd = 1;
+    CHECK(cuk_mem_range_get(p, (size_t)n, &r, acc, nd + 1 < 64 ? nd + 1 : 64, &na));
+    PyObject *t = PyTuple_New(na);
+    if (!t) return NULL;
+    for (int i = 0; i < na; i++)
+        if (PyTuple_SetItem(t, i, PyLong_FromLong(acc[i])) < 0) {
+            Py_DECREF(t);
+            return NULL;
+        }
+    return Py_BuildValue("(OiiN)", r.read_mostly ? Py_True : Py_False, r.preferred, r.last_prefetch, t);
+}
+
 /* A copy between a host buffer and device memory: memcpy_htod(dst, src_buffer,
    stream=None, async=False) when to_dev, else memcpy_dtoh(dst_buffer, src, ...). */
 static PyObject *memcpy_host(PyObject *args, bool to_dev) {
@@ -269,6 +343,11 @@ static PyMethodDef memory_funcs[] = {
     {"mem_alloc", py_mem_alloc, METH_O, "mem_alloc(nbytes) -> DeviceAllocation"},
     {"mem_free", py_mem_free, METH_O, NULL},
     {"mem_alloc_on", py_mem_alloc_on, METH_VARARGS, "mem_alloc_on(nbytes, stream=None) -> int"},
+    {"managed_alloc", py_managed_alloc, METH_O, "managed_alloc(nbytes) -> int"},
+    {"managed_free", py_managed_free, METH_O, NULL},
+    {"mem_advise", py_mem_advise, METH_VARARGS, "mem_advise(ptr, nbytes, advice, location)"},
+    {"mem_prefetch", py_mem_prefetch, METH_VARARGS, "mem_prefetch(ptr, nbytes, location, stream=None)"},
+    {"mem_range", py_mem_range, METH_VARARGS, "mem_range(ptr, nbytes) -> (read_mostly, preferred, last_prefetch, accessed_by)"},
     {"mem_info", py_mem_info, METH_NOARGS, "(free, total) bytes"},
     {"mem_stats", py_mem_stats, METH_NOARGS, NULL},
     {"mem_trim", py_mem_trim, METH_NOARGS, NULL},

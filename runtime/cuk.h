@@ -146,6 +146,39 @@ cuk_status cuk_host_free(void *p);
 
 typedef struct cuk_event_s cuk_event;
 
+/* Managed (unified) memory: one address valid on the host and every device, its pages
+   moved by the driver where they are used (cuMemAllocManaged, attached globally). cuk
+   never oversubscribes: a request larger than the current device's free memory is
+   CUK_ERR_OUT_OF_MEMORY, saying so, where the driver would accept it and page later.
+   Size 0 gives a 1-byte block. Free with cuk_managed_free (not cuk_mem_free). */
+cuk_status cuk_managed_alloc(cuk_devptr *p, size_t bytes);
+cuk_status cuk_managed_free(cuk_devptr p);
+/* A location for the calls below: a device ordinal, or CUK_LOC_HOST for host memory. */
+enum { CUK_LOC_HOST = -1, CUK_LOC_NONE = -2 };
+/* Advice on bytes of managed memory at p (cuMemAdvise): what, one of CUK_ADVISE_*; loc
+   the device or host it names (CUK_ADVISE_*_READ_MOSTLY ignore it). */
+typedef enum cuk_advice {
+    CUK_ADVISE_SET_READ_MOSTLY = 1,
+    CUK_ADVISE_UNSET_READ_MOSTLY = 2,
+    CUK_ADVISE_SET_PREFERRED_LOCATION = 3,
+    CUK_ADVISE_UNSET_PREFERRED_LOCATION = 4,
+    CUK_ADVISE_SET_ACCESSED_BY = 5,
+    CUK_ADVISE_UNSET_ACCESSED_BY = 6,
+} cuk_advice;
+cuk_status cuk_mem_advise(cuk_devptr p, size_t bytes, cuk_advice what, int loc);
+/* Moves bytes of managed memory at p to loc (a device or CUK_LOC_HOST), ordered on
+   stream s (cuMemPrefetchAsync). */
+cuk_status cuk_mem_prefetch(cuk_devptr p, size_t bytes, int loc, cuk_stream *s);
+/* What the advice says of the range (cuMemRangeGetAttribute): read_mostly 0 or 1;
+   preferred and last_prefetch a device, CUK_LOC_HOST or CUK_LOC_NONE; accessed_by (may be
+   NULL) the devices (and CUK_LOC_HOST) given SET_ACCESSED_BY, up to max of them, their
+   number in *naccessed. */
+typedef struct cuk_mem_range {
+    int read_mostly, preferred, last_prefetch;
+} cuk_mem_range;
+cuk_status cuk_mem_range_get(cuk_devptr p, size_t bytes, cuk_mem_range *r, int *accessed_by, int max,
+                             int *naccessed);
+
 /* Synchronous copies. A host pointer may be pageable; large pageable copies go through
    pinned staging buffers. */
 cuk_status cuk_memcpy_htod(cuk_devptr dst, const void *src, size_t bytes);

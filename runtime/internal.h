@@ -78,6 +78,14 @@ enum {
 enum { CU_STREAM_NON_BLOCKING = 0x1 };
 enum { CU_EVENT_DEFAULT = 0x0, CU_EVENT_DISABLE_TIMING = 0x2 };
 enum { CU_MEMHOSTALLOC_PORTABLE = 0x01 };
+/* Managed memory (cuda.h's CUmemLocation, CUmem_advise, CUmem_range_attribute). */
+typedef struct CUmemLocation {
+    int type; /* CU_MEM_LOCATION_TYPE_* */
+    int id;
+} CUmemLocation;
+enum { CU_MEM_LOCATION_TYPE_INVALID = 0, CU_MEM_LOCATION_TYPE_DEVICE = 1, CU_MEM_LOCATION_TYPE_HOST = 2 };
+enum { CU_MEM_ATTACH_GLOBAL = 0x1 };
+enum { CU_DEVICE_CPU = -1, CU_DEVICE_INVALID = -2 };
 enum {
     CU_JIT_INFO_LOG_BUFFER = 3,
     CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
@@ -122,6 +130,10 @@ enum {
     X(cuMemsetD8Async, "cuMemsetD8Async", 1, (CUdeviceptr, unsigned char, size_t, CUstream))     \
     X(cuMemAllocAsync, "cuMemAllocAsync", 0, (CUdeviceptr *, size_t, CUstream))                  \
     X(cuMemFreeAsync, "cuMemFreeAsync", 0, (CUdeviceptr, CUstream))                              \
+    X(cuMemAllocManaged, "cuMemAllocManaged", 0, (CUdeviceptr *, size_t, unsigned))               \
+    X(cuMemAdvise, "cuMemAdvise_v2", 0, (CUdeviceptr, size_t, int, CUmemLocation))                \
+    X(cuMemPrefetchAsync, "cuMemPrefetchAsync_v2", 0, (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream)) \
+    X(cuMemRangeGetAttribute, "cuMemRangeGetAttribute", 0, (void *, size_t, int, CUdeviceptr, size_t)) \
     X(cuStreamCreate, "cuStreamCreate", 1, (CUstream *, unsigned))                               \
     X(cuStreamDestroy, "cuStreamDestroy_v2", 1, (CUstream))                                      \
     X(cuStreamSynchronize, "cuStreamSynchronize", 1, (CUstream))                                 \

@@ -6,9 +6,10 @@ written for ``cuda.core`` ports by changing the import::
     from cuk.core import Device, LaunchConfig, Program, ProgramOptions, launch
 
 What cuk does not have (yet) raises NotImplementedError naming it: IPC-shared and
-virtual memory resources, managed memory, texture and tensor-map objects, conditional
+virtual memory resources, NUMA placement of managed memory, texture and tensor-map objects, conditional
 graph nodes built by hand, and StridedMemoryView."""
 import collections
+import collections.abc
 import dataclasses
 import os
 import threading
@@ -22,7 +23,7 @@ from . import driver as _drv
 __all__ = [
     "Buffer", "ComputeCapability", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
     "EventOptions", "Graph", "GraphBuilder", "Kernel", "LaunchConfig", "Linker", "LinkerOptions", "MemoryResource",
-    "LegacyPinnedMemoryResource", "ObjectCode", "PinnedMemoryResource", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
+    "LegacyPinnedMemoryResource", "Host", "ManagedBuffer", "ManagedMemoryResource", "ManagedMemoryResourceOptions", "ObjectCode", "PinnedMemoryResource", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
 ]
 
 ComputeCapability = collections.namedtuple("ComputeCapability", ("major", "minor"))
@@ -497,6 +498,146 @@ class LegacyPinnedMemoryResource(PinnedMemoryResource):
     """Pinned host memory from cuMemHostAlloc (cuda.core's LegacyPinnedMemoryResource)."""
 
 
+class Host:
+    """The host as a managed-memory location (cuda.core's ``Host``): ``Host()`` is host
+    memory wherever the OS places it; cuk does not place by NUMA node."""
+
+    def __init__(self, numa_id: Optional[int] = None):
+        if numa_id is not None:
+            raise NotImplementedError("Host(numa_id=...): cuk places managed memory on the host as a whole, not by "
+                                      "NUMA node")
+        self.numa_id = None
+
+    def __eq__(self, other):
+        return isinstance(other, Host)
+
+    def __hash__(self):
+        return hash(Host)
+
+    def __repr__(self):
+        return "Host()"
+
+
+def _loc_id(location, what):
+    """A Device, Host, device ordinal or -1 (the host) as cuk's location number."""
+    if isinstance(location, Host):
+        return -1
+    if isinstance(location, Device):
+        return location.device_id
+    if isinstance(location, bool) or not isinstance(location, (int, np.integer)):
+        raise TypeError(f"{what}: a location is a Device, a Host, a device ordinal or -1 (the host), "
+                        f"not {type(location).__name__}")
+    loc = int(location)
+    if loc == -1:
+        return -1
+    Device(loc)  # checks the ordinal
+    return loc
+
+
+def _loc_obj(loc):
+    return None if loc == -2 else Host() if loc == -1 else Device(loc)
+
+
+@dataclasses.dataclass
+class ManagedMemoryResourceOptions:
+    """Where managed memory prefers to live: ``preferred_location`` a device ordinal, -1
+    for the host, or None (the driver decides); ``preferred_location_type`` "device",
+    "host" or None (read preferred_location as above)."""
+
+    preferred_location: Optional[int] = None
+    preferred_location_type: Optional[str] = None
+
+
+class ManagedMemoryResource(MemoryResource):
+    """Managed (unified) memory: one address valid on the host and every device, its pages
+    moved by the driver to where they are used (cuMemAllocManaged). cuk never
+    oversubscribes: a request larger than the device's free memory raises MemoryError
+    rather than paging later. Allocations are not stream-ordered (``stream`` is accepted
+    for cuda.core's signature); a buffer is freed when it is closed or collected."""
+
+    def __init__(self, options: Optional[ManagedMemoryResourceOptions] = None):
+        self._pref = None
+        if options is not None:
+            t, loc = options.preferred_location_type, options.preferred_location
+            if t not in (None, "device", "host", "host_numa"):
+                raise ValueError(f"preferred_location_type must be 'device', 'host' or None, got {t!r}")
+            if t == "host_numa":
+                raise NotImplementedError("preferred_location_type='host_numa': cuk does not place by NUMA node")
+            if t == "host":
+                if loc is not None:
+                    raise ValueError("preferred_location_type='host' takes preferred_location=None")
+                self._pref = -1
+            elif t == "device":
+                if loc is None or loc < 0:
+                    raise ValueError(f"preferred_location_type='device' needs a device ordinal, got {loc!r}")
+                self._pref = _loc_id(loc, "ManagedMemoryResourceOptions")
+            elif loc is not None:
+                self._pref = _loc_id(loc, "ManagedMemoryResourceOptions")
+
+    def allocate(self, size, stream=None) -> "ManagedBuffer":
+        size = _check_int("size", size)
+        ptr = _cuk.managed_alloc(size)
+        b = ManagedBuffer._make(ptr, size, self, owned=True)
+        if self._pref is not None:
+            try:
+                _cuk.mem_advise(ptr, max(size, 1), 3, self._pref)
+            except BaseException:
+                b.close()
+                raise
+        return b
+
+    def deallocate(self, ptr, size, stream=None):
+        _cuk.managed_free(int(ptr))
+
+    @property
+    def preferred_location(self):
+        return None if self._pref is None else _loc_obj(self._pref)
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+    @property
+    def device_id(self):
+        return self._pref if self._pref is not None and self._pref >= 0 else Device().device_id
+
+    def close(self):
+        pass
+
+
+class _AccessedBy(collections.abc.MutableSet):
+    """A managed buffer's ``accessed_by``: the locations advised to map it, read from the
+    driver each time; add() and discard() give the advice."""
+
+    def __init__(self, buf):
+        self._buf = buf
+
+    def _now(self):
+        return {_loc_obj(l) for l in self._buf._range()[3]}
+
+    def __contains__(self, loc):
+        return loc in self._now()
+
+    def __iter__(self):
+        return iter(self._now())
+
+    def __len__(self):
+        return len(self._now())
+
+    def add(self, loc):
+        self._buf._advise(5, loc)
+
+    def discard(self, loc):
+        self._buf._advise(6, loc)
+
+    def __repr__(self):
+        return f"accessed_by({sorted(map(repr, self._now()))})"
+
+
 class Buffer:
     """A span of memory from a MemoryResource (cuda.core's ``Buffer``): ``handle`` is its
     address; close(stream) gives it back in that stream's order."""
@@ -601,6 +742,90 @@ class Buffer:
 
     def __repr__(self):
         return f"<Buffer ptr={self._ptr:#x} size={self._size}>"
+
+
+class ManagedBuffer(Buffer):
+    """A Buffer of managed memory (from ManagedMemoryResource.allocate), with the driver's
+    advice as properties: ``read_mostly``, ``preferred_location`` (a Device, a Host or
+    None), ``accessed_by`` (a set of them), and ``prefetch(location, stream=)``."""
+
+    @classmethod
+    def from_handle(cls, ptr, size, mr=None):
+        return cls._make(int(ptr), _check_int("size", size), mr, owned=False)
+
+    def _live(self, what):
+        if not self._ptr:
+            raise RuntimeError(f"ManagedBuffer.{what}: the buffer is closed")
+        return self._ptr, max(self._size, 1)
+
+    def _range(self):
+        p, n = self._live("advice")
+        return _cuk.mem_range(p, n)
+
+    def _advise(self, what, loc):
+        p, n = self._live("advice")
+        _cuk.mem_advise(p, n, what, _loc_id(loc, "ManagedBuffer") if loc is not None else -1)
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+    @property
+    def read_mostly(self) -> bool:
+        return self._range()[0]
+
+    @read_mostly.setter
+    def read_mostly(self, on):
+        self._advise(1 if on else 2, None)
+
+    @property
+    def preferred_location(self):
+        return _loc_obj(self._range()[1])
+
+    @preferred_location.setter
+    def preferred_location(self, loc):
+        if loc is None:
+            self._advise(4, None)
+        else:
+            self._advise(3, loc)
+
+    @property
+    def accessed_by(self):
+        return _AccessedBy(self)
+
+    @accessed_by.setter
+    def accessed_by(self, locs):
+        want = {_loc_obj(_loc_id(l, "ManagedBuffer.accessed_by")) for l in locs}
+        now = _AccessedBy(self)
+        for l in set(now) - want:
+            now.discard(l)
+        for l in want:
+            now.add(l)
+
+    @property
+    def last_prefetch_location(self):
+        return _loc_obj(self._range()[2])
+
+    def prefetch(self, location, *, stream):
+        """Moves the pages to ``location`` (a Device, a Host, an ordinal or -1), ordered on
+        ``stream``."""
+        p, n = self._live("prefetch")
+        if location is None:
+            raise ValueError("ManagedBuffer.prefetch: a location is required (a Device, Host(), an ordinal or -1)")
+        _cuk.mem_prefetch(p, n, _loc_id(location, "ManagedBuffer.prefetch"), _stream_arg(stream))
+
+    def discard(self, *, stream):
+        raise NotImplementedError("ManagedBuffer.discard: cuk does not call cuMemDiscardBatchAsync yet")
+
+    def discard_prefetch(self, location, *, stream):
+        raise NotImplementedError("ManagedBuffer.discard_prefetch: cuk does not call cuMemDiscardAndPrefetchBatchAsync yet")
+
+    def __repr__(self):
+        return f"<ManagedBuffer ptr={self._ptr:#x} size={self._size}>"
 
 
 def _stream_arg(stream):

@@ -125,3 +125,85 @@ def test_core_on_the_fake_driver(fake_driver, tmp_path):
     assert g[3] == "capture end %s (2 launches)" % st and g[-1] == "graph launch on " + st, g
     assert "cluster: True" in out  # the fake has no cuLaunchKernelEx: said so, nothing launched
     assert not any(l.startswith("launch") for l in sec["cluster"])
+
+
+MANAGED_CHILD = cukpath.FAKE_CHILD_PRELUDE + r"""
+from cuk.core import Device, Host, ManagedBuffer, ManagedMemoryResource, ManagedMemoryResourceOptions
+
+dev = Device()
+dev.set_current()
+s = dev.create_stream()
+mr = ManagedMemoryResource()
+b = mr.allocate(4096, stream=s)
+print("buffer", type(b).__name__, b.size, b.is_host_accessible, b.is_device_accessible, mr.is_host_accessible)
+print("read_mostly", b.read_mostly, end=" ")
+b.read_mostly = True
+print(b.read_mostly, end=" ")
+b.read_mostly = False
+print(b.read_mostly)
+print("preferred", b.preferred_location, end=" ")
+b.preferred_location = dev
+print(b.preferred_location is dev, end=" ")
+b.preferred_location = Host()
+print(b.preferred_location, end=" ")
+b.preferred_location = None
+print(b.preferred_location)
+b.accessed_by.add(dev)
+print("accessed_by", dev in b.accessed_by, len(b.accessed_by), end=" ")
+b.accessed_by.discard(dev)
+print(len(b.accessed_by))
+b.prefetch(dev, stream=s)
+print("prefetch", b.last_prefetch_location is dev, end=" ")
+b.prefetch(-1, stream=s)
+print(b.last_prefetch_location)
+b.fill(7, stream=s)
+print("bytes", np.from_dlpack(b)[:3].tolist())
+c = ManagedMemoryResource(ManagedMemoryResourceOptions(preferred_location=0)).allocate(100, stream=s)
+print("option", c.preferred_location is dev)
+for f in (lambda: mr.allocate(1 << 40, stream=s), lambda: b.prefetch("gpu", stream=s), lambda: b.prefetch(None, stream=s),
+          lambda: ManagedMemoryResourceOptions and ManagedMemoryResource(ManagedMemoryResourceOptions(preferred_location_type="host", preferred_location=0)),
+          lambda: Host(numa_id=1)):
+    try:
+        f()
+        print("no error")
+    except Exception as e:
+        print("error", type(e).__name__, str(e).split(":")[0])
+b.close()
+try:
+    b.read_mostly
+except RuntimeError as e:
+    print("closed", e)
+print("ok")
+"""
+
+
+def test_managed_memory_on_the_fake_driver(fake_driver, tmp_path):
+    out = cukpath.run_fake_logged(fake_driver, tmp_path, MANAGED_CHILD)[0]
+    assert out[:9] == [
+        "buffer ManagedBuffer 4096 True True True",
+        "read_mostly False True False",
+        "preferred None True Host() None",
+        "accessed_by True 1 0",
+        "prefetch True Host()",
+        "bytes [7, 7, 7]",
+        "option True",
+        # more than the device has free: refused, not oversubscribed
+        "error MemoryError managed memory of 1099511627776 bytes is more than device 0 has free (85899345920 of "
+        "85899345920 bytes)",
+        "error TypeError ManagedBuffer.prefetch",
+    ], out
+    assert out[9:12] == ["error ValueError ManagedBuffer.prefetch", "error ValueError preferred_location_type='host' takes "
+                         "preferred_location=None", "error NotImplementedError Host(numa_id=...)"], out
+    assert out[12] == "closed ManagedBuffer.advice: the buffer is closed"
+
+
+def test_the_managed_memory_example_of_docs_core_md(fake_driver, tmp_path):
+    import os
+    import re
+
+    text = open(os.path.join(cukpath.ROOT, "docs", "core.md")).read()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "ManagedMemoryResource()" in b]
+    assert len(blocks) == 1
+    child = cukpath.FAKE_CHILD_PRELUDE + blocks[0] + "\nprint(b.read_mostly, b.preferred_location is dev, b.last_prefetch_location)\nprint('ok')\n"
+    out = cukpath.run_fake_logged(fake_driver, tmp_path, child)[0]
+    assert out[-2] == "True True Host()"

@@ -166,3 +166,35 @@ def test_foreign_stream_and_cuk_calls(dev):
     m = cuk.compile("fn f(x: f32[n]) -> f32 = sum(x);", device="gpu")
     x = cuk.to_device(np.ones(1000, np.float32))
     assert float(m.f(x, stream=s)) == 1000.0
+
+
+def test_managed_memory(dev, mod):
+    import ctypes
+
+    from cuk.core import Host, ManagedMemoryResource
+
+    s = dev.create_stream()
+    n = 1 << 20
+    mr = ManagedMemoryResource()
+    x, y = mr.allocate(4 * n, stream=s), mr.allocate(4 * n, stream=s)
+    # the host writes managed memory directly, a kernel reads and writes it, the host reads it back
+    xs = np.ctypeslib.as_array((ctypes.c_float * n).from_address(x.handle))
+    ys = np.ctypeslib.as_array((ctypes.c_float * n).from_address(y.handle))
+    xs[:] = np.arange(n, dtype=np.float32)
+    ys[:] = 1
+    x.read_mostly = True
+    y.preferred_location = dev
+    y.accessed_by.add(Host())
+    assert x.read_mostly and y.preferred_location is dev and Host() in y.accessed_by
+    x.prefetch(dev, stream=s)
+    y.prefetch(dev, stream=s)
+    launch(s, LaunchConfig(grid=256, block=256), mod.get_kernel("axpy<float>"), np.float32(2), x, y, np.uint64(n))
+    y.prefetch(Host(), stream=s)
+    s.sync()
+    assert x.last_prefetch_location is dev and y.last_prefetch_location == Host()
+    np.testing.assert_array_equal(ys, 2 * np.arange(n, dtype=np.float32) + 1)
+    free = cuk.driver.mem_get_info()[0]
+    with pytest.raises(MemoryError, match="does not oversubscribe"):
+        mr.allocate(free + (1 << 30), stream=s)
+    x.close()
+    y.close()
