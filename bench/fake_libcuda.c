@@ -136,7 +136,34 @@ CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st) {
     OK;
 }
 CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = &dummy_stream; OK; }
-CUresult cuStreamDestroy_v2(void *s) { (void)s; OK; }
+CUresult cuStreamDestroy_v2(void *s) {
+    (void)s;
+    OK;
+}
+/* priorities 0 (least) to -5 (greatest), as an H100's; prioritised streams are the
+   entries of prio_streams (their handles), other streams have priority 0 */
+static int prio_streams[64], nprio;
+CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+    *least = 0, *greatest = -5;
+    OK;
+}
+CUresult cuStreamCreateWithPriority(void **s, unsigned f, int prio) {
+    (void)f;
+    if (nprio == 64) return 2;
+    prio_streams[nprio] = prio;
+    *s = &prio_streams[nprio++];
+    OK;
+}
+CUresult cuStreamGetPriority(void *s, int *prio) {
+    *prio = 0;
+    for (int i = 0; i < nprio; i++)
+        if (s == &prio_streams[i]) *prio = prio_streams[i];
+    OK;
+}
+CUresult cuDeviceGetUuid_v2(unsigned char *u, int d) {
+    for (int i = 0; i < 16; i++) u[i] = (unsigned char)(16 * d + i);
+    OK;
+}
 CUresult cuStreamSynchronize(void *s) { (void)s; OK; }
 CUresult cuStreamQuery(void *s) { (void)s; OK; }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s, (void)e, (void)f; OK; }

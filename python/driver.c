@@ -61,6 +61,23 @@ static PyObject *py_device_count(PyObject *m, PyObject *u) {
     CHECK(cuk_device_count(&n));
     return PyLong_FromLong(n);
 }
+static PyObject *py_device_uuid(PyObject *m, PyObject *arg) {
+    (void)m;
+    int i = (int)PyLong_AsLong(arg);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    unsigned char u[16];
+    CHECK(cuk_device_uuid(i, u));
+    return PyBytes_FromStringAndSize((const char *)u, 16);
+}
+
+static PyObject *py_stream_priority_range(PyObject *m, PyObject *u) {
+    (void)m;
+    (void)u;
+    int least, greatest;
+    CHECK(cuk_stream_priority_range(&least, &greatest));
+    return Py_BuildValue("(ii)", least, greatest);
+}
+
 static PyObject *py_device_props(PyObject *m, PyObject *arg) {
     (void)m;
     int i = (int)PyLong_AsLong(arg);
@@ -137,6 +154,8 @@ static PyMethodDef driver_funcs[] = {
     {"gpu_available", py_gpu_available, METH_NOARGS, "(ok, why not)"},
     {"device_count", py_device_count, METH_NOARGS, NULL},
     {"device_props", py_device_props, METH_O, NULL},
+    {"device_uuid", py_device_uuid, METH_O, "device_uuid(index) -> 16 bytes"},
+    {"stream_priority_range", py_stream_priority_range, METH_NOARGS, "(least, greatest) of the current device"},
     {"device_select", py_device_select, METH_O, NULL},
     {"device_current", py_device_current, METH_NOARGS, NULL},
     {"synchronize", py_synchronize, METH_NOARGS, NULL},

@@ -14,11 +14,14 @@ typedef struct {
 } Event;
 static PyTypeObject *Event_Type;
 
+/* Stream(nonblocking=1, priority=0): cuk.driver.Stream passes neither (PyCUDA's flags are
+   taken by its __new__); cuk.core's StreamOptions pass both. */
 static PyObject *stream_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
-    (void)args;
     (void)kw;
+    int nonblocking = 1, priority = 0;
+    if (!PyArg_ParseTuple(args, "|ii", &nonblocking, &priority)) return NULL;
     cuk_stream *s;
-    CHECK(cuk_stream_create(&s));
+    CHECK(cuk_stream_create_ex(&s, nonblocking, priority));
     Stream *r = (Stream *)heap_alloc(tp);
     if (!r) {
         cuk_stream_destroy(s);
@@ -51,6 +54,12 @@ static PyObject *stream_wait_for_event(PyObject *self, PyObject *ev) {
     CHECK(cuk_stream_wait_event(((Stream *)self)->s, ((Event *)ev)->e));
     Py_RETURN_NONE;
 }
+static PyObject *stream_priority(PyObject *self, void *c) {
+    (void)c;
+    int p;
+    CHECK(cuk_stream_priority(((Stream *)self)->s, &p));
+    return PyLong_FromLong(p);
+}
 static PyObject *stream_handle(PyObject *self, void *c) {
     (void)c;
     return PyLong_FromUnsignedLongLong(cuk_stream_handle(((Stream *)self)->s));
@@ -69,7 +78,9 @@ static PyMethodDef stream_methods[] = {{"synchronize", stream_synchronize, METH_
                                        {"wait_for_event", stream_wait_for_event, METH_O, NULL},
                                        {"__cuda_stream__", stream_cuda_stream, METH_NOARGS, "(0, handle)"},
                                        {NULL, NULL, 0, NULL}};
-static PyGetSetDef stream_getset[] = {{"handle", stream_handle, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL, NULL}};
+static PyGetSetDef stream_getset[] = {{"handle", stream_handle, NULL, NULL, NULL},
+                                       {"priority", stream_priority, NULL, "0 the default; lower numbers run first", NULL},
+                                       {NULL, NULL, NULL, NULL, NULL}};
 static PyType_Slot stream_slots[] = {{Py_tp_new, stream_new},         {Py_tp_dealloc, stream_dealloc},
                                      {Py_tp_methods, stream_methods}, {Py_tp_getset, stream_getset},
                                      {Py_tp_doc, "A CUDA stream (non-blocking)."}, {0, 0}};

@@ -203,6 +203,15 @@ cuk_status cuk_memset_d8(cuk_devptr dst, unsigned char value, size_t bytes, cuk_
 
 /* A non-blocking stream (does not synchronise with the legacy default stream). */
 cuk_status cuk_stream_create(cuk_stream **s);
+/* A stream that synchronises with the legacy default stream unless nonblocking, of the
+   given priority (0 the default; lower numbers run first; a priority outside
+   cuk_stream_priority_range is CUK_ERR_INVALID). */
+cuk_status cuk_stream_create_ex(cuk_stream **s, int nonblocking, int priority);
+/* The current device's priorities: least (0) down to greatest (e.g. -5). */
+cuk_status cuk_stream_priority_range(int *least, int *greatest);
+cuk_status cuk_stream_priority(cuk_stream *s, int *priority);
+/* Device index's UUID (cuDeviceGetUuid), 16 bytes. */
+cuk_status cuk_device_uuid(int index, unsigned char uuid[16]);
 /* Waits for the stream's work, then destroys it (a wrapped stream: only the wrapper). */
 cuk_status cuk_stream_destroy(cuk_stream *s);
 /* A cuk_stream for another library's stream, by raw handle (CUK_STREAM_LEGACY,

@@ -329,14 +329,28 @@ void cuk_shutdown(void) {
 static inline CUstream raw_stream(cuk_stream *s) { return s ? s->s : NULL; }
 CUstream stream_raw(cuk_stream *s) { return raw_stream(s); }
 
-cuk_status cuk_stream_create(cuk_stream **out) {
+cuk_status cuk_stream_create(cuk_stream **out) { return cuk_stream_create_ex(out, 1, 0); }
+
+cuk_status cuk_stream_create_ex(cuk_stream **out, int nonblocking, int priority) {
     if (!out) return err_set(CUK_ERR_INVALID, "cuk_stream_create: NULL argument");
     *out = NULL;
     Device *d;
     cuk_status s = dev_current(&d);
     if (s) return s;
     CUstream cs;
-    CU_CHECK(cu.cuStreamCreate(&cs, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    unsigned flags = nonblocking ? CU_STREAM_NON_BLOCKING : 0;
+    if (priority == 0) {
+        CU_CHECK(cu.cuStreamCreate(&cs, flags), "cuStreamCreate");
+    } else {
+        int least, greatest;
+        if ((s = cuk_stream_priority_range(&least, &greatest))) return s;
+        if (priority > least || priority < greatest)
+            return err_set(CUK_ERR_INVALID,
+                           "stream priority %d is outside this device's range: %d (lowest) to %d (highest; lower "
+                           "numbers are higher priorities)",
+                           priority, least, greatest);
+        CU_CHECK(cu.cuStreamCreateWithPriority(&cs, flags, priority), "cuStreamCreateWithPriority");
+    }
     cuk_stream *st = malloc(sizeof *st);
     if (!st) {
         cu.cuStreamDestroy(cs);
@@ -346,6 +360,38 @@ cuk_status cuk_stream_create(cuk_stream **out) {
     st->d = d;
     st->owned = true;
     *out = st;
+    return CUK_OK;
+}
+
+cuk_status cuk_stream_priority_range(int *least, int *greatest) {
+    if (!least || !greatest) return err_set(CUK_ERR_INVALID, "cuk_stream_priority_range: NULL argument");
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    *least = *greatest = 0;
+    if (!cu.cuCtxGetStreamPriorityRange) return CUK_OK; /* a driver without priorities: only 0 */
+    CU_CHECK(cu.cuCtxGetStreamPriorityRange(least, greatest), "cuCtxGetStreamPriorityRange");
+    return CUK_OK;
+}
+
+cuk_status cuk_stream_priority(cuk_stream *st, int *priority) {
+    if (!priority) return err_set(CUK_ERR_INVALID, "cuk_stream_priority: NULL argument");
+    *priority = 0;
+    Device *d;
+    cuk_status s = dev_current(&d);
+    if (s) return s;
+    if (!cu.cuStreamGetPriority) return CUK_OK;
+    CU_CHECK(cu.cuStreamGetPriority(stream_raw(st), priority), "cuStreamGetPriority");
+    return CUK_OK;
+}
+
+cuk_status cuk_device_uuid(int index, unsigned char uuid[16]) {
+    if (!uuid) return err_set(CUK_ERR_INVALID, "cuk_device_uuid: NULL argument");
+    Device *d;
+    cuk_status s = dev_open(index, &d);
+    if (s) return s;
+    if (!cu.cuDeviceGetUuid) return err_set(CUK_ERR_DRIVER, "cuk_device_uuid: this CUDA driver has no cuDeviceGetUuid_v2");
+    CU_CHECK(cu.cuDeviceGetUuid(uuid, d->dev), "cuDeviceGetUuid_v2");
     return CUK_OK;
 }
 

@@ -135,6 +135,10 @@ enum {
     X(cuMemPrefetchAsync, "cuMemPrefetchAsync_v2", 0, (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream)) \
     X(cuMemRangeGetAttribute, "cuMemRangeGetAttribute", 0, (void *, size_t, int, CUdeviceptr, size_t)) \
     X(cuStreamCreate, "cuStreamCreate", 1, (CUstream *, unsigned))                               \
+    X(cuStreamCreateWithPriority, "cuStreamCreateWithPriority", 0, (CUstream *, unsigned, int))    \
+    X(cuStreamGetPriority, "cuStreamGetPriority", 0, (CUstream, int *))                          \
+    X(cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", 0, (int *, int *))             \
+    X(cuDeviceGetUuid, "cuDeviceGetUuid_v2", 0, (unsigned char *, CUdevice))                     \
     X(cuStreamDestroy, "cuStreamDestroy_v2", 1, (CUstream))                                      \
     X(cuStreamSynchronize, "cuStreamSynchronize", 1, (CUstream))                                 \
     X(cuStreamQuery, "cuStreamQuery", 1, (CUstream))                                             \

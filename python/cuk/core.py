@@ -166,7 +166,9 @@ class Device:
 
     @property
     def uuid(self) -> str:
-        raise NotImplementedError("Device.uuid: cuk does not read the device UUID yet")
+        """The device's UUID, as nvidia-smi prints it without its "GPU-" prefix."""
+        h = _cuk.device_uuid(self._id).hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     @property
     def context(self):
@@ -247,13 +249,13 @@ class Stream:
     @classmethod
     def _new(cls, device, options):
         options = options or StreamOptions()
-        if not options.nonblocking:
-            raise NotImplementedError("StreamOptions(nonblocking=False): cuk's streams are non-blocking")
-        if options.priority not in (None, 0):
-            raise NotImplementedError("StreamOptions(priority=): cuk's streams have the default priority")
+        prio = 0 if options.priority is None else _check_int("StreamOptions.priority", options.priority, lo=-(1 << 30))
         device.set_current()
-        st = _drv.Stream()
-        return cls._wrap(device, st.handle, st)
+        st = _cuk.Stream.__new__(_drv.Stream, 1 if options.nonblocking else 0, prio)
+        s = cls._wrap(device, st.handle, st)
+        s._nonblocking = bool(options.nonblocking)
+        s._priority = st.priority
+        return s
 
     @classmethod
     def _legacy(cls, device):

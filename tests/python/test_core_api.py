@@ -207,3 +207,32 @@ def test_the_managed_memory_example_of_docs_core_md(fake_driver, tmp_path):
     child = cukpath.FAKE_CHILD_PRELUDE + blocks[0] + "\nprint(b.read_mostly, b.preferred_location is dev, b.last_prefetch_location)\nprint('ok')\n"
     out = cukpath.run_fake_logged(fake_driver, tmp_path, child)[0]
     assert out[-2] == "True True Host()"
+
+
+STREAMS_CHILD = cukpath.FAKE_CHILD_PRELUDE + r"""
+from cuk.core import Device, StreamOptions
+
+dev = Device()
+dev.set_current()
+print("uuid", dev.uuid)
+for o in (None, StreamOptions(priority=-5), StreamOptions(nonblocking=False, priority=-2)):
+    s = dev.create_stream(options=o)
+    print("stream", s.priority, s.is_nonblocking)
+for o in (StreamOptions(priority=-6), StreamOptions(priority=1), StreamOptions(priority=1.5)):
+    try:
+        dev.create_stream(options=o)
+        print("no error")
+    except Exception as e:
+        print("error", type(e).__name__, e)
+print("ok")
+"""
+
+
+def test_stream_priorities_and_uuid_on_the_fake_driver(fake_driver, tmp_path):
+    out = cukpath.run_fake_logged(fake_driver, tmp_path, STREAMS_CHILD)[0]
+    assert out[0] == "uuid 00010203-0405-0607-0809-0a0b0c0d0e0f"  # the fake's bytes 0..15
+    assert out[1:4] == ["stream 0 True", "stream -5 True", "stream -2 False"]
+    rng = "is outside this device's range: 0 (lowest) to -5 (highest; lower numbers are higher priorities)"
+    assert out[4] == "error ArgumentError stream priority -6 " + rng, out
+    assert out[5] == "error ArgumentError stream priority 1 " + rng, out
+    assert out[6] == "error TypeError StreamOptions.priority must be an int, not float", out

@@ -198,3 +198,29 @@ def test_managed_memory(dev, mod):
         mr.allocate(free + (1 << 30), stream=s)
     x.close()
     y.close()
+
+
+def test_uuid_and_stream_priorities(dev, mod):
+    import re
+    import subprocess
+
+    from cuk.core import StreamOptions
+
+    assert re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", dev.uuid)
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", str(dev.device_id)],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        smi = ""
+    if smi:
+        assert smi == "GPU-" + dev.uuid
+    least, greatest = cuk._cuk.stream_priority_range()
+    assert least == 0 and greatest < 0
+    hi = dev.create_stream(options=StreamOptions(priority=greatest))
+    blocking = dev.create_stream(options=StreamOptions(nonblocking=False))
+    assert hi.priority == greatest and hi.is_nonblocking and not blocking.is_nonblocking
+    n = 1 << 16
+    x = upload(dev, np.ones(n, np.float32), hi)
+    y = upload(dev, np.zeros(n, np.float32), hi)
+    launch(hi, LaunchConfig(grid=64, block=256), mod.get_kernel("axpy<float>"), np.float32(3), x, y, np.uint64(n))
+    np.testing.assert_array_equal(download(y, np.zeros(n, np.float32), hi), 3)
