@@ -12,7 +12,7 @@
 # example and lit run program) · bench (bench_call, bench_runtime) · python
 # (tests/gpu/python, tests/python/test_sorting.py) · sortbench (bench/sort_bench.py) · pybench (bench/python_overhead.py) · kbench (bench/gpu_bench.py)
 # · p2bench (bench/part2_bench.py) · tybench (bench/types_bench.py) · shbench (bench/shapes_bench.py) · mmbench (bench/matmul_bench.py) · plbench (bench/pycuda_layout_bench.py) · pycuda (PyCUDA's tests, scripts/pycuda_suite.py)
-# · gendiff (GPU against the CPU backend, tests/fuzz/gen_programs.py diff: GEN_SEED, GEN_N, GEN_JOBS at a time) · copybench (bench/host_copy_bench.py) · sgbench (bench/streams_graphs_bench.py) · cudacore (cuda.core's examples: CCEX=, CCWHEELS= at packing) · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
+# · gendiff (GPU against the CPU backend, tests/fuzz/gen_programs.py diff: GEN_SEED, GEN_N, GEN_JOBS at a time) · copybench (bench/host_copy_bench.py) · sgbench (bench/streams_graphs_bench.py) · cudacore (cuda.core's examples: CCEX=, CCWHEELS= at packing) · cudacoretests (cuda.core's test suite, scripts/cuda_core_tests.py: CCTESTS=, CCHELPERS=, CCWHEELS= at packing) · startup (bench/startup.py) · sanitize-par (memcheck on every runnable program and
 # racecheck/synccheck on the subset, 8 processes at a time) · exp (builds each
 # bench/exp/*.cu with the machine's nvcc and runs it: kernel design experiments; EXP=name
 # picks one) · sanitize-suite (memcheck, racecheck and synccheck over tests/gpu: the C
@@ -36,7 +36,7 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info runtime lit tests sanitize bench)
 
 declare -A T=([info]=30 [runtime]=120 [lit]=240 [tests]=330 [programs]=240 [sizes]=240 [sanitize]=150
-              [sanitize-all]=480 [bench]=90 [python]=480 [pybench]=60 [kbench]=240 [p2bench]=300 [tybench]=240 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540 [sgbench]=240 [gendiff]=540 [copybench]=240 [cudacore]=300 [pycuda]=480)
+              [sanitize-all]=480 [bench]=90 [python]=480 [pybench]=60 [kbench]=240 [p2bench]=300 [tybench]=240 [shbench]=300 [mmbench]=240 [plbench]=180 [startup]=60 [sanitize-par]=300 [exp]=300 [sanitize-suite]=540 [sgbench]=240 [gendiff]=540 [copybench]=240 [cudacore]=300 [cudacoretests]=540 [pycuda]=480)
 summary=()
 fails=0
 
@@ -97,6 +97,14 @@ s_cudacore() {
   fi
   CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} PYTHONPATH=$lib:$C/build/python:$REPO/python \
     "$PY" scripts/cuda_core_examples.py "$C/ccex"
+}
+
+# cuda.core's own test suite on cuda.core (the carried wheels) and on cuk.core, per file
+# (scripts/cuda_core_tests.py; CCTESTS= and CCHELPERS= at packing).
+s_cudacoretests() {
+  CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} PYTHONPATH=$C/build/python:$REPO/python \
+    "$PY" scripts/cuda_core_tests.py "$C/cctests" --helpers "$C/cchelpers" --wheels "$C/ccwheels" \
+    --jobs "${CCT_JOBS:-8}" --timeout "${CCT_TIMEOUT:-240}" ${CCT_ONLY:+--only "$CCT_ONLY"}
 }
 
 # GPU against the CPU backend over random programs (tests/fuzz/gen_programs.py diff;
@@ -340,7 +348,7 @@ s_bench() {
 }
 
 export REPO OUT C WORK PY SAN CUKC
-export -f s_copybench s_cudacore s_sgbench s_gendiff s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_pycuda s_kbench s_p2bench s_tybench s_sortbench s_shbench s_mmbench s_plbench s_startup
+export -f s_copybench s_cudacore s_cudacoretests s_sgbench s_gendiff s_sanitize_suite s_exp san_one s_sanitize_par s_info s_runtime s_lit s_pytest s_sanitize s_bench s_python s_pybench s_pycuda s_kbench s_p2bench s_tybench s_sortbench s_shbench s_mmbench s_plbench s_startup
 echo "gpu-check: stages ${stages[*]}; logs in $OUT"
 for s in "${stages[@]}"; do
   case $s in
@@ -364,6 +372,7 @@ for s in "${stages[@]}"; do
     gendiff) stage gendiff s_gendiff ;;
     copybench) stage copybench s_copybench ;;
     cudacore) stage cudacore s_cudacore ;;
+    cudacoretests) stage cudacoretests s_cudacoretests ;;
     p2bench) stage p2bench s_p2bench ;;
     tybench) stage tybench s_tybench ;;
     shbench) stage shbench s_shbench ;;

@@ -31,6 +31,13 @@ if [[ -n ${CCEX:-} ]]; then
   mkdir -p .carry/ccex
   cp "$CCEX"/*.py .carry/ccex/
 fi
+# For the cudacoretests stage: CCTESTS=<cuda_core/tests of a cuda-python checkout> and
+# CCHELPERS=<its cuda_python_test_helpers package>, with CCWHEELS.
+if [[ -n ${CCTESTS:-} ]]; then
+  rm -rf .carry/cctests .carry/cchelpers
+  cp -a "$CCTESTS" .carry/cctests
+  cp -a "$CCHELPERS" .carry/cchelpers
+fi
 if [[ -n ${CCWHEELS:-} ]]; then
   mkdir -p .carry/ccwheels
   cp "$CCWHEELS"/*.whl .carry/ccwheels/

@@ -23,7 +23,7 @@ from . import driver as _drv
 __all__ = [
     "Buffer", "ComputeCapability", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
     "EventOptions", "Graph", "GraphBuilder", "Kernel", "LaunchConfig", "Linker", "LinkerOptions", "MemoryResource",
-    "LegacyPinnedMemoryResource", "Host", "ManagedBuffer", "ManagedMemoryResource", "ManagedMemoryResourceOptions", "ObjectCode", "PinnedMemoryResource", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
+    "LegacyPinnedMemoryResource", "Host", "ManagedBuffer", "ManagedMemoryResource", "ManagedMemoryResourceOptions", "ObjectCode", "PinnedMemoryResource", "PinnedMemoryResourceOptions", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
 ]
 
 ComputeCapability = collections.namedtuple("ComputeCapability", ("major", "minor"))
@@ -466,10 +466,24 @@ class DeviceMemoryResource(MemoryResource):
         return self._dev
 
 
+@dataclasses.dataclass
+class PinnedMemoryResourceOptions:
+    """cuda.core's options of a pinned pool: cuk's pinned memory is not pooled, so only
+    the defaults are taken (IPC and NUMA placement are not offered)."""
+
+    ipc_enabled: bool = False
+    max_size: int = 0
+    numa_id: Optional[int] = None
+
+
 class PinnedMemoryResource(MemoryResource):
     """Page-locked host memory (cuMemHostAlloc), reachable from every device."""
 
-    def __init__(self, options=None):
+    def __init__(self, options: Optional[PinnedMemoryResourceOptions] = None):
+        if options is not None and options.ipc_enabled:
+            raise NotImplementedError("PinnedMemoryResourceOptions(ipc_enabled=True): cuk has no IPC-shared pinned memory")
+        if options is not None and options.numa_id is not None:
+            raise NotImplementedError("PinnedMemoryResourceOptions(numa_id=...): cuk does not place by NUMA node")
         self._held = {}
 
     def allocate(self, size, stream=None) -> "Buffer":
