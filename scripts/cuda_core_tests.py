@@ -12,14 +12,18 @@ and cuda-pathfinder wheels for this Python. Nothing is installed into the interp
 the wheels go into two private folders, one with cuda-core (the baseline) and one
 without it (cuk's run).
 
-In cuk's run the name ``cuda.core`` is cuk.core (a module registered under that name),
-the only change to the tests. The suite's conftest.py and helpers also import three
-internals of cuda.core, which that run provides as small stand-ins:
-``cuda.core._utils.cuda_utils`` (``CUDAError``: cuk's error; ``handle_return``: the
-cuda.bindings convention, raising on a non-zero status; ``driver``, ``runtime`` and
-``nvrtc``: cuda.bindings' modules) and ``cuda.core._device._tls`` (a
-thread-local the conftest clears). Any other internal a test imports is missing there,
-and the test counts as failed on cuk.core.
+In cuk's run ``cuda.core`` and each of its modules (their names from the cuda-core
+wheel) are views of cuk.core, the only change to the tests: a name cuk.core has is
+cuk.core's; a name it lacks imports as a placeholder that raises ``NotInCukCore`` (a
+BaseException, which no ``pytest.raises`` of the test can mistake for the error it
+expects) when it is used, so one missing internal fails the tests that use it, not every
+test of its file. The suite's conftest.py and helpers need a few of cuda.core's internals,
+which that run stands in for: ``cuda.core._utils.cuda_utils`` (``CUDAError``: cuk's
+error; ``handle_return``: the cuda.bindings convention, raising on a non-zero status;
+``driver``, ``runtime`` and ``nvrtc``: cuda.bindings' modules),
+``cuda.core._utils.version`` (``binding_version``: cuda.bindings' version;
+``driver_version``: the driver's) and ``cuda.core._device._tls`` (a thread-local the
+conftest clears).
 
 Each test file runs in its own pytest process (junit XML), --jobs at a time, each on its
 own clock (--timeout), so one that hangs costs only its own tests. Output: one row per
@@ -37,6 +41,7 @@ SHIM = '''"""cuda.core's name for cuk.core (scripts/cuda_core_tests.py): ``cuda.
 ``cuda.core.<module>`` the tests import are views of cuk.core (a name cuk.core lacks is
 an ImportError or AttributeError there), with the few names the suite's conftest takes
 from cuda.core's internals added."""
+import importlib
 import importlib.abc
 import importlib.machinery
 import sys
@@ -46,11 +51,45 @@ import types
 import cuk.core as _core
 
 
+class NotInCukCore(BaseException):
+    """A name of cuda.core that cuk.core lacks was used. A BaseException, so that no
+    ``pytest.raises(Exception)`` in a test can take it for the error it expects: the test
+    fails."""
+
+
+class _Missing:
+    """What a view gives for a name cuk.core lacks: importing it works (so one missing
+    internal does not stop a whole file), using it raises NotInCukCore."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def _no(self, *a, **k):
+        raise NotInCukCore(f"{self._name}: not in cuk.core")
+
+    __call__ = _no
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        self._no()
+
+
 def _view(name):
     m = types.ModuleType(name)
     m.__path__ = []  # a package: its own submodules are views too
     m.__all__ = list(_core.__all__)
-    m.__getattr__ = lambda attr: getattr(_core, attr)
+
+    def get(attr):
+        if hasattr(_core, attr):
+            return getattr(_core, attr)
+        if name + "." + attr in MODULES:  # a module of cuda.core: its view
+            return importlib.import_module(name + "." + attr)
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Missing(name + "." + attr)
+
+    m.__getattr__ = get
     return m
 
 
@@ -87,10 +126,28 @@ try:  # cuda.bindings' modules, which the suite reaches through cuda_utils too
     _cu.driver, _cu.runtime, _cu.nvrtc = _drv, _rt, _nvrtc
 except ImportError:
     pass
+_ver = _view("cuda.core._utils.version")
+
+
+def binding_version():
+    """cuda.bindings' version as a tuple of ints (the tests' skip conditions read it)."""
+    import cuda.bindings
+
+    return tuple(int(p) for p in cuda.bindings.__version__.split(".")[:3])
+
+
+def driver_version():
+    """The driver's CUDA version as (major, minor, 0)."""
+    v = _core.system.driver_version
+    return (v[0], v[1], 0)
+
+
+_ver.binding_version, _ver.driver_version = binding_version, driver_version
 _dev = _view("cuda.core._device")
 _dev._tls = threading.local()
 sys.meta_path.insert(0, _Views())
-sys.modules.update({"cuda.core": _view("cuda.core"), "cuda.core._utils.cuda_utils": _cu, "cuda.core._device": _dev})
+sys.modules.update({"cuda.core": _view("cuda.core"), "cuda.core._utils.cuda_utils": _cu, "cuda.core._device": _dev,
+                    "cuda.core._utils.version": _ver})
 '''
 
 

@@ -23,7 +23,7 @@ from . import driver as _drv
 __all__ = [
     "Buffer", "ComputeCapability", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
     "EventOptions", "Graph", "GraphBuilder", "Kernel", "LaunchConfig", "Linker", "LinkerOptions", "MemoryResource",
-    "LegacyPinnedMemoryResource", "Host", "ManagedBuffer", "ManagedMemoryResource", "ManagedMemoryResourceOptions", "ObjectCode", "PinnedMemoryResource", "PinnedMemoryResourceOptions", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
+    "LegacyPinnedMemoryResource", "LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Host", "ManagedBuffer", "ManagedMemoryResource", "ManagedMemoryResourceOptions", "ObjectCode", "PinnedMemoryResource", "PinnedMemoryResourceOptions", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
 ]
 
 ComputeCapability = collections.namedtuple("ComputeCapability", ("major", "minor"))
@@ -258,8 +258,10 @@ class Stream:
         return s
 
     @classmethod
-    def _legacy(cls, device):
-        s = cls._wrap(device, 1, None)
+    def _legacy(cls, device, handle=1):
+        """The legacy (handle 1) or per-thread (2) default stream; device None: the
+        current device's, whichever it is when the stream is used."""
+        s = cls._wrap(device, handle, None)
         s._nonblocking = False
         return s
 
@@ -281,11 +283,11 @@ class Stream:
 
     @property
     def device(self) -> Device:
-        return self._dev
+        return self._dev if self._dev is not None else Device()
 
     @property
     def context(self):
-        return self._dev.context
+        return self.device.context
 
     @property
     def is_nonblocking(self) -> bool:
@@ -308,7 +310,7 @@ class Stream:
 
     def record(self, event: Optional["Event"] = None, options: Optional["EventOptions"] = None) -> "Event":
         if event is None:
-            event = Event._new(self._dev, options)
+            event = Event._new(self.device, options)
         event._ev.record(self._cuk())
         return event
 
@@ -318,7 +320,7 @@ class Stream:
         elif isinstance(event_or_stream, Stream):
             ev = event_or_stream.record()
         elif hasattr(event_or_stream, "__cuda_stream__"):
-            ev = Stream._from_obj(event_or_stream, self._dev).record()
+            ev = Stream._from_obj(event_or_stream, self.device).record()
         else:
             raise TypeError("wait() takes an Event or a Stream")
         _cuk.stream_wait_event_raw(self._handle, ev._ev)
@@ -337,6 +339,11 @@ class Stream:
 
     def __repr__(self):
         return f"<Stream handle={self._handle:#x}>"
+
+
+# cuda.core's default streams: the current device's legacy and per-thread default streams
+LEGACY_DEFAULT_STREAM = Stream._legacy(None, 1)
+PER_THREAD_DEFAULT_STREAM = Stream._legacy(None, 2)
 
 
 @dataclasses.dataclass

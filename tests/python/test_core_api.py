@@ -218,6 +218,12 @@ print("uuid", dev.uuid)
 for o in (None, StreamOptions(priority=-5), StreamOptions(nonblocking=False, priority=-2)):
     s = dev.create_stream(options=o)
     print("stream", s.priority, s.is_nonblocking)
+from cuk.core import LEGACY_DEFAULT_STREAM, PER_THREAD_DEFAULT_STREAM
+for d in (LEGACY_DEFAULT_STREAM, PER_THREAD_DEFAULT_STREAM):
+    mark("default %d" % d.handle)
+    d.record().sync()
+    dev.allocate(64, stream=d).fill(1, stream=d)
+    print("default", d.handle, d.is_nonblocking, d.device is dev)
 for o in (StreamOptions(priority=-6), StreamOptions(priority=1), StreamOptions(priority=1.5)):
     try:
         dev.create_stream(options=o)
@@ -229,9 +235,14 @@ print("ok")
 
 
 def test_stream_priorities_and_uuid_on_the_fake_driver(fake_driver, tmp_path):
-    out = cukpath.run_fake_logged(fake_driver, tmp_path, STREAMS_CHILD)[0]
+    out, sec = cukpath.run_fake_logged(fake_driver, tmp_path, STREAMS_CHILD)
     assert out[0] == "uuid 00010203-0405-0607-0809-0a0b0c0d0e0f"  # the fake's bytes 0..15
     assert out[1:4] == ["stream 0 True", "stream -5 True", "stream -2 False"]
+    assert out[4:6] == ["default 1 False True", "default 2 False True"]
+    # the default streams' work goes to the legacy stream (the driver's NULL handle) and to
+    # handle 2 (CU_STREAM_PER_THREAD)
+    assert "fill on 0x0" in sec["default 1"] and "fill on 0x2" in sec["default 2"], sec
+    out = out[:4] + out[6:]
     rng = "is outside this device's range: 0 (lowest) to -5 (highest; lower numbers are higher priorities)"
     assert out[4] == "error ArgumentError stream priority -6 " + rng, out
     assert out[5] == "error ArgumentError stream priority 1 " + rng, out
