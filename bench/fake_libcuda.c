@@ -4,7 +4,10 @@
      gcc -std=c11 -O2 -shared -fPIC -o /tmp/fake_libcuda.so bench/fake_libcuda.c
      CUK_LIBCUDA=/tmp/fake_libcuda.so CUK_FAKE_GPU=1 python3 bench/python_overhead.py
    Results of cuk functions are garbage (no kernel runs); only timings mean something. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +78,9 @@ static int range_of(CUdeviceptr p) {
     ranges[i].last_prefetch = -2;
     return i;
 }
-static int dev_of(CUmemLocation l) { return l.type == 1 ? l.id : l.type == 2 ? -1 : -2; }
+static int dev_of(CUmemLocation l) {
+    return l.type == 1 ? l.id : l.type == 2 ? -1 : l.type == 3 ? -16 - l.id : l.type == 4 ? -3 : -2;
+}
 CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) {
     if (f != 1 && f != 2) return 1;
     return cuMemAlloc_v2(p, n);
@@ -110,6 +115,16 @@ CUresult cuMemRangeGetAttribute(void *data, size_t size, int attr, CUdeviceptr p
         if (ranges[i].accessed != -2) v[0] = ranges[i].accessed;
         break;
     case 4: *v = ranges[i].last_prefetch; break;
+    case 5: case 7: { /* location types: the numbers above are devices, -1 the host, -2 none, -3 the current NUMA node, -16 - n node n */
+        int l = attr == 5 ? ranges[i].preferred : ranges[i].last_prefetch;
+        *v = l >= 0 ? 1 : l == -1 ? 2 : l == -3 ? 4 : l <= -16 ? 3 : 0;
+        break;
+    }
+    case 6: case 8: {
+        int l = attr == 6 ? ranges[i].preferred : ranges[i].last_prefetch;
+        *v = l >= 0 ? l : l <= -16 ? -16 - l : 0;
+        break;
+    }
     default: return 1;
     }
     OK;
@@ -212,4 +227,37 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)s, (void)params, (void)extra;
     __atomic_add_fetch(&launches, 1, __ATOMIC_RELAXED);
     OK;
+}
+
+/* For cuda.bindings (which finds every entry point through this): the fake's own
+   definition of symbol, or of symbol_v3 / symbol_v2; a missing one is reported as such
+   (status 1, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND). */
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status) {
+    (void)version, (void)flags;
+    static const char *const sfx[] = {"_v3", "_v2", ""};
+    *pfn = NULL;
+    for (int i = 0; i < 3 && !*pfn; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s%s", symbol, sfx[i]);
+        *pfn = dlsym(RTLD_DEFAULT, name);
+    }
+    if (status) *status = *pfn ? 0 : 1;
+    return *pfn ? 0 : 500; /* CUDA_ERROR_NOT_FOUND */
+}
+CUresult cuDevicePrimaryCtxSetFlags_v2(int d, unsigned f) {
+    (void)d, (void)f;
+    OK;
+}
+/* NVRTC, finding this library as libcuda.so.1, asks for the driver's private tables:
+   there are none (it then works as without a driver) */
+CUresult cuGetExportTable(const void **table, const void *id) {
+    (void)id;
+    *table = NULL;
+    return 500; /* CUDA_ERROR_NOT_FOUND */
+}
+/* every fake kernel has no parameters */
+CUresult cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) {
+    (void)f, (void)i;
+    *off = *size = 0;
+    return 1; /* CUDA_ERROR_INVALID_VALUE: past the last one */
 }

@@ -70,6 +70,15 @@ static PyObject *py_device_uuid(PyObject *m, PyObject *arg) {
     return PyBytes_FromStringAndSize((const char *)u, 16);
 }
 
+static PyObject *py_device_context(PyObject *m, PyObject *arg) {
+    (void)m;
+    int i = (int)PyLong_AsLong(arg);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    uintptr_t c;
+    CHECK(cuk_device_context(i, &c));
+    return PyLong_FromUnsignedLongLong(c);
+}
+
 static PyObject *py_stream_priority_range(PyObject *m, PyObject *u) {
     (void)m;
     (void)u;
@@ -155,6 +164,7 @@ static PyMethodDef driver_funcs[] = {
     {"device_count", py_device_count, METH_NOARGS, NULL},
     {"device_props", py_device_props, METH_O, NULL},
     {"device_uuid", py_device_uuid, METH_O, "device_uuid(index) -> 16 bytes"},
+    {"device_context", py_device_context, METH_O, "device_context(index) -> the primary context's handle"},
     {"stream_priority_range", py_stream_priority_range, METH_NOARGS, "(least, greatest) of the current device"},
     {"device_select", py_device_select, METH_O, NULL},
     {"device_current", py_device_current, METH_NOARGS, NULL},

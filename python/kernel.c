@@ -900,6 +900,16 @@ static PyObject *kernel_attr_num(PyObject *self, void *c) {
     CHECK(cuk_function_attribute(((Kernel *)self)->f, (int)(intptr_t)c, &v));
     return PyLong_FromLong(v);
 }
+/* param_info(i) -> (offset, size), or None past the last parameter */
+static PyObject *kernel_param_info(PyObject *self, PyObject *arg) {
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i < 0) return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "param_info: negative index");
+    size_t off = 0, size = 0;
+    cuk_status st = cuk_function_param_info(((Kernel *)self)->f, (size_t)i, &off, &size);
+    if (st == CUK_ERR_NOT_FOUND) Py_RETURN_NONE;
+    if (st) return raise_status(st);
+    return Py_BuildValue("(nn)", (Py_ssize_t)off, (Py_ssize_t)size);
+}
 static PyObject *kernel_noop(PyObject *self, PyObject *arg) {
     (void)self;
     (void)arg;
@@ -921,6 +931,7 @@ static PyMethodDef kernel_methods[] = {{"_prepare", kernel_prepare, METH_O, NULL
                                        {"prepared_timed_call", FASTKW(kernel_prepared_timed_call),
                                         "prepared_timed_call(grid, block, *args, shared_size=0) -> callable giving seconds"},
                                        {"get_attribute", kernel_get_attribute, METH_O, NULL},
+                                       {"param_info", kernel_param_info, METH_O, "param_info(i) -> (offset, size) or None"},
                                        {"set_cache_config", kernel_noop, METH_O, "accepted; the driver decides"},
                                        {"set_shared_size", kernel_noop, METH_O, "accepted; the driver decides"},
                                        {"prepared_call", FASTKW(kernel_prepared_call), "prepared_call(grid, block, *args, shared_size=0)"},

@@ -226,11 +226,13 @@ static PyObject *py_set_current_stream(PyObject *m, PyObject *o) {
     Py_RETURN_NONE;
 }
 
+/* Event(flags=0): cuk.driver's (PyCUDA's event_flags) and cuk.core's */
 static PyObject *event_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
-    (void)args;
     (void)kw;
+    unsigned flags = 0;
+    if (!PyArg_ParseTuple(args, "|I", &flags)) return NULL;
     cuk_event *e;
-    CHECK(cuk_event_create(&e));
+    CHECK(cuk_event_create_ex(&e, flags));
     Event *r = (Event *)heap_alloc(tp);
     if (!r) {
         cuk_event_destroy(e);

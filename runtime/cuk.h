@@ -153,8 +153,11 @@ typedef struct cuk_event_s cuk_event;
    Size 0 gives a 1-byte block. Free with cuk_managed_free (not cuk_mem_free). */
 cuk_status cuk_managed_alloc(cuk_devptr *p, size_t bytes);
 cuk_status cuk_managed_free(cuk_devptr p);
-/* A location for the calls below: a device ordinal, or CUK_LOC_HOST for host memory. */
-enum { CUK_LOC_HOST = -1, CUK_LOC_NONE = -2 };
+/* A location for the calls below: a device ordinal; CUK_LOC_HOST, host memory;
+   CUK_LOC_HOST_NUMA(n), host memory of NUMA node n; CUK_LOC_HOST_NUMA_CURRENT, that of
+   the calling thread's node. CUK_LOC_NONE: none (what cuk_mem_range_get reports). */
+enum { CUK_LOC_HOST = -1, CUK_LOC_NONE = -2, CUK_LOC_HOST_NUMA_CURRENT = -3 };
+#define CUK_LOC_HOST_NUMA(n) (-16 - (n))
 /* Advice on bytes of managed memory at p (cuMemAdvise): what, one of CUK_ADVISE_*; loc
    the device or host it names (CUK_ADVISE_*_READ_MOSTLY ignore it). */
 typedef enum cuk_advice {
@@ -210,6 +213,8 @@ cuk_status cuk_stream_create_ex(cuk_stream **s, int nonblocking, int priority);
 /* The current device's priorities: least (0) down to greatest (e.g. -5). */
 cuk_status cuk_stream_priority_range(int *least, int *greatest);
 cuk_status cuk_stream_priority(cuk_stream *s, int *priority);
+/* Device index's primary context (a CUcontext), retained by cuk for the process. */
+cuk_status cuk_device_context(int index, uintptr_t *ctx);
 /* Device index's UUID (cuDeviceGetUuid), 16 bytes. */
 cuk_status cuk_device_uuid(int index, unsigned char uuid[16]);
 /* Waits for the stream's work, then destroys it (a wrapped stream: only the wrapper). */
@@ -233,6 +238,10 @@ cuk_status cuk_stream_query(cuk_stream *s);
 cuk_status cuk_stream_wait_event(cuk_stream *s, cuk_event *e);
 
 cuk_status cuk_event_create(cuk_event **e); /* with timing */
+/* flags: CUK_EVENT_BLOCKING_SYNC (the host sleeps in cuk_event_synchronize rather than
+   spinning), CUK_EVENT_DISABLE_TIMING (cheaper; cuk_event_elapsed refuses it) */
+enum { CUK_EVENT_BLOCKING_SYNC = 1, CUK_EVENT_DISABLE_TIMING = 2 };
+cuk_status cuk_event_create_ex(cuk_event **e, unsigned flags);
 cuk_status cuk_event_destroy(cuk_event *e);
 cuk_status cuk_event_record(cuk_event *e, cuk_stream *s);
 cuk_status cuk_event_synchronize(cuk_event *e);
@@ -409,6 +418,9 @@ cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info);
    per block, 1 static shared bytes, 2 constant bytes, 3 local bytes, 4 registers, 5 PTX
    version, 6 binary version, ...). */
 cuk_status cuk_function_attribute(cuk_function *f, int attr, int *value);
+/* Parameter index's byte offset and size in the kernel's parameter buffer
+   (cuFuncGetParamInfo); past the last parameter: CUK_ERR_NOT_FOUND. */
+cuk_status cuk_function_param_info(cuk_function *f, size_t index, size_t *offset, size_t *size);
 /* *blocks = how many blocks of `block` threads with `shared_bytes` of dynamic shared
    memory the device holds at once (resident blocks per SM times the SMs). */
 cuk_status cuk_function_resident(cuk_function *f, unsigned block, unsigned shared_bytes, int *blocks);

@@ -385,6 +385,15 @@ cuk_status cuk_stream_priority(cuk_stream *st, int *priority) {
     return CUK_OK;
 }
 
+cuk_status cuk_device_context(int index, uintptr_t *ctx) {
+    if (!ctx) return err_set(CUK_ERR_INVALID, "cuk_device_context: NULL argument");
+    Device *d;
+    cuk_status s = dev_open(index, &d);
+    if (s) return s;
+    *ctx = (uintptr_t)d->ctx;
+    return CUK_OK;
+}
+
 cuk_status cuk_device_uuid(int index, unsigned char uuid[16]) {
     if (!uuid) return err_set(CUK_ERR_INVALID, "cuk_device_uuid: NULL argument");
     Device *d;
@@ -496,14 +505,19 @@ cuk_status cuk_stream_wait_raw(uintptr_t waiter, uintptr_t producer) {
 
 /* ---- events ----------------------------------------------------------------------------- */
 
-cuk_status cuk_event_create(cuk_event **out) {
+cuk_status cuk_event_create(cuk_event **out) { return cuk_event_create_ex(out, 0); }
+
+cuk_status cuk_event_create_ex(cuk_event **out, unsigned flags) {
     if (!out) return err_set(CUK_ERR_INVALID, "cuk_event_create: NULL argument");
     *out = NULL;
+    if (flags & ~3u)
+        return err_set(CUK_ERR_INVALID, "cuk_event_create_ex: flags %#x: only CUK_EVENT_BLOCKING_SYNC (1) and "
+                                        "CUK_EVENT_DISABLE_TIMING (2) are taken", flags);
     Device *d;
     cuk_status s = dev_current(&d);
     if (s) return s;
     CUevent ce;
-    CU_CHECK(cu.cuEventCreate(&ce, CU_EVENT_DEFAULT), "cuEventCreate");
+    CU_CHECK(cu.cuEventCreate(&ce, flags), "cuEventCreate");
     cuk_event *e = malloc(sizeof *e);
     if (!e) {
         cu.cuEventDestroy(ce);

@@ -83,7 +83,13 @@ typedef struct CUmemLocation {
     int type; /* CU_MEM_LOCATION_TYPE_* */
     int id;
 } CUmemLocation;
-enum { CU_MEM_LOCATION_TYPE_INVALID = 0, CU_MEM_LOCATION_TYPE_DEVICE = 1, CU_MEM_LOCATION_TYPE_HOST = 2 };
+enum {
+    CU_MEM_LOCATION_TYPE_INVALID = 0,
+    CU_MEM_LOCATION_TYPE_DEVICE = 1,
+    CU_MEM_LOCATION_TYPE_HOST = 2,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA = 3,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4,
+};
 enum { CU_MEM_ATTACH_GLOBAL = 0x1 };
 enum { CU_DEVICE_CPU = -1, CU_DEVICE_INVALID = -2 };
 enum {
@@ -155,6 +161,7 @@ enum {
     X(cuModuleGetFunction, "cuModuleGetFunction", 1, (CUfunction *, CUmodule, const char *))     \
     X(cuModuleGetGlobal, "cuModuleGetGlobal_v2", 1, (CUdeviceptr *, size_t *, CUmodule, const char *)) \
     X(cuFuncGetAttribute, "cuFuncGetAttribute", 1, (int *, int, CUfunction))                     \
+    X(cuFuncGetParamInfo, "cuFuncGetParamInfo", 0, (CUfunction, size_t, size_t *, size_t *))     \
     X(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", 1,                   \
       (int *, int *, CUfunction, CUoccupancyB2DSize, size_t, int))                               \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 1, \

@@ -11,12 +11,20 @@ static cuk_status need(void *fn, const char *name) {
 
 /* loc (a device ordinal or CUK_LOC_HOST) as the driver's location, checked. */
 static cuk_status location(int loc, const char *what, CUmemLocation *l) {
-    if (loc == CUK_LOC_HOST) {
-        *l = (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
+    if (loc == CUK_LOC_HOST || loc == CUK_LOC_HOST_NUMA_CURRENT) {
+        *l = (CUmemLocation){
+            .type = loc == CUK_LOC_HOST ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, .id = 0};
+        return CUK_OK;
+    }
+    if (loc <= CUK_LOC_HOST_NUMA(0)) {
+        *l = (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = CUK_LOC_HOST_NUMA(0) - loc};
         return CUK_OK;
     }
     if (loc < 0)
-        return err_set(CUK_ERR_INVALID, "%s: location %d is neither a device ordinal nor CUK_LOC_HOST (-1)", what, loc);
+        return err_set(CUK_ERR_INVALID,
+                       "%s: location %d is neither a device ordinal, CUK_LOC_HOST (-1), CUK_LOC_HOST_NUMA_CURRENT (-3) "
+                       "nor CUK_LOC_HOST_NUMA(n) (-16 - n)",
+                       what, loc);
     Device *d;
     cuk_status s = dev_open(loc, &d);
     if (s) return s;
@@ -104,11 +112,22 @@ cuk_status cuk_mem_range_get(cuk_devptr p, size_t bytes, cuk_mem_range *r, int *
     int v = 0;
     CU_CHECK(cu.cuMemRangeGetAttribute(&v, sizeof v, 1 /* READ_MOSTLY */, p, bytes), "cuMemRangeGetAttribute");
     r->read_mostly = v != 0;
-    CU_CHECK(cu.cuMemRangeGetAttribute(&v, sizeof v, 2 /* PREFERRED_LOCATION */, p, bytes), "cuMemRangeGetAttribute");
-    r->preferred = loc_of(v);
-    CU_CHECK(cu.cuMemRangeGetAttribute(&v, sizeof v, 4 /* LAST_PREFETCH_LOCATION */, p, bytes),
-             "cuMemRangeGetAttribute");
-    r->last_prefetch = loc_of(v);
+    /* the preferred and last-prefetch locations by type and id (CUDA 12.2's attributes
+       5-8, which name NUMA nodes too), else by the older device-or-CPU number (2, 4) */
+    for (int k = 0; k < 2; k++) {
+        int *out = k ? &r->last_prefetch : &r->preferred, type = 0, id = 0;
+        if (cu.cuMemRangeGetAttribute(&type, sizeof type, k ? 7 : 5, p, bytes) == CUDA_SUCCESS &&
+            cu.cuMemRangeGetAttribute(&id, sizeof id, k ? 8 : 6, p, bytes) == CUDA_SUCCESS) {
+            *out = type == CU_MEM_LOCATION_TYPE_DEVICE           ? loc_of(id)
+                   : type == CU_MEM_LOCATION_TYPE_HOST           ? CUK_LOC_HOST
+                   : type == CU_MEM_LOCATION_TYPE_HOST_NUMA      ? CUK_LOC_HOST_NUMA(id)
+                   : type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ? CUK_LOC_HOST_NUMA_CURRENT
+                                                                 : CUK_LOC_NONE;
+            continue;
+        }
+        CU_CHECK(cu.cuMemRangeGetAttribute(&v, sizeof v, k ? 4 : 2, p, bytes), "cuMemRangeGetAttribute");
+        *out = loc_of(v);
+    }
     int n = 0;
     if (max > 0) {
         int devs[64];

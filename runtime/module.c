@@ -418,6 +418,20 @@ cuk_status cuk_function_attribute(cuk_function *f, int attr, int *value) {
     return CUK_OK;
 }
 
+cuk_status cuk_function_param_info(cuk_function *f, size_t index, size_t *offset, size_t *size) {
+    if (!f || !offset || !size) return err_set(CUK_ERR_INVALID, "cuk_function_param_info: NULL argument");
+    cuk_status s = ctx_make_current(f->d);
+    if (s) return s;
+    if (!cu.cuFuncGetParamInfo)
+        return err_set(CUK_ERR_DRIVER, "cuk_function_param_info: this CUDA driver has no cuFuncGetParamInfo (it needs "
+                                       "CUDA 12.4 or later)");
+    CUresult r = cu.cuFuncGetParamInfo(f->fn, index, offset, size);
+    if (r == CUDA_ERROR_INVALID_VALUE)
+        return err_set(CUK_ERR_NOT_FOUND, "cuk_function_param_info: the kernel has no parameter %zu", index);
+    if (r) return cu_fail(r, "cuFuncGetParamInfo");
+    return CUK_OK;
+}
+
 cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info) {
     if (!f || !info) return err_set(CUK_ERR_INVALID, "cuk_function_info_get: NULL argument");
     int ob = 0, per_sm = 0;

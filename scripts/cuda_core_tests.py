@@ -22,8 +22,12 @@ which that run stands in for: ``cuda.core._utils.cuda_utils`` (``CUDAError``: cu
 error; ``handle_return``: the cuda.bindings convention, raising on a non-zero status;
 ``driver``, ``runtime`` and ``nvrtc``: cuda.bindings' modules),
 ``cuda.core._utils.version`` (``binding_version``: cuda.bindings' version;
-``driver_version``: the driver's) and ``cuda.core._device._tls`` (a thread-local the
-conftest clears).
+``driver_version``: the driver's), ``cuda.core._device._tls`` (a thread-local the
+conftest clears), and two questions the tests' skip conditions ask of the environment:
+``cuda.core._linker._decide_nvjitlink_or_driver`` (False: cuk.core links with nvJitLink),
+``cuda.core._program._can_load_generated_ptx`` (the driver's CUDA version at least
+NVRTC's) and ``cuda.core._program._get_nvvm_module`` (a RuntimeError: cuk.core has no
+NVVM backend, so the NVVM tests skip, which counts as not passing).
 
 Each test file runs in its own pytest process (junit XML), --jobs at a time, each on its
 own clock (--timeout), so one that hangs costs only its own tests. Output: one row per
@@ -70,7 +74,7 @@ class _Missing:
     __call__ = _no
 
     def __getattr__(self, attr):
-        if attr.startswith("__"):
+        if attr.startswith("_") or attr.startswith("pytest"):  # what pytest probes while collecting
             raise AttributeError(attr)
         self._no()
 
@@ -143,11 +147,32 @@ def driver_version():
 
 
 _ver.binding_version, _ver.driver_version = binding_version, driver_version
+_lnk = _view("cuda.core._linker")
+_lnk._decide_nvjitlink_or_driver = lambda: False  # cuk.core links with nvJitLink, never the driver's cuLink
+_prg = _view("cuda.core._program")
+
+
+def _can_load_generated_ptx():
+    """Whether the driver loads the PTX this NVRTC writes: its CUDA version at least NVRTC's."""
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    return int(err) == 0 and tuple(_core.system.driver_version) >= (major, minor)
+
+
+_prg._can_load_generated_ptx = _can_load_generated_ptx
+
+
+def _get_nvvm_module():
+    raise RuntimeError("cuk.core has no NVVM backend")
+
+
+_prg._get_nvvm_module = _get_nvvm_module
 _dev = _view("cuda.core._device")
 _dev._tls = threading.local()
 sys.meta_path.insert(0, _Views())
 sys.modules.update({"cuda.core": _view("cuda.core"), "cuda.core._utils.cuda_utils": _cu, "cuda.core._device": _dev,
-                    "cuda.core._utils.version": _ver})
+                    "cuda.core._utils.version": _ver, "cuda.core._linker": _lnk, "cuda.core._program": _prg})
 '''
 
 

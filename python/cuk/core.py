@@ -6,7 +6,7 @@ written for ``cuda.core`` ports by changing the import::
     from cuk.core import Device, LaunchConfig, Program, ProgramOptions, launch
 
 What cuk does not have (yet) raises NotImplementedError naming it: IPC-shared and
-virtual memory resources, NUMA placement of managed memory, texture and tensor-map objects, conditional
+virtual memory resources, texture and tensor-map objects, conditional
 graph nodes built by hand, and StridedMemoryView."""
 import collections
 import collections.abc
@@ -21,7 +21,7 @@ from . import _cuk
 from . import driver as _drv
 
 __all__ = [
-    "Buffer", "ComputeCapability", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
+    "Buffer", "ComputeCapability", "Context", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
     "EventOptions", "Graph", "GraphBuilder", "Kernel", "LaunchConfig", "Linker", "LinkerOptions", "MemoryResource",
     "LegacyPinnedMemoryResource", "LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Host", "ManagedBuffer", "ManagedMemoryResource", "ManagedMemoryResourceOptions", "ObjectCode", "PinnedMemoryResource", "PinnedMemoryResourceOptions", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
 ]
@@ -73,6 +73,52 @@ system = _System()
 # ---- device ---------------------------------------------------------------------------------
 
 
+class Context:
+    """A device's primary context (cuda.core's ``Context``): what streams, events and
+    buffers of that device live in. Equal for equal handles."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Context objects cannot be instantiated directly. Use Device.context or Stream.context")
+
+    @classmethod
+    def _of(cls, device_id):
+        c = object.__new__(cls)
+        c._dev = device_id
+        c._handle = _cuk.device_context(device_id)
+        return c
+
+    @property
+    def handle(self) -> int:
+        return self._handle
+
+    @property
+    def device(self):
+        return Device(self._dev)
+
+    def __eq__(self, other):
+        return isinstance(other, Context) and other._handle == self._handle
+
+    def __hash__(self):
+        return hash((Context, self._handle))
+
+    def __repr__(self):
+        return f"<Context handle={self._handle:#x} of device {self._dev}>"
+
+
+# The device attributes that are yes-or-no flags (cuda.core gives them as bools); the
+# others are counts and sizes. HOST_NUMA_ID is a number, not a flag.
+_FLAG_PREFIXES = ("CAN_", "SUPPORTS_", "UNIFIED_", "HOST_", "MANAGED_", "CONCURRENT_", "COOPERATIVE_", "ECC_",
+                  "INTEGRATED", "GLOBAL_L1", "LOCAL_L1", "STREAM_PRIORITIES", "PAGEABLE", "DIRECT_", "GPU_DIRECT",
+                  "MEMORY_POOLS", "VIRTUAL_", "HANDLE_", "TCC_", "KERNEL_EXEC", "IPC_", "DEFERRED_", "SPARSE_",
+                  "TIMELINE_", "CLUSTER_LAUNCH", "READ_ONLY_HOST", "COMPUTE_PREEMPTION", "MPS_", "D3D12_", "VULKAN_",
+                  "ONLY_PARTIAL", "GPU_OVERLAP", "MULTI_GPU_BOARD", "MULTICAST_", "DMA_BUF_", "TENSOR_MAP_",
+                  "GENERIC_COMPRESSION_")
+
+
+def _is_flag(key):
+    return key != "HOST_NUMA_ID" and (key.startswith(_FLAG_PREFIXES) or key.endswith("_SUPPORTED"))
+
+
 class DeviceProperties:
     """Every ``CUdevice_attribute`` of a device as a lower-case property
     (``dev.properties.max_threads_per_block``, ``.multiprocessor_count``, ...)."""
@@ -87,13 +133,7 @@ class DeviceProperties:
         if key not in _drv.device_attribute.__members__:
             raise AttributeError(f"'DeviceProperties' has no attribute '{name}' (no such CUdevice_attribute)")
         v = _cuk.device_attribute(self._ordinal, int(_drv.device_attribute[key]))
-        return bool(v) if key.startswith(("CAN_", "SUPPORTS_", "UNIFIED_", "HOST_", "MANAGED_", "CONCURRENT_",
-                                          "COOPERATIVE_", "ECC_", "INTEGRATED", "GLOBAL_L1", "LOCAL_L1",
-                                          "STREAM_PRIORITIES", "PAGEABLE", "DIRECT_", "GPU_DIRECT",
-                                          "MEMORY_POOLS", "VIRTUAL_", "HANDLE_", "TCC_", "KERNEL_EXEC",
-                                          "IPC_", "DEFERRED_", "SPARSE_", "TIMELINE_", "CLUSTER_LAUNCH",
-                                          "READ_ONLY_HOST", "COMPUTE_PREEMPTION", "MPS_", "D3D12_", "HOST_NUMA",
-                                          "ONLY_PARTIAL")) and v in (0, 1) else v
+        return bool(v) if _is_flag(key) and v in (0, 1) else v
 
     def __dir__(self):
         return [k.lower() for k in _drv.device_attribute.__members__]
@@ -128,6 +168,11 @@ class Device:
     @property
     def device_id(self) -> int:
         return self._id
+
+    @classmethod
+    def get_all_devices(cls):
+        """Every device, in ordinal order."""
+        return tuple(cls(i) for i in range(_cuk.device_count()))
 
     def __int__(self):
         return self._id
@@ -171,8 +216,8 @@ class Device:
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     @property
-    def context(self):
-        return _drv.Context(_drv.Device(self._id))
+    def context(self) -> "Context":
+        return Context._of(self._id)
 
     def set_current(self, ctx=None):
         """Makes this device current on this thread (its primary context)."""
@@ -234,7 +279,7 @@ class Stream:
     """A CUDA stream (cuda.core's ``Stream``). Make one with ``Device.create_stream``."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("Stream objects cannot be instantiated directly: use Device.create_stream()")
+        raise RuntimeError("Stream objects cannot be instantiated directly. Use Device.create_stream()")
 
     @classmethod
     def _wrap(cls, device, handle, owner):
@@ -263,6 +308,15 @@ class Stream:
         current device's, whichever it is when the stream is used."""
         s = cls._wrap(device, handle, None)
         s._nonblocking = False
+        return s
+
+    @classmethod
+    def from_handle(cls, handle: int) -> "Stream":
+        """A Stream over a raw CUstream handle another library made (0: the legacy default
+        stream); it does not own the stream."""
+        h = _check_int("handle", handle)
+        s = cls._wrap(None, h or 1, None)
+        s._nonblocking = False  # not known for another library's stream
         return s
 
     @classmethod
@@ -312,6 +366,7 @@ class Stream:
         if event is None:
             event = Event._new(self.device, options)
         event._ev.record(self._cuk())
+        event._recorded = True
         return event
 
     def wait(self, event_or_stream):
@@ -348,9 +403,14 @@ PER_THREAD_DEFAULT_STREAM = Stream._legacy(None, 2)
 
 @dataclasses.dataclass
 class EventOptions:
-    enable_timing: bool = False
-    busy_waited_sync: bool = False
+    """cuda.core 1.x's event options (``timing_enabled``, ``blocking_sync``,
+    ``ipc_enabled``); ``enable_timing`` and ``busy_waited_sync`` are cuda.core 0.x's names."""
+
+    timing_enabled: bool = False
+    blocking_sync: bool = False
     ipc_enabled: bool = False
+    enable_timing: Optional[bool] = None
+    busy_waited_sync: Optional[bool] = None
 
 
 class Event:
@@ -358,7 +418,7 @@ class Event:
     the time between two timed events in milliseconds."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("Event objects cannot be instantiated directly: use Stream.record() or Device.create_event()")
+        raise RuntimeError("Event objects cannot be instantiated directly. Use Stream.record() or Device.create_event()")
 
     @classmethod
     def _new(cls, device, options):
@@ -367,9 +427,28 @@ class Event:
             raise NotImplementedError("EventOptions(ipc_enabled=True): cuk has no IPC events yet")
         e = object.__new__(cls)
         e._dev = device
-        e._timing = bool(options.enable_timing)
-        e._ev = _drv.Event()
+        e._timing = bool(options.timing_enabled or options.enable_timing)
+        e._blocking = bool(options.blocking_sync)
+        e._recorded = False
+        flags = (0 if e._timing else 2) | (1 if e._blocking else 0)  # CU_EVENT_DISABLE_TIMING, BLOCKING_SYNC
+        e._ev = _cuk.Event.__new__(_drv.Event, flags)
         return e
+
+    @property
+    def context(self) -> Context:
+        return self._dev.context
+
+    @property
+    def is_timing_enabled(self) -> bool:
+        return self._timing
+
+    @property
+    def is_blocking_sync(self) -> bool:
+        return self._blocking
+
+    @property
+    def ipc_descriptor(self):
+        raise RuntimeError("this Event is not IPC-enabled (cuk has no IPC events yet)")
 
     @property
     def device(self):
@@ -395,12 +474,29 @@ class Event:
         self._ev.synchronize()
 
     def __sub__(self, other):
+        """The milliseconds from ``other`` to this event, both recorded and complete."""
         if not isinstance(other, Event):
             return NotImplemented
         if not (self._timing and other._timing):
-            raise RuntimeError("timing is disabled on one of the events: make both with "
-                               "EventOptions(enable_timing=True)")
-        return self._ev.time_since(other._ev)
+            raise RuntimeError("Both Events must be created with timing enabled: make them with "
+                               "EventOptions(timing_enabled=True)")
+        if not (self._recorded and other._recorded):
+            raise RuntimeError("Both Events must be recorded on a stream (Stream.record) before their time is taken")
+        if not (self.is_done and other.is_done):
+            raise RuntimeError("One or both events have not completed: sync() the later one first")
+        return float(self._ev.time_since(other._ev))
+
+    def __rsub__(self, other):
+        return NotImplemented
+
+    def __isub__(self, other):
+        return NotImplemented
+
+    def __eq__(self, other):
+        return isinstance(other, Event) and other._ev is self._ev
+
+    def __hash__(self):
+        return hash(id(self._ev))
 
     def close(self):
         pass
@@ -523,28 +619,65 @@ class LegacyPinnedMemoryResource(PinnedMemoryResource):
 
 class Host:
     """The host as a managed-memory location (cuda.core's ``Host``): ``Host()`` is host
-    memory wherever the OS places it; cuk does not place by NUMA node."""
+    memory wherever the OS places it, ``Host(numa_id=n)`` that of NUMA node n,
+    ``Host.numa_current()`` that of the calling thread's node. Immutable; one object per
+    location."""
 
-    def __init__(self, numa_id: Optional[int] = None):
-        if numa_id is not None:
-            raise NotImplementedError("Host(numa_id=...): cuk places managed memory on the host as a whole, not by "
-                                      "NUMA node")
-        self.numa_id = None
+    _cache = {}
+
+    def __new__(cls, numa_id: Optional[int] = None, *, is_numa_current: bool = False):
+        if numa_id is not None and (isinstance(numa_id, bool) or not isinstance(numa_id, (int, np.integer))
+                                    or numa_id < 0):
+            raise ValueError(f"numa_id must be a non-negative int, got {numa_id!r}")
+        if numa_id is not None and is_numa_current:
+            raise ValueError("numa_id and is_numa_current are mutually exclusive")
+        key = (None if numa_id is None else int(numa_id), bool(is_numa_current))
+        h = cls._cache.get(key)
+        if h is None:
+            h = object.__new__(cls)
+            object.__setattr__(h, "_key", key)
+            cls._cache[key] = h
+        return h
+
+    @classmethod
+    def numa_current(cls) -> "Host":
+        return cls(is_numa_current=True)
+
+    @property
+    def numa_id(self) -> Optional[int]:
+        return self._key[0]
+
+    @property
+    def is_numa_current(self) -> bool:
+        return self._key[1]
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Host is immutable: cannot set {name}")
 
     def __eq__(self, other):
-        return isinstance(other, Host)
+        return isinstance(other, Host) and other._key == self._key
 
     def __hash__(self):
-        return hash(Host)
+        return hash((Host, self._key))
+
+    def __reduce__(self):
+        return (_host_of, self._key)
 
     def __repr__(self):
-        return "Host()"
+        if self.is_numa_current:
+            return "Host.numa_current()"
+        return "Host()" if self.numa_id is None else f"Host(numa_id={self.numa_id})"
+
+
+def _host_of(numa_id, is_numa_current):
+    return Host(numa_id, is_numa_current=is_numa_current)
 
 
 def _loc_id(location, what):
-    """A Device, Host, device ordinal or -1 (the host) as cuk's location number."""
+    """A Device, Host, device ordinal or -1 (the host) as cuk's location number (cuk.h:
+    CUK_LOC_HOST -1, CUK_LOC_HOST_NUMA_CURRENT -3, CUK_LOC_HOST_NUMA(n) -16 - n)."""
     if isinstance(location, Host):
-        return -1
+        return -3 if location.is_numa_current else -1 if location.numa_id is None else -16 - location.numa_id
     if isinstance(location, Device):
         return location.device_id
     if isinstance(location, bool) or not isinstance(location, (int, np.integer)):
@@ -558,14 +691,21 @@ def _loc_id(location, what):
 
 
 def _loc_obj(loc):
-    return None if loc == -2 else Host() if loc == -1 else Device(loc)
+    if loc == -2:
+        return None
+    if loc == -1:
+        return Host()
+    if loc == -3:
+        return Host.numa_current()
+    return Host(numa_id=-16 - loc) if loc <= -16 else Device(loc)
 
 
 @dataclasses.dataclass
 class ManagedMemoryResourceOptions:
     """Where managed memory prefers to live: ``preferred_location`` a device ordinal, -1
     for the host, or None (the driver decides); ``preferred_location_type`` "device",
-    "host" or None (read preferred_location as above)."""
+    "host", "host_numa" (preferred_location a NUMA node, or None: the allocating thread's
+    node) or None (read preferred_location as above)."""
 
     preferred_location: Optional[int] = None
     preferred_location_type: Optional[str] = None
@@ -583,10 +723,11 @@ class ManagedMemoryResource(MemoryResource):
         if options is not None:
             t, loc = options.preferred_location_type, options.preferred_location
             if t not in (None, "device", "host", "host_numa"):
-                raise ValueError(f"preferred_location_type must be 'device', 'host' or None, got {t!r}")
+                raise ValueError(f"preferred_location_type must be 'device', 'host', 'host_numa' or None, got {t!r}")
             if t == "host_numa":
-                raise NotImplementedError("preferred_location_type='host_numa': cuk does not place by NUMA node")
-            if t == "host":
+                # a node, or (None) the allocating thread's node
+                self._pref = _loc_id(Host.numa_current() if loc is None else Host(numa_id=loc), "ManagedMemoryResourceOptions")
+            elif t == "host":
                 if loc is not None:
                     raise ValueError("preferred_location_type='host' takes preferred_location=None")
                 self._pref = -1
@@ -666,7 +807,7 @@ class Buffer:
     address; close(stream) gives it back in that stream's order."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("Buffer objects cannot be instantiated directly: use MemoryResource.allocate() or "
+        raise RuntimeError("Buffer objects cannot be instantiated directly. Use MemoryResource.allocate() or "
                            "Buffer.from_handle()")
 
     @classmethod
@@ -1050,8 +1191,8 @@ class ObjectCode:
     loads it on the current device."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("ObjectCode objects cannot be instantiated directly: use Program.compile() or "
-                           "ObjectCode.from_cubin()/from_ptx()/from_ltoir()")
+        raise RuntimeError("ObjectCode objects cannot be instantiated directly. Use Program.compile() or "
+                           "ObjectCode.from_cubin()/from_ptx()/from_ltoir()/from_fatbin()/from_object()/from_library()")
 
     @classmethod
     def _make(cls, code, code_type, names, name=None):
@@ -1084,6 +1225,21 @@ class ObjectCode:
     def from_ltoir(cls, module, *, name="", symbol_mapping=None):
         return cls._from(module, "ltoir", name, symbol_mapping)
 
+    @classmethod
+    def from_fatbin(cls, module, *, name="", symbol_mapping=None):
+        """A fat binary (cubins and PTX for several architectures): loaded as is, or linked."""
+        return cls._from(module, "fatbin", name, symbol_mapping)
+
+    @classmethod
+    def from_object(cls, module, *, name="", symbol_mapping=None):
+        """Relocatable device code (nvcc -dc): input for a Linker."""
+        return cls._from(module, "object", name, symbol_mapping)
+
+    @classmethod
+    def from_library(cls, module, *, name="", symbol_mapping=None):
+        """An archive of relocatable device code (.a): input for a Linker."""
+        return cls._from(module, "library", name, symbol_mapping)
+
     @property
     def code(self):
         return self._code
@@ -1091,6 +1247,11 @@ class ObjectCode:
     @property
     def code_type(self):
         return self._type
+
+    @property
+    def symbol_mapping(self):
+        """Name expressions to their lowered (mangled) names."""
+        return dict(self._names)
 
     @property
     def name(self):
@@ -1101,8 +1262,9 @@ class ObjectCode:
         return self._module()
 
     def _module(self):
-        if self._type == "ltoir":
-            raise RuntimeError("LTO-IR cannot be loaded: link it with a Linker into a cubin first")
+        if self._type in ("ltoir", "object", "library"):
+            what = {"ltoir": "LTO-IR", "object": "relocatable device code", "library": "a library"}[self._type]
+            raise RuntimeError(f"{what} cannot be loaded: link it with a Linker into a cubin first")
         if self._mod is None:
             code = self._code
             if self._type == "ptx" and not code.endswith(b"\0"):
@@ -1129,10 +1291,15 @@ class _KernelAttributes:
         if name not in self._ATTRS:
             raise AttributeError(name)
 
-        def get(device_id=None):
-            return self._k._f.get_attribute(self._ATTRS[name])
+        return _AttrInt(self._k._f.get_attribute(self._ATTRS[name]))
 
-        return get
+
+class _AttrInt(int):
+    """A kernel attribute: an int (cuda.core 1.x reads ``attributes.num_regs``), also
+    callable as cuda.core 0.x's ``attributes.num_regs(device_id=None)``."""
+
+    def __call__(self, device_id=None):
+        return int(self)
 
 
 class _Occupancy:
@@ -1143,8 +1310,20 @@ class _Occupancy:
         return _cuk.occupancy(self._k._f, int(block_size), int(dynamic_shared_memory_size))[0]
 
     def max_potential_block_size(self, dynamic_shared_memory_needed, block_size_limit):
-        if not isinstance(dynamic_shared_memory_needed, int):
-            raise NotImplementedError("max_potential_block_size with a function of the block size")
+        """The block size (a multiple of the warp size, at most block_size_limit) that keeps
+        the most threads resident, and the grid that fills the device with it.
+        dynamic_shared_memory_needed: bytes, or a function of the block size giving them."""
+        if callable(dynamic_shared_memory_needed):
+            most = self._k.attributes.max_threads_per_block()
+            limit = min(int(block_size_limit), most) if block_size_limit else most
+            best = (0, 0, 0)  # (resident threads, block size, blocks per SM)
+            for b in range(32, limit + 1, 32):
+                n = self.max_active_blocks_per_multiprocessor(b, int(dynamic_shared_memory_needed(b)))
+                if n * b >= best[0] and n > 0:
+                    best = (n * b, b, n)
+            sms = Device().properties.multiprocessor_count
+            return collections.namedtuple("MaxPotentialBlockSizeOccupancyResult", ("min_grid_size", "max_block_size"))(
+                best[2] * sms, best[1])
         per_sm, block = _cuk.occupancy(self._k._f, 0, int(dynamic_shared_memory_needed))
         block = min(block, int(block_size_limit)) if block_size_limit else block
         sms = Device().properties.multiprocessor_count
@@ -1156,7 +1335,7 @@ class Kernel:
     """A kernel of loaded code (cuda.core's ``Kernel``)."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("Kernel objects cannot be instantiated directly: use ObjectCode.get_kernel()")
+        raise RuntimeError("Kernel objects cannot be instantiated directly. Use ObjectCode.get_kernel()")
 
     @classmethod
     def _make(cls, f, obj):
@@ -1176,6 +1355,24 @@ class Kernel:
     @property
     def handle(self):
         return self._f
+
+    @property
+    def arguments_info(self):
+        """Each parameter's (offset, size) in the kernel's parameter buffer."""
+        out, i = [], 0
+        while True:
+            p = self._f.param_info(i)
+            if p is None:
+                return out
+            out.append(ParamInfo(*p))
+            i += 1
+
+    @property
+    def num_arguments(self) -> int:
+        return len(self.arguments_info)
+
+
+ParamInfo = collections.namedtuple("ParamInfo", ("offset", "size"))
 
 
 # ---- launch ------------------------------------------------------------------------------------
@@ -1277,7 +1474,7 @@ class Graph:
     """An executable graph (cuda.core's ``Graph``): ``launch(stream)`` replays it."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("Graph objects cannot be instantiated directly: use GraphBuilder.complete()")
+        raise RuntimeError("Graph objects cannot be instantiated directly. Use GraphBuilder.complete()")
 
     @classmethod
     def _make(cls, raw):

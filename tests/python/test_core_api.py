@@ -162,12 +162,15 @@ c = ManagedMemoryResource(ManagedMemoryResourceOptions(preferred_location=0)).al
 print("option", c.preferred_location is dev)
 for f in (lambda: mr.allocate(1 << 40, stream=s), lambda: b.prefetch("gpu", stream=s), lambda: b.prefetch(None, stream=s),
           lambda: ManagedMemoryResourceOptions and ManagedMemoryResource(ManagedMemoryResourceOptions(preferred_location_type="host", preferred_location=0)),
-          lambda: Host(numa_id=1)):
+          lambda: Host(numa_id=-1)):
     try:
         f()
         print("no error")
     except Exception as e:
         print("error", type(e).__name__, str(e).split(":")[0])
+b.preferred_location = Host(numa_id=1)
+b.prefetch(Host.numa_current(), stream=s)
+print("numa", b.preferred_location, b.last_prefetch_location, b.preferred_location is Host(numa_id=1))
 b.close()
 try:
     b.read_mostly
@@ -193,8 +196,10 @@ def test_managed_memory_on_the_fake_driver(fake_driver, tmp_path):
         "error TypeError ManagedBuffer.prefetch",
     ], out
     assert out[9:12] == ["error ValueError ManagedBuffer.prefetch", "error ValueError preferred_location_type='host' takes "
-                         "preferred_location=None", "error NotImplementedError Host(numa_id=...)"], out
-    assert out[12] == "closed ManagedBuffer.advice: the buffer is closed"
+                         "preferred_location=None", "error ValueError numa_id must be a non-negative int, got -1"], out
+    # NUMA nodes as locations: advice and prefetches name them, the range reports them back
+    assert out[12] == "numa Host(numa_id=1) Host.numa_current() True", out
+    assert out[13] == "closed ManagedBuffer.advice: the buffer is closed"
 
 
 def test_the_managed_memory_example_of_docs_core_md(fake_driver, tmp_path):
@@ -247,3 +252,52 @@ def test_stream_priorities_and_uuid_on_the_fake_driver(fake_driver, tmp_path):
     assert out[4] == "error ArgumentError stream priority -6 " + rng, out
     assert out[5] == "error ArgumentError stream priority 1 " + rng, out
     assert out[6] == "error TypeError StreamOptions.priority must be an int, not float", out
+
+
+COMPAT_CHILD = cukpath.FAKE_CHILD_PRELUDE + r"""
+from cuk.core import Context, Device, Event, EventOptions, Stream
+
+dev = Device()
+dev.set_current()
+print("devices", Device.get_all_devices() == (dev,))
+p = dev.properties
+print("props", p.gpu_overlap is True, p.multicast_supported is True, type(p.multiprocessor_count).__name__)
+s1, s2 = dev.create_stream(), dev.create_stream()
+print("context", s1.context == s2.context == dev.context, isinstance(dev.context, Context), dev.context.handle != 0,
+      hash(s1.context) == hash(dev.context), dev.context != "x")
+print("from_handle", Stream.from_handle(0).handle, Stream.from_handle(int(s1.handle)) == s1)
+for cls in (Stream, Event, Context):
+    try:
+        cls()
+    except RuntimeError as e:
+        print("direct", str(e).split(".")[0] + ".")
+t = EventOptions(timing_enabled=True)
+e0, e1 = s1.record(options=t), s1.record(options=EventOptions(enable_timing=True))
+print("timed", e0.is_timing_enabled, e1.is_timing_enabled, isinstance(e1 - e0, float), e0 == e0, e0 != e1,
+      e0.__rsub__(1) is NotImplemented, e0.context == dev.context)
+b = s1.record(options=EventOptions(blocking_sync=True))
+print("blocking", b.is_blocking_sync, b.is_timing_enabled)
+for f in (lambda: e1 - b, lambda: dev.create_event(options=t) - e0):
+    try:
+        f()
+    except RuntimeError as e:
+        print("error", str(e).split(":")[0])
+print("ok")
+"""
+
+
+def test_cuda_core_1x_compatibility_on_the_fake_driver(fake_driver, tmp_path):
+    out, sec = cukpath.run_fake_logged(fake_driver, tmp_path, COMPAT_CHILD)
+    assert out[:11] == [
+        "devices True",
+        "props True True int",  # flags as bools, counts as ints (the fake answers 1 to both kinds)
+        "context True True True True True",
+        "from_handle 1 True",  # 0 names the legacy default stream (handle 1 in cuk)
+        "direct Stream objects cannot be instantiated directly.",
+        "direct Event objects cannot be instantiated directly.",
+        "direct Context objects cannot be instantiated directly.",
+        "timed True True True True True True True",
+        "blocking True False",
+        "error Both Events must be created with timing enabled",
+        "error Both Events must be recorded on a stream (Stream.record) before their time is taken",
+    ], out

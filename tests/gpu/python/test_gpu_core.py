@@ -224,3 +224,24 @@ def test_uuid_and_stream_priorities(dev, mod):
     y = upload(dev, np.zeros(n, np.float32), hi)
     launch(hi, LaunchConfig(grid=64, block=256), mod.get_kernel("axpy<float>"), np.float32(3), x, y, np.uint64(n))
     np.testing.assert_array_equal(download(y, np.zeros(n, np.float32), hi), 3)
+
+
+def test_cuda_core_1x_kernel_and_event_api(dev, mod):
+    from cuk.core import EventOptions
+
+    k = mod.get_kernel("axpy<float>")
+    # axpy(float a, const float* x, float* y, size_t n): cuFuncGetParamInfo's layout
+    assert k.num_arguments == 4
+    assert [(p.offset, p.size) for p in k.arguments_info] == [(0, 4), (8, 8), (16, 8), (24, 8)]
+    assert isinstance(k.attributes.num_regs, int) and k.attributes.num_regs == k.attributes.num_regs()
+    r = k.occupancy.max_potential_block_size(lambda b: 4 * b, 512)
+    assert r.max_block_size % 32 == 0 and 32 <= r.max_block_size <= 512 and r.min_grid_size > 0
+    s = dev.create_stream()
+    e0 = s.record(options=EventOptions(timing_enabled=True))
+    x = upload(dev, np.ones(1 << 20, np.float32), s)
+    y = upload(dev, np.zeros(1 << 20, np.float32), s)
+    launch(s, LaunchConfig(grid=1024, block=256), k, np.float32(2), x, y, np.uint64(1 << 20))
+    e1 = s.record(options=EventOptions(timing_enabled=True))
+    e1.sync()
+    assert isinstance(e1 - e0, float) and e1 - e0 >= 0
+    assert e0.context == dev.context == s.context
