@@ -11,6 +11,7 @@ graph nodes built by hand, and StridedMemoryView."""
 import collections
 import collections.abc
 import dataclasses
+import enum
 import os
 import threading
 from typing import Optional, Sequence, Tuple, Union
@@ -21,7 +22,7 @@ from . import _cuk
 from . import driver as _drv
 
 __all__ = [
-    "Buffer", "ComputeCapability", "Context", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
+    "Buffer", "CompilerBackendType", "ComputeCapability", "Context", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
     "EventOptions", "Graph", "GraphBuilder", "Kernel", "LaunchConfig", "Linker", "LinkerOptions", "MemoryResource",
     "LegacyPinnedMemoryResource", "LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Host", "ManagedBuffer", "ManagedMemoryResource", "ManagedMemoryResourceOptions", "ObjectCode", "PinnedMemoryResource", "PinnedMemoryResourceOptions", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
 ]
@@ -1053,6 +1054,19 @@ class ProgramOptions:
     split_compile: Optional[int] = None
     fdevice_syntax_only: Optional[bool] = None
     minimal: Optional[bool] = None
+    no_cache: Optional[bool] = None
+    device_float128: Optional[bool] = None
+    frandom_seed: Optional[str] = None
+    ofast_compile: Optional[str] = None
+    numba_debug: Optional[bool] = None
+    pch: Optional[bool] = None
+    create_pch: Optional[str] = None
+    use_pch: Optional[str] = None
+    pch_dir: Optional[str] = None
+    pch_verbose: Optional[bool] = None
+    pch_messages: Optional[bool] = None
+    instantiate_templates_in_pch: Optional[bool] = None
+    extra_sources: Optional[Sequence] = None
 
     def _as_nvrtc(self):
         o = []
@@ -1122,7 +1136,42 @@ class ProgramOptions:
             o.append("-minimal")
         if self.fdevice_syntax_only:
             o.append("-fdevice-syntax-only")
+        if self.no_cache:
+            o.append("-no-cache")
+        if self.device_float128:
+            o.append("-device-float128")
+        if self.frandom_seed is not None:
+            o.append(f"-frandom-seed={self.frandom_seed}")
+        if self.ofast_compile is not None:
+            o.append(f"-Ofast-compile={self.ofast_compile}")
+        if self.numba_debug:
+            o.append("-numba-debug")
+        if self.pch:
+            o.append("-pch")
+        for flag, v in (("--create-pch", self.create_pch), ("--use-pch", self.use_pch), ("--pch-dir", self.pch_dir)):
+            if v is not None:
+                o.append(f"{flag}={v}")
+        for flag, v in (("--pch-verbose", self.pch_verbose), ("--pch-messages", self.pch_messages),
+                        ("--instantiate-templates-in-pch", self.instantiate_templates_in_pch)):
+            if v is not None:
+                o.append(f"{flag}={'true' if v else 'false'}")
+        if self.extra_sources:
+            raise NotImplementedError("ProgramOptions(extra_sources=...): cuk compiles one C++ source per Program "
+                                      "(extra sources are for NVVM, which cuk has no backend for)")
         return o
+
+
+class CompilerBackendType(str, enum.Enum):
+    """Which library compiles or links (cuda.core.typing's): a str, so it compares equal
+    to "NVRTC" and "nvJitLink"."""
+
+    NVRTC = "NVRTC"
+    NVJITLINK = "nvJitLink"
+    NVVM = "NVVM"
+    DRIVER = "driver"
+
+    def __str__(self):
+        return self.value
 
 
 _CODE_TYPES = ("c++", "ptx", "nvvm")
@@ -1148,8 +1197,8 @@ class Program:
             raise TypeError("options must be a ProgramOptions")
 
     @property
-    def backend(self):
-        return "NVRTC" if self._type == "c++" else "nvJitLink"
+    def backend(self) -> "CompilerBackendType":
+        return CompilerBackendType.NVRTC if self._type == "c++" else CompilerBackendType.NVJITLINK
 
     @property
     def handle(self):
@@ -1597,6 +1646,13 @@ class LinkerOptions:
             o += [f"-Xptxas={x}" for x in po]
         return o
 
+    def as_bytes(self, backend: str = "nvjitlink"):
+        """The options as nvJitLink takes them (a list of bytes). cuk links with nvJitLink
+        only, so ``backend`` must be "nvjitlink"."""
+        if str(backend).lower() != "nvjitlink":
+            raise ValueError(f"as_bytes: cuk only supports 'nvjitlink' backend (it links with nvJitLink), got {backend!r}")
+        return [x.encode() for x in self._as_nvjitlink()]
+
 
 _KINDS = {"cubin": 1, "ptx": 2, "ltoir": 3, "fatbin": 4, "object": 5, "library": 6}
 
@@ -1604,6 +1660,11 @@ _KINDS = {"cubin": 1, "ptx": 2, "ltoir": 3, "fatbin": 4, "object": 5, "library":
 class Linker:
     """Links ObjectCodes (cubin, PTX, LTO-IR) into one with nvJitLink (cuda.core's
     ``Linker``)."""
+
+    @classmethod
+    def which_backend(cls) -> str:
+        """The library that links: always "nvJitLink" in cuk (never the driver's cuLink)."""
+        return "nvJitLink"
 
     def __init__(self, *object_codes, options: Optional[LinkerOptions] = None):
         if not object_codes:
@@ -1615,8 +1676,8 @@ class Linker:
         self._opts = options if options is not None else LinkerOptions()
 
     @property
-    def backend(self):
-        return "nvJitLink"
+    def backend(self) -> "CompilerBackendType":
+        return CompilerBackendType.NVJITLINK
 
     def link(self, target_type) -> ObjectCode:
         if target_type not in ("cubin", "ptx"):
