@@ -821,8 +821,11 @@ class Buffer:
         return b
 
     @classmethod
-    def from_handle(cls, ptr, size, mr=None):
-        return cls._make(int(ptr), _check_int("size", size), mr, owned=False)
+    def from_handle(cls, ptr, size, mr=None, owner=None):
+        """A Buffer over memory cuk did not allocate; ``owner`` is kept alive with it."""
+        b = cls._make(int(ptr), _check_int("size", size), mr, owned=False)
+        b._owner = owner
+        return b
 
     @property
     def handle(self) -> int:
@@ -915,8 +918,11 @@ class ManagedBuffer(Buffer):
     None), ``accessed_by`` (a set of them), and ``prefetch(location, stream=)``."""
 
     @classmethod
-    def from_handle(cls, ptr, size, mr=None):
-        return cls._make(int(ptr), _check_int("size", size), mr, owned=False)
+    def from_handle(cls, ptr, size, mr=None, owner=None):
+        """A Buffer over memory cuk did not allocate; ``owner`` is kept alive with it."""
+        b = cls._make(int(ptr), _check_int("size", size), mr, owned=False)
+        b._owner = owner
+        return b
 
     def _live(self, what):
         if not self._ptr:
