@@ -261,3 +261,13 @@ CUresult cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) {
     *off = *size = 0;
     return 1; /* CUDA_ERROR_INVALID_VALUE: past the last one */
 }
+CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void *st) {
+    (void)st;
+    for (size_t i = 0; i < n; i++) memcpy((char *)(uintptr_t)d + 2 * i, &v, 2);
+    OK;
+}
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *st) {
+    (void)st;
+    for (size_t i = 0; i < n; i++) memcpy((char *)(uintptr_t)d + 4 * i, &v, 4);
+    OK;
+}

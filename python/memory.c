@@ -338,6 +338,30 @@ static PyObject *py_memset_d8(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* memset_pattern(dst, pattern_bytes, nbytes, stream=None) */
+static PyObject *py_memset_pattern(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *dst, *so = Py_None;
+    Py_buffer pat;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "Oy*n|O", &dst, &pat, &n, &so)) return NULL;
+    cuk_devptr d;
+    cuk_stream *s;
+    cuk_status st = CUK_OK;
+    if (devptr_of(dst, &d) < 0 || stream_of(so, &s) < 0) {
+        PyBuffer_Release(&pat);
+        return NULL;
+    }
+    if (n < 0) {
+        PyBuffer_Release(&pat);
+        return PyErr_Format(PyExc_ValueError, "memset_pattern: negative size");
+    }
+    st = cuk_memset_pattern(d, pat.buf, (int)pat.len, (size_t)n, s);
+    PyBuffer_Release(&pat);
+    if (st) return raise_status(st);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef memory_funcs[] = {
     {"host_alloc", py_host_alloc, METH_O, "host_alloc(nbytes) -> pinned buffer"},
     {"mem_alloc", py_mem_alloc, METH_O, "mem_alloc(nbytes) -> DeviceAllocation"},
@@ -355,6 +379,7 @@ static PyMethodDef memory_funcs[] = {
     {"memcpy_dtoh", py_memcpy_dtoh, METH_VARARGS, NULL},
     {"memcpy_dtod", py_memcpy_dtod, METH_VARARGS, NULL},
     {"memset_d8", py_memset_d8, METH_VARARGS, NULL},
+    {"memset_pattern", py_memset_pattern, METH_VARARGS, "memset_pattern(dst, pattern, nbytes, stream=None)"},
     {NULL, NULL, 0, NULL}};
 
 int memory_init(PyObject *mod) {

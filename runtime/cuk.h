@@ -201,6 +201,9 @@ cuk_status cuk_memcpy_dtoh_on(void *dst, cuk_devptr src, size_t bytes, cuk_strea
 cuk_status cuk_memcpy_htod_on(cuk_devptr dst, const void *src, size_t bytes, cuk_stream *s);
 /* Fills bytes with value, ordered on stream s (NULL: the default stream). */
 cuk_status cuk_memset_d8(cuk_devptr dst, unsigned char value, size_t bytes, cuk_stream *s);
+/* Fills bytes (a multiple of width) with the width-byte pattern (1, 2 or 4: its bytes as
+   they lie in memory), ordered on stream s. */
+cuk_status cuk_memset_pattern(cuk_devptr dst, const void *pattern, int width, size_t bytes, cuk_stream *s);
 
 /* ---- streams and events --------------------------------------------------------------- */
 

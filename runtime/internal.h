@@ -134,6 +134,8 @@ enum {
     X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", 1, (void *, CUdeviceptr, size_t, CUstream))     \
     X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", 1, (CUdeviceptr, CUdeviceptr, size_t, CUstream)) \
     X(cuMemsetD8Async, "cuMemsetD8Async", 1, (CUdeviceptr, unsigned char, size_t, CUstream))     \
+    X(cuMemsetD16Async, "cuMemsetD16Async", 0, (CUdeviceptr, unsigned short, size_t, CUstream))  \
+    X(cuMemsetD32Async, "cuMemsetD32Async", 0, (CUdeviceptr, unsigned, size_t, CUstream))        \
     X(cuMemAllocAsync, "cuMemAllocAsync", 0, (CUdeviceptr *, size_t, CUstream))                  \
     X(cuMemFreeAsync, "cuMemFreeAsync", 0, (CUdeviceptr, CUstream))                              \
     X(cuMemAllocManaged, "cuMemAllocManaged", 0, (CUdeviceptr *, size_t, unsigned))               \

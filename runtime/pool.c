@@ -789,6 +789,30 @@ cuk_status cuk_memcpy_dtod_async(cuk_devptr dst, cuk_devptr src, size_t bytes, c
     return CUK_OK;
 }
 
+cuk_status cuk_memset_pattern(cuk_devptr dst, const void *pattern, int width, size_t bytes, cuk_stream *s) {
+    if (!pattern) return err_set(CUK_ERR_INVALID, "cuk_memset_pattern: NULL pattern");
+    if (width != 1 && width != 2 && width != 4)
+        return err_set(CUK_ERR_INVALID, "cuk_memset_pattern: a pattern is 1, 2 or 4 bytes, not %d", width);
+    if (bytes % (size_t)width)
+        return err_set(CUK_ERR_INVALID, "cuk_memset_pattern: %zu bytes are not a whole number of %d-byte patterns", bytes,
+                       width);
+    if (width == 1) return cuk_memset_d8(dst, *(const unsigned char *)pattern, bytes, s);
+    WITH_DEV();
+    if (!bytes) return CUK_OK;
+    if (width == 2) {
+        unsigned short v;
+        memcpy(&v, pattern, 2);
+        if (!cu.cuMemsetD16Async) return err_set(CUK_ERR_DRIVER, "this CUDA driver has no cuMemsetD16Async");
+        CU_CHECK(cu.cuMemsetD16Async(dst, v, bytes / 2, stream_raw(s)), "cuMemsetD16Async");
+    } else {
+        unsigned v;
+        memcpy(&v, pattern, 4);
+        if (!cu.cuMemsetD32Async) return err_set(CUK_ERR_DRIVER, "this CUDA driver has no cuMemsetD32Async");
+        CU_CHECK(cu.cuMemsetD32Async(dst, v, bytes / 4, stream_raw(s)), "cuMemsetD32Async");
+    }
+    return CUK_OK;
+}
+
 cuk_status cuk_memset_d8(cuk_devptr dst, unsigned char value, size_t bytes, cuk_stream *s) {
     WITH_DEV();
     if (!bytes) return CUK_OK;

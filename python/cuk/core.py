@@ -22,7 +22,7 @@ from . import _cuk
 from . import driver as _drv
 
 __all__ = [
-    "Buffer", "CompilerBackendType", "ComputeCapability", "Context", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
+    "Buffer", "CompilerBackendType", "ComputeCapability", "Context", "DLDeviceType", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
     "EventOptions", "Graph", "GraphBuilder", "Kernel", "LaunchConfig", "Linker", "LinkerOptions", "MemoryResource",
     "LegacyPinnedMemoryResource", "LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Host", "ManagedBuffer", "ManagedMemoryResource", "ManagedMemoryResourceOptions", "ObjectCode", "PinnedMemoryResource", "PinnedMemoryResourceOptions", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
 ]
@@ -531,6 +531,20 @@ class MemoryResource:
     def device_id(self) -> int:
         raise NotImplementedError
 
+    @property
+    def is_ipc_enabled(self) -> bool:
+        """Whether other processes can map this resource's memory: never in cuk yet."""
+        return False
+
+
+def _options(cls, options):
+    """cuda.core takes an options dataclass or a dict of its fields."""
+    if isinstance(options, dict):
+        return cls(**options)
+    if options is not None and not isinstance(options, cls):
+        raise TypeError(f"options must be a {cls.__name__} or a dict, not {type(options).__name__}")
+    return options
+
 
 @dataclasses.dataclass
 class DeviceMemoryResourceOptions:
@@ -543,6 +557,7 @@ class DeviceMemoryResource(MemoryResource):
     is reused by that stream at once and by another only after an event wait."""
 
     def __init__(self, device_id, options: Optional[DeviceMemoryResourceOptions] = None):
+        options = _options(DeviceMemoryResourceOptions, options)
         self._dev = int(device_id)
         if options is not None and options.ipc_enabled:
             raise NotImplementedError("DeviceMemoryResourceOptions(ipc_enabled=True): cuk's pool has no IPC export yet")
@@ -584,6 +599,7 @@ class PinnedMemoryResource(MemoryResource):
     """Page-locked host memory (cuMemHostAlloc), reachable from every device."""
 
     def __init__(self, options: Optional[PinnedMemoryResourceOptions] = None):
+        options = _options(PinnedMemoryResourceOptions, options)
         if options is not None and options.ipc_enabled:
             raise NotImplementedError("PinnedMemoryResourceOptions(ipc_enabled=True): cuk has no IPC-shared pinned memory")
         if options is not None and options.numa_id is not None:
@@ -720,6 +736,7 @@ class ManagedMemoryResource(MemoryResource):
     for cuda.core's signature); a buffer is freed when it is closed or collected."""
 
     def __init__(self, options: Optional[ManagedMemoryResourceOptions] = None):
+        options = _options(ManagedMemoryResourceOptions, options)
         self._pref = None
         if options is not None:
             t, loc = options.preferred_location_type, options.preferred_location
@@ -803,6 +820,15 @@ class _AccessedBy(collections.abc.MutableSet):
         return f"accessed_by({sorted(map(repr, self._now()))})"
 
 
+class DLDeviceType(enum.IntEnum):
+    """DLPack's device types (what ``__dlpack_device__`` gives first)."""
+
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLCUDAManaged = 13
+
+
 class Buffer:
     """A span of memory from a MemoryResource (cuda.core's ``Buffer``): ``handle`` is its
     address; close(stream) gives it back in that stream's order."""
@@ -884,14 +910,34 @@ class Buffer:
             raise ValueError(f"copy_from: the buffers' sizes differ ({src.size} and {self._size} bytes)")
         _copy(self, src, self._size, stream)
 
-    def fill(self, value, width=1, *, stream):
-        if width != 1 or not 0 <= int(value) < 256:
-            raise NotImplementedError("Buffer.fill: cuk fills bytes (width=1, a value 0-255)")
-        _cuk.memset_d8(self._ptr, int(value), self._size, _stream_arg(stream))
+    def fill(self, value, width=None, *, stream):
+        """Fills the buffer with ``value``, ordered on ``stream``: an int 0-255 (a byte), or
+        1, 2 or 4 bytes (bytes, or a NumPy scalar's) repeated; the size must be a multiple
+        of the pattern. ``width`` (cuda.core 0.x): an int value written in that many bytes."""
+        if isinstance(value, (bool, str)) or value is None:
+            raise TypeError(f"Buffer.fill: value must be an int or 1, 2 or 4 bytes, not {type(value).__name__}")
+        if isinstance(value, (int, np.integer)) and not isinstance(value, np.generic):
+            w = 1 if width is None else int(width)
+            if w not in (1, 2, 4):
+                raise ValueError(f"Buffer.fill: width must be 1, 2 or 4, got {width!r}")
+            if not 0 <= int(value) < 1 << (8 * w):
+                raise OverflowError(f"Buffer.fill: {value} does not fit in {w} byte{'s' if w > 1 else ''}")
+            pat = int(value).to_bytes(w, "little")
+        else:
+            try:
+                pat = bytes(memoryview(value).cast("B"))
+            except TypeError:
+                raise TypeError(f"Buffer.fill: value must be an int or 1, 2 or 4 bytes, not {type(value).__name__}") from None
+        if len(pat) not in (1, 2, 4):
+            raise ValueError(f"Buffer.fill: a pattern is 1, 2 or 4 bytes, got {len(pat)}")
+        if self._size % len(pat):
+            raise ValueError(f"Buffer.fill: the buffer's {self._size} bytes are not a whole number of "
+                             f"{len(pat)}-byte patterns")
+        _cuk.memset_pattern(self._ptr, pat, self._size, _stream_arg(stream))
 
     def __dlpack_device__(self):
         # host-accessible memory as CPU memory (what NumPy takes), else CUDA memory
-        return (1, 0) if self.is_host_accessible else (2, self.device_id)
+        return (DLDeviceType.kDLCPU, 0) if self.is_host_accessible else (DLDeviceType.kDLCUDA, self.device_id)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """The bytes as a 1-D int8 tensor (cuda.core's convention)."""

@@ -301,3 +301,39 @@ def test_cuda_core_1x_compatibility_on_the_fake_driver(fake_driver, tmp_path):
         "error Both Events must be created with timing enabled",
         "error Both Events must be recorded on a stream (Stream.record) before their time is taken",
     ], out
+
+
+FILL_CHILD = cukpath.FAKE_CHILD_PRELUDE + r"""
+import ctypes
+from cuk.core import Device, PinnedMemoryResource
+
+dev = Device()
+dev.set_current()
+s = dev.create_stream()
+b = PinnedMemoryResource().allocate(8)
+for v in (0x42, b"\x34\x12", np.uint32(0xDEADBEEF), np.float32(1.0), np.int8(-1)):
+    b.fill(v, stream=s)
+    print("fill", ctypes.string_at(b.handle, 8).hex())
+for v in (256, -1, "x", b"", b"\x01\x02\x03", np.uint64(0)):
+    try:
+        b.fill(v, stream=s)
+        print("no error")
+    except Exception as e:
+        print("error", type(e).__name__)
+try:
+    PinnedMemoryResource().allocate(6).fill(np.uint32(1), stream=s)
+except ValueError as e:
+    print("error", e)
+print("ipc", PinnedMemoryResource().is_ipc_enabled, dev.memory_resource.is_ipc_enabled)
+print("ok")
+"""
+
+
+def test_buffer_fill_patterns_on_the_fake_driver(fake_driver, tmp_path):
+    out = cukpath.run_fake_logged(fake_driver, tmp_path, FILL_CHILD)[0]
+    assert out[:5] == ["fill 4242424242424242", "fill 3412341234123412", "fill efbeaddeefbeadde",
+                       "fill 0000803f0000803f", "fill ffffffffffffffff"], out
+    assert out[5:11] == ["error OverflowError", "error OverflowError", "error TypeError", "error ValueError",
+                         "error ValueError", "error ValueError"], out
+    assert out[11] == "error Buffer.fill: the buffer's 6 bytes are not a whole number of 4-byte patterns"
+    assert out[12] == "ipc False False"
