@@ -206,17 +206,21 @@ def install(wheels, names, dest):
 
 
 def outcomes(xml):
-    """{test id: "pass" | "fail" | "skip"} from a junit XML file."""
-    res = {}
+    """({test id: "pass" | "fail" | "skip"}, {failure message: count}) from a junit XML file."""
+    res, why = {}, {}
     try:
         root = ET.parse(xml).getroot()
     except (ET.ParseError, OSError):
-        return res
+        return res, why
     for tc in root.iter("testcase"):
         tid = tc.get("classname", "") + "::" + tc.get("name", "")
         kinds = {c.tag for c in tc}
         res[tid] = "fail" if kinds & {"failure", "error"} else "skip" if "skipped" in kinds else "pass"
-    return res
+        for c in tc:
+            if c.tag in ("failure", "error"):
+                m = (c.get("message") or "").splitlines()[0][:150] if c.get("message") else c.tag
+                why[m] = why.get(m, 0) + 1
+    return res, why
 
 
 def run_file(rel, tree, env, xml, timeout):
@@ -227,7 +231,7 @@ def run_file(rel, tree, env, xml, timeout):
         tail = (p.stdout.strip().splitlines() or [""])[-1]
     except subprocess.TimeoutExpired:
         tail = f"timed out after {timeout} s"
-    return outcomes(xml), tail
+    return outcomes(xml) + (tail,)
 
 
 def main():
@@ -268,10 +272,11 @@ def main():
                 xml = os.path.join(work, who + "-" + rel.replace(os.sep, "_") + ".xml")
                 jobs[rel, who] = ex.submit(run_file, rel, tree, env, xml, a.timeout)
     tot = {"tests": 0, "base": 0, "cuk": 0, "both": 0}
+    whys = {}
     print("file | tests | cuda.core passed | cuk.core passed | both | cuk.core's last line")
     for rel in files:
-        b, _ = jobs[rel, "cuda.core"].result() if (rel, "cuda.core") in jobs else ({}, "")
-        m, tail = jobs[rel, "cuk.core"].result()
+        b = jobs[rel, "cuda.core"].result()[0] if (rel, "cuda.core") in jobs else {}
+        m, whys[rel], tail = jobs[rel, "cuk.core"].result()
         ids = set(b) | set(m)
         nb = sum(v == "pass" for v in b.values())
         nm = sum(v == "pass" for v in m.values())
@@ -281,6 +286,10 @@ def main():
         print(f"{rel} | {len(ids)} | {nb} | {nm} | {both} | {tail[:160]}")
     print(f"total: {tot['tests']} tests; cuda.core passes {tot['base']}, cuk.core {tot['cuk']}, "
           f"{tot['both']} of cuda.core's {tot['base']}")
+    print("\ncuk.core's most frequent failures per file (count: message)")
+    for rel in files:
+        for msg, n in sorted(whys[rel].items(), key=lambda kv: -kv[1])[:4]:
+            print(f"{rel}: {n}: {msg}")
 
 
 if __name__ == "__main__":
