@@ -283,7 +283,14 @@ static PyObject *module_get_global(PyObject *self, PyObject *arg) {
 static PyMethodDef module_methods[] = {{"get_function", module_get_function, METH_O, NULL},
                                        {"get_global", module_get_global, METH_O, NULL},
                                        {NULL, NULL, 0, NULL}};
-static PyType_Slot module_slots[] = {{Py_tp_dealloc, module_dealloc}, {Py_tp_methods, module_methods}, {0, 0}};
+static PyObject *module_handle(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromUnsignedLongLong((unsigned long long)cuk_module_handle(((Module *)self)->m));
+}
+static PyGetSetDef module_getset[] = {{"handle", module_handle, NULL, "the CUmodule", NULL},
+                                      {NULL, NULL, NULL, NULL, NULL}};
+static PyType_Slot module_slots[] = {
+    {Py_tp_dealloc, module_dealloc}, {Py_tp_methods, module_methods}, {Py_tp_getset, module_getset}, {0, 0}};
 static PyType_Spec module_spec = {"cuk._cuk.Module", sizeof(Module), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
                                   module_slots};
 
@@ -915,7 +922,12 @@ static PyObject *kernel_noop(PyObject *self, PyObject *arg) {
     (void)arg;
     Py_RETURN_NONE;
 }
+static PyObject *kernel_handle(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromUnsignedLongLong((unsigned long long)cuk_function_handle(((Kernel *)self)->f));
+}
 static PyGetSetDef kernel_getset[] = {
+    {"handle", kernel_handle, NULL, "the CUfunction", NULL},
     {"num_regs", kernel_attr_get, NULL, "registers per thread", "num_regs"},
     {"shared_size_bytes", kernel_attr_get, NULL, "static shared memory", "shared_size_bytes"},
     {"max_threads_per_block", kernel_attr_get, NULL, NULL, "max_threads_per_block"},

@@ -287,9 +287,16 @@ static PyMethodDef event_methods[] = {{"record", event_record, METH_VARARGS, "re
                                       {"time_since", event_time_since, METH_O, "ms since an earlier event"},
                                       {"time_till", event_time_till, METH_O, "ms until a later event"},
                                       {NULL, NULL, 0, NULL}};
+static PyObject *event_handle(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromUnsignedLongLong((unsigned long long)cuk_event_handle(((Event *)self)->e));
+}
+static PyGetSetDef event_getset[] = {{"handle", event_handle, NULL, "the CUevent", NULL},
+                                     {NULL, NULL, NULL, NULL, NULL}};
 static PyType_Slot event_slots[] = {{Py_tp_new, event_new},
                                     {Py_tp_dealloc, event_dealloc},
                                     {Py_tp_methods, event_methods},
+                                    {Py_tp_getset, event_getset},
                                     {Py_tp_doc, "A CUDA event with timing."},
                                     {0, 0}};
 static PyType_Spec event_spec = {"cuk.driver.Event", sizeof(Event), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, event_slots};

@@ -246,6 +246,9 @@ cuk_status cuk_event_create(cuk_event **e); /* with timing */
 enum { CUK_EVENT_BLOCKING_SYNC = 1, CUK_EVENT_DISABLE_TIMING = 2 };
 cuk_status cuk_event_create_ex(cuk_event **e, unsigned flags);
 cuk_status cuk_event_destroy(cuk_event *e);
+/* The driver's handles behind cuk's objects (a CUevent, CUfunction, CUmodule), for other
+   libraries; 0 for NULL. */
+uintptr_t cuk_event_handle(const cuk_event *e);
 cuk_status cuk_event_record(cuk_event *e, cuk_stream *s);
 cuk_status cuk_event_synchronize(cuk_event *e);
 cuk_status cuk_event_query(cuk_event *e); /* CUK_OK or CUK_ERR_NOT_READY */
@@ -421,6 +424,8 @@ cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info);
    per block, 1 static shared bytes, 2 constant bytes, 3 local bytes, 4 registers, 5 PTX
    version, 6 binary version, ...). */
 cuk_status cuk_function_attribute(cuk_function *f, int attr, int *value);
+uintptr_t cuk_function_handle(const cuk_function *f);
+uintptr_t cuk_module_handle(const cuk_module *m);
 /* Parameter index's byte offset and size in the kernel's parameter buffer
    (cuFuncGetParamInfo); past the last parameter: CUK_ERR_NOT_FOUND. */
 cuk_status cuk_function_param_info(cuk_function *f, size_t index, size_t *offset, size_t *size);

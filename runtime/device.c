@@ -529,6 +529,8 @@ cuk_status cuk_event_create_ex(cuk_event **out, unsigned flags) {
     return CUK_OK;
 }
 
+uintptr_t cuk_event_handle(const cuk_event *e) { return e ? (uintptr_t)e->e : 0; }
+
 cuk_status cuk_event_destroy(cuk_event *e) {
     if (!e) return CUK_OK;
     cuk_status s = ctx_make_current(e->d);

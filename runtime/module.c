@@ -418,6 +418,9 @@ cuk_status cuk_function_attribute(cuk_function *f, int attr, int *value) {
     return CUK_OK;
 }
 
+uintptr_t cuk_function_handle(const cuk_function *f) { return f ? (uintptr_t)f->fn : 0; }
+uintptr_t cuk_module_handle(const cuk_module *m) { return m ? (uintptr_t)m->mod : 0; }
+
 cuk_status cuk_function_param_info(cuk_function *f, size_t index, size_t *offset, size_t *size) {
     if (!f || !offset || !size) return err_set(CUK_ERR_INVALID, "cuk_function_param_info: NULL argument");
     cuk_status s = ctx_make_current(f->d);

@@ -103,7 +103,7 @@ class Context:
         return hash((Context, self._handle))
 
     def __repr__(self):
-        return f"<Context handle={self._handle:#x} of device {self._dev}>"
+        return f"<Context handle={self._handle:#x} device={self._dev}>"
 
 
 # The device attributes that are yes-or-no flags (cuda.core gives them as bools); the
@@ -266,6 +266,9 @@ class Device:
     def __repr__(self):
         return f"<Device {self._id} ({self.name})>"
 
+    def __reduce__(self):
+        return (Device, (self._id,))
+
 
 # ---- streams and events ---------------------------------------------------------------------
 
@@ -391,10 +394,10 @@ class Stream:
         return isinstance(other, Stream) and other._handle == self._handle
 
     def __hash__(self):
-        return hash(self._handle)
+        return hash((Stream, self._handle))
 
     def __repr__(self):
-        return f"<Stream handle={self._handle:#x}>"
+        return f"<Stream handle={self._handle:#x} context={self.context.handle:#x}>"
 
 
 # cuda.core's default streams: the current device's legacy and per-thread default streams
@@ -497,14 +500,17 @@ class Event:
         return isinstance(other, Event) and other._ev is self._ev
 
     def __hash__(self):
-        return hash(id(self._ev))
+        return hash((Event, self._ev.handle))
 
     def close(self):
         pass
 
     @property
-    def handle(self):
-        return id(self._ev)
+    def handle(self) -> int:
+        return self._ev.handle
+
+    def __repr__(self):
+        return f"<Event handle={self._ev.handle:#x}>"
 
 
 # ---- memory -----------------------------------------------------------------------------------
@@ -1234,6 +1240,9 @@ class Program:
     """Source code and how to compile it (cuda.core's ``Program``): C++ through NVRTC, PTX
     through nvJitLink."""
 
+    def __repr__(self):
+        return f"<Program backend='{self.backend.value}'>"
+
     def __init__(self, code, code_type, options: Optional[ProgramOptions] = None):
         if not isinstance(code, (str, bytes)):
             raise TypeError("code must be a str (or bytes for PTX)")
@@ -1359,8 +1368,16 @@ class ObjectCode:
         return self._name
 
     @property
-    def handle(self):
-        return self._module()
+    def handle(self) -> int:
+        """The loaded CUmodule (loading the code on the current device first)."""
+        return self._module().handle
+
+    def __repr__(self):
+        h = self._mod.handle if self._mod is not None else 0
+        return f"<ObjectCode handle={h:#x} code_type='{self._type}'>"
+
+    def __reduce__(self):
+        return (ObjectCode._make, (self._code, self._type, dict(self._names), self._name))
 
     def _module(self):
         if self._type in ("ltoir", "object", "library"):
@@ -1454,8 +1471,18 @@ class Kernel:
         return _Occupancy(self)
 
     @property
-    def handle(self):
-        return self._f
+    def handle(self) -> int:
+        """The CUfunction."""
+        return self._f.handle
+
+    def __eq__(self, other):
+        return isinstance(other, Kernel) and other._f.handle == self._f.handle
+
+    def __hash__(self):
+        return hash((Kernel, self._f.handle))
+
+    def __repr__(self):
+        return f"<Kernel handle={self._f.handle:#x}>"
 
     @property
     def arguments_info(self):

@@ -337,3 +337,36 @@ def test_buffer_fill_patterns_on_the_fake_driver(fake_driver, tmp_path):
                          "error ValueError", "error ValueError"], out
     assert out[11] == "error Buffer.fill: the buffer's 6 bytes are not a whole number of 4-byte patterns"
     assert out[12] == "ipc False False"
+
+
+PROTOCOLS_CHILD = cukpath.FAKE_CHILD_PRELUDE + r"""
+import pickle, re, weakref
+from cuk.core import Device, Program, ProgramOptions
+
+dev = Device()
+dev.set_current()
+s = dev.create_stream()
+e = s.record()
+objs = {"device": dev, "stream": s, "event": e, "context": s.context, "buffer": dev.allocate(64, stream=s)}
+for k, o in objs.items():
+    print(k, repr(o), hash(o) == hash(o), weakref.ref(o)() is o, o == o, o != "x")
+print("pickle", pickle.loads(pickle.dumps(dev)) is dev)
+print("program", repr(Program('extern "C" __global__ void k() {}', "c++", ProgramOptions(arch="sm_90"))))
+print("ok")
+"""
+
+
+def test_object_protocols_on_the_fake_driver(fake_driver, tmp_path):
+    import re
+
+    out = cukpath.run_fake_logged(fake_driver, tmp_path, PROTOCOLS_CHILD)[0]
+    pats = {"device": r"<Device \d+ \(.+\)>", "stream": r"<Stream handle=0x[0-9a-f]+ context=0x[0-9a-f]+>",
+            "event": r"<Event handle=0x[0-9a-f]+>", "context": r"<Context handle=0x[0-9a-f]+ device=\d+>",
+            "buffer": r"<Buffer ptr=0x[0-9a-f]+ size=\d+>"}
+    for line, (k, pat) in zip(out, pats.items()):
+        name, rest = line.split(" ", 1)
+        r, flags = rest.rsplit(" ", 4)[0], rest.rsplit(" ", 4)[1:]
+        assert name == k and re.fullmatch(pat, r), line
+        assert flags == ["True"] * 4, line
+    assert out[5] == "pickle True"
+    assert out[6] == "program <Program backend='NVRTC'>"
