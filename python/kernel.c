@@ -907,6 +907,14 @@ static PyObject *kernel_attr_num(PyObject *self, void *c) {
     CHECK(cuk_function_attribute(((Kernel *)self)->f, (int)(intptr_t)c, &v));
     return PyLong_FromLong(v);
 }
+/* smem_available(blocks_per_sm, block) -> bytes of dynamic shared memory a block may use */
+static PyObject *kernel_smem_available(PyObject *self, PyObject *args) {
+    int per_sm, block;
+    if (!PyArg_ParseTuple(args, "ii", &per_sm, &block)) return NULL;
+    size_t b = 0;
+    CHECK(cuk_function_smem_available(((Kernel *)self)->f, per_sm, block, &b));
+    return PyLong_FromSize_t(b);
+}
 /* param_info(i) -> (offset, size), or None past the last parameter */
 static PyObject *kernel_param_info(PyObject *self, PyObject *arg) {
     Py_ssize_t i = PyLong_AsSsize_t(arg);
@@ -944,6 +952,7 @@ static PyMethodDef kernel_methods[] = {{"_prepare", kernel_prepare, METH_O, NULL
                                         "prepared_timed_call(grid, block, *args, shared_size=0) -> callable giving seconds"},
                                        {"get_attribute", kernel_get_attribute, METH_O, NULL},
                                        {"param_info", kernel_param_info, METH_O, "param_info(i) -> (offset, size) or None"},
+                                       {"smem_available", kernel_smem_available, METH_VARARGS, "smem_available(blocks_per_sm, block) -> bytes"},
                                        {"set_cache_config", kernel_noop, METH_O, "accepted; the driver decides"},
                                        {"set_shared_size", kernel_noop, METH_O, "accepted; the driver decides"},
                                        {"prepared_call", FASTKW(kernel_prepared_call), "prepared_call(grid, block, *args, shared_size=0)"},

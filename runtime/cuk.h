@@ -425,6 +425,9 @@ cuk_status cuk_function_info_get(cuk_function *f, cuk_function_info *info);
    version, 6 binary version, ...). */
 cuk_status cuk_function_attribute(cuk_function *f, int attr, int *value);
 uintptr_t cuk_function_handle(const cuk_function *f);
+/* The dynamic shared memory a block of `block` threads may use with blocks_per_sm of them
+   resident on each SM (cuOccupancyAvailableDynamicSMemPerBlock). */
+cuk_status cuk_function_smem_available(cuk_function *f, int blocks_per_sm, int block, size_t *bytes);
 uintptr_t cuk_module_handle(const cuk_module *m);
 /* Parameter index's byte offset and size in the kernel's parameter buffer
    (cuFuncGetParamInfo); past the last parameter: CUK_ERR_NOT_FOUND. */

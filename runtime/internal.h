@@ -168,6 +168,8 @@ enum {
       (int *, int *, CUfunction, CUoccupancyB2DSize, size_t, int))                               \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 1, \
       (int *, CUfunction, int, size_t))                                                          \
+    X(cuOccupancyAvailableDynamicSMemPerBlock, "cuOccupancyAvailableDynamicSMemPerBlock", 0,       \
+      (size_t *, CUfunction, int, int))                                                          \
     X(cuLaunchKernel, "cuLaunchKernel", 1,                                                       \
       (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, \
        void **, void **))                                                                        \

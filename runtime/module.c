@@ -407,6 +407,20 @@ cuk_status cuk_function_resident(cuk_function *f, unsigned block, unsigned share
     return CUK_OK;
 }
 
+cuk_status cuk_function_smem_available(cuk_function *f, int blocks_per_sm, int block, size_t *bytes) {
+    if (!f || !bytes) return err_set(CUK_ERR_INVALID, "cuk_function_smem_available: NULL argument");
+    if (blocks_per_sm < 1 || block < 1)
+        return err_set(CUK_ERR_INVALID, "cuk_function_smem_available: blocks per SM (%d) and the block size (%d) must be "
+                                        "positive", blocks_per_sm, block);
+    cuk_status s = ctx_make_current(f->d);
+    if (s) return s;
+    if (!cu.cuOccupancyAvailableDynamicSMemPerBlock)
+        return err_set(CUK_ERR_DRIVER, "this CUDA driver has no cuOccupancyAvailableDynamicSMemPerBlock");
+    CU_CHECK(cu.cuOccupancyAvailableDynamicSMemPerBlock(bytes, f->fn, blocks_per_sm, block),
+             "cuOccupancyAvailableDynamicSMemPerBlock");
+    return CUK_OK;
+}
+
 cuk_status cuk_function_attribute(cuk_function *f, int attr, int *value) {
     if (!f || !value) return err_set(CUK_ERR_INVALID, "cuk_function_attribute: NULL argument");
     if (attr < 0 || attr > 64)

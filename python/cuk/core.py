@@ -1405,6 +1405,12 @@ class _KernelAttributes:
     def __init__(self, k):
         self._k = k
 
+    def __getitem__(self, device):
+        """The attributes on a device (cuda.core's per-device view): a kernel of cuk is
+        loaded on one device, so this checks the device and gives the same values."""
+        Device(device.device_id if isinstance(device, Device) else device)
+        return self
+
     def __getattr__(self, name):
         if name not in self._ATTRS:
             raise AttributeError(name)
@@ -1423,6 +1429,10 @@ class _AttrInt(int):
 class _Occupancy:
     def __init__(self, k):
         self._k = k
+
+    def available_dynamic_shared_memory_per_block(self, num_blocks_per_multiprocessor, block_size):
+        """Bytes of dynamic shared memory each block may use with that many resident per SM."""
+        return self._k._f.smem_available(int(num_blocks_per_multiprocessor), int(block_size))
 
     def max_active_blocks_per_multiprocessor(self, block_size, dynamic_shared_memory_size):
         return _cuk.occupancy(self._k._f, int(block_size), int(dynamic_shared_memory_size))[0]

@@ -234,6 +234,9 @@ def test_cuda_core_1x_kernel_and_event_api(dev, mod):
     assert k.num_arguments == 4
     assert [(p.offset, p.size) for p in k.arguments_info] == [(0, 4), (8, 8), (16, 8), (24, 8)]
     assert isinstance(k.attributes.num_regs, int) and k.attributes.num_regs == k.attributes.num_regs()
+    smem = k.occupancy.available_dynamic_shared_memory_per_block(2, 256)
+    assert 0 < smem <= dev.properties.max_shared_memory_per_block_optin
+    assert k.attributes[dev].num_regs == k.attributes[dev.device_id].num_regs == k.attributes.num_regs
     r = k.occupancy.max_potential_block_size(lambda b: 4 * b, 512)
     assert r.max_block_size % 32 == 0 and 32 <= r.max_block_size <= 512 and r.min_grid_size > 0
     s = dev.create_stream()
