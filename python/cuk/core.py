@@ -1323,32 +1323,21 @@ class ObjectCode:
             module = module.encode()
         return cls._make(bytes(module), code_type, dict(symbol_mapping or {}), name)
 
-    @classmethod
-    def from_cubin(cls, module, *, name="", symbol_mapping=None):
-        return cls._from(module, "cubin", name, symbol_mapping)
+    def _loader(kind, doc):  # noqa: N805 (a helper of the class body, not a method)
+        def load(cls, module, *, name="", symbol_mapping=None):
+            return cls._from(module, kind, name, symbol_mapping)
 
-    @classmethod
-    def from_ptx(cls, module, *, name="", symbol_mapping=None):
-        return cls._from(module, "ptx", name, symbol_mapping)
+        load.__name__ = load.__qualname__ = "from_" + kind
+        load.__doc__ = doc + " (bytes, or a path)."
+        return classmethod(load)
 
-    @classmethod
-    def from_ltoir(cls, module, *, name="", symbol_mapping=None):
-        return cls._from(module, "ltoir", name, symbol_mapping)
-
-    @classmethod
-    def from_fatbin(cls, module, *, name="", symbol_mapping=None):
-        """A fat binary (cubins and PTX for several architectures): loaded as is, or linked."""
-        return cls._from(module, "fatbin", name, symbol_mapping)
-
-    @classmethod
-    def from_object(cls, module, *, name="", symbol_mapping=None):
-        """Relocatable device code (nvcc -dc): input for a Linker."""
-        return cls._from(module, "object", name, symbol_mapping)
-
-    @classmethod
-    def from_library(cls, module, *, name="", symbol_mapping=None):
-        """An archive of relocatable device code (.a): input for a Linker."""
-        return cls._from(module, "library", name, symbol_mapping)
+    from_cubin = _loader("cubin", "A cubin")
+    from_ptx = _loader("ptx", "PTX text")
+    from_ltoir = _loader("ltoir", "LTO-IR: input for a Linker")
+    from_fatbin = _loader("fatbin", "A fat binary (cubins and PTX for several architectures): loaded as is, or linked")
+    from_object = _loader("object", "Relocatable device code (nvcc -dc): input for a Linker")
+    from_library = _loader("library", "An archive of relocatable device code (.a): input for a Linker")
+    del _loader
 
     @property
     def code(self):
