@@ -1069,6 +1069,23 @@ def _copy(dst, src, n, stream):
 # ---- programs, object code, kernels -----------------------------------------------------------
 
 
+def _formatted(opts, table):
+    """Command-line options from (field, form) pairs: "-x" is given when the field is true,
+    "-x={}" with the field's value when it is set, "-x=bool" as -x=true or -x=false when set."""
+    out = []
+    for field, form in table:
+        v = getattr(opts, field)
+        if v is None:
+            continue
+        if form.endswith("=bool"):
+            out.append(f"{form[:-5]}={'true' if v else 'false'}")
+        elif "{}" in form:
+            out.append(form.format(int(v) if isinstance(v, (bool, int, np.integer)) else v))
+        elif v:
+            out.append(form)
+    return out
+
+
 @dataclasses.dataclass
 class ProgramOptions:
     """NVRTC's options by name (cuda.core's ``ProgramOptions``); the ones cuk passes on."""
@@ -1192,27 +1209,13 @@ class ProgramOptions:
             o.append("-brief-diagnostics=true")
         if self.minimal:
             o.append("-minimal")
-        if self.fdevice_syntax_only:
-            o.append("-fdevice-syntax-only")
-        if self.no_cache:
-            o.append("-no-cache")
-        if self.device_float128:
-            o.append("-device-float128")
-        if self.frandom_seed is not None:
-            o.append(f"-frandom-seed={self.frandom_seed}")
-        if self.ofast_compile is not None:
-            o.append(f"-Ofast-compile={self.ofast_compile}")
-        if self.numba_debug:
-            o.append("-numba-debug")
-        if self.pch:
-            o.append("-pch")
-        for flag, v in (("--create-pch", self.create_pch), ("--use-pch", self.use_pch), ("--pch-dir", self.pch_dir)):
-            if v is not None:
-                o.append(f"{flag}={v}")
-        for flag, v in (("--pch-verbose", self.pch_verbose), ("--pch-messages", self.pch_messages),
-                        ("--instantiate-templates-in-pch", self.instantiate_templates_in_pch)):
-            if v is not None:
-                o.append(f"{flag}={'true' if v else 'false'}")
+        o += _formatted(self, (("fdevice_syntax_only", "-fdevice-syntax-only"), ("no_cache", "-no-cache"),
+                               ("device_float128", "-device-float128"), ("frandom_seed", "-frandom-seed={}"),
+                               ("ofast_compile", "-Ofast-compile={}"), ("numba_debug", "-numba-debug"),
+                               ("pch", "-pch"), ("create_pch", "--create-pch={}"), ("use_pch", "--use-pch={}"),
+                               ("pch_dir", "--pch-dir={}"), ("pch_verbose", "--pch-verbose=bool"),
+                               ("pch_messages", "--pch-messages=bool"),
+                               ("instantiate_templates_in_pch", "--instantiate-templates-in-pch=bool")))
         if self.extra_sources:
             raise NotImplementedError("ProgramOptions(extra_sources=...): cuk compiles one C++ source per Program "
                                       "(extra sources are for NVVM, which cuk has no backend for)")
@@ -1701,24 +1704,10 @@ class LinkerOptions:
     def _as_nvjitlink(self):
         arch = self.arch or f"sm_{Device().arch}"
         o = [f"-arch={arch if arch.startswith(('sm_', 'compute_')) else 'sm_' + arch}"]
-        if self.max_register_count is not None:
-            o.append(f"-maxrregcount={int(self.max_register_count)}")
-        if self.verbose:
-            o.append("-verbose")
-        if self.link_time_optimization:
-            o.append("-lto")
-        if self.ptx:
-            o.append("-ptx")
-        if self.optimization_level is not None:
-            o.append(f"-O{int(self.optimization_level)}")
-        if self.debug:
-            o.append("-g")
-        if self.lineinfo:
-            o.append("-lineinfo")
-        for flag, v in (("-ftz", self.ftz), ("-prec-div", self.prec_div), ("-prec-sqrt", self.prec_sqrt),
-                        ("-fma", self.fma)):
-            if v is not None:
-                o.append(f"{flag}={'true' if v else 'false'}")
+        o += _formatted(self, (("max_register_count", "-maxrregcount={}"), ("verbose", "-verbose"),
+                               ("link_time_optimization", "-lto"), ("ptx", "-ptx"), ("optimization_level", "-O{}"),
+                               ("debug", "-g"), ("lineinfo", "-lineinfo"), ("ftz", "-ftz=bool"),
+                               ("prec_div", "-prec-div=bool"), ("prec_sqrt", "-prec-sqrt=bool"), ("fma", "-fma=bool")))
         if self.ptxas_options is not None:
             po = [self.ptxas_options] if isinstance(self.ptxas_options, str) else self.ptxas_options
             o += [f"-Xptxas={x}" for x in po]

@@ -370,3 +370,19 @@ def test_object_protocols_on_the_fake_driver(fake_driver, tmp_path):
         assert flags == ["True"] * 4, line
     assert out[5] == "pickle True"
     assert out[6] == "program <Program backend='NVRTC'>"
+
+
+def test_program_and_linker_options_forms():
+    from cuk.core import LinkerOptions
+
+    o = ProgramOptions(pch=True, create_pch="a.pch", pch_verbose=False, frandom_seed="12", no_cache=True,
+                       ofast_compile="min")._as_nvrtc()
+    assert o == ["-no-cache", "-frandom-seed=12", "-Ofast-compile=min", "-pch", "--create-pch=a.pch",
+                 "--pch-verbose=false"], o
+    b = LinkerOptions(arch="sm_80", debug=True, ftz=True, max_register_count=32, optimization_level=3,
+                      fma=False).as_bytes("nvjitlink")
+    assert b == [b"-arch=sm_80", b"-maxrregcount=32", b"-O3", b"-g", b"-ftz=true", b"-fma=false"], b
+    with pytest.raises(ValueError, match="only supports 'nvjitlink' backend"):
+        LinkerOptions(arch="sm_80").as_bytes("driver")
+    with pytest.raises(NotImplementedError, match="extra_sources"):
+        ProgramOptions(extra_sources=["x"])._as_nvrtc()
