@@ -396,11 +396,15 @@ cuk_status cuk_device_context(int index, uintptr_t *ctx) {
 
 cuk_status cuk_device_uuid(int index, unsigned char uuid[16]) {
     if (!uuid) return err_set(CUK_ERR_INVALID, "cuk_device_uuid: NULL argument");
-    Device *d;
-    cuk_status s = dev_open(index, &d);
+    int n = 0;
+    cuk_status s = cuk_device_count(&n);
     if (s) return s;
+    if (index < 0 || index >= n)
+        return err_set(CUK_ERR_NO_DEVICE, "cuk_device_uuid: there is no device %d (this machine has %d)", index, n);
     if (!cu.cuDeviceGetUuid) return err_set(CUK_ERR_DRIVER, "cuk_device_uuid: this CUDA driver has no cuDeviceGetUuid_v2");
-    CU_CHECK(cu.cuDeviceGetUuid(uuid, d->dev), "cuDeviceGetUuid_v2");
+    CUdevice dev; /* by ordinal: the UUID needs no context */
+    CU_CHECK(cu.cuDeviceGet(&dev, index), "cuDeviceGet");
+    CU_CHECK(cu.cuDeviceGetUuid(uuid, dev), "cuDeviceGetUuid_v2");
     return CUK_OK;
 }
 

@@ -25,10 +25,14 @@ static cuk_status location(int loc, const char *what, CUmemLocation *l) {
                        "%s: location %d is neither a device ordinal, CUK_LOC_HOST (-1), CUK_LOC_HOST_NUMA_CURRENT (-3) "
                        "nor CUK_LOC_HOST_NUMA(n) (-16 - n)",
                        what, loc);
-    Device *d;
-    cuk_status s = dev_open(loc, &d);
+    /* the device by ordinal, without retaining its context */
+    int n = 0;
+    cuk_status s = cuk_device_count(&n);
     if (s) return s;
-    *l = (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d->dev};
+    if (loc >= n) return err_set(CUK_ERR_NO_DEVICE, "%s: there is no device %d (this machine has %d)", what, loc, n);
+    CUdevice dev;
+    CU_CHECK(cu.cuDeviceGet(&dev, loc), "cuDeviceGet");
+    *l = (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
     return CUK_OK;
 }
 
@@ -92,10 +96,11 @@ cuk_status cuk_mem_prefetch(cuk_devptr p, size_t bytes, int loc, cuk_stream *st)
 static int loc_of(int dev) {
     if (dev == CU_DEVICE_CPU) return CUK_LOC_HOST;
     if (dev < 0) return CUK_LOC_NONE;
-    for (int i = 0; i < 64; i++) {
-        Device *d;
-        if (dev_open(i, &d)) break;
-        if (d->dev == dev) return i;
+    int n = 0;
+    if (cuk_device_count(&n)) n = 0;
+    for (int i = 0; i < n; i++) {
+        CUdevice d;
+        if (cu.cuDeviceGet(&d, i) == CUDA_SUCCESS && d == dev) return i;
     }
     err_clear();
     return dev;
