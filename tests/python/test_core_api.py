@@ -282,6 +282,14 @@ for f in (lambda: e1 - b, lambda: dev.create_event(options=t) - e0):
         f()
     except RuntimeError as e:
         print("error", str(e).split(":")[0])
+from cuk.core import Program, ProgramOptions
+try:
+    k = Program('extern "C" __global__ void k(int a) {}', "c++", ProgramOptions(arch="sm_90")).compile("cubin").get_kernel("k")
+    print("kernel", k.num_arguments, k.occupancy.available_dynamic_shared_memory_per_block(4, 128),
+          k.attributes[dev] is k.attributes[0] or k.attributes[dev].num_regs == k.attributes.num_regs,
+          isinstance(k.handle, int))
+except cuk.NoDeviceError:
+    print("kernel skipped: no NVRTC")
 print("ok")
 """
 
@@ -301,6 +309,9 @@ def test_cuda_core_1x_compatibility_on_the_fake_driver(fake_driver, tmp_path):
         "error Both Events must be created with timing enabled",
         "error Both Events must be recorded on a stream (Stream.record) before their time is taken",
     ], out
+    if not out[11].startswith("kernel skipped"):
+        # the fake's kernels have no parameters and 228 KiB of shared memory an SM
+        assert out[11] == "kernel 0 %d True True" % ((228 << 10) // 4), out
 
 
 FILL_CHILD = cukpath.FAKE_CHILD_PRELUDE + r"""
