@@ -562,7 +562,8 @@ for i in range(N):
         with open(name, "w") as f:
             f.write(src)
         print("BAD %s: %s" % (name, bad))
-os.remove(path)
+if os.path.exists(path):  # not written when the deadline came before the first program
+    os.remove(path)
 print("%s seed %d: %d programs, %d bad, exit statuses %s%s" % (
     mode, SEED, tried, nbad, " ".join("%s:%d" % ("/".join(map(str, k)), v) for k, v in sorted(stats.items(), key=str)),
     "; left out (known bugs): %s" % ", ".join(sorted(EXCLUDED)) if EXCLUDED else ""))
