@@ -127,17 +127,23 @@ static cuk_status value_fail(CUresult r, const char *call, const char *what, int
     return cu_fail(r, call);
 }
 
-cuk_status cuk_device_attribute(int index, int attribute, int *value) {
-    if (!value) return err_set(CUK_ERR_INVALID, "cuk_device_attribute: NULL argument");
-    *value = 0;
+cuk_status dev_handle(int index, CUdevice *dev) {
     cuk_status s = driver_load();
     if (s) return s;
     pthread_mutex_lock(&dev_lock);
     s = check_index_locked(index);
     pthread_mutex_unlock(&dev_lock);
     if (s) return s;
+    CU_CHECK(cu.cuDeviceGet(dev, index), "cuDeviceGet");
+    return CUK_OK;
+}
+
+cuk_status cuk_device_attribute(int index, int attribute, int *value) {
+    if (!value) return err_set(CUK_ERR_INVALID, "cuk_device_attribute: NULL argument");
+    *value = 0;
     CUdevice dev;
-    CU_CHECK(cu.cuDeviceGet(&dev, index), "cuDeviceGet");
+    cuk_status s = dev_handle(index, &dev);
+    if (s) return s;
     CUresult r = cu.cuDeviceGetAttribute(value, attribute, dev);
     return r ? value_fail(r, "cuDeviceGetAttribute", "attribute", attribute) : CUK_OK;
 }
@@ -396,14 +402,10 @@ cuk_status cuk_device_context(int index, uintptr_t *ctx) {
 
 cuk_status cuk_device_uuid(int index, unsigned char uuid[16]) {
     if (!uuid) return err_set(CUK_ERR_INVALID, "cuk_device_uuid: NULL argument");
-    int n = 0;
-    cuk_status s = cuk_device_count(&n);
-    if (s) return s;
-    if (index < 0 || index >= n)
-        return err_set(CUK_ERR_NO_DEVICE, "cuk_device_uuid: there is no device %d (this machine has %d)", index, n);
-    if (!cu.cuDeviceGetUuid) return err_set(CUK_ERR_DRIVER, "cuk_device_uuid: this CUDA driver has no cuDeviceGetUuid_v2");
     CUdevice dev; /* by ordinal: the UUID needs no context */
-    CU_CHECK(cu.cuDeviceGet(&dev, index), "cuDeviceGet");
+    cuk_status s = dev_handle(index, &dev);
+    if (s) return s;
+    if (!cu.cuDeviceGetUuid) return err_set(CUK_ERR_DRIVER, "cuk_device_uuid: this CUDA driver has no cuDeviceGetUuid_v2");
     CU_CHECK(cu.cuDeviceGetUuid(uuid, dev), "cuDeviceGetUuid_v2");
     return CUK_OK;
 }

@@ -267,6 +267,9 @@ CUstream stream_raw(cuk_stream *s); /* NULL for the default stream */
 /* Device `index` with its primary context retained (any device, selected or not), for
    work over several GPUs (nccl.c); CUK_ERR_NO_DEVICE for an index the driver lacks. */
 cuk_status dev_open(int index, Device **d);
+/* Device `index`'s CUdevice, checked, without opening the device or retaining its
+   context (attributes, UUIDs, managed-memory locations). */
+cuk_status dev_handle(int index, CUdevice *dev);
 /* Makes d's context current on this thread if it is not (cheap when it is). */
 cuk_status ctx_make_current(Device *d);
 

@@ -25,13 +25,9 @@ static cuk_status location(int loc, const char *what, CUmemLocation *l) {
                        "%s: location %d is neither a device ordinal, CUK_LOC_HOST (-1), CUK_LOC_HOST_NUMA_CURRENT (-3) "
                        "nor CUK_LOC_HOST_NUMA(n) (-16 - n)",
                        what, loc);
-    /* the device by ordinal, without retaining its context */
-    int n = 0;
-    cuk_status s = cuk_device_count(&n);
+    CUdevice dev; /* by ordinal, without retaining its context */
+    cuk_status s = dev_handle(loc, &dev);
     if (s) return s;
-    if (loc >= n) return err_set(CUK_ERR_NO_DEVICE, "%s: there is no device %d (this machine has %d)", what, loc, n);
-    CUdevice dev;
-    CU_CHECK(cu.cuDeviceGet(&dev, loc), "cuDeviceGet");
     *l = (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
     return CUK_OK;
 }

@@ -1149,66 +1149,36 @@ class ProgramOptions:
         def many(v):
             return [v] if isinstance(v, (str, int)) else list(v)
 
-        if self.relocatable_device_code:
-            o.append("-rdc=true")
-        if self.extensible_whole_program:
-            o.append("-ewp")
-        if self.debug:
-            o.append("-G")
-        if self.lineinfo:
-            o.append("-lineinfo")
+        o += _formatted(self, (("relocatable_device_code", "-rdc=true"), ("extensible_whole_program", "-ewp"),
+                               ("debug", "-G"), ("lineinfo", "-lineinfo")))
         if self.device_code_optimize is not None:
             o.append(f"-dopt={'on' if self.device_code_optimize else 'off'}")
         if self.ptxas_options is not None:
             o += [f"-Xptxas={x}" for x in many(self.ptxas_options)]
-        if self.max_register_count is not None:
-            o.append(f"-maxrregcount={int(self.max_register_count)}")
-        for flag, v in (("-ftz", self.ftz), ("-prec-sqrt", self.prec_sqrt), ("-prec-div", self.prec_div),
-                        ("-fmad", self.fma)):
-            if v is not None:
-                o.append(f"{flag}={'true' if v else 'false'}")
-        if self.use_fast_math:
-            o.append("-use_fast_math")
-        if self.extra_device_vectorization:
-            o.append("-extra-device-vectorization")
+        o += _formatted(self, (("max_register_count", "-maxrregcount={}"), ("ftz", "-ftz=bool"),
+                               ("prec_sqrt", "-prec-sqrt=bool"), ("prec_div", "-prec-div=bool"), ("fma", "-fmad=bool"),
+                               ("use_fast_math", "-use_fast_math"),
+                               ("extra_device_vectorization", "-extra-device-vectorization")))
         if self.link_time_optimization or self.gen_opt_lto:
             o.append("-dlto")
         if self.define_macro is not None:
             dm = self.define_macro
             for d in ([dm] if isinstance(dm, (str, tuple)) else dm):
                 o.append(f"-D{d[0]}={d[1]}" if isinstance(d, tuple) else f"-D{d}")
-        if self.undefine_macro is not None:
-            o += [f"-U{u}" for u in many(self.undefine_macro)]
-        if self.include_path is not None:
-            o += [f"-I{p}" for p in many(self.include_path)]
-        if self.pre_include is not None:
-            o += [f"-include={p}" for p in many(self.pre_include)]
-        if self.no_source_include:
-            o.append("-no-source-include")
-        if self.std is not None:
-            o.append(f"-std={self.std}")
-        if self.builtin_move_forward is not None:
-            o.append(f"-builtin-move-forward={'true' if self.builtin_move_forward else 'false'}")
-        if self.builtin_initializer_list is not None:
-            o.append(f"-builtin-initializer-list={'true' if self.builtin_initializer_list else 'false'}")
-        if self.disable_warnings:
-            o.append("-w")
-        if self.restrict:
-            o.append("-restrict")
-        if self.device_as_default_execution_space:
-            o.append("-default-device")
-        if self.device_int128:
-            o.append("-device-int128")
-        if self.no_display_error_number:
-            o.append("-no-err-no")
+        for form, v in (("-U{}", self.undefine_macro), ("-I{}", self.include_path), ("-include={}", self.pre_include)):
+            if v is not None:
+                o += [form.format(x) for x in many(v)]
+        o += _formatted(self, (("no_source_include", "-no-source-include"), ("std", "-std={}"),
+                               ("builtin_move_forward", "-builtin-move-forward=bool"),
+                               ("builtin_initializer_list", "-builtin-initializer-list=bool"),
+                               ("disable_warnings", "-w"), ("restrict", "-restrict"),
+                               ("device_as_default_execution_space", "-default-device"),
+                               ("device_int128", "-device-int128"), ("no_display_error_number", "-no-err-no")))
         for flag, v in (("-diag-error", self.diag_error), ("-diag-suppress", self.diag_suppress),
                         ("-diag-warn", self.diag_warn)):
             if v is not None:
                 o.append(f"{flag}={','.join(str(x) for x in many(v))}")
-        if self.brief_diagnostics:
-            o.append("-brief-diagnostics=true")
-        if self.minimal:
-            o.append("-minimal")
+        o += _formatted(self, (("brief_diagnostics", "-brief-diagnostics=true"), ("minimal", "-minimal")))
         o += _formatted(self, (("fdevice_syntax_only", "-fdevice-syntax-only"), ("no_cache", "-no-cache"),
                                ("device_float128", "-device-float128"), ("frandom_seed", "-frandom-seed={}"),
                                ("ofast_compile", "-Ofast-compile={}"), ("numba_debug", "-numba-debug"),
