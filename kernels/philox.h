@@ -211,27 +211,36 @@ CUK_FN double cuk_randn_f64(uint64_t i, uint64_t seed) { return cuk_randn_f64_of
 #define CUK_FSQRT(a) sqrtf(a)
 #endif
 
-/* -2 log(k / 2^32) for k in [1, 2^32], in float: k = m * 2^e with m in [sqrt(1/2),
-   sqrt(2)) (e from the top bits; the fold tested on k's top 24 bits), log(m) = 2 s (1 +
-   z / 3 + z^2 / 5 + z^3 / 7 + z^4 / 9), z = s^2 < 0.03, and s = (m - 1) / (m + 1) =
-   (k - 2^e) / (k + 2^e) from the exact integers (m - 1 from a rounded m lost the low
-   bits of k that matter when u1 is near 1); integer-to-float conversions round to
-   nearest on every backend. */
-CUK_FN float cuk_m2log_u32_f(uint64_t k) {
+/* sqrt(-2 log(u)) in float for u = (w + 1) / 2^32, w a 32-bit word: k = w + 1 = m * 2^e with m
+   in [sqrt(1/2), sqrt(2)) (e from the top bits; the fold tested on k's top 24 bits),
+   log(m) = 2 s (1 + z / 3 + z^2 / 5 + z^3 / 7 + z^4 / 9), z = s^2 < 0.03, and s = (m - 1)
+   / (m + 1) = (k - 2^e) / (k + 2^e) from the exact integers (m - 1 from a rounded m lost
+   the low bits of k that matter when u is near 1), each rounded to float once.
+   In 32-bit integers (64-bit ones, a 64-bit count of leading zeros and 64-bit
+   conversions were a fifth of the GPU kernel's instructions): k - 2^e always fits an
+   int32 (|k - 2^e| < 0.42 * 2^31); k + 2^e fits a uint32 for e <= 30, and past that it
+   is >= 2^31, so its float is twice the float of its half with the dropped bit kept as
+   a sticky bit (below float's 24 bits there, it rounds the same). k = 2^32 (w all ones)
+   is log 1: -0.0, as -2 * +0 gives, whose square root is -0.0. Integer-to-float
+   conversions round to nearest on every backend. The result is the square root: the
+   Box-Muller radius. */
+CUK_FN float cuk_rad_u32_f(uint32_t w) {
+    const uint32_t k = w == 0xFFFFFFFFu ? 1u : w + 1; /* k = 2^32 is answered below */
 #ifdef __CUDACC_RTC__
-    int e = 63 - __clzll((long long)k);
+    int e = 31 - __clz((int)k);
 #elif defined(__GNUC__)
-    int e = 63 - __builtin_clzll(k);
+    int e = 31 - __builtin_clz(k);
 #else
-    int e = 63;
+    int e = 31;
     while (!(k >> e)) e--;
 #endif
-    const uint32_t top = (uint32_t)(e >= 23 ? k >> (e - 23) : k << (23 - e)); /* 1.xxx in 24 bits */
+    const uint32_t top = e >= 23 ? k >> (e - 23) : k << (23 - e); /* 1.xxx in 24 bits */
     if (top > 11863283u) e++; /* k / 2^e > sqrt(2) (11863283 = floor(sqrt(2) * 2^23)) */
-    /* k - 2^e and k + 2^e, exact 64-bit integers rounded to float once each (32-bit
-       conversions of a sign and magnitude, with selects, ran 20% slower on an H100) */
-    const int64_t p2 = (int64_t)1 << e;
-    const float d = (float)((int64_t)k - p2), t = (float)((int64_t)k + p2);
+    const uint32_t p2 = e < 32 ? 1u << e : 0u; /* 2^e mod 2^32 */
+    const float d = (float)(int32_t)(k - p2);
+    const int h = e >= 31; /* k + 2^e >= 2^31: halve it, keeping the dropped bit */
+    const uint32_t y = ((k >> h) + (1u << (e - h))) | (k & (uint32_t)h);
+    const float t = CUK_FMUL((float)y, h ? 2.0f : 1.0f);
     const float s = CUK_FDIV(d, t), z = CUK_FMUL(s, s);
     float p = 0.222222224f;
     p = CUK_FADD(CUK_FMUL(p, z), 0.285714298f);
@@ -240,35 +249,47 @@ CUK_FN float cuk_m2log_u32_f(uint64_t k) {
     const float lm = CUK_FADD(CUK_FMUL(2.0f, s), CUK_FMUL(CUK_FMUL(s, z), p));
     const float ef = (float)(e - 32); /* exact; ef x 0.693145752 (15 bits) is exact */
     const float l = CUK_FADD(CUK_FMUL(ef, 0.693145752f), CUK_FADD(CUK_FMUL(ef, 1.42860677e-06f), lm));
-    return CUK_FMUL(l, -2.0f);
+    return CUK_FSQRT(CUK_FMUL(w == 0xFFFFFFFFu ? 0.0f : l, -2.0f));
 }
 
-/* cos(2 pi w / 2^32) in float: the quadrant and the fold as cuk_cos2pi_u32, then x =
-   h * 2 pi / 2^32 in [0, pi/4] (h <= 2^29 rounded to a float, to nearest). */
-CUK_FN float cuk_cos2pi_u32_f(uint32_t w) {
-    uint32_t q;
-    int hi;
-    const uint32_t h = cuk_fold_u32(w, 1u << 29, &q, &hi); /* past pi/4 in the quadrant: fold */
+/* cos and sin of the angle 2 pi w / 2^32 folded into [0, pi/4] of its quadrant (the
+   quadrant and the fold as cuk_cos2pi_u32; x = h * 2 pi / 2^32, h <= 2^29 rounded to a
+   float, to nearest): *c = 1 + z P(z), *s = x + x z Q(z). A pair of normals takes both
+   from one word: the odd element's angle is a quarter turn less (its sine), the same
+   fold in the next quadrant down, so one fold and two series serve the pair. */
+CUK_FN void cuk_cossin2pi_u32_f(uint32_t w, float *c, float *s, uint32_t *q, int *hi) {
+    const uint32_t h = cuk_fold_u32(w, 1u << 29, q, hi); /* past pi/4 in the quadrant: fold */
     const float x = CUK_FMUL((float)h, 1.46291812e-09f); /* 2 pi / 2^32 */
     const float z = CUK_FMUL(x, x);
-    /* cos x = 1 + z P(z), sin x = x + x z Q(z): one evaluation, A + (A z) p with A = 1
-       or x and the coefficients chosen per element (no branch; lanes of a warp differ) */
-    const int c = ((q & 1) == 0) != (hi != 0);
-    const float A = c ? 1.0f : x;
-    float p = c ? -2.75573200e-07f : -2.50521079e-08f;
-    p = CUK_FADD(CUK_FMUL(p, z), c ? 2.48015876e-05f : 2.75573188e-06f);
-    p = CUK_FADD(CUK_FMUL(p, z), c ? -1.38888892e-03f : -1.98412701e-04f);
-    p = CUK_FADD(CUK_FMUL(p, z), c ? 4.16666679e-02f : 8.33333377e-03f);
-    p = CUK_FADD(CUK_FMUL(p, z), c ? -0.5f : -0.166666672f);
-    const float r = CUK_FADD(A, CUK_FMUL(CUK_FMUL(A, z), p));
-    return (q == 1 || q == 2) ? -r : r;
+    float pc = -2.75573200e-07f, ps = -2.50521079e-08f;
+    pc = CUK_FADD(CUK_FMUL(pc, z), 2.48015876e-05f);
+    ps = CUK_FADD(CUK_FMUL(ps, z), 2.75573188e-06f);
+    pc = CUK_FADD(CUK_FMUL(pc, z), -1.38888892e-03f);
+    ps = CUK_FADD(CUK_FMUL(ps, z), -1.98412701e-04f);
+    pc = CUK_FADD(CUK_FMUL(pc, z), 4.16666679e-02f);
+    ps = CUK_FADD(CUK_FMUL(ps, z), 8.33333377e-03f);
+    pc = CUK_FADD(CUK_FMUL(pc, z), -0.5f);
+    ps = CUK_FADD(CUK_FMUL(ps, z), -0.166666672f);
+    *c = CUK_FADD(1.0f, CUK_FMUL(z, pc));
+    *s = CUK_FADD(x, CUK_FMUL(CUK_FMUL(x, z), ps));
 }
 
+/* Element i of the call's normals: the pair (x_j, x_j+1), j = i & 2, radius from x_j,
+   angle from x_j+1; the even element takes its cosine, the odd one its sine (the cosine
+   a quarter turn back: quadrant q - 1). Within quadrant q the cosine is the folded
+   angle's cosine where the fold matches q's parity, else its sine, negated in quadrants
+   1 and 2. Everything but the last selects depends on the pair only, so a kernel that
+   computes the pair's elements together computes it once. */
 CUK_FN float cuk_randn_f32_of(cuk_u32x4 r, uint64_t i) {
     const uint64_t j = i & 2;
-    const float rad = CUK_FSQRT(cuk_m2log_u32_f((uint64_t)cuk_word(r, j) + 1));
-    const uint32_t w = cuk_word(r, j + 1) - ((i & 1) ? (1u << 30) : 0u);
-    return CUK_FMUL(rad, cuk_cos2pi_u32_f(w));
+    const float rad = cuk_rad_u32_f(cuk_word(r, j));
+    float c, s;
+    uint32_t q0;
+    int hi;
+    cuk_cossin2pi_u32_f(cuk_word(r, j + 1), &c, &s, &q0, &hi);
+    const uint32_t q = (q0 - (uint32_t)(i & 1)) & 3u;
+    const float v = (((q & 1) == 0) != (hi != 0)) ? c : s;
+    return CUK_FMUL(rad, (q == 1 || q == 2) ? -v : v);
 }
 CUK_FN float cuk_randn_f32(uint64_t i, uint64_t seed) { return cuk_randn_f32_of(cuk_philox(i >> 2, seed), i); }
 

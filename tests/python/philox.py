@@ -131,7 +131,7 @@ def _horner_sel(c1, c0, sel, z):
 
 
 def m2log_u32_f(k):
-    """-2 log(k / 2^32) in float32 for uint64 k in [1, 2^32], as cuk_m2log_u32_f."""
+    """-2 log(k / 2^32) in float32 for uint64 k in [1, 2^32], the value whose square root cuk_rad_u32_f(k - 1) returns."""
     e = np.frexp(k.astype(np.float64))[1].astype(np.int64) - 1  # exact: k < 2^53
     sh = e - 23
     top = np.where(sh >= 0, k >> np.maximum(sh, 0).astype(np.uint64), k << np.maximum(-sh, 0).astype(np.uint64))
