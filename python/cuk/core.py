@@ -6,8 +6,8 @@ written for ``cuda.core`` ports by changing the import::
     from cuk.core import Device, LaunchConfig, Program, ProgramOptions, launch
 
 What cuk does not have (yet) raises NotImplementedError naming it: IPC-shared and
-virtual memory resources, texture and tensor-map objects, conditional
-graph nodes built by hand, and StridedMemoryView."""
+virtual memory resources, texture and tensor-map objects, and conditional graph nodes
+built by hand."""
 import collections
 import collections.abc
 import dataclasses
@@ -21,10 +21,15 @@ import numpy as np
 from . import _cuk
 from . import driver as _drv
 
+# strided layouts and memory views (cuda.core's _StridedLayout, StridedMemoryView, cuda.core.utils)
+from ._layout import _StridedLayout  # noqa: F401
+from ._memview import (StridedMemoryView, _StridedMemoryViewProxy, args_viewable_as_strided_memory,  # noqa: F401
+                       cast_to_3_tuple, view_as_array_interface, view_as_cai)
+
 __all__ = [
     "Buffer", "CompilerBackendType", "ComputeCapability", "Context", "DLDeviceType", "Device", "DeviceMemoryResource", "DeviceMemoryResourceOptions", "Event",
     "EventOptions", "Graph", "GraphBuilder", "Kernel", "LaunchConfig", "Linker", "LinkerOptions", "MemoryResource",
-    "LegacyPinnedMemoryResource", "LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Host", "ManagedBuffer", "ManagedMemoryResource", "ManagedMemoryResourceOptions", "ObjectCode", "PinnedMemoryResource", "PinnedMemoryResourceOptions", "Program", "ProgramOptions", "Stream", "StreamOptions", "launch", "system",
+    "LegacyPinnedMemoryResource", "LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Host", "ManagedBuffer", "ManagedMemoryResource", "ManagedMemoryResourceOptions", "ObjectCode", "PinnedMemoryResource", "PinnedMemoryResourceOptions", "Program", "ProgramOptions", "Stream", "StreamOptions", "StridedMemoryView", "args_viewable_as_strided_memory", "launch", "system",
 ]
 
 ComputeCapability = collections.namedtuple("ComputeCapability", ("major", "minor"))
