@@ -1655,8 +1655,9 @@ static void emit_vec_elems(KE *ke, int V) {
     Buf *b = ke->b;
     Leaves R = {NEWN(ke->e->a, Val *, ke->nid + 1), 0};
     int bits = 0;
+    const char *sw = getenv("CUK_VEC_BRANCHES"); /* 0: the element loop alone (A/B runs, docs/gpu.md) */
     memset(ke->seen, 0, (size_t)ke->nid);
-    if (k->rank > 0)
+    if (k->rank > 0 && !(sw && !strcmp(sw, "0")))
         for (int j = 0; j < k->nouts; j++) vec_roots(ke, k->outs[j], &R, &bits);
     if (!R.n) {
         emit_vec_each(ke, V);
