@@ -23,6 +23,7 @@ import os
 import numpy as np
 
 from . import _cuk
+from ._layout import _reshape_strides as _layout_reshape_strides
 from ._cuk import ArgumentError, Error
 
 _SUPPORTED = {
@@ -567,33 +568,15 @@ def _select(shape, strides, idx):
 
 
 def _reshape_strides(shape, strides, newshape, itemsize):
-    """The strides of a reshape (C order) of an array of shape and strides that is a view
-    without a copy, or None where NumPy would copy (NumPy's _attempt_nocopy_reshape)."""
+    """The byte strides of a reshape (C order) of an array of shape and byte strides that
+    is a view without a copy, or None where NumPy would copy (the layouts' rule,
+    _layout._reshape_strides, in items)."""
     if 0 in shape or 0 in newshape:
         return _strides_of(newshape, itemsize, False)
-    od = [(s, st) for s, st in zip(shape, strides) if s != 1]
-    newst = [0] * len(newshape)
-    oi, oj, ni, nj = 0, 1, 0, 1
-    while ni < len(newshape) and oi < len(od):
-        np_, op = newshape[ni], od[oi][0]
-        while np_ != op:
-            if np_ < op:
-                np_ *= newshape[nj]
-                nj += 1
-            else:
-                op *= od[oj][0]
-                oj += 1
-        for ok in range(oi, oj - 1):  # can these old axes be combined?
-            if od[ok][1] != od[ok + 1][0] * od[ok + 1][1]:
-                return None
-        newst[nj - 1] = od[oj - 1][1]
-        for nk in range(nj - 1, ni, -1):
-            newst[nk - 1] = newst[nk] * newshape[nk]
-        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
-    last = newst[ni - 1] if ni >= 1 else itemsize
-    for nk in range(ni, len(newshape)):
-        newst[nk] = last
-    return tuple(newst)
+    if any(s % itemsize for s in strides):  # not a whole number of items: copy
+        return None
+    st = _layout_reshape_strides(tuple(shape), tuple(s // itemsize for s in strides), tuple(newshape))
+    return None if st is None else tuple(s * itemsize for s in st)
 
 
 def _span(shape, strides, itemsize):
