@@ -209,20 +209,7 @@ typedef struct KE {
     bool ix_ok;    /* ix<axis> hold i's multi-index in the current scope (flat or not) */
     size_t body_at; /* where in b the body (after the index types) starts */
     const Val *etab; /* the OP_HBIN whose edges emit_hist put in shared memory (etab_) */
-    /* Vector-uniform branches (emit_vec_elems): vmode says how emit_index_at writes a
-       chain, vbit numbers its branch points' bits in emission order, vlanes is V, and
-       vpre marks the chains computed for the whole vector before the element loop. */
-    int vmode;
-    int vbit;
-    int vlanes;
-    const bool *vpre;
 } KE;
-
-/* VM_RECORD: the per-element pass that records into pb_ the arm each branch point of a
-   chain takes (concat's operand, pad's inside or fill) at bit vbit; VM_VEC: the chain
-   for all vlanes elements of a vector at once, every statement in a loop over e_ and
-   every branch taken from P_, the arms the vector's elements all took. */
-enum { VM_NONE, VM_RECORD, VM_VEC };
 
 static int W(const KE *ke, KPKind kind, const Val *v, int a, int b) {
     if (v && (kind == KP_IN || kind == KP_BSTRIDE)) v = kernel_canon(ke->k, (Val *)v);
@@ -246,30 +233,6 @@ static void ref(const KE *ke, const Val *v, char *buf, size_t n) {
 
 static void ind(Buf *b, int d) {
     for (int i = 0; i < d; i++) bputs(b, "    ");
-}
-
-/* Starts a statement of a chain: in VM_VEC, one for every element e_. */
-static void vstmt(KE *ke, int d) {
-    ind(ke->b, d);
-    if (ke->vmode == VM_VEC) bprintf(ke->b, "_Pragma(\"unroll\") for (int e_ = 0; e_ < %d; e_++) ", ke->vlanes);
-}
-
-/* Declares a chain's value `T base` (VM_VEC: one per element) and returns its name. */
-static const char *vdecl(KE *ke, const char *T, const char *base, int d) {
-    ind(ke->b, d);
-    if (ke->vmode != VM_VEC) {
-        bprintf(ke->b, "%s %s;\n", T, base);
-        return base;
-    }
-    bprintf(ke->b, "%s %s[%d];\n", T, base, ke->vlanes);
-    return arena_printf(ke->e->a, "%s[e_]", base);
-}
-
-/* The bits a branch point of n arms records (the arm, or n for none). */
-static int vbits(int n) {
-    int b = 1;
-    while ((1 << b) <= n) b++;
-    return b;
 }
 
 /* The own flat offset of leaf v at iteration index `i`: `i` itself when the launch says
@@ -449,7 +412,7 @@ static void emit_src_at(KE *ke, Val *v, int q, const char *S, const char *out, i
     char r0[128];
     if (x->rank == 0) {
         ref(ke, x, r0, sizeof r0);
-        vstmt(ke, d);
+        ind(b, d);
         bprintf(b, "%s = %s;\n", out, r0);
         return;
     }
@@ -462,7 +425,7 @@ static void emit_src_at(KE *ke, Val *v, int q, const char *S, const char *out, i
         emit_ew_at(ke, v, q, x, S, out, d, depth + 1);
         return;
     }
-    vstmt(ke, d);
+    ind(b, d);
     bprintf(b, "%s = ((const %s *)p.w[%d])[0", out, ctype(x->dt), W(ke, KP_IN, x, 0, 0));
     for (int k = 0; k < x->rank; k++) bprintf(b, " + %s[%d]%s", S, k, src_stride(ke, v, k, q));
     bputs(b, "];\n");
@@ -488,20 +451,22 @@ static void emit_ew_at(KE *ke, Val *v, int q, Val *x, const char *S, const char 
             names[i] = arena_printf(ke->e->a, "%s", r);
             continue;
         }
-        names[i] = vdecl(ke, ctype(a->dt), arena_printf(ke->e->a, "ea%d_", ke->uniq++), d);
+        names[i] = arena_printf(ke->e->a, "ea%d_", ke->uniq++);
+        ind(b, d);
+        bprintf(b, "%s %s;\n", ctype(a->dt), names[i]);
         Val *n = kernel_chain_src(ke->k, a);
         if (n) {
             emit_index_at(ke, n, S, names[i], d, depth + 1);
         } else if (kernel_ew_chain(ke->k, a)) {
             emit_ew_at(ke, v, q, a, S, names[i], d, depth + 1);
         } else {
-            vstmt(ke, d);
+            ind(b, d);
             bprintf(b, "%s = ((const %s *)p.w[%d])[0", names[i], ctype(a->dt), W(ke, KP_IN, a, 0, 0));
             for (int k = 0; k < a->rank; k++) bprintf(b, " + %s[%d]%s", S, k, src_stride(ke, v, k, q));
             bputs(b, "];\n");
         }
     }
-    vstmt(ke, d);
+    ind(b, d);
     const char *sp = special_text(ke->e->a, x, names);
     if (sp) {
         bprintf(b, "%s = %s;\n", out, sp);
@@ -522,10 +487,6 @@ static void emit_ew_at(KE *ke, Val *v, int q, Val *x, const char *S, const char 
 static const char *new_index(KE *ke, int r, int d) {
     const char *S = arena_printf(ke->e->a, "xs%d_", ke->uniq++);
     ind(ke->b, d);
-    if (ke->vmode == VM_VEC) {
-        bprintf(ke->b, "IX %s[%d][%d];\n", S, ke->vlanes, r > 0 ? r : 1);
-        return arena_printf(ke->e->a, "%s[e_]", S);
-    }
     bprintf(ke->b, "IX %s[%d];\n", S, r > 0 ? r : 1);
     return S;
 }
@@ -544,7 +505,7 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
     case OP_TRANSPOSE: {
         const char *S = new_index(ke, x->rank, d);
         for (int a = 0; a < v->rank; a++) {
-            vstmt(ke, d);
+            ind(b, d);
             if (v->op == OP_TRANSPOSE) bprintf(b, "%s[%d] = %s[%d];\n", S, v->perm[a], J, a);
             else if (a == 0) bprintf(b, "%s[0] = (IX)p.w[%d] - 1 - %s[0];\n", S, W(ke, KP_OWNSHAPE, v, 0, 0), J);
             else bprintf(b, "%s[%d] = %s[%d];\n", S, a, J, a);
@@ -558,7 +519,7 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
         for (int ax = 0; ax < x->rank; ax++) {
             int st = W(ke, KP_SLSTART, v, ax, 0), sp = W(ke, KP_SLSTEP, v, ax, 0);
             long long c0, c1;
-            vstmt(ke, d);
+            ind(b, d);
             if (v->slmode[ax] == SL_INDEX) bprintf(b, "%s[%d] = (IX)p.w[%d];\n", S, ax, st);
             else if (!slice_fixed(v, ax, &c0, &c1)) bprintf(b, "%s[%d] = (IX)p.w[%d] + %s[%d] * (IX)p.w[%d];\n", S, ax, st, J, oax++, sp);
             else if (c1 == 1) bprintf(b, "%s[%d] = %s[%d] + %lld;\n", S, ax, J, oax++, c0);
@@ -568,21 +529,13 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
         break;
     }
     case OP_CONCAT: {
-        int ax = v->axis, at = ke->vbit;
-        if (ke->vmode != VM_NONE) ke->vbit += vbits(v->nargs);
+        int ax = v->axis;
         for (int q = 0; q < v->nargs; q++) {
             ind(b, d);
-            if (ke->vmode == VM_VEC)
-                bprintf(b, "%sif (((P_ >> %d) & %d) == %d) {\n", q ? "else " : "", at, (1 << vbits(v->nargs)) - 1, q);
-            else
-                bprintf(b, "%sif (%s[%d] < (IX)p.w[%d]) {\n", q ? "else " : "", J, ax, W(ke, KP_CATOFF, v, 0, q + 1));
-            if (ke->vmode == VM_RECORD) {
-                ind(b, d + 1);
-                bprintf(b, "pb_ |= (unsigned long long)%d << %d;\n", q, at);
-            }
+            bprintf(b, "%sif (%s[%d] < (IX)p.w[%d]) {\n", q ? "else " : "", J, ax, W(ke, KP_CATOFF, v, 0, q + 1));
             const char *S = new_index(ke, v->rank, d + 1);
             for (int k = 0; k < v->rank; k++) {
-                vstmt(ke, d + 1);
+                ind(b, d + 1);
                 if (k == ax && q == 0) bprintf(b, "%s[%d] = %s[%d];\n", S, k, J, k); /* the first starts at 0 */
                 else if (k == ax) bprintf(b, "%s[%d] = %s[%d] - (IX)p.w[%d];\n", S, k, J, k, W(ke, KP_CATOFF, v, 0, q));
                 else bprintf(b, "%s[%d] = %s[%d];\n", S, k, J, k);
@@ -592,56 +545,27 @@ static void emit_index_at(KE *ke, Val *v, const char *J, const char *out, int d,
             bputs(b, "}\n");
         }
         ind(b, d);
-        if (ke->vmode == VM_NONE) {
-            bprintf(b, "else %s = 0;\n", out);
-            break;
-        }
-        bputs(b, "else {\n");
-        if (ke->vmode == VM_RECORD) {
-            ind(b, d + 1);
-            bprintf(b, "pb_ |= (unsigned long long)%d << %d;\n", v->nargs, at);
-        }
-        vstmt(ke, d + 1);
-        bprintf(b, "%s = 0;\n", out);
-        ind(b, d);
-        bputs(b, "}\n");
+        bprintf(b, "else %s = 0;\n", out);
         break;
     }
     case OP_PAD: {
         /* inside iff every source index is within the source: 0 <= J - w < own - 2w */
-        int pw = W(ke, KP_PADW, v, 0, 0), at = ke->vbit;
+        int pw = W(ke, KP_PADW, v, 0, 0);
         char r0[128];
-        if (ke->vmode != VM_NONE) ke->vbit++;
         const char *S = new_index(ke, v->rank, d);
-        if (ke->vmode != VM_VEC) {
-            ind(b, d);
-            bputs(b, "bool in_ = true;\n");
-        }
+        ind(b, d);
+        bputs(b, "bool in_ = true;\n");
         for (int k = 0; k < v->rank; k++) {
-            vstmt(ke, d);
-            bprintf(b, "%s[%d] = %s[%d] - (IX)p.w[%d];", S, k, J, k, pw);
-            if (ke->vmode != VM_VEC)
-                bprintf(b, " in_ = in_ && (UX)%s[%d] < (UX)((IX)p.w[%d] - 2 * (IX)p.w[%d]);", S, k,
-                        W(ke, KP_OWNSHAPE, v, k, 0), pw);
-            bputs(b, "\n");
+            ind(b, d);
+            bprintf(b, "%s[%d] = %s[%d] - (IX)p.w[%d]; in_ = in_ && (UX)%s[%d] < (UX)((IX)p.w[%d] - 2 * (IX)p.w[%d]);\n",
+                    S, k, J, k, pw, S, k, W(ke, KP_OWNSHAPE, v, k, 0), pw);
         }
         ind(b, d);
-        if (ke->vmode == VM_RECORD) bprintf(b, "pb_ |= (unsigned long long)!in_ << %d;\n", at);
-        if (ke->vmode == VM_RECORD) ind(b, d);
-        if (ke->vmode == VM_VEC) bprintf(b, "if (((P_ >> %d) & 1) == 0) {\n", at);
-        else bputs(b, "if (in_) {\n");
+        bputs(b, "if (in_) {\n");
         emit_src_at(ke, v, 0, S, out, d + 1, depth);
         ref(ke, v->args[2], r0, sizeof r0);
         ind(b, d);
-        if (ke->vmode == VM_NONE) {
-            bprintf(b, "} else %s = %s;\n", out, r0);
-            break;
-        }
-        bputs(b, "} else {\n");
-        vstmt(ke, d + 1);
-        bprintf(b, "%s = %s;\n", out, r0);
-        ind(b, d);
-        bputs(b, "}\n");
+        bprintf(b, "} else %s = %s;\n", out, r0);
         break;
     }
     case OP_UPDATE: {
@@ -755,11 +679,6 @@ static void emit_index_load(KE *ke, Val *v, int d) {
         ref(ke, x, r0, sizeof r0);
         ind(b, d);
         bprintf(b, "const %s v%d = %s;\n", ctype(v->dt), v->id, r0);
-        return;
-    }
-    if (ke->vpre && ke->vpre[v->id]) { /* computed for the whole vector (emit_vec_elems) */
-        ind(b, d);
-        bprintf(b, "const %s v%d = vp%d_[e_];\n", ctype(v->dt), v->id, v->id);
         return;
     }
     emit_offset(ke, v, d);
@@ -1549,184 +1468,6 @@ static void emit_map_transposed(KE *ke, Val *t) {
     bputs(b, "                }\n            }\n            __syncthreads();\n        }\n        return;\n    }\n");
 }
 
-/* ---- vector-uniform branches ------------------------------------------------------------ */
-
-/* A chain's branches (concat's operand, pad's inside) are per element, and the reads
-   inside them wait each for its own branch: a stencil's four reads of each of a
-   vector's elements went out one element at a time (issue-bound at 85-89% of copy).
-   The vector path now records each element's arms (VM_RECORD, the reads unused and
-   removed by NVRTC), and when the vector's elements all take the same arms, which is
-   every vector but those that straddle a border, computes the chains for the whole
-   vector (VM_VEC: the reads of all its elements in one branch); the others take the
-   per-element code. */
-
-static bool vec_src_ok(const Kernel *k, Val *x, int *bits, int depth);
-
-/* Whether chain v, and what it reads through, can be written for a whole vector:
-   slices, reversals, transposes, concats and pads over memory, scalars and elementwise
-   values. *bits adds up the bits its branch points record. */
-static bool vec_chain_ok(const Kernel *k, Val *v, int *bits, int depth) {
-    int nsrc = 1;
-    if (depth > 64) return false;
-    switch (v->op) {
-    case OP_SLICE:
-    case OP_REVERSE:
-    case OP_TRANSPOSE: break;
-    case OP_CONCAT:
-        *bits += vbits(v->nargs);
-        nsrc = v->nargs;
-        break;
-    case OP_PAD: *bits += 1; break;
-    default: return false;
-    }
-    for (int q = 0; q < nsrc; q++)
-        if (!vec_src_ok(k, v->args[q], bits, depth + 1)) return false;
-    return true;
-}
-
-/* As emit_src_at and emit_ew_at read an operand. */
-static bool vec_src_ok(const Kernel *k, Val *x, int *bits, int depth) {
-    if (depth > 64) return false;
-    if (!x || x->rank == 0) return true;
-    Val *n = kernel_chain_src(k, x);
-    if (n) return vec_chain_ok(k, n, bits, depth + 1);
-    if (kernel_ew_chain(k, x))
-        for (int i = 0; i < x->nargs; i++)
-            if (!vec_src_ok(k, x->args[i], bits, depth + 1)) return false;
-    return true;
-}
-
-/* The chains that emit_need reaches from v through elementwise ops, that branch and can
-   be written for a whole vector, while their bits fit pb_'s 64. */
-static void vec_roots(KE *ke, Val *v, Leaves *R, int *bits) {
-    if (v) v = kernel_canon(ke->k, v);
-    if (!v || v->op == OP_CONST || v->rank == 0 || !ke->inval[v->id] || ke->seen[v->id]) return;
-    ke->seen[v->id] = true;
-    if (op_is_ew(v->op) || v->op == OP_CHECKDIM) {
-        for (int i = 0; i < v->nargs; i++) vec_roots(ke, v->args[i], R, bits);
-        return;
-    }
-    int b = 0;
-    if (index_chains(v->op) && !row_value_reshape(ke->k, v) && vec_chain_ok(ke->k, v, &b, 0) && b > 0 &&
-        *bits + b <= 64) {
-        R->v[R->n++] = v;
-        *bits += b;
-    }
-}
-
-/* The element loop of a vector path (vector q of V elements, outputs into S<j>.x[e_]),
-   at depth 4. */
-static void emit_vec_each(KE *ke, int V) {
-    const Kernel *k = ke->k;
-    Buf *b = ke->b;
-    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    /* A vector's first index is a multiple of V, so `| e_` is `+ e_`; written so, NVRTC
-       sees that the elements of a vector share i / V (and i >> 2): a generator's one
-       Philox call a vector is computed once, not per element (here and in every
-       vector loop below). */
-    bprintf(b, "                    const long long i = q * %d | e_;\n                    (void)i;\n", V);
-    if (k->rank > 0) /* unused (and removed by NVRTC) without index transforms */
-        emit_vec_iter_index(ke, V, 5);
-    ke->ix_given = k->rank > 0;
-    regs_eval(ke, "[u_].x[e_]", k->outs, k->nouts, 5);
-    ke->ix_given = false;
-    regs_end(ke);
-    char r[128];
-    for (int j = 0; j < k->nouts; j++) {
-        ref(ke, k->outs[j], r, sizeof r);
-        bprintf(b, "                    S%d.x[e_] = %s;\n", j, r);
-    }
-    bputs(b, "                }\n");
-}
-
-/* Root v's own index at element e_ (the vector path is flat: the iteration's). */
-static void emit_vec_root_index(KE *ke, Val *v, int d) {
-    ke->flatc = true;
-    ke->ix_ok = true;
-    emit_offset(ke, v, d);
-    emit_own_index(ke, v, d);
-    ke->ix_ok = false;
-    ke->flatc = false;
-}
-
-/* The element loop, with the whole-vector chains where the vector's elements agree. */
-static void emit_vec_elems(KE *ke, int V) {
-    const Kernel *k = ke->k;
-    Buf *b = ke->b;
-    Leaves R = {NEWN(ke->e->a, Val *, ke->nid + 1), 0};
-    int bits = 0;
-    const char *sw = getenv("CUK_VEC_BRANCHES"); /* 0: the element loop alone (A/B runs, docs/gpu.md) */
-    memset(ke->seen, 0, (size_t)ke->nid);
-    if (k->rank > 0 && !(sw && !strcmp(sw, "0")))
-        for (int j = 0; j < k->nouts; j++) vec_roots(ke, k->outs[j], &R, &bits);
-    if (!R.n) {
-        emit_vec_each(ke, V);
-        return;
-    }
-    /* each element's arms */
-    bprintf(b, "                unsigned long long pth_[%d];\n", V);
-    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                    const long long i = q * %d | e_;\n                    (void)i;\n", V);
-    emit_vec_iter_index(ke, V, 5);
-    bputs(b, "                    unsigned long long pb_ = 0;\n");
-    reset_scope(ke);
-    ke->vmode = VM_RECORD;
-    ke->vbit = 0;
-    for (int r = 0; r < R.n; r++) {
-        Val *v = R.v[r];
-        bputs(b, "                    {\n");
-        emit_chain_scalars(ke, v, 6, 0);
-        emit_vec_root_index(ke, v, 6);
-        ind(b, 6);
-        bprintf(b, "%s v%d;\n", ctype(v->dt), v->id);
-        emit_index_at(ke, v, arena_printf(ke->e->a, "j%d_", v->id), arena_printf(ke->e->a, "v%d", v->id), 6, 0);
-        ind(b, 6);
-        bprintf(b, "(void)v%d;\n", v->id);
-        bputs(b, "                    }\n");
-        reset_scope(ke);
-    }
-    bputs(b, "                    pth_[e_] = pb_;\n                }\n");
-    /* agreed: the chains for the whole vector, then the element loop reading them */
-    bputs(b, "                if (pth_[0] == pth_[1]");
-    for (int e = 2; e < V; e++) bprintf(b, " && pth_[0] == pth_[%d]", e);
-    bputs(b, ") {\n                const unsigned long long P_ = pth_[0];\n");
-    for (int r = 0; r < R.n; r++)
-        bprintf(b, "                IX jv%d_[%d][%d];\n                %s vp%d_[%d];\n", R.v[r]->id, V, R.v[r]->rank,
-                ctype(R.v[r]->dt), R.v[r]->id, V);
-    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
-    bprintf(b, "                    const long long i = q * %d | e_;\n                    (void)i;\n", V);
-    emit_vec_iter_index(ke, V, 5);
-    for (int r = 0; r < R.n; r++) {
-        Val *v = R.v[r];
-        bputs(b, "                    {\n");
-        emit_vec_root_index(ke, v, 6);
-        for (int a = 0; a < v->rank; a++) {
-            ind(b, 6);
-            bprintf(b, "jv%d_[e_][%d] = j%d_[%d];\n", v->id, a, v->id, a);
-        }
-        bputs(b, "                    }\n");
-    }
-    bputs(b, "                }\n");
-    bool *pre = NEWN(ke->e->a, bool, ke->nid);
-    reset_scope(ke);
-    ke->vmode = VM_VEC;
-    ke->vlanes = V;
-    ke->vbit = 0;
-    for (int r = 0; r < R.n; r++) {
-        Val *v = R.v[r];
-        emit_chain_scalars(ke, v, 4, 0);
-        emit_index_at(ke, v, arena_printf(ke->e->a, "jv%d_[e_]", v->id), arena_printf(ke->e->a, "vp%d_[e_]", v->id), 4, 0);
-        pre[v->id] = true;
-    }
-    ke->vmode = VM_NONE;
-    ke->vpre = pre;
-    emit_vec_each(ke, V);
-    ke->vpre = NULL;
-    bputs(b, "                } else {\n");
-    emit_vec_each(ke, V);
-    bputs(b, "                }\n");
-}
-
 static void emit_map(KE *ke) {
     const Kernel *k = ke->k;
     header(ke);
@@ -1765,7 +1506,24 @@ static void emit_map(KE *ke) {
     bprintf(b, "#pragma unroll\n            for (int u_ = 0; u_ < %d; u_++) {\n", U);
     bputs(b, "                const long long q = q0 + u_ * (long long)blockDim.x;\n                if (q < nvec) {\n");
     for (int j = 0; j < k->nouts; j++) bprintf(b, "                cuk_vec<%s, %d> S%d;\n", ctype(k->outs[j]->dt), V, j);
-    emit_vec_elems(ke, V);
+    bprintf(b, "#pragma unroll\n                for (int e_ = 0; e_ < %d; e_++) {\n", V);
+    /* A vector's first index is a multiple of V, so `| e_` is `+ e_`; written so, NVRTC
+       sees that the elements of a vector share i / V (and i >> 2): a generator's one
+       Philox call a vector is computed once, not per element (here and in every
+       vector loop below). */
+    bprintf(b, "                    const long long i = q * %d | e_;\n                    (void)i;\n", V);
+    if (k->rank > 0) /* unused (and removed by NVRTC) without index transforms */
+        emit_vec_iter_index(ke, V, 5);
+    ke->ix_given = k->rank > 0;
+    regs_eval(ke, "[u_].x[e_]", k->outs, k->nouts, 5);
+    ke->ix_given = false;
+    regs_end(ke);
+    char r[128];
+    for (int j = 0; j < k->nouts; j++) {
+        ref(ke, k->outs[j], r, sizeof r);
+        bprintf(b, "                    S%d.x[e_] = %s;\n", j, r);
+    }
+    bputs(b, "                }\n");
     for (int j = 0; j < k->nouts; j++)
         bprintf(b, "                cuk_stv<%s, %d>((void *)p.w[%d], q * %d, S%d);\n", ctype(k->outs[j]->dt), V,
                 W(ke, KP_OUT, k->outs[j], 0, 0), V, j);

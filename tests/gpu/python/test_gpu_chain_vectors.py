@@ -1,11 +1,11 @@
 """Index chains that branch (concat, pad) in the map kernel's vector path, on the GPU
-against the CPU backend: the path records each element's arms and computes the chain
-for a whole vector when its elements agree (compiler/emit_cuda.c, emit_vec_elems), and
-element by element where a vector straddles a border. Shapes put borders inside
-vectors, at their edges and nowhere: rows and columns of 1, 4, 33, 1028 and 4099, last
-axes that are and are not multiples of the vector width, 1-D lengths around it, and
-views (offsets) that are not 16-byte aligned. Values are exact: every job only moves,
-adds and scales values that are exact in f32.
+against the CPU backend: shapes put the chains' borders inside 4-element vectors, at
+their edges and nowhere (rows and columns of 1, 4, 33, 1028 and 4099, last axes that are
+and are not multiples of the vector width, 1-D lengths around it), and the same values
+4 bytes past a 16-byte boundary take the element-by-element path. Values are exact:
+every job only moves, adds and scales values that are exact in f32. (Written for a
+whole-vector form of these chains, measured slower and not kept, 2026-12-07; the
+checks hold for any form.)
 
 Run on a GPU machine: PYTHONPATH=build/python:python python3 -m pytest tests/gpu/python."""
 import os
