@@ -14,10 +14,17 @@ import numpy as np
 
 from ._layout import _StridedLayout
 
-try:
-    from ml_dtypes import bfloat16
-except ImportError:  # bfloat16 views then have no dtype: .dtype says what to install
-    bfloat16 = None
+
+@functools.lru_cache(maxsize=None)
+def _bfloat16():
+    """ml_dtypes' bfloat16 as a NumPy dtype, or None without ml_dtypes (bfloat16 views then
+    have no dtype: .dtype says what to install). Imported when a view first needs it, not
+    with cuk.core."""
+    try:
+        from ml_dtypes import bfloat16
+    except ImportError:
+        return None
+    return np.dtype(bfloat16)
 
 __all__ = ["StridedMemoryView", "args_viewable_as_strided_memory", "cast_to_3_tuple",
            "view_as_cai", "view_as_array_interface", "view_as_dlpack"]
@@ -103,7 +110,7 @@ def _dtype_from_dl(code, bits, lanes):
     if lanes != 1:
         raise BufferError(f"DLPack tensors with {lanes}-lane vector types are not supported")
     if code == _DL_BFLOAT and bits == 16:
-        return None if bfloat16 is None else np.dtype(bfloat16)
+        return _bfloat16()
     kind = {_DL_INT: "i", _DL_UINT: "u", _DL_FLOAT: "f", _DL_COMPLEX: "c", _DL_BOOL: "b"}.get(code)
     if kind is None or bits % 8 or bits == 0:
         raise BufferError(f"Unsupported DLPack dtype (code {code}, {bits} bits)")
@@ -122,7 +129,7 @@ def _dtype_to_dl(dtype):
     if not dtype.isnative:
         raise BufferError(f"Non-native-endian dtype {dtype} cannot be exported through DLPack; view it with the "
                           f"native byte order first")
-    if bfloat16 is not None and dtype == np.dtype(bfloat16):
+    if dtype.kind == "V" and dtype == _bfloat16():  # ml_dtypes' bfloat16 is a NumPy "V" kind
         return _DL_BFLOAT, 16
     code = {"i": _DL_INT, "u": _DL_UINT, "f": _DL_FLOAT, "c": _DL_COMPLEX, "b": _DL_BOOL}.get(dtype.kind)
     if code is None:
@@ -302,10 +309,10 @@ class StridedMemoryView:
     @property
     def dtype(self):
         if self._dtype is None and self._dl_dtype is not None:
-            if bfloat16 is None:
+            if _bfloat16() is None:
                 raise NotImplementedError("This view holds bfloat16 data; its dtype requires `ml_dtypes` "
                                           "(pip install ml_dtypes)")
-            self._dtype = np.dtype(bfloat16)
+            self._dtype = _bfloat16()
         return self._dtype
 
     @property
